@@ -1,0 +1,94 @@
+"""Errors that point at the user's kernel source.
+
+Every error raised while building or compiling a kernel carries a `SourceLoc` (file, line,
+column, source line) of the user's code and renders it under the message, with a caret. The
+located classes also derive from the matching builtin (`KernelTypeError` is a `TypeError`), so
+callers can catch either.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["SourceLoc", "TileLangError", "KernelError", "located", "raise_at",
+           "KernelTypeError", "KernelValueError", "KernelNotSupportedError"]
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    filename: str
+    lineno: int
+    col: Optional[int] = None
+    end_col: Optional[int] = None
+
+    @property
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).rstrip("\n")
+
+    def __str__(self):
+        col = f":{self.col + 1}" if self.col is not None else ""
+        return f"{self.filename}:{self.lineno}{col}"
+
+    def render(self) -> str:
+        text = self.source_line
+        out = [f"  --> {self}"]
+        if text:
+            out.append(f"{self.lineno:>5} | {text}")
+            if self.col is not None:
+                width = max(1, (self.end_col or self.col + 1) - self.col)
+                if self.end_col is None or self.end_col <= self.col:
+                    width = 1
+                out.append("      | " + " " * self.col + "^" * width)
+        return "\n".join(out)
+
+
+class TileLangError(Exception):
+    """Base class of all errors raised by this package."""
+
+
+class KernelError(TileLangError):
+    """An error in a kernel program, located at the user's source."""
+
+    def __init__(self, message: str, loc: Optional[SourceLoc] = None):
+        self.message = message
+        self.loc = loc
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.loc is None:
+            return self.message
+        return f"{self.message}\n{self.loc.render()}"
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.loc))
+
+
+_LOCATED: dict = {}
+
+
+def located(base: type) -> type:
+    """The KernelError subclass that also is a `base` (TypeError, ValueError...)."""
+    if issubclass(base, KernelError):
+        return base
+    cls = _LOCATED.get(base)
+    if cls is None:
+        try:
+            cls = type(f"Kernel{base.__name__}", (KernelError, base), {})
+        except TypeError:  # builtins with incompatible layouts
+            cls = KernelError
+        _LOCATED[base] = cls
+    return cls
+
+
+KernelTypeError = located(TypeError)
+KernelValueError = located(ValueError)
+
+
+class KernelNotSupportedError(KernelError, NotImplementedError):
+    """A construct this compiler does not support (yet); says what and where."""
+
+
+def raise_at(loc, exc_type, message):
+    raise located(exc_type)(message, loc)

@@ -1,0 +1,326 @@
+"""Rewrite a kernel function's AST so that its control flow and assignments call the builder.
+
+The rewritten function is ordinary Python that runs once per trace. Constructs whose meaning
+depends on whether a value is symbolic are routed through the helpers in `frontend.hooks`
+(bound to the name `__tl__` inside the rewritten code):
+
+    if c: A else: B           with __tl__.If(c) as br:  if br.then(): A / if br.otherwise(): B
+    for i, j in it: ...       for i, j in __tl__.loop(it, ('i', 'j')): ...   (range -> serial)
+    while c: ...              for _ in __tl__.while_(lambda: c): ...
+    break / continue          if __tl__.brk(): break / if __tl__.cont(): continue
+    x = v                     x = __tl__.bind('x', v, <previous x>)
+    a, b = v                  a, b = __tl__.unpack(v, ('a', 'b')); a = __tl__.bind(...) ...
+    x += v                    x = __tl__.aug('x', <previous x>, '+', v)
+    x: ann = v / x: ann       x = __tl__.bind_annotated(...) / x = __tl__.annotate(...)
+    a and b, a or b, not a    __tl__.and_(a, lambda: b), __tl__.or_(...), __tl__.not_(a)
+    a < b < c                 __tl__.and_(a < b, lambda: b < c)
+    x if c else y             __tl__.ifexp(c, lambda: x, lambda: y)
+    f(...)  (a statement)     __tl__.discard(f(...))   (side-effecting calls are kept)
+    assert c, m               __tl__.assert_(c, m)
+    with K as (bx, by)        with __tl__.named(K, ('bx', 'by')) as (bx, by)
+
+Line numbers and the file name are the user's, so tracebacks and IR locations point at the
+kernel source. Closure variables are passed to a maker function that re-creates the closure.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import warnings
+from typing import Callable
+
+from .builder import USER_CODES
+
+HOOKS = "__tl__"
+
+_AUG_OPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
+    ast.RShift: ">>", ast.MatMult: "@",
+}
+_SCALAR_CMP = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+
+
+def _hook(attr: str) -> ast.expr:
+    return ast.Attribute(value=ast.Name(id=HOOKS, ctx=ast.Load()), attr=attr, ctx=ast.Load())
+
+
+def _call(attr: str, *args) -> ast.Call:
+    return ast.Call(func=_hook(attr), args=list(args), keywords=[])
+
+
+def _const(v) -> ast.Constant:
+    return ast.Constant(value=v)
+
+
+def _names_of(target) -> ast.expr:
+    if isinstance(target, ast.Name):
+        return _const(target.id)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return ast.Tuple(elts=[_names_of(e) for e in target.elts], ctx=ast.Load())
+    return _const(None)
+
+
+def _previous(name: str) -> ast.expr:
+    # locals().get(name, __tl__.UNSET)
+    return ast.Call(
+        func=ast.Attribute(value=ast.Call(func=ast.Name(id="locals", ctx=ast.Load()), args=[],
+                                          keywords=[]), attr="get", ctx=ast.Load()),
+        args=[_const(name), _hook("UNSET")], keywords=[])
+
+
+def _lambda(body: ast.expr) -> ast.Lambda:
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                         kw_defaults=[], kwarg=None, defaults=[]), body=body)
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self):
+        self.counter = 0
+
+    def _tmp(self, base: str) -> str:
+        self.counter += 1
+        return f"__tl_{base}{self.counter}"
+
+    # ---- statements -------------------------------------------------------------------------
+    def visit_If(self, node: ast.If):
+        self.generic_visit(node)
+        br = self._tmp("if")
+        then = ast.If(test=ast.Call(func=ast.Attribute(value=ast.Name(id=br, ctx=ast.Load()),
+                                                       attr="then", ctx=ast.Load()),
+                                    args=[], keywords=[]), body=node.body, orelse=[])
+        body = [then]
+        if node.orelse:
+            body.append(ast.If(
+                test=ast.Call(func=ast.Attribute(value=ast.Name(id=br, ctx=ast.Load()),
+                                                 attr="otherwise", ctx=ast.Load()),
+                              args=[], keywords=[]), body=node.orelse, orelse=[]))
+        new = ast.With(items=[ast.withitem(context_expr=_call("If", node.test),
+                                           optional_vars=ast.Name(id=br, ctx=ast.Store()))],
+                       body=body)
+        return ast.copy_location(new, node)
+
+    def visit_For(self, node: ast.For):
+        self.generic_visit(node)
+        it = node.iter
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range"):
+            it = ast.copy_location(ast.Call(func=_hook("range_"), args=it.args,
+                                            keywords=it.keywords), it)
+        node.iter = ast.copy_location(_call("loop", it, _names_of(node.target)), node.iter)
+        return node
+
+    def visit_While(self, node: ast.While):
+        self.generic_visit(node)
+        new = ast.For(target=ast.Name(id=self._tmp("w"), ctx=ast.Store()),
+                      iter=_call("while_", _lambda(node.test)), body=node.body,
+                      orelse=node.orelse)
+        return ast.copy_location(new, node)
+
+    def visit_Break(self, node):
+        return ast.copy_location(ast.If(test=_call("brk"), body=[node], orelse=[]), node)
+
+    def visit_Continue(self, node):
+        return ast.copy_location(ast.If(test=_call("cont"), body=[node], orelse=[]), node)
+
+    def visit_Assign(self, node: ast.Assign):
+        self.generic_visit(node)
+        if len(node.targets) != 1:
+            return node
+        target = node.targets[0]
+        if isinstance(target, ast.Name):
+            node.value = ast.copy_location(
+                _call("bind", _const(target.id), node.value, _previous(target.id)), node.value)
+            return node
+        if isinstance(target, (ast.Tuple, ast.List)) and all(
+                isinstance(e, (ast.Name, ast.Subscript, ast.Attribute)) for e in target.elts):
+            names = [e.id for e in target.elts if isinstance(e, ast.Name)]
+            out = [node]
+            node.value = ast.copy_location(
+                _call("unpack", node.value, _names_of(target), _const(len(target.elts))),
+                node.value)
+            if not names:
+                return node
+            # capture previous values before the unpacking assignment overwrites them
+            prev_tmp = {n: self._tmp("prev") for n in names}
+            pre = [ast.copy_location(ast.Assign(targets=[ast.Name(id=t, ctx=ast.Store())],
+                                                value=_previous(n)), node)
+                   for n, t in prev_tmp.items()]
+            post = [ast.copy_location(ast.Assign(
+                targets=[ast.Name(id=n, ctx=ast.Store())],
+                value=_call("bind", _const(n), ast.Name(id=n, ctx=ast.Load()),
+                            ast.Name(id=t, ctx=ast.Load()))), node)
+                for n, t in prev_tmp.items()]
+            return pre + out + post
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign):
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            return node
+        name = node.target.id
+        new = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                         value=_call("aug", _const(name), _previous(name),
+                                     _const(_AUG_OPS[type(node.op)]), node.value))
+        return ast.copy_location(new, node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        self.generic_visit(node)
+        if not isinstance(node.target, ast.Name):
+            return node
+        name = node.target.id
+        if node.value is None:
+            value = _call("annotate", _const(name), _previous(name), node.annotation)
+        else:
+            value = _call("bind_annotated", _const(name), node.value, node.annotation,
+                          _previous(name))
+        return ast.copy_location(ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                            value=value), node)
+
+    def visit_Assert(self, node: ast.Assert):
+        self.generic_visit(node)
+        args = [node.test] + ([node.msg] if node.msg is not None else [])
+        return ast.copy_location(ast.Expr(value=_call("assert_", *args)), node)
+
+    def visit_With(self, node: ast.With):
+        self.generic_visit(node)
+        for item in node.items:
+            if item.optional_vars is not None:
+                item.context_expr = ast.copy_location(
+                    _call("named", item.context_expr, _names_of(item.optional_vars)),
+                    item.context_expr)
+        return node
+
+    def visit_Expr(self, node: ast.Expr):
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Constant):  # docstrings
+            return node
+        node.value = ast.copy_location(_call("discard", node.value), node.value)
+        return node
+
+    # ---- expressions ------------------------------------------------------------------------
+    def visit_BoolOp(self, node: ast.BoolOp):
+        self.generic_visit(node)
+        fn = "and_" if isinstance(node.op, ast.And) else "or_"
+        first, *rest = node.values
+        return ast.copy_location(_call(fn, first, *[_lambda(v) for v in rest]), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call("not_", node.operand), node)
+        return node
+
+    def visit_Compare(self, node: ast.Compare):
+        self.generic_visit(node)
+        if len(node.ops) == 1 or not all(isinstance(op, _SCALAR_CMP) for op in node.ops):
+            return node
+        parts, left = [], node.left
+        for op, right in zip(node.ops, node.comparators):
+            parts.append(ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]),
+                                           node))
+            left = right
+        return ast.copy_location(_call("and_", parts[0], *[_lambda(p) for p in parts[1:]]),
+                                 node)
+
+    def visit_IfExp(self, node: ast.IfExp):
+        self.generic_visit(node)
+        return ast.copy_location(_call("ifexp", node.test, _lambda(node.body),
+                                       _lambda(node.orelse)), node)
+
+
+_CACHE: dict = {}
+
+
+def _register_codes(code):
+    USER_CODES.add(code)
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _register_codes(c)
+
+
+def _strip_signature(fn: ast.FunctionDef):
+    """Defaults and annotations are taken from the original function object instead."""
+    a = fn.args
+    a.defaults = []
+    a.kw_defaults = [None] * len(a.kwonlyargs)
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    fn.returns = None
+    fn.decorator_list = []
+
+
+def _build_maker(func: Callable):
+    code = func.__code__
+    cached = _CACHE.get(code)
+    if cached is not None:
+        return cached
+    try:
+        lines, firstline = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        warnings.warn(f"source of {func.__qualname__} is unavailable; tracing it without the "
+                      "control-flow rewrite (conditions on kernel values will fail)",
+                      stacklevel=4)
+        _CACHE[code] = None
+        return None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    indent = len(source.splitlines()[0]) - len(dedented.splitlines()[0])
+    tree = ast.parse(dedented)
+    fn = tree.body[0]
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        _CACHE[code] = None
+        return None
+    if indent:
+        for n in ast.walk(tree):
+            if hasattr(n, "col_offset"):
+                n.col_offset += indent
+                if getattr(n, "end_col_offset", None) is not None:
+                    n.end_col_offset += indent
+    ast.increment_lineno(tree, firstline - 1)
+    _strip_signature(fn)
+    fn = _Rewriter().visit(fn)
+    freevars = list(code.co_freevars)
+    maker = ast.FunctionDef(
+        name="__tl_maker__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=HOOKS)] +
+                           [ast.arg(arg=v) for v in freevars], vararg=None, kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fn, ast.Return(value=ast.Name(id=fn.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_params=[])
+    ast.copy_location(maker, fn)
+    module = ast.Module(body=[maker], type_ignores=[])
+    ast.fix_missing_locations(module)
+    compiled = compile(module, code.co_filename, "exec")
+    _register_codes(compiled)
+    _CACHE[code] = (compiled, freevars)
+    return _CACHE[code]
+
+
+def rewrite(func: Callable) -> Callable:
+    """The rewritten twin of `func` (same globals, closure values, defaults); `func` itself when
+    its source is unavailable."""
+    from . import hooks
+
+    built = _build_maker(func)
+    if built is None:
+        return func
+    compiled, freevars = built
+    namespace: dict = {}
+    exec(compiled, func.__globals__, namespace)
+    cells = []
+    for name, cell in zip(freevars, func.__closure__ or ()):
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:
+            raise NameError(f"free variable {name!r} of {func.__qualname__} is not bound yet") \
+                from None
+    new = namespace["__tl_maker__"](hooks, *cells)
+    new.__defaults__ = func.__defaults__
+    new.__kwdefaults__ = func.__kwdefaults__
+    new.__annotations__ = dict(getattr(func, "__annotations__", {}))
+    new.__wrapped_kernel__ = func
+    return new

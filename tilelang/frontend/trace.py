@@ -1,0 +1,115 @@
+"""Trace a kernel function into a `PrimFunc`.
+
+`trace(func, args, kwargs, name, setup)` runs the rewritten `func` once under a fresh
+`Builder` and returns it with the function's return value; `prim_func` is the `@T.prim_func`
+decorator, which builds parameters from the signature's annotations. Exceptions escaping the
+user's code are re-raised as located errors of the same builtin type.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Optional
+
+from ..errors import KernelError, located
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+from .builder import Builder, loc_from_traceback
+from .rewrite import rewrite
+
+
+def trace(func: Callable, args=(), kwargs=None, name: Optional[str] = None,
+          setup: Optional[Callable] = None):
+    """Run `func` under a builder; returns (builder, return value)."""
+    rewritten = rewrite(func)
+    b = Builder(name or func.__name__)
+    with b:
+        if setup is not None:
+            setup(b)
+        try:
+            ret = rewritten(*args, **(kwargs or {}))
+        except KernelError:
+            raise
+        except RecursionError:
+            raise
+        except Exception as exc:  # re-raise at the user's line, keeping the builtin type
+            loc = loc_from_traceback(exc.__traceback__)
+            if loc is None:
+                raise
+            msg = str(exc) or type(exc).__name__
+            err = located(type(exc))(msg, loc)
+            raise err.with_traceback(None) from None
+    if len(b.frames) != 1:
+        raise KernelError(f"internal: {len(b.frames) - 1} frame(s) left open after tracing "
+                          f"{b.name}")
+    return b, ret
+
+
+def finish(b: Builder, func: Callable, name: Optional[str] = None) -> ir.PrimFunc:
+    """Build and check the PrimFunc of a finished trace."""
+    from ..transform.semantic_check import check_semantics
+
+    body = b.frames[0].build()
+    attrs = {k: v for k, v in b.attrs.items() if not k.endswith("_hook")}
+    code = getattr(func, "__code__", None)
+    source = (code.co_filename, code.co_firstlineno) if code is not None else None
+    pf = ir.PrimFunc(name or func.__name__, b.params, body, attrs, b.outputs, b.workspaces,
+                     source)
+    check_semantics(pf)
+    return pf
+
+
+def param_from_annotation(name: str, annotation):
+    from ..language.types import HandleType, TensorSpec
+
+    if isinstance(annotation, TensorSpec):
+        return annotation.to_buffer(name)
+    if isinstance(annotation, DType):
+        return ir.Var(name, annotation)
+    if isinstance(annotation, HandleType):
+        return ir.Var(name, DType("handle"))
+    if isinstance(annotation, str):
+        try:
+            return ir.Var(name, DType(annotation))
+        except ValueError:
+            pass
+    if annotation in (int, float, bool):
+        return ir.Var(name, DType(annotation))
+    return None
+
+
+def _annotations(func):
+    try:
+        return inspect.get_annotations(func, eval_str=True)
+    except Exception:
+        return dict(getattr(func, "__annotations__", {}))
+
+
+def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
+    """Trace a kernel whose parameters are all annotated (T.Tensor, T.float32, T.handle, ...)."""
+    if func is None:
+        return lambda f: prim_func(f, private=private)
+    if isinstance(func, ir.PrimFunc):
+        return func
+    hints = _annotations(func)
+    sig = inspect.signature(func)
+    params = []
+    for pname, p in sig.parameters.items():
+        ann = hints.get(pname, inspect.Parameter.empty)
+        value = param_from_annotation(pname, ann)
+        if value is None:
+            code = func.__code__
+            from ..errors import SourceLoc
+
+            raise located(TypeError)(
+                f"parameter {pname!r} of @T.prim_func {func.__name__} needs an annotation such "
+                f"as T.Tensor((M, N), 'float16'), T.float32 or T.handle (got "
+                f"{ann if ann is not inspect.Parameter.empty else 'none'})",
+                SourceLoc(code.co_filename, code.co_firstlineno))
+        params.append(value)
+
+    def setup(b):
+        b.params = list(params)
+
+    b, _ = trace(func, params, name=func.__name__, setup=setup)
+    return finish(b, func)

@@ -1,0 +1,245 @@
+"""Data types of the tile IR.
+
+A `DType` is an interned, immutable description of a scalar type (and optionally a vector of
+`lanes` of it). The same object is what users write as `T.float16`: calling it builds a typed
+constant or a cast, and it serves as the annotation of scalar kernel parameters.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES"]
+
+# name -> (kind, bits); kind: f = float, i = signed int, u = unsigned int, b = bool, h = handle
+_KINDS = {
+    "bool": ("b", 8),
+    "int8": ("i", 8), "int16": ("i", 16), "int32": ("i", 32), "int64": ("i", 64),
+    "uint8": ("u", 8), "uint16": ("u", 16), "uint32": ("u", 32), "uint64": ("u", 64),
+    "float16": ("f", 16), "bfloat16": ("f", 16), "float32": ("f", 32), "float64": ("f", 64),
+    "float8_e4m3": ("f", 8), "float8_e5m2": ("f", 8),
+    "handle": ("h", 64), "void": ("v", 0),
+}
+
+# Spellings accepted for dtypes (strings); "half" is deliberately not one (the reference rejects it).
+DTYPE_ALIASES = {
+    "float": "float32", "double": "float64", "int": "int32", "long": "int64", "short": "int16",
+    "uint": "uint32", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+    "float8_e4m3fn": "float8_e4m3", "float8_e4m3fnuz": "float8_e4m3", "e4m3": "float8_e4m3",
+    "float8_e5m2fnuz": "float8_e5m2", "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
+    "boolean": "bool",
+}
+
+_C_NAMES = {
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+    "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+    "uint64": "unsigned long long", "float16": "half_t", "bfloat16": "bfloat16_t",
+    "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
+    "handle": "void*", "void": "void",
+}
+
+_NUMPY = {
+    "bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+    "float16": np.float16, "float32": np.float32, "float64": np.float64,
+    # No numpy type: the interpreter keeps these in float32 and rounds on every store.
+    "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
+}
+
+_TORCH_NAMES = {
+    "bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
+    "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+}
+
+
+def canonical_dtype_name(value) -> str:
+    """The canonical name of anything that denotes a dtype: DType, string, torch or numpy dtype."""
+    if isinstance(value, DType):
+        return value.name
+    if isinstance(value, str):
+        name = value.strip()
+        name = DTYPE_ALIASES.get(name, name)
+        if name in _KINDS:
+            return name
+        base, _, lanes = name.rpartition("x")
+        if base in _KINDS and lanes.isdigit():
+            return name
+        raise ValueError(f"unknown dtype {value!r}")
+    if value is float:
+        return "float32"
+    if value is int:
+        return "int32"
+    if value is bool:
+        return "bool"
+    mod = type(value).__module__
+    if mod.startswith("torch"):
+        tname = str(value).replace("torch.", "")
+        for ours, theirs in _TORCH_NAMES.items():
+            if theirs == tname:
+                return ours
+        tname = DTYPE_ALIASES.get(tname, tname)
+        if tname in _KINDS:
+            return tname
+        raise ValueError(f"unsupported torch dtype {value}")
+    try:
+        npd = np.dtype(value)
+    except TypeError:
+        raise ValueError(f"unknown dtype {value!r}") from None
+    for ours, theirs in _NUMPY.items():
+        if theirs == npd.type and ours not in ("bfloat16", "float8_e4m3", "float8_e5m2"):
+            return ours
+    raise ValueError(f"unsupported numpy dtype {npd}")
+
+
+class DType:
+    """A scalar (or short vector) type. Interned: `DType('float16') is DType('float16')`."""
+
+    __slots__ = ("name", "base", "lanes", "kind", "bits", "__weakref__")
+    _interned: dict = {}
+
+    def __new__(cls, name="float32"):
+        name = canonical_dtype_name(name)
+        obj = cls._interned.get(name)
+        if obj is not None:
+            return obj
+        obj = object.__new__(cls)
+        base, lanes = name, 1
+        if name not in _KINDS:
+            base, _, lane_text = name.rpartition("x")
+            lanes = int(lane_text)
+        obj.name, obj.base, obj.lanes = name, base, lanes
+        obj.kind, obj.bits = _KINDS[base]
+        cls._interned[name] = obj
+        return obj
+
+    def __reduce__(self):
+        return (DType, (self.name,))
+
+    # ----- classification -------------------------------------------------------------------
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        """Signed or unsigned integer (not bool)."""
+        return self.kind in "iu"
+
+    @property
+    def is_signed_int(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.kind == "h"
+
+    @property
+    def is_float8(self) -> bool:
+        return self.base.startswith("float8")
+
+    @property
+    def bytes(self) -> int:
+        return max(1, self.bits // 8) * self.lanes
+
+    @property
+    def element(self) -> "DType":
+        return DType(self.base)
+
+    def with_lanes(self, lanes: int) -> "DType":
+        return DType(self.base if lanes == 1 else f"{self.base}x{lanes}")
+
+    # ----- conversions to other type systems -----------------------------------------------
+    @property
+    def numpy(self):
+        """The numpy dtype that stores values of this type in the interpreter."""
+        return np.dtype(_NUMPY[self.base])
+
+    @property
+    def torch(self):
+        import torch
+
+        return getattr(torch, _TORCH_NAMES[self.base])
+
+    @property
+    def ctype(self) -> str:
+        return _C_NAMES[self.base]
+
+    # ----- value ranges ---------------------------------------------------------------------
+    def max_value(self):
+        if self.is_float:
+            return _FLOAT_MAX[self.base]
+        if self.is_bool:
+            return True
+        return (1 << (self.bits - (1 if self.kind == "i" else 0))) - 1
+
+    def min_value(self):
+        if self.is_float:
+            return -_FLOAT_MAX[self.base]
+        if self.is_bool:
+            return False
+        return -(1 << (self.bits - 1)) if self.kind == "i" else 0
+
+    # ----- user-facing behaviour ------------------------------------------------------------
+    def __call__(self, value=None, *args, **kwargs):
+        """`T.float32(0.0)` is a typed constant, `T.float32(x)` a cast; `T.int32()` in an
+        annotation position is tolerated and returns the dtype itself."""
+        if value is None:
+            return self
+        from .nodes import cast_to
+
+        return cast_to(value, self)
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return self.name == canonical_dtype_name(other)
+        except (ValueError, TypeError):
+            return False
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"dtype('{self.name}')"
+
+    def __str__(self):
+        return self.name
+
+
+_FLOAT_MAX = {
+    "float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": float(np.finfo(np.float32).max),
+    "float64": float(np.finfo(np.float64).max), "float8_e4m3": 448.0, "float8_e5m2": 57344.0,
+}
+
+
+def dtype(value) -> DType:
+    """Canonicalise any dtype spelling to a `DType` (errors name the bad spelling)."""
+    return DType(value)
+
+
+def is_dtype_like(value) -> bool:
+    try:
+        canonical_dtype_name(value)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
+def infinity(dt) -> float:
+    return math.inf

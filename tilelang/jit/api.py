@@ -1,0 +1,179 @@
+"""`tilelang.jit`, `tilelang.lazy_jit`, `tilelang.compile`, `tilelang.lower`.
+
+`@tilelang.jit` accepts two styles and tells them apart by the function's source:
+  * a *factory* returns a `@T.prim_func` built from its (compile-time) arguments; calling the
+    decorated factory returns a cached `JITKernel`;
+  * a *kernel* function contains `with T.Kernel(...)` itself; calling it with tensors
+    specialises, compiles (cached by the specialisation) and runs it (the lazy JIT).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+import threading
+
+from ..ir import nodes as ir
+from .kernel import JITKernel
+
+_JIT_OPTIONS = ("out_idx", "target", "target_host", "execution_backend", "verbose",
+                "pass_configs", "debug_root_path", "compile_flags")
+
+
+def compile(func, out_idx=None, target="auto", target_host=None, execution_backend="auto",
+            verbose=False, pass_configs=None, debug_root_path=None, compile_flags=None,
+            **kwargs) -> JITKernel:  # noqa: A001
+    """Compile a prim_func into a callable kernel."""
+    return JITKernel(func, out_idx=out_idx, target=target, target_host=target_host,
+                     execution_backend=execution_backend, verbose=verbose,
+                     pass_configs=pass_configs, debug_root_path=debug_root_path,
+                     compile_flags=compile_flags)
+
+
+def lower(func, target="auto", target_host=None, pass_configs=None, **kwargs) -> str:
+    """The generated source of `func` for `target`, without compiling it (CUDA C++ for cuda
+    targets, the printed IR for the CPU interpreter)."""
+    from .target import parse_target, resolve_auto
+
+    t = resolve_auto(parse_target(target))
+    if t.kind == "cpu":
+        return str(func)
+    from ..engine.build import lower_cuda
+    from ..transform.pass_config import normalize_pass_configs
+
+    return lower_cuda(func, t, {"pass_configs": normalize_pass_configs(pass_configs)}).source
+
+
+def _is_kernel_style(func) -> bool:
+    """A function whose own body (not a nested def) opens `with T.Kernel(...)`, or whose
+    signature carries tensor annotations, is a kernel; anything else is a factory."""
+    from ..language.types import DynSpec, TensorSpec
+
+    try:
+        hints = inspect.get_annotations(func, eval_str=False)
+    except Exception:
+        hints = {}
+    for ann in hints.values():
+        if isinstance(ann, (TensorSpec, DynSpec)) or getattr(ann, "__name__", "") == "ptr":
+            return True
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    fn = tree.body[0]
+
+    class Finder(ast.NodeVisitor):
+        found = False
+
+        def visit_FunctionDef(self, node):
+            if node is fn:
+                self.generic_visit(node)
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_With(self, node):
+            for item in node.items:
+                c = item.context_expr
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and \
+                        c.func.attr == "Kernel":
+                    self.found = True
+            self.generic_visit(node)
+
+        def visit_Call(self, node):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("const", "empty"):
+                self.found = True
+            self.generic_visit(node)
+
+    finder = Finder()
+    finder.visit(fn)
+    return finder.found
+
+
+def _freeze(value):
+    """A hashable key for a factory argument."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("repr", repr(value))
+
+
+class JITFactory:
+    """A `@tilelang.jit` factory: calling it with compile-time arguments returns a kernel,
+    compiled once per distinct arguments."""
+
+    def __init__(self, func, options: dict):
+        self.func = func
+        self.options = options
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, func)
+
+    def get_tir(self, *args, **kwargs) -> ir.PrimFunc:
+        prim = self.func(*args, **kwargs)
+        if not isinstance(prim, ir.PrimFunc):
+            raise TypeError(f"@tilelang.jit factory {self.func.__name__} must return a "
+                            f"@T.prim_func, got {type(prim).__name__}")
+        return prim
+
+    def compile(self, *args, **kwargs) -> JITKernel:
+        key = (_freeze(args), _freeze(kwargs))
+        with self._lock:
+            kernel = self._cache.get(key)
+        if kernel is None:
+            kernel = JITKernel(self.get_tir(*args, **kwargs), **self.options)
+            with self._lock:
+                self._cache.setdefault(key, kernel)
+        return kernel
+
+    __call__ = compile
+
+    def par_compile(self, configs, num_workers=None, ignore_error=False):
+        from .parallel import par_compile
+
+        return par_compile(self, configs, num_workers=num_workers, ignore_error=ignore_error)
+
+    def __repr__(self):
+        return f"<tilelang.jit factory {self.func.__qualname__}>"
+
+
+def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_backend="auto",
+        verbose=False, pass_configs=None, debug_root_path=None, compile_flags=None, **kwargs):
+    """Decorate a kernel factory (returns a @T.prim_func) or a kernel function (contains
+    `with T.Kernel`); see the module docstring."""
+    options = dict(out_idx=out_idx, target=target, target_host=target_host,
+                   execution_backend=execution_backend, verbose=verbose,
+                   pass_configs=pass_configs, debug_root_path=debug_root_path,
+                   compile_flags=compile_flags)
+
+    def wrap(f):
+        if isinstance(f, (JITFactory,)):
+            return f
+        if _is_kernel_style(f):
+            from .lazy import LazyJIT
+
+            return LazyJIT(f, options)
+        return JITFactory(f, options)
+
+    return wrap if func is None else wrap(func)
+
+
+def lazy_jit(func=None, **options):
+    """Decorate a kernel function whose body is the kernel: calling it with tensors
+    specialises on their shapes/dtypes (and compile-time arguments), compiles, and runs."""
+    from .lazy import LazyJIT
+
+    def wrap(f):
+        opts = {k: options.get(k) for k in _JIT_OPTIONS}
+        opts["target"] = options.get("target", "auto")
+        opts["execution_backend"] = options.get("execution_backend", "auto")
+        opts["verbose"] = options.get("verbose", False)
+        return LazyJIT(f, opts)
+
+    return wrap if func is None else wrap(func)

@@ -1,0 +1,242 @@
+"""The calling convention of a compiled kernel: which parameters the caller passes, which are
+allocated as outputs, how symbolic sizes are bound, and the checks made before a launch.
+
+`CallPlan(func, out_idx)` is built once per kernel; `plan.prepare(args, device_kind)` checks
+the caller's arguments, binds the symbolic sizes, allocates outputs and workspaces and returns
+the full argument list in parameter order. Every error names the parameter and raises before
+anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+
+
+@dataclass
+class ParamInfo:
+    index: int
+    name: str
+    kind: str  # "buffer" | "scalar"
+    dtype: DType
+    shape: tuple = ()
+    strides: Optional[tuple] = None
+    buffer: Optional[ir.Buffer] = None
+    var: Optional[ir.Var] = None
+
+
+def normalize_out_idx(out_idx, n_params: int, params) -> list:
+    if out_idx is None:
+        return []
+    items = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in items:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise ValueError(f"out_idx entries must be ints, got {i!r}")
+        j = i + n_params if i < 0 else i
+        if not 0 <= j < n_params:
+            raise ValueError(f"out_idx {i} is out of range for {n_params} parameters")
+        if j in out:
+            raise ValueError(f"out_idx {i} appears twice")
+        if not isinstance(params[j], ir.Buffer):
+            raise ValueError(f"out_idx {i} does not refer to a buffer parameter "
+                             f"({params[j].name} is a scalar)")
+        out.append(j)
+    return out
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def eval_shape_expr(e, symbols: dict):
+    """Evaluate a shape expression given symbol values (ints)."""
+    if isinstance(e, int):
+        return e
+    from ..interp.evaluate import eval_int
+
+    return eval_int(e, symbols)
+
+
+class CallPlan:
+    def __init__(self, func: ir.PrimFunc, out_idx=None):
+        self.func = func
+        self.name = func.name
+        self.params = []
+        for i, p in enumerate(func.params):
+            if isinstance(p, ir.Buffer):
+                self.params.append(ParamInfo(i, p.name, "buffer", p.dtype, p.shape, p.strides,
+                                             buffer=p))
+            else:
+                self.params.append(ParamInfo(i, p.name, "scalar", p.dtype, var=p))
+        outs = list(out_idx or [])
+        # lazy-JIT outputs (T.empty) are outputs too
+        for o in func.outputs:
+            for i, p in enumerate(func.params):
+                if p is o and i not in outs:
+                    outs.append(i)
+        self.out_idx = normalize_out_idx(outs, len(self.params), func.params)
+        out_set = set(self.out_idx)
+        self.inputs = [p for p in self.params if p.index not in out_set]
+        self.outputs = [self.params[i] for i in self.out_idx]
+        self.symbols = self._symbol_sources()
+
+    def _symbol_sources(self):
+        """For each symbolic size: the first (input param, dim or stride) that carries it."""
+        sources = {}
+        for p in self.inputs:
+            if p.kind == "scalar" and p.dtype.is_int:
+                sources.setdefault(p.var, ("scalar", p.index, None))
+        for p in self.inputs:
+            if p.kind != "buffer":
+                continue
+            for d, s in enumerate(p.shape):
+                if isinstance(s, ir.Var) and s not in sources:
+                    sources[s] = ("shape", p.index, d)
+            for d, s in enumerate(p.strides or ()):
+                if isinstance(s, ir.Var) and s not in sources:
+                    sources[s] = ("stride", p.index, d)
+        return sources
+
+    # ---- checks -----------------------------------------------------------------------------
+    def _fail(self, exc, p: ParamInfo, what: str):
+        raise exc(f"kernel {self.name} parameter {p.name!r}: {what}")
+
+    def prepare(self, args, device_kind: str, device=None, allocate=True):
+        """Check `args` (the caller's inputs), bind symbols, allocate outputs. Returns
+        (full argument list in parameter order, symbol values, output tensors)."""
+        torch = _torch()
+        if len(args) != len(self.inputs):
+            raise ValueError(f"Kernel expected {len(self.inputs)} inputs, but {len(args)} are "
+                             f"provided. (inputs: {', '.join(p.name for p in self.inputs)})")
+        full = [None] * len(self.params)
+        for p, a in zip(self.inputs, args):
+            full[p.index] = a
+        tensor_device = None
+        for p in self.inputs:
+            a = full[p.index]
+            if p.kind == "scalar":
+                full[p.index] = self._check_scalar(p, a)
+                continue
+            if not isinstance(a, torch.Tensor):
+                self._fail(TypeError, p, f"expects a torch.Tensor of {p.dtype} with "
+                                         f"{len(p.shape)} dims, got {type(a).__name__}")
+            if a.dim() != len(p.shape):
+                self._fail(ValueError, p, f"ndim mismatch, expected {len(p.shape)}, got "
+                                          f"{a.dim()} (shape {tuple(a.shape)})")
+            if not _dtype_matches(a.dtype, p.dtype):
+                self._fail(ValueError, p, f"dtype mismatch, expected {p.dtype}, got "
+                                          f"{str(a.dtype).replace('torch.', '')}")
+            dev = a.device
+            if device_kind == "cuda":
+                if dev.type != "cuda":
+                    self._fail(ValueError, p, f"is on {dev}, but this kernel runs on the GPU; "
+                                              "move it with .cuda()")
+            elif dev.type != "cpu":
+                self._fail(ValueError, p, f"is on {dev}, but this kernel runs on the CPU "
+                                          "interpreter")
+            if tensor_device is None:
+                tensor_device = dev
+            elif dev != tensor_device:
+                self._fail(ValueError, p, f"is on {dev} but an earlier argument is on "
+                                          f"{tensor_device}; all tensors must be on one device")
+        symbols = self._bind_symbols(full)
+        for p in self.inputs:
+            if p.kind == "buffer":
+                self._check_shape(p, full[p.index], symbols)
+        if device is None:
+            device = tensor_device if tensor_device is not None else (
+                torch.device("cuda", torch.cuda.current_device()) if device_kind == "cuda"
+                else torch.device("cpu"))
+        outputs = []
+        if allocate:
+            for p in self.outputs:
+                shape = tuple(eval_shape_expr(s, symbols) for s in p.shape)
+                t = torch.empty(shape, dtype=p.dtype.torch, device=device)
+                full[p.index] = t
+                outputs.append(t)
+        return full, symbols, outputs, device
+
+    def _check_scalar(self, p: ParamInfo, a):
+        torch = _torch()
+        if isinstance(a, torch.Tensor) and a.dim() == 0:
+            a = a.item()
+        if p.dtype.is_float:
+            if isinstance(a, (bool, int, float)) or _is_np_number(a):
+                return float(a)
+            self._fail(TypeError, p, f"expected float, got {type(a).__name__}")
+        if p.dtype.is_int or p.dtype.is_bool:
+            if isinstance(a, (bool, int)) or _is_np_int(a):
+                a = int(a)
+                lo, hi = p.dtype.min_value(), p.dtype.max_value()
+                if not p.dtype.is_bool and not lo <= a <= hi:
+                    self._fail(ValueError, p, f"value {a} does not fit in {p.dtype}")
+                return a
+            self._fail(TypeError, p, f"expected integer, got {type(a).__name__}")
+        if p.dtype.is_handle:
+            return a
+        return a
+
+    def _bind_symbols(self, full):
+        symbols = {}
+        for var, (kind, idx, d) in self.symbols.items():
+            a = full[idx]
+            if kind == "scalar":
+                symbols[var] = int(a)
+            elif kind == "shape":
+                symbols[var] = int(a.shape[d])
+            else:
+                symbols[var] = int(a.stride(d))
+        return symbols
+
+    def _check_shape(self, p: ParamInfo, a, symbols):
+        for d, s in enumerate(p.shape):
+            expect = eval_shape_expr(s, symbols)
+            if int(a.shape[d]) != expect:
+                name = s.name if isinstance(s, ir.Var) else str(s)
+                extra = f" (= {name})" if not isinstance(s, int) else ""
+                self._fail(ValueError, p, f"shape[{d}] mismatch: expected {expect}{extra}, got "
+                                          f"{a.shape[d]} (shape {tuple(a.shape)})")
+        if p.strides is not None:
+            for d, s in enumerate(p.strides):
+                expect = eval_shape_expr(s, symbols)
+                if a.shape[d] != 1 and int(a.stride(d)) != expect:
+                    self._fail(ValueError, p, f"strides[{d}] mismatch: expected {expect}, got "
+                                              f"{a.stride(d)}")
+        elif not _is_row_major(a):
+            self._fail(ValueError, p, f"must be contiguous (row-major), got strides "
+                                      f"{tuple(a.stride())}; call .contiguous() or annotate "
+                                      "the parameter with T.StridedTensor")
+
+
+def _is_np_number(a):
+    import numpy as np
+
+    return isinstance(a, np.number)
+
+
+def _is_np_int(a):
+    import numpy as np
+
+    return isinstance(a, (np.integer, np.bool_))
+
+
+def _dtype_matches(torch_dtype, dt: DType) -> bool:
+    try:
+        return DType(torch_dtype) is dt
+    except ValueError:
+        return False
+
+
+def _is_row_major(t) -> bool:
+    expected = 1
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True

@@ -1,0 +1,163 @@
+"""`JITKernel`: a compiled kernel program, callable with tensors.
+
+A kernel holds the traced `PrimFunc`, its calling convention (`CallPlan`) and one backend
+adapter per device kind it has been built for: the CPU interpreter and/or CUDA. An adapter
+implements `run(args, symbols, device, stream)` and exposes `source`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..ir import nodes as ir
+from ..transform.pass_config import normalize_pass_configs
+from .args import CallPlan
+from .target import Target, gpu_available, parse_target, resolve_auto
+
+
+def build_adapter(func: ir.PrimFunc, target: Target, options: dict):
+    if target.kind == "cpu":
+        from ..interp.adapter import CPUAdapter
+
+        return CPUAdapter(func, options)
+    if target.kind == "cuda":
+        from ..engine.build import build_cuda
+
+        return build_cuda(func, target, options)
+    raise ValueError(f"cannot build for target {target}")
+
+
+class JITKernel:
+    """A compiled kernel: `kernel(*inputs)` checks the arguments, allocates the `out_idx`
+    outputs, runs, and returns the outputs (one tensor, or a list)."""
+
+    def __init__(self, func: ir.PrimFunc, out_idx=None, target="auto", target_host=None,
+                 execution_backend="auto", verbose=False, pass_configs=None,
+                 debug_root_path=None, compile_flags=None, **_ignored):
+        if not isinstance(func, ir.PrimFunc):
+            raise TypeError(f"tilelang.compile expects a @T.prim_func, got "
+                            f"{type(func).__name__}")
+        self.prim_func = func
+        self.plan = CallPlan(func, out_idx)
+        self.out_idx = list(self.plan.out_idx) if out_idx is not None or func.outputs else None
+        self.target = parse_target(target)
+        self.execution_backend = execution_backend
+        self.verbose = bool(verbose)
+        self.options = {
+            "pass_configs": normalize_pass_configs(pass_configs),
+            "compile_flags": _flags(compile_flags),
+            "verbose": self.verbose,
+            "debug_root_path": debug_root_path,
+        }
+        self._adapters: dict = {}
+        concrete = resolve_auto(self.target)
+        self._adapter(concrete)  # compile now: errors surface at compile time
+
+    # ---- backends --------------------------------------------------------------------------
+    def _adapter(self, target: Target):
+        a = self._adapters.get(target.kind)
+        if a is None:
+            a = self._adapters[target.kind] = build_adapter(self.prim_func, target, self.options)
+        return a
+
+    def _kind_for_call(self, args) -> str:
+        if self.target.kind != "auto":
+            return self.target.kind
+        for a in args:
+            dev = getattr(a, "device", None)
+            if dev is not None and getattr(dev, "type", None) in ("cpu", "cuda"):
+                return dev.type
+        return resolve_auto(self.target).kind
+
+    @property
+    def adapter(self):
+        return self._adapter(resolve_auto(self.target))
+
+    # ---- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, stream: Optional[int] = None):
+        kind = self._kind_for_call(args)
+        adapter = self._adapters.get(kind)
+        if adapter is None:
+            adapter = self._adapter(resolve_auto(Target(kind)) if kind == "cuda"
+                                    else Target("cpu"))
+        fast = getattr(adapter, "fast_call", None)
+        if fast is not None and stream is None:
+            return fast(args)
+        full, symbols, outputs, device = self.plan.prepare(args, kind)
+        adapter.run(full, symbols, device, stream)
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def run_once(self, *args):
+        return self(*args)
+
+    # ---- introspection (reference API) -----------------------------------------------------
+    @property
+    def params(self):
+        return list(self.prim_func.params)
+
+    @property
+    def func(self):
+        return self.prim_func
+
+    def get_kernel_source(self, kernel_only: bool = True) -> str:
+        return self.adapter.source
+
+    @property
+    def kernel_source(self) -> str:
+        return self.get_kernel_source()
+
+    def get_host_source(self) -> str:
+        return getattr(self.adapter, "host_source", "") or self.plan_description()
+
+    def plan_description(self) -> str:
+        lines = [f"# host launcher for {self.prim_func.name}"]
+        for p in self.plan.params:
+            role = "output" if p.index in self.plan.out_idx else "input"
+            lines.append(f"#   {role} {p.name}: {p.kind} {p.dtype} {list(p.shape)}")
+        return "\n".join(lines) + "\n"
+
+    def show_source(self, which: str = "kernel"):
+        print(self.get_host_source() if which == "host" else self.get_kernel_source())
+
+    def export_sources(self, kernel_path: Optional[str] = None, host_path: Optional[str] = None):
+        if kernel_path:
+            with open(kernel_path, "w") as f:
+                f.write(self.get_kernel_source())
+        if host_path:
+            with open(host_path, "w") as f:
+                f.write(self.get_host_source())
+
+    def get_tir(self):
+        return self.prim_func
+
+    @property
+    def n_regs(self):
+        return getattr(self.adapter, "n_regs", None)
+
+    @property
+    def n_spills(self):
+        return getattr(self.adapter, "n_spills", None)
+
+    def get_profiler(self, tensor_supply_type=None):
+        from ..profiler import Profiler
+
+        return Profiler(self, tensor_supply_type)
+
+    def __repr__(self):
+        return f"<JITKernel {self.prim_func.name} target={self.target}>"
+
+    def __str__(self):
+        return str(self.prim_func)
+
+
+def _flags(flags):
+    if flags is None:
+        return ()
+    if isinstance(flags, str):
+        return tuple(flags.split())
+    return tuple(flags)
+
+
+_ = gpu_available

@@ -1,0 +1,97 @@
+"""Compilation targets: `"cpu"` (the interpreter), `"cuda"` (the current GPU), `"cuda -arch=sm_90a"`
+(generate without a GPU), `"auto"` (CUDA when a GPU is present, else the CPU; at call time the
+device of the tensors decides)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # "cpu" | "cuda" | "auto"
+    arch: Optional[str] = None  # "sm_90a", "sm_80" (cuda only)
+
+    def __str__(self):
+        if self.kind == "cuda" and self.arch:
+            return f"cuda -arch={self.arch}"
+        return self.kind
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.kind == "cuda"
+
+    @property
+    def sm(self) -> int:
+        """Compute capability as an int (90 for sm_90a)."""
+        m = re.match(r"sm_(\d+)", self.arch or "")
+        return int(m.group(1)) if m else 0
+
+    @property
+    def is_hopper(self) -> bool:
+        return self.arch == "sm_90a"
+
+
+def gpu_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    try:
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def device_arch(device: int = None) -> str:
+    """The architecture of a GPU: sm_90a on Hopper (wgmma needs the `a` target), else sm_XY."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device)
+    arch = f"sm_{major}{minor}"
+    return arch + "a" if major == 9 else arch
+
+
+_ARCH_RE = re.compile(r"-arch=(sm_\d+a?)")
+
+
+def parse_target(target) -> Target:
+    if isinstance(target, Target):
+        return target
+    if target is None:
+        from ..env import env
+
+        target = env.default_target
+    text = str(target).strip().lower()
+    if text in ("auto", ""):
+        return Target("auto")
+    if text in ("cpu", "c", "llvm", "interp", "interpreter"):
+        return Target("cpu")
+    if text.startswith("cuda") or text.startswith("nvidia"):
+        m = _ARCH_RE.search(text)
+        if m:
+            return Target("cuda", m.group(1))
+        m = re.search(r"sm_(\d+a?)", text)
+        if m:
+            return Target("cuda", "sm_" + m.group(1))
+        if not gpu_available():
+            raise RuntimeError("target='cuda' builds for the current GPU, but no GPU is visible; "
+                               "use target='cuda -arch=sm_90a' (or sm_80) to generate code "
+                               "without one, or target='cpu' to run on the interpreter")
+        return Target("cuda", device_arch())
+    if text.startswith("hip") or text.startswith("rocm") or text.startswith("metal"):
+        raise ValueError(f"target {target!r} is not supported: this compiler targets NVIDIA "
+                         "GPUs (cuda) and the CPU interpreter (cpu)")
+    raise ValueError(f"unknown target {target!r}; use 'auto', 'cpu', 'cuda' or "
+                     "'cuda -arch=sm_90a'")
+
+
+def resolve_auto(target: Target) -> Target:
+    """The concrete target of 'auto' on this machine."""
+    if target.kind != "auto":
+        return target
+    if gpu_available():
+        return Target("cuda", device_arch())
+    return Target("cpu")

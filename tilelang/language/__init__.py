@@ -1,0 +1,59 @@
+"""The `T` namespace: `import tilelang.language as T`.
+
+This module only re-exports; each name lives in the submodule of its kind.
+"""
+
+# ruff: noqa: F401, E402
+from ..frontend.trace import prim_func
+from ..ir.dtype import DType as dtype
+from .alloc import (alloc_barrier, alloc_fragment, alloc_global, alloc_local, alloc_shared,
+                    alloc_tmem, alloc_var)
+from .indexing import Ref
+from .kernel import (Kernel, get_block_binding, get_block_bindings, get_block_extent,
+                     get_lane_idx, get_thread_binding, get_thread_bindings, get_thread_extent,
+                     get_warp_group_idx, get_warp_idx, get_warp_idx_sync)
+from .loops import (Parallel, Persistent, Pipelined, Serial, grid, parallel, serial,
+                    thread_binding, unroll, vectorized)
+from .macro import Var, macro
+from .math import (Cast, Select, abs, acos, asin, atan, atan2, bitwise_and, bitwise_not,
+                   bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, div, erf,
+                   exp, exp2, exp10, expm1, fabs, fast_exp, floor, floordiv, floormod, fmod,
+                   if_then_else, indexdiv, indexmod, infinity, isfinite, isinf, isnan, log,
+                   log1p, log2, log10, max, max_value, min, min_value, nearbyint, pow, rcp,
+                   reinterpret, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh,
+                   sqrt, tan, tanh, trunc, truncdiv, truncmod)
+from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout,
+                   annotate_padding, annotate_restrict_buffers, annotate_safe_value,
+                   call_extern, call_intrin, comment, dec_max_nreg, device_assert,
+                   disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
+                   no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
+                   shfl_xor, sync_global, sync_threads, sync_warp, use_swizzle)
+from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
+                       atomic_load, atomic_max, atomic_min, atomic_store, clear, copy, cummax,
+                       cumsum, fill, gemm, gemm_v1, gemm_v2, reduce, reduce_absmax,
+                       reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
+                       reduce_min, reduce_sum, wgmma_gemm)
+from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
+                    TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
+                    float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
+                    handle, int8, int16, int32, int64, long, match_buffer, ptr, short,
+                    symbolic, uint8, uint16, uint32, uint64)
+from .types import float_ as float
+from .types import int_ as int
+
+from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)
+
+Float = float32
+Int = int32
+
+
+def __getattr__(name):
+    # Layout classes live in tilelang.layout; import lazily to keep `import tilelang` fast.
+    if name in ("Layout", "Fragment"):
+        from .. import layout
+
+        return getattr(layout, name)
+    from ..frontend.builder import error
+
+    raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}: T.{name} is "
+                         "not supported (yet); see docs/compatibility.md")

@@ -1,0 +1,97 @@
+"""Buffer allocation: shared, fragment, local, var, global workspaces, barriers."""
+
+from __future__ import annotations
+
+from ..frontend.builder import current_builder, current_loc, error
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+
+UNNAMED = "__unnamed"
+
+
+def _shape(shape, what):
+    if isinstance(shape, (int, ir.Expr)):
+        shape = (shape,)
+    out = []
+    for s in shape:
+        if isinstance(s, bool) or not isinstance(s, (int, ir.Expr)):
+            raise error(TypeError, f"{what} shape entries must be ints, got {s!r}")
+        if isinstance(s, ir.Const):
+            s = s.value
+        if isinstance(s, int) and s <= 0:
+            raise error(ValueError, f"{what} shape entries must be positive, got {s}")
+        out.append(s)
+    return tuple(out)
+
+
+def _block_buffer(shape, dtype, scope, what):
+    b = current_builder(what=what)
+    if not b.in_kernel():
+        raise error(RuntimeError, f"{what} must be called inside `with T.Kernel(...)`")
+    shape = _shape(shape, what)
+    if not all(isinstance(s, int) for s in shape):
+        raise error(ValueError, f"{what} needs a static shape, got {list(shape)}")
+    buf = ir.Buffer(UNNAMED, shape, DType(dtype), scope, loc=current_loc())
+    b.declare_block_buffer(buf)
+    return buf
+
+
+def alloc_shared(shape, dtype="float32", scope="shared.dyn"):
+    """A tile in shared memory, visible to every thread of the block."""
+    return _block_buffer(shape, dtype, "shared.dyn" if scope == "shared" else scope,
+                         "T.alloc_shared")
+
+
+def alloc_fragment(shape, dtype="float32", scope="local.fragment"):
+    """A block-level tile held in registers, spread over the threads (layout chosen by the
+    compiler); elements are accessed inside T.Parallel."""
+    return _block_buffer(shape, dtype, "local.fragment", "T.alloc_fragment")
+
+
+def alloc_local(shape, dtype="float32", scope="local"):
+    """An array private to each thread (uninitialised)."""
+    b = current_builder(what="T.alloc_local")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.alloc_local must be called inside `with T.Kernel(...)`")
+    buf = ir.Buffer(UNNAMED, _shape(shape, "T.alloc_local"), DType(dtype), "local",
+                    loc=current_loc())
+    b.declare_local(buf)
+    return buf
+
+
+def alloc_var(dtype="float32", init=None, *args, scope="local.var", **kwargs):
+    """A scalar private to each thread: read by name, assigned by name (`v = v + 1`).
+    Starts at `init` (0 when omitted)."""
+    if "init" in kwargs:
+        init = kwargs.pop("init")
+    if args and init is None:
+        init = args[0]
+    b = current_builder(what="T.alloc_var")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.alloc_var must be called inside `with T.Kernel(...)`")
+    dt = DType(dtype)
+    buf = ir.Buffer(UNNAMED, (1,), dt, "local.var", loc=current_loc())
+    b.declare_local(buf, ir.cast_to(0 if init is None else init, dt))
+    return buf
+
+
+def alloc_global(shape, dtype="float32"):
+    """A global-memory workspace allocated for every call (uninitialised)."""
+    b = current_builder(what="T.alloc_global")
+    buf = ir.Buffer(UNNAMED, _shape(shape, "T.alloc_global"), DType(dtype), "global",
+                    loc=current_loc())
+    b.workspaces.append(buf)
+    return buf
+
+
+def alloc_barrier(arrive_count=1):
+    """An mbarrier in shared memory (Hopper explicit pipelines)."""
+    counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
+    buf = _block_buffer((len(counts),), "uint64", "shared.barrier", "T.alloc_barrier")
+    b = current_builder()
+    b.kernel.data["attrs"].append(("barrier_init", (buf, tuple(counts))))
+    return buf
+
+
+def alloc_tmem(*args, **kwargs):
+    raise error(NotImplementedError, "T.alloc_tmem (Blackwell tensor memory) is not supported")

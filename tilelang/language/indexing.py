@@ -1,0 +1,168 @@
+"""Buffer subscripts: element loads and stores, regions, negative indices, and `T.Ref`."""
+
+from __future__ import annotations
+
+from ..frontend.builder import current_builder, current_loc, error
+from ..ir import nodes as ir
+
+
+def _normalize_index(buffer: ir.Buffer, dim: int, index):
+    """A constant (or provably) negative index counts from the end of the dimension."""
+    if isinstance(index, (int,)) and not isinstance(index, bool) and index < 0:
+        extent = buffer.shape[dim]
+        return ir.binary("add", index, extent) if not isinstance(extent, int) else index + extent
+    if isinstance(index, ir.Const) and index.dtype.is_int and index.value < 0:
+        return ir.binary("add", index, buffer.shape[dim])
+    if isinstance(index, ir.Unary) and index.op == "neg":
+        return ir.binary("add", index, buffer.shape[dim])
+    return index
+
+
+def _index_expr(value):
+    if isinstance(value, ir.Buffer) and value.scope != "local.var":
+        raise error(TypeError, f"buffer {value.name} cannot be used as an index")
+    e = ir.as_expr(value)
+    if not (e.dtype.is_int or e.dtype.is_bool):
+        raise error(TypeError, f"index must be an integer, got {e.dtype} ({e})")
+    return e
+
+
+def _as_key_tuple(key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, (list,)) and not isinstance(k, str):
+            out.extend(k)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def parse_subscript(buffer: ir.Buffer, key):
+    """Return ('point', indices) or ('region', ((start, extent), ...))."""
+    key = _as_key_tuple(key)
+    if any(k is Ellipsis for k in key):
+        pos = key.index(Ellipsis)
+        fill = buffer.ndim - (len(key) - 1)
+        key = key[:pos] + (slice(None),) * fill + key[pos + 1:]
+    has_slice = any(isinstance(k, slice) for k in key)
+    if not has_slice:
+        if len(key) != buffer.ndim and not (buffer.ndim == 0 and key in ((0,), ())):
+            raise error(IndexError, f"buffer {buffer.name} has {buffer.ndim} dimension(s) "
+                                    f"but is indexed with {len(key)} index(es)")
+        return "point", tuple(_index_expr(_normalize_index(buffer, d, k))
+                              for d, k in enumerate(key))
+    if len(key) != buffer.ndim:
+        raise error(IndexError, f"buffer {buffer.name} has {buffer.ndim} dimension(s) but the "
+                                f"region has {len(key)}")
+    region = []
+    for d, k in enumerate(key):
+        extent_full = buffer.shape[d]
+        if isinstance(k, slice):
+            if k.step not in (None, 1):
+                raise error(NotImplementedError, "slices with a step are not supported in "
+                                                 "buffer regions")
+            start = 0 if k.start is None else _normalize_index(buffer, d, k.start)
+            stop = extent_full if k.stop is None else _normalize_index(buffer, d, k.stop)
+            extent = ir.binary("sub", stop, start) if not (
+                isinstance(stop, int) and isinstance(start, int)) else stop - start
+            region.append((_simplify_start(start), _simplify_extent(extent)))
+        else:
+            region.append((_index_expr(_normalize_index(buffer, d, k)), 1))
+    return "region", tuple(region)
+
+
+def _simplify_start(v):
+    if isinstance(v, ir.Const) and v.dtype.is_int:
+        return v.value
+    return v
+
+
+def _simplify_extent(v):
+    if isinstance(v, ir.Expr):
+        from ..arith import simplify
+
+        v = simplify(v)
+        if isinstance(v, ir.Const):
+            return v.value
+    return v
+
+
+def buffer_getitem(buffer: ir.Buffer, key):
+    kind, payload = parse_subscript(buffer, key)
+    if kind == "point":
+        return ir.Load(buffer, payload, buffer.dtype)
+    return ir.BufferRegion(buffer, payload)
+
+
+def store_element(buffer: ir.Buffer, indices, value):
+    from ..frontend.builder import emit
+
+    b = current_builder(what=f"storing into {buffer.name}")
+    if not b.in_kernel() and buffer.scope != "global":
+        raise error(RuntimeError, f"store into {buffer.name} outside a kernel")
+    if isinstance(value, ir.Buffer) and value.scope != "local.var":
+        raise error(TypeError, f"cannot store buffer {value.name} into an element of "
+                               f"{buffer.name}; use T.copy for tiles")
+    value = ir.cast_to(value, buffer.dtype)
+    emit(ir.Store, buffer, tuple(indices), value)
+
+
+def buffer_setitem(buffer: ir.Buffer, key, value):
+    kind, payload = parse_subscript(buffer, key)
+    if kind == "point":
+        store_element(buffer, payload, value)
+        return
+    if isinstance(value, (ir.BufferRegion, ir.Buffer)) and not (
+            isinstance(value, ir.Buffer) and value.scope == "local.var"):
+        from .tile_ops import copy
+
+        copy(value, ir.BufferRegion(buffer, payload))
+        return
+    from .tile_ops import fill
+
+    fill(ir.BufferRegion(buffer, payload), value)
+
+
+class Ref(ir.ExprOps):
+    """A reference to one buffer element or `T.alloc_var` (macro parameters annotated
+    `T.Ref`): reading gives the element, assigning to the parameter name stores into it."""
+
+    __slots__ = ("buffer", "indices")
+    __tl_ref__ = True
+
+    def __init__(self, buffer: ir.Buffer, indices):
+        self.buffer = buffer
+        self.indices = tuple(indices)
+
+    def __tl_expr__(self):
+        return ir.Load(self.buffer, self.indices, self.buffer.dtype)
+
+    def store(self, value):
+        store_element(self.buffer, self.indices, value)
+
+    def __repr__(self):
+        return f"Ref({self.buffer.name}{list(self.indices)})"
+
+    @staticmethod
+    def make(value, param_name="argument") -> "Ref":
+        if isinstance(value, Ref):
+            return value
+        if isinstance(value, ir.Buffer) and value.scope == "local.var":
+            return Ref(value, (ir.const(0),))
+        if isinstance(value, ir.Load):
+            b = current_builder()
+            # the index is evaluated now, as at a C++ reference binding
+            indices = []
+            for idx in value.indices:
+                if isinstance(idx, (ir.Const, ir.Var)) or not b.in_kernel():
+                    indices.append(idx)
+                else:
+                    indices.append(b.let("_tmp", idx))
+            return Ref(value.buffer, indices)
+        raise error(ValueError, f"{param_name} is a T.Ref parameter and needs a variable "
+                                f"(T.alloc_var) or a buffer element, got {value!r}")
+
+
+_ = current_loc

@@ -1,0 +1,154 @@
+"""`T.Kernel`: the launch frame, and the block/thread index accessors."""
+
+from __future__ import annotations
+
+from ..frontend.builder import current_builder, current_loc, error
+from ..ir import nodes as ir
+
+_BLOCK_NAMES = ("bx", "by", "bz")
+_THREAD_NAMES = ("tx", "ty", "tz")
+
+
+def _grid_extent(value, axis):
+    if isinstance(value, bool) or not isinstance(value, (int, ir.Expr, ir.Buffer)):
+        raise error(TypeError, f"T.Kernel grid extent {axis} must be an int or a size "
+                               f"expression, got {value!r}")
+    if isinstance(value, int):
+        if value <= 0:
+            raise error(ValueError, f"T.Kernel grid extent {axis} must be positive, got {value}")
+        return value
+    e = ir.as_expr(value)
+    if isinstance(e, ir.Const):
+        return e.value
+    if not e.dtype.is_int:
+        raise error(TypeError, f"T.Kernel grid extent {axis} must be an integer")
+    return e
+
+
+class Kernel:
+    """`with T.Kernel(gx, gy, gz, threads=128) as (bx, by, bz):` — one launch of a grid of
+    thread blocks; the body describes what one block does."""
+
+    def __init__(self, *grid, threads=None, prelude=None, is_cpu=False, cluster_dims=None,
+                 **_ignored):
+        if len(grid) == 1 and isinstance(grid[0], (tuple, list)):
+            grid = tuple(grid[0])
+        if len(grid) > 3:
+            raise error(ValueError, f"T.Kernel takes at most 3 grid extents, got {len(grid)}")
+        self.grid = tuple(_grid_extent(g, i) for i, g in enumerate(grid)) or (1,)
+        if threads is None:
+            threads = 128
+        if isinstance(threads, (list, tuple)):
+            threads = tuple(threads)
+        else:
+            threads = (threads,)
+        if not 1 <= len(threads) <= 3 or not all(isinstance(t, int) and t > 0 for t in threads):
+            raise error(ValueError, f"threads= must be a positive int or a tuple of 1-3 positive "
+                                    f"ints, got {threads!r}")
+        total = 1
+        for t in threads:
+            total *= t
+        if total > 1024:
+            raise error(ValueError, f"a block has at most 1024 threads, got {total}")
+        self.threads = threads
+        self.prelude = prelude
+        self.cluster_dims = cluster_dims
+        self.names = None
+        self.n_bound = len(grid)
+
+    def set_names(self, names):
+        self.names = names
+
+    def _block_names(self):
+        names = self.names
+        if isinstance(names, str):
+            names = (names,)
+        out = []
+        for i in range(len(self.grid)):
+            n = names[i] if isinstance(names, tuple) and i < len(names) else None
+            out.append(n if isinstance(n, str) and n != "_" else _BLOCK_NAMES[i])
+        return out
+
+    def __enter__(self):
+        b = current_builder(what="T.Kernel")
+        if b.in_kernel():
+            raise error(ValueError, "T.Kernel frames cannot be nested")
+        self.loc = current_loc()
+        self.block_vars = tuple(ir.Var(n) for n in self._block_names())
+        self.thread_vars = tuple(ir.Var(n) for n in _THREAD_NAMES[:len(self.threads)])
+        frame = b.push("kernel", allocs=[], attrs=[], kernel=self)
+        b.kernels.append(frame)
+        if self.n_bound == 1 or len(self.block_vars) == 1:
+            return self.block_vars[0]
+        return self.block_vars if self.n_bound > 0 else self.block_vars[0]
+
+    def __exit__(self, exc_type, *rest):
+        b = current_builder()
+        if exc_type is not None:
+            return False
+        b.kernels.pop()
+        frame, body = b.pop("kernel")
+        attrs = list(frame.data["attrs"])
+        if self.prelude:
+            attrs.append(("prelude", self.prelude))
+        if self.cluster_dims:
+            attrs.append(("cluster_dims", tuple(self.cluster_dims)
+                          if isinstance(self.cluster_dims, (list, tuple))
+                          else (self.cluster_dims,)))
+        b.emit(ir.Kernel(self.grid, self.threads, self.block_vars, self.thread_vars, body,
+                         tuple(frame.data["allocs"]), tuple(attrs), loc=self.loc))
+        return False
+
+
+def _kernel_obj() -> Kernel:
+    b = current_builder(what="a thread/block binding")
+    return b.kernel.data["kernel"]
+
+
+def get_thread_binding(dim: int = 0):
+    k = _kernel_obj()
+    if not 0 <= dim < 3:
+        raise error(ValueError, "thread binding dimension must be 0, 1 or 2")
+    if dim >= len(k.thread_vars):
+        return ir.const(0)
+    return k.thread_vars[dim]
+
+
+def get_thread_bindings():
+    return list(_kernel_obj().thread_vars)
+
+
+def get_block_binding(dim: int = 0):
+    k = _kernel_obj()
+    if dim >= len(k.block_vars):
+        return ir.const(0)
+    return k.block_vars[dim]
+
+
+def get_block_bindings():
+    return list(_kernel_obj().block_vars)
+
+
+def get_thread_extent(dim: int = 0) -> int:
+    k = _kernel_obj()
+    return k.threads[dim] if dim < len(k.threads) else 1
+
+
+def get_block_extent(dim: int = 0):
+    k = _kernel_obj()
+    return k.grid[dim] if dim < len(k.grid) else 1
+
+
+def get_lane_idx(warp_size: int = 32):
+    return get_thread_binding(0) % warp_size
+
+
+def get_warp_idx_sync(warp_size: int = 32):
+    return get_thread_binding(0) // warp_size
+
+
+get_warp_idx = get_warp_idx_sync
+
+
+def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):
+    return get_thread_binding(0) // (warp_size * warps_per_group)

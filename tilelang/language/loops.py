@@ -1,0 +1,214 @@
+"""Loop constructors: T.Parallel, T.Pipelined, T.serial, T.unroll, T.vectorized, T.grid.
+
+Each returns a `LoopSpec`; the rewritten `for` statement calls `spec.trace(names)`, which opens
+one IR loop per dimension, yields the loop variables once (the body is traced once), and emits
+the loop nest when the body is done.
+"""
+
+from __future__ import annotations
+
+from ..frontend.builder import current_builder, current_loc, error
+from ..ir import nodes as ir
+
+
+def _int_or_expr(v, what):
+    if isinstance(v, bool):
+        raise error(TypeError, f"{what} must be an integer, got {v!r}")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, (ir.Expr, ir.Buffer)) or hasattr(v, "__tl_expr__"):
+        e = ir.as_expr(v)
+        if not (e.dtype.is_int):
+            raise error(TypeError, f"{what} must be an integer, got {e.dtype}")
+        return e.value if isinstance(e, ir.Const) else e
+    raise error(TypeError, f"{what} must be an integer, got {type(v).__name__} {v!r}")
+
+
+class LoopSpec:
+    """A loop nest to open: one (start, extent, step) per dimension, all of one kind."""
+
+    kind = "serial"
+
+    def __init__(self, dims, annotations=()):
+        self.dims = dims  # list of (start, extent, step)
+        self.annotations = tuple(annotations)
+
+    def _names(self, names):
+        n = len(self.dims)
+        if isinstance(names, str):
+            names = (names,)
+        if not isinstance(names, tuple):
+            names = ()
+        default = ["i", "j", "k", "l", "m", "n"]
+        out = []
+        for d in range(n):
+            nm = names[d] if d < len(names) and isinstance(names[d], str) else None
+            out.append(nm if nm and nm != "_" else (default[d] if d < len(default) else f"i{d}"))
+        return out
+
+    def check_context(self, b):
+        if not b.in_kernel():
+            raise error(RuntimeError, f"T.{self.kind} loops must be inside `with T.Kernel(...)`")
+
+    def trace(self, names):
+        b = current_builder(what=f"a T.{self.kind} loop")
+        self.check_context(b)
+        loc = current_loc()
+        vars_ = [ir.Var(n) for n in self._names(names)]
+        for v in vars_:
+            b.push("for", loop_kind=self.kind, var=v)
+        b.loop_kinds.append("ir")
+        yield vars_[0] if len(vars_) == 1 else tuple(vars_)
+        b.loop_kinds.pop()
+        stmt = None
+        for v, (start, extent, step) in reversed(list(zip(vars_, self.dims))):
+            _, body = b.pop("for")
+            if stmt is not None:  # outer frames of a multi-dim nest hold nothing themselves
+                body = stmt
+            stmt = ir.For(v, ir.as_expr(start), ir.as_expr(extent), self.kind, body, step,
+                          self.annotations, loc=loc)
+        b.emit(stmt)
+
+
+def _is_empty(s):
+    return isinstance(s, ir.Seq) and not s.stmts
+
+
+def _range_dims(start, stop, step, what):
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if isinstance(step, ir.Const):
+        step = step.value
+    if not isinstance(step, int) or isinstance(step, bool):
+        raise error(TypeError, f"{what} step must be a Python int")
+    if step == 0:
+        raise error(ValueError, f"{what} step must be non-zero")
+    start = _int_or_expr(start, f"{what} start")
+    stop = _int_or_expr(stop, f"{what} stop")
+    if step > 0:
+        if isinstance(start, int) and isinstance(stop, int):
+            extent = max(0, -(-(stop - start) // step))
+        elif step == 1:
+            extent = ir.binary("sub", stop, start)
+        else:
+            extent = ir.binary("floordiv", ir.binary("add", ir.binary("sub", stop, start),
+                                                     step - 1), step)
+    else:
+        if isinstance(start, int) and isinstance(stop, int):
+            extent = max(0, -(-(start - stop) // -step))
+        else:
+            extent = ir.binary("floordiv", ir.binary("add", ir.binary("sub", start, stop),
+                                                     -step - 1), -step)
+    return [(start, extent, step)]
+
+
+class _Serial(LoopSpec):
+    kind = "serial"
+
+
+class _Unroll(LoopSpec):
+    kind = "unroll"
+
+
+class _Vectorized(LoopSpec):
+    kind = "vectorized"
+
+
+class _Parallel(LoopSpec):
+    kind = "parallel"
+
+    def check_context(self, b):
+        super().check_context(b)
+        if any(f.kind == "for" and f.data.get("loop_kind") == "parallel" for f in b.frames):
+            inner = b.frame
+            perfect_chain = (inner.kind == "for" and inner.data.get("loop_kind") == "parallel"
+                             and not inner.items)
+            if not perfect_chain:
+                raise error(ValueError, "Nested parallel loops are not allowed: write the loop "
+                                        "nest as one T.Parallel(M, N) or a direct chain")
+
+
+class _Pipelined(LoopSpec):
+    kind = "pipelined"
+
+    def check_context(self, b):
+        super().check_context(b)
+        for f in b.frames:
+            if f.kind == "for" and f.data.get("loop_kind") == "parallel":
+                raise error(ValueError, "Pipelined loop cannot be nested inside a parallel loop")
+
+
+def serial(start, stop=None, step=None, *, annotations=None, unroll_factor=None):
+    """A sequential loop (`range` in a kernel body means the same)."""
+    return _Serial(_range_dims(start, stop, step, "T.serial"),
+                   tuple((annotations or {}).items()))
+
+
+Serial = serial
+
+
+def unroll(start, stop=None, step=None, *, explicit=False, unroll_factor=None,
+           annotations=None):
+    """A sequential loop the compiler unrolls."""
+    return _Unroll(_range_dims(start, stop, step, "T.unroll"),
+                   tuple((annotations or {}).items()))
+
+
+def vectorized(start, stop=None, step=None, **_):
+    return _Vectorized(_range_dims(start, stop, step, "T.vectorized"))
+
+
+def grid(*extents):
+    """`for i, j in T.grid(M, N)`: nested sequential loops."""
+    dims = []
+    for e in extents:
+        dims.extend(_range_dims(e, None, None, "T.grid"))
+    return _Serial(dims)
+
+
+def Parallel(*extents, coalesced_width=None, loop_layout=None, prefer_async=None, **_):
+    """`for i, j in T.Parallel(M, N)`: element-wise work spread over the block's threads.
+    Iterations must be independent."""
+    if not extents:
+        raise error(TypeError, "T.Parallel needs at least one extent")
+    if len(extents) == 1 and isinstance(extents[0], (tuple, list)):
+        extents = tuple(extents[0])
+    dims = []
+    for e in extents:
+        if isinstance(e, tuple) and len(e) == 2:
+            dims.extend(_range_dims(e[0], e[1], None, "T.Parallel"))
+        else:
+            dims.extend(_range_dims(e, None, None, "T.Parallel"))
+    ann = []
+    if coalesced_width is not None:
+        ann.append(("coalesced_width", coalesced_width))
+    if loop_layout is not None:
+        ann.append(("loop_layout", loop_layout))
+    return _Parallel(dims, ann)
+
+
+parallel = Parallel
+
+
+def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,
+              **kwargs):
+    """`for k in T.Pipelined(n, num_stages=3)`: a sequential loop whose copies for later
+    iterations overlap the compute of earlier ones (same results as T.serial)."""
+    dims = _range_dims(start, stop, None, "T.Pipelined")
+    ann = [("num_stages", int(num_stages))]
+    for key, value in (("order", order), ("stage", stage), ("sync", sync), ("group", group)):
+        if value is not None:
+            ann.append((key, tuple(value) if isinstance(value, list) else value))
+    for key, value in kwargs.items():
+        ann.append((key, value))
+    return _Pipelined(dims, ann)
+
+
+def Persistent(*args, **kwargs):
+    raise error(NotImplementedError, "T.Persistent is not supported yet")
+
+
+def thread_binding(*args, **kwargs):
+    raise error(NotImplementedError, "T.thread_binding loops are not supported; use "
+                                     "T.get_thread_binding()")

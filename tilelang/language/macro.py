@@ -1,0 +1,57 @@
+"""`@T.macro`: functions inlined into the kernel at every call (at trace time).
+
+A macro body is rewritten like a kernel body. Parameters annotated `T.Ref` receive a
+reference to the caller's variable or buffer element: assigning to the parameter stores
+through it. Recursion, several return values and macros passed as arguments are plain Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from ..frontend.rewrite import rewrite
+from .indexing import Ref
+
+Var = Ref  # `v: T.Var` is accepted as a synonym of `v: T.Ref` in macro signatures
+
+
+class Macro:
+    def __init__(self, func):
+        self.func = func
+        self._rewritten = None
+        self._ref_params = None
+        functools.update_wrapper(self, func)
+
+    def _prepare(self):
+        if self._rewritten is None:
+            self._rewritten = rewrite(self.func)
+            sig = inspect.signature(self.func)
+            try:
+                hints = inspect.get_annotations(self.func, eval_str=True)
+            except Exception:  # unresolvable string annotations: treat as absent
+                hints = dict(getattr(self.func, "__annotations__", {}))
+            self._signature = sig
+            self._ref_params = {name for name, ann in hints.items() if ann is Ref}
+        return self._rewritten
+
+    def __call__(self, *args, **kwargs):
+        fn = self._prepare()
+        if self._ref_params:
+            bound = self._signature.bind(*args, **kwargs)
+            for name in self._ref_params:
+                if name in bound.arguments:
+                    bound.arguments[name] = Ref.make(bound.arguments[name], f"parameter "
+                                                                            f"{name!r}")
+            args, kwargs = bound.args, bound.kwargs
+        return fn(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<T.macro {self.func.__qualname__}>"
+
+
+def macro(func=None, *, hygienic=True):
+    """Decorate a function whose body is inlined into kernels at each call."""
+    if func is None:
+        return lambda f: Macro(f)
+    return Macro(func)

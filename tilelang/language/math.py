@@ -1,0 +1,210 @@
+"""Scalar math on kernel values (and on plain Python numbers, folded at trace time)."""
+
+from __future__ import annotations
+
+import math as _pymath
+
+from ..frontend.builder import error
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+
+# unary float functions: integer arguments are converted to float32 first
+_FLOAT_UNARY = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "tanh", "sin",
+                "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "sigmoid", "rsqrt",
+                "floor", "ceil", "round", "trunc", "nearbyint", "rcp")
+
+
+def _float_unary(op):
+    def fn(x):
+        e = ir.as_expr(x)
+        if not e.dtype.is_float:
+            e = ir.cast_to(e, "float32")
+        return ir.Call(op, (e,), e.dtype)
+    fn.__name__ = op
+    fn.__doc__ = f"Element-wise {op} (integers are converted to float32)."
+    return fn
+
+
+exp, exp2, exp10, log, log2, log10, log1p, expm1, tanh, sin, cos, tan, asin, acos, atan, sinh, \
+    cosh, erf, sigmoid, rsqrt, floor, ceil, round, trunc, nearbyint, rcp = \
+    (_float_unary(op) for op in _FLOAT_UNARY)
+
+
+def sqrt(x):
+    """Square root (an integer argument keeps its type, as in the reference)."""
+    e = ir.as_expr(x)
+    return ir.Call("sqrt", (e,), e.dtype)
+
+
+def abs(x):  # noqa: A001 - the T.abs name
+    e = ir.as_expr(x)
+    if isinstance(e, ir.Const):
+        return ir.const(-e.value if e.value < 0 else e.value, e.dtype)
+    return ir.Call("abs", (e,), e.dtype)
+
+
+fabs = abs
+
+
+def max(a, b, *rest):  # noqa: A001
+    if rest:
+        raise error(TypeError, "T.max takes exactly two arguments")
+    return ir.binary("max", a, b)
+
+
+def min(a, b, *rest):  # noqa: A001
+    if rest:
+        raise error(TypeError, "T.min takes exactly two arguments")
+    return ir.binary("min", a, b)
+
+
+def pow(a, b):  # noqa: A001
+    ea, eb = ir.as_expr(a), ir.as_expr(b)
+    dt = ir.promote(ea.dtype, eb.dtype)
+    if not dt.is_float:
+        dt = DType("float32")
+    return ir.Call("pow", (ir.cast_to(ea, dt), ir.cast_to(eb, dt)), dt)
+
+
+def fmod(a, b):
+    ea, eb = ir.as_expr(a), ir.as_expr(b)
+    dt = ir.promote(ea.dtype, eb.dtype)
+    return ir.Call("fmod", (ir.cast_to(ea, dt), ir.cast_to(eb, dt)), dt)
+
+
+def atan2(a, b):
+    ea, eb = ir.as_expr(a), ir.as_expr(b)
+    dt = ir.promote(ea.dtype, eb.dtype)
+    return ir.Call("atan2", (ir.cast_to(ea, dt), ir.cast_to(eb, dt)), dt)
+
+
+def isnan(x):
+    return ir.Call("isnan", (ir.as_expr(x),), DType("bool"))
+
+
+def isinf(x):
+    return ir.Call("isinf", (ir.as_expr(x),), DType("bool"))
+
+
+def isfinite(x):
+    return ir.Call("isfinite", (ir.as_expr(x),), DType("bool"))
+
+
+def if_then_else(cond, a, b):
+    """`a` where `cond` holds, else `b` (both evaluated; common type of a and b)."""
+    return ir.select(cond, a, b)
+
+
+def Select(cond, a, b):  # noqa: N802
+    return ir.select(cond, a, b)
+
+
+def infinity(dtype="float32"):
+    dt = DType(dtype)
+    return ir.const(_pymath.inf, dt)
+
+
+def max_value(dtype):
+    dt = DType(dtype)
+    return ir.const(dt.max_value(), dt)
+
+
+def min_value(dtype):
+    dt = DType(dtype)
+    return ir.const(dt.min_value(), dt)
+
+
+def ceildiv(a, b):
+    """`(a + b - 1) // b` for integers (folded for Python ints)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return ir.binary("floordiv", ir.binary("add", a, ir.binary("sub", b, 1)), b)
+
+
+def floordiv(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    return ir.binary("floordiv", a, b)
+
+
+def floormod(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    return ir.binary("floormod", a, b)
+
+
+def truncdiv(a, b):
+    return ir.binary("truncdiv", a, b)
+
+
+def truncmod(a, b):
+    return ir.binary("truncmod", a, b)
+
+
+div = truncdiv
+indexdiv, indexmod = floordiv, floormod
+
+
+def cast(value, dtype):
+    """Convert to `dtype` (C conversion: float to int truncates)."""
+    return ir.cast_to(value, dtype)
+
+
+Cast = cast
+
+
+def clamp(x, lo, hi):
+    return ir.binary("min", ir.binary("max", x, lo), hi)
+
+
+def bitwise_and(a, b):
+    return ir.binary("bitand", a, b)
+
+
+def bitwise_or(a, b):
+    return ir.binary("bitor", a, b)
+
+
+def bitwise_xor(a, b):
+    return ir.binary("bitxor", a, b)
+
+
+def bitwise_not(a):
+    return ir.unary("bitnot", a)
+
+
+def shift_left(a, b):
+    return ir.binary("shl", a, b)
+
+
+def shift_right(a, b):
+    return ir.binary("shr", a, b)
+
+
+def reinterpret(value, dtype=None):
+    """Reinterpret the bits of a value as another type of the same width."""
+    if isinstance(value, (str, DType)) and dtype is not None and not isinstance(dtype, (str,
+                                                                                        DType)):
+        value, dtype = dtype, value  # reference order: T.reinterpret(dtype, value)
+    e = ir.as_expr(value)
+    dt = DType(dtype)
+    if dt.bits * dt.lanes != e.dtype.bits * e.dtype.lanes:
+        raise error(ValueError, f"T.reinterpret: {e.dtype} and {dt} differ in width")
+    return ir.Call("reinterpret", (e,), dt)
+
+
+def fast_exp(x):
+    e = ir.as_expr(x)
+    return ir.Call("fast_exp", (ir.cast_to(e, "float32"),), DType("float32"))
+
+
+def __exp(x):  # noqa: N802 - reference intrinsic spellings
+    return fast_exp(x)
+
+
+def __exp2(x):  # noqa: N802
+    return exp2(x)
+
+
+def __log(x):  # noqa: N802
+    return log(x)

@@ -1,0 +1,196 @@
+"""Printing, annotations, warp primitives and escape hatches to hand-written CUDA."""
+
+from __future__ import annotations
+
+from ..frontend.builder import current_builder, emit, error
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+
+
+def print(obj=None, msg: str = "", warp_group_id: int = 0, warp_id: int = 0):  # noqa: A001
+    """Print a value or a whole buffer from the device (on the CPU interpreter: to stdout)."""
+    b = current_builder(what="T.print")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.print must be inside `with T.Kernel(...)`")
+    if obj is None:
+        emit(ir.Print, None, str(msg))
+    elif isinstance(obj, ir.Buffer) and obj.scope != "local.var":
+        emit(ir.Print, ir.BufferRegion.full(obj), str(msg))
+    elif isinstance(obj, ir.BufferRegion):
+        emit(ir.Print, obj, str(msg))
+    elif isinstance(obj, str) and not msg:
+        emit(ir.Print, None, obj)
+    else:
+        emit(ir.Print, ir.as_expr(obj), str(msg))
+
+
+def _kernel_attrs():
+    return current_builder(what="this annotation").kernel.data["attrs"]
+
+
+def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
+    """Renumber blocks in panels of `panel_size` for L2 locality (results are unchanged)."""
+    if not enable or panel_size is None or panel_size <= 0:
+        return
+    if order not in ("row", "column", "col"):
+        raise error(ValueError, f"T.use_swizzle order must be 'row' or 'column', got {order!r}")
+    _kernel_attrs().append(("use_swizzle", (int(panel_size), "row" if order == "row" else
+                                            "column")))
+
+
+def annotate_layout(layout_map: dict):
+    """Fix the physical layout of shared buffers / fragments (results are unchanged)."""
+    if not isinstance(layout_map, dict):
+        raise error(TypeError, "T.annotate_layout takes a dict {buffer: layout}")
+    for buf, layout in layout_map.items():
+        if not isinstance(buf, ir.Buffer):
+            raise error(TypeError, f"T.annotate_layout keys must be buffers, got {buf!r}")
+        if callable(layout) and not hasattr(layout, "forward_index") and not hasattr(
+                layout, "map_indices"):
+            from ..layout import Layout
+
+            layout = Layout.from_function(buf.shape, layout)
+        _kernel_attrs().append(("layout", (buf, layout)))
+
+
+def annotate_safe_value(safe_value_map: dict):
+    """Values returned by out-of-bounds global loads (default 0)."""
+    for buf, value in safe_value_map.items():
+        _kernel_attrs().append(("safe_value", (buf, ir.cast_to(value, buf.dtype))))
+
+
+def annotate_padding(padding_map: dict):
+    annotate_safe_value(padding_map)
+
+
+def annotate_l2_hit_ratio(*args, **kwargs):
+    """Accepted for compatibility; a performance hint with no effect here."""
+
+
+def annotate_restrict_buffers(*args, **kwargs):
+    """Accepted for compatibility; pointers are already `__restrict__`."""
+
+
+def no_set_max_nreg():
+    _kernel_attrs().append(("no_set_max_nreg", True))
+
+
+def disable_warp_group_reg_alloc():
+    no_set_max_nreg()
+
+
+def set_max_nreg(reg_count: int, is_inc: int):
+    emit(ir.Evaluate, ir.Call("set_max_nreg", (ir.const(reg_count), ir.const(is_inc)),
+                              DType("int32")))
+
+
+def inc_max_nreg(reg_count: int):
+    set_max_nreg(reg_count, 1)
+
+
+def dec_max_nreg(reg_count: int):
+    set_max_nreg(reg_count, 0)
+
+
+# ---- synchronisation and warp primitives ---------------------------------------------------------
+
+
+def sync_threads(barrier_id=None, arrive_count=None):
+    emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
+
+
+def sync_warp(mask=None):
+    emit(ir.Evaluate, ir.Call("sync_warp", (), DType("int32")))
+
+
+def sync_global():
+    raise error(NotImplementedError, "T.sync_global (grid-wide barrier) is not supported")
+
+
+def _shfl(op, value, delta, width):
+    v = ir.as_expr(value)
+    return ir.Call(op, (v, ir.as_expr(delta), ir.as_expr(width)), v.dtype)
+
+
+def shfl_xor(value, offset, width=32, mask=None):
+    """The value held by lane `lane ^ offset` of the warp."""
+    return _shfl("shfl_xor", value, offset, width)
+
+
+def shfl_down(value, offset, width=32, mask=None):
+    """The value held by lane `lane + offset` (own value past the end)."""
+    return _shfl("shfl_down", value, offset, width)
+
+
+def shfl_up(value, offset, width=32, mask=None):
+    """The value held by lane `lane - offset` (own value before the start)."""
+    return _shfl("shfl_up", value, offset, width)
+
+
+def shfl_sync(value, src_lane, width=32, mask=None):
+    """The value held by lane `src_lane` of the warp (broadcast)."""
+    return _shfl("shfl_sync", value, src_lane, width)
+
+
+def device_assert(cond, msg=""):
+    emit(ir.Assert, ir.as_expr(cond), str(msg))
+
+
+# ---- escape hatches ---------------------------------------------------------------------------
+
+
+def import_source(source: str):
+    """Add hand-written CUDA source (device functions) to the generated kernel file."""
+    b = current_builder(what="T.import_source")
+    b.attrs.setdefault("import_source", [])
+    if source not in b.attrs["import_source"]:
+        b.attrs["import_source"].append(source)
+
+
+def call_extern(dtype, func_name: str, *args):
+    """Call a device function by name (defined by `T.import_source` or a CUDA header)."""
+    if not isinstance(func_name, str):
+        raise error(TypeError, "T.call_extern(dtype, 'function_name', *args)")
+    dt = DType("void" if dtype in (None, "void") else "handle" if dtype == "handle" else dtype)
+    conv = tuple(a if isinstance(a, (str, ir.Expr)) else ir.as_expr(a) for a in args)
+    return ir.Call("call_extern", (func_name,) + conv, dt)
+
+
+def call_intrin(dtype, name, *args):
+    return call_extern(dtype, str(name), *args)
+
+
+def address_of(load):
+    """The address of a buffer element (for `T.call_extern`)."""
+    if isinstance(load, ir.Buffer) and load.scope == "local.var":
+        load = ir.Load(load, (ir.const(0),), load.dtype)
+    if not isinstance(load, ir.Load):
+        raise error(TypeError, f"T.address_of needs a buffer element such as A[i], got {load!r}")
+    return ir.Call("address_of", (load,), DType("handle"))
+
+
+def access_ptr(buffer, access_mask="r", offset=0, extent=None, *args, **kwargs):
+    """A pointer to `buffer` (+ `offset` elements) for `T.call_extern`."""
+    if isinstance(buffer, ir.BufferRegion):
+        base = ir.Load(buffer.buffer, tuple(ir.as_expr(s) for s in buffer.starts),
+                       buffer.buffer.dtype)
+        return ir.Call("address_of", (base,), DType("handle"))
+    if isinstance(buffer, ir.Load):
+        return ir.Call("address_of", (buffer,), DType("handle"))
+    if not isinstance(buffer, ir.Buffer):
+        raise error(TypeError, f"access_ptr needs a buffer, got {buffer!r}")
+    return ir.Call("access_ptr", (buffer, ir.as_expr(offset)), DType("handle"))
+
+
+def ptx(*args, **kwargs):
+    raise error(NotImplementedError, "inline PTX through T.ptx is not supported; use "
+                                     "T.import_source with an asm() device function")
+
+
+def evaluate(value):
+    emit(ir.Evaluate, ir.as_expr(value))
+
+
+def comment(text: str):
+    """A comment in the generated code (ignored by the interpreter)."""
+    emit(ir.Evaluate, ir.Call("comment", (str(text),), DType("int32")))

@@ -1,0 +1,422 @@
+"""Tile operators: copy, fill/clear, gemm, reductions, scans, atomics.
+
+Operands are canonicalised here, at trace time, so that errors point at the user's line and
+later passes see one form: `Copy`/`Fill`/`Gemm`/`AtomicTile` hold `BufferRegion`s whose
+extents already follow the reference's pairing rules (SEMANTICS.md §3).
+"""
+
+from __future__ import annotations
+
+from ..frontend.builder import current_builder, current_loc, emit, error
+from ..ir import nodes as ir
+
+_SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "local.fragment": 2, "local": 2,
+               "local.var": 2}
+
+
+def _check_tile_context(what: str):
+    b = current_builder(what=what)
+    if not b.in_kernel():
+        raise error(RuntimeError, f"{what} must be inside `with T.Kernel(...)`")
+    for f in b.frames:
+        if f.kind == "for" and f.data.get("loop_kind") == "parallel":
+            raise error(ValueError, "[Tilelang Semantic Check] Only elementwise operations are "
+                                    f"allowed inside a parallel loop. Got a tile-op {what}")
+    return b
+
+
+def _const_int(v):
+    if isinstance(v, int):
+        return v
+    if isinstance(v, ir.Const) and v.dtype.is_int:
+        return v.value
+    return None
+
+
+def to_region(x, what: str):
+    """Buffer -> full region; BufferRegion -> itself; Load -> None (a start point)."""
+    if isinstance(x, ir.BufferRegion):
+        return x
+    if isinstance(x, ir.Buffer):
+        if x.scope == "local.var":
+            return ir.BufferRegion(x, ((0, 1),))
+        return ir.BufferRegion.full(x)
+    if isinstance(x, ir.Load):
+        return None
+    ref_buffer = getattr(x, "buffer", None)
+    if getattr(x, "__tl_ref__", False) and ref_buffer is not None:
+        return None
+    raise error(TypeError, f"{what} expects a buffer, a region (A[0:32, k]) or a start point "
+                           f"(A[i, j]), got {type(x).__name__} {x!r}")
+
+
+def _start_point(x):
+    if isinstance(x, ir.Load):
+        return x.buffer, x.indices
+    return x.buffer, x.indices  # Ref
+
+
+def _non_unit(extents):
+    return [(d, e) for d, e in enumerate(extents) if _const_int(e) != 1]
+
+
+def _region_from_start(buffer, indices, other_extents, what):
+    """Extents of a start-point operand, taken from the other side (trailing dims aligned)."""
+    if len(indices) < len(other_extents):
+        raise error(AssertionError, f"{what}: the start point {buffer.name}{list(indices)} has "
+                                    f"fewer indices ({len(indices)}) than the other operand's "
+                                    f"rank ({len(other_extents)})")
+    lead = len(indices) - len(other_extents)
+    extents = [1] * lead + list(other_extents)
+    return ir.BufferRegion(buffer, tuple(zip(indices, extents)))
+
+
+def _with_extents(region: ir.BufferRegion, extents_non_unit):
+    """Replace the non-unit extents of `region`, in order, by `extents_non_unit`."""
+    new, k = [], 0
+    for start, extent in region.region:
+        if _const_int(extent) == 1:
+            new.append((start, extent))
+        else:
+            new.append((start, extents_non_unit[k]))
+            k += 1
+    return ir.BufferRegion(region.buffer, tuple(new))
+
+
+def pair_regions(src, dst, what="T.copy"):
+    """Canonicalise two operands of a copy-like op to regions with paired extents."""
+    src_r, dst_r = to_region(src, what), to_region(dst, what)
+    if src_r is None and dst_r is None:
+        return None  # both start points: a single element
+    if isinstance(src, ir.Buffer) and isinstance(dst, ir.Buffer) and src.scope != "local.var" \
+            and dst.scope != "local.var":
+        if not _shapes_equal(src.shape, dst.shape):
+            raise error(ValueError, f"{what}({src.name}, {dst.name}): whole-buffer operands must "
+                                    f"have equal shapes, got {list(src.shape)} and "
+                                    f"{list(dst.shape)}")
+        return src_r, dst_r
+    if src_r is None:
+        buf, idx = _start_point(src)
+        src_r = _region_from_start(buf, idx, [e for _, e in dst_r.region], what)
+    if dst_r is None:
+        buf, idx = _start_point(dst)
+        dst_r = _region_from_start(buf, idx, [e for _, e in src_r.region], what)
+    s_nu, d_nu = _non_unit(src_r.extents), _non_unit(dst_r.extents)
+    if len(s_nu) != len(d_nu):
+        raise error(ValueError, f"{what}: the operands' non-unit extents do not pair up: "
+                                f"{_fmt_ext(src_r)} vs {_fmt_ext(dst_r)}")
+    src_rank = _SCOPE_RANK.get(src_r.buffer.scope, 0)
+    dst_rank = _SCOPE_RANK.get(dst_r.buffer.scope, 0)
+    base_is_dst = dst_rank > src_rank
+    base = d_nu if base_is_dst else s_nu
+    if base_is_dst:
+        for (_, se), (_, de) in zip(s_nu, d_nu):
+            si, di = _const_int(se), _const_int(de)
+            if si is not None and di is not None and di < si:
+                raise error(ValueError, f"{what}: Selected loop range is smaller than original "
+                                        f"src range at matched non-1 dimension: {_fmt_ext(dst_r)}"
+                                        f" < {_fmt_ext(src_r)}")
+    base_extents = [e for _, e in base]
+    return _with_extents(src_r, base_extents), _with_extents(dst_r, base_extents)
+
+
+def _fmt_ext(r):
+    return f"{r.buffer.name}{[e for e in r.extents]}"
+
+
+def _shapes_equal(a, b):
+    if len(a) != len(b):
+        return False
+    return all(ir.structural_equal(ir.as_expr(x), ir.as_expr(y)) for x, y in zip(a, b))
+
+
+# ---- copy / fill ----------------------------------------------------------------------------
+
+
+def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None,
+         loop_layout=None, **kwargs):
+    """Copy (with conversion to dst's dtype) between global, shared and fragment tiles."""
+    _check_tile_context("T.copy")
+    pair = pair_regions(src, dst)
+    if pair is None:
+        s_buf, s_idx = _start_point(src)
+        d_buf, d_idx = _start_point(dst)
+        emit(ir.Store, d_buf, tuple(d_idx), ir.cast_to(ir.Load(s_buf, tuple(s_idx),
+                                                               s_buf.dtype), d_buf.dtype))
+        return
+    opts = [("disable_tma", bool(disable_tma))]
+    if coalesced_width is not None:
+        opts.append(("coalesced_width", coalesced_width))
+    if eviction_policy is not None:
+        opts.append(("eviction_policy", eviction_policy))
+    emit(ir.Copy, pair[0], pair[1], tuple(opts))
+
+
+def async_copy(src, dst, **kwargs):
+    copy(src, dst, **kwargs)
+
+
+def fill(buffer, value):
+    """Set every element of a buffer or region to `value` (cast to its dtype)."""
+    _check_tile_context("T.fill")
+    region = to_region(buffer, "T.fill")
+    if region is None:
+        region = ir.BufferRegion(buffer.buffer, tuple((i, 1) for i in buffer.indices))
+    emit(ir.Fill, region, ir.cast_to(value, region.buffer.dtype))
+
+
+def clear(buffer):
+    """`T.fill(buffer, 0)`."""
+    fill(buffer, 0)
+
+
+# ---- gemm -----------------------------------------------------------------------------------
+
+
+class GemmWarpPolicy:
+    """How warps split the block's gemm tile; affects performance only."""
+
+    Square = "Square"
+    FullRow = "FullRow"
+    FullCol = "FullCol"
+
+    @classmethod
+    def from_warp_partition(cls, *args, **kwargs):
+        return cls.Square
+
+
+def _gemm_shape(region: ir.BufferRegion, name: str):
+    ext = [_const_int(e) for e in region.extents]
+    if any(e is None for e in ext):
+        raise error(ValueError, f"T.gemm operand {name} ({region.buffer.name}) must have static "
+                                f"extents, got {list(region.extents)}")
+    if len(ext) < 2 or any(e != 1 for e in ext[:-2]):
+        raise error(ValueError, f"T.gemm operand {name} ({region.buffer.name}) must be 2-D "
+                                f"(leading dims of extent 1 allowed), got {ext}")
+    return ext[-2], ext[-1]
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, use_wgmma=None, **kwargs):
+    """`C += op(A) @ op(B)` on tiles (`C = ...` with clear_accum=True); C accumulates in its
+    own dtype."""
+    _check_tile_context("T.gemm")
+    regions = []
+    for x, name in ((A, "A"), (B, "B"), (C, "C")):
+        r = to_region(x, "T.gemm")
+        if r is None:
+            raise error(TypeError, f"T.gemm operand {name} must be a buffer or a region")
+        regions.append(r)
+    a, b, c = regions
+    am, ak = _gemm_shape(a, "A")
+    if transpose_A:
+        am, ak = ak, am
+    bk, bn = _gemm_shape(b, "B")
+    if transpose_B:
+        bk, bn = bn, bk
+    cm, cn = _gemm_shape(c, "C")
+    if ak != bk:
+        raise error(AssertionError, f"T.gemm K shape check failed: K_A = {ak}, K_B = {bk}")
+    if am != cm:
+        raise error(AssertionError, f"T.gemm M shape check failed: M_A = {am}, M_C = {cm}")
+    if bn != cn:
+        raise error(AssertionError, f"T.gemm N shape check failed: N_B = {bn}, N_C = {cn}")
+    if isinstance(policy, int):
+        policy = ("Square", "FullRow", "FullCol")[policy]
+    emit(ir.Gemm, a, b, c, bool(transpose_A), bool(transpose_B), str(policy),
+         clear_accum if isinstance(clear_accum, ir.Expr) else bool(clear_accum), int(k_pack),
+         int(wg_wait))
+
+
+def gemm_v1(*args, **kwargs):
+    gemm(*args, **kwargs)
+
+
+gemm_v2 = gemm_v1
+
+
+def wgmma_gemm(*args, **kwargs):
+    gemm(*args, **kwargs)
+
+
+# ---- reductions and scans ---------------------------------------------------------------------
+
+
+def _reduce(kind, src, dst, dim, clear, nan_propagate=False):
+    _check_tile_context(f"T.reduce_{kind}")
+    for x, role in ((src, "src"), (dst, "dst")):
+        if not isinstance(x, ir.Buffer):
+            raise error(TypeError, f"T.reduce_{kind} {role} must be a buffer, got {x!r}")
+        if x.scope not in ("local.fragment", "shared", "shared.dyn", "local"):
+            raise error(ValueError, f"T.reduce_{kind} {role} {x.name} must be a fragment or "
+                                    f"shared buffer, got scope {x.scope}")
+    nd = src.ndim
+    if not -nd <= dim < nd:
+        raise error(ValueError, f"T.reduce_{kind}: dim {dim} out of range for a {nd}-D buffer")
+    dim = dim % nd
+    expect1 = [s for i, s in enumerate(src.shape) if i != dim]
+    expect2 = [s if i != dim else 1 for i, s in enumerate(src.shape)]
+    got = list(dst.shape)
+    if not (_shapes_equal(got, expect1) or _shapes_equal(got, expect2) or
+            (not expect1 and _shapes_equal(got, [1]))):
+        raise error(ValueError, f"Invalid reduce output shape, buffer shape is "
+                                f"{tuple(src.shape)}, dim is {dim}, output shape is {got}, "
+                                f"expected shapes are {expect1} or {expect2}")
+    if kind in ("bitand", "bitor", "bitxor") and not (src.dtype.is_int or src.dtype.is_bool):
+        raise error(TypeError, f"T.reduce_{kind} needs an integer buffer, got {src.dtype}")
+    emit(ir.Reduce, kind, src, dst, dim, bool(clear), bool(nan_propagate))
+
+
+def reduce_max(src, dst, dim=-1, clear=True, nan_propagate=False):
+    _reduce("max", src, dst, dim, clear, nan_propagate)
+
+
+def reduce_min(src, dst, dim=-1, clear=True, nan_propagate=False):
+    _reduce("min", src, dst, dim, clear, nan_propagate)
+
+
+def reduce_sum(src, dst, dim=-1, clear=True):
+    _reduce("sum", src, dst, dim, clear)
+
+
+def reduce_abssum(src, dst, dim=-1):
+    _reduce("abssum", src, dst, dim, True)
+
+
+def reduce_absmax(src, dst, dim=-1, clear=True):
+    _reduce("absmax", src, dst, dim, clear)
+
+
+def reduce_bitand(src, dst, dim=-1, clear=True):
+    _reduce("bitand", src, dst, dim, clear)
+
+
+def reduce_bitor(src, dst, dim=-1, clear=True):
+    _reduce("bitor", src, dst, dim, clear)
+
+
+def reduce_bitxor(src, dst, dim=-1, clear=True):
+    _reduce("bitxor", src, dst, dim, clear)
+
+
+def reduce(src, dst, reduce_type="sum", dim=-1, clear=True):
+    _reduce(reduce_type, src, dst, dim, clear)
+
+
+def _scan(kind, src, dst, dim, reverse):
+    name = f"T.cum{kind}"
+    _check_tile_context(name)
+    if dst is None:
+        dst = src
+    for x in (src, dst):
+        if not isinstance(x, ir.Buffer):
+            raise error(TypeError, f"{name} operands must be buffers, got {x!r}")
+    nd = src.ndim
+    if not -nd <= dim < nd:
+        raise error(ValueError, f"{name}: dim {dim} out of range for a {nd}-D buffer")
+    if not _shapes_equal(src.shape, dst.shape):
+        raise error(ValueError, f"{name}: dst shape {list(dst.shape)} must equal src shape "
+                                f"{list(src.shape)}")
+    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind)
+
+
+def cumsum(src, dst=None, dim=0, reverse=False):
+    """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums."""
+    _scan("sum", src, dst, dim, reverse)
+
+
+def cummax(src, dst=None, dim=0, reverse=False):
+    _scan("max", src, dst, dim, reverse)
+
+
+# ---- atomics ----------------------------------------------------------------------------------
+
+
+def _element(x):
+    if isinstance(x, ir.Load):
+        return x
+    if getattr(x, "__tl_ref__", False):
+        return x.__tl_expr__()
+    if isinstance(x, ir.Buffer) and x.scope == "local.var":
+        return ir.Load(x, (ir.const(0),), x.dtype)
+    return None
+
+
+def _atomic(op, dst, value, memory_order=None, return_prev=False):
+    b = current_builder(what=f"T.atomic_{op}")
+    if not b.in_kernel():
+        raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
+    elem = _element(dst)
+    if elem is not None:
+        v = ir.cast_to(value, elem.dtype)
+        attrs = (("memory_order", memory_order or "relaxed"),)
+        c = ir.Call(f"atomic_{op}", (elem, v), elem.dtype, attrs)
+        if return_prev:
+            return b.let("prev", c)
+        emit(ir.Evaluate, c)
+        return None
+    if return_prev:
+        raise error(NotImplementedError, f"T.atomic_{op} with return_prev=True needs a single "
+                                         "element destination, not a tile")
+    _check_tile_context(f"T.atomic_{op}")
+    if isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (
+            isinstance(value, ir.Buffer) and value.scope == "local.var"):
+        pair = pair_regions(value, dst, f"T.atomic_{op}")
+        emit(ir.AtomicTile, op, pair[0], pair[1], memory_order or "relaxed")
+        return None
+    region = to_region(dst, f"T.atomic_{op}")
+    emit(ir.AtomicTile, op, ir.cast_to(value, region.buffer.dtype), region,
+         memory_order or "relaxed")
+    return None
+
+
+def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False, **kwargs):
+    """Atomic `dst += value` on one element (once per executing thread) or, element-wise, on
+    a tile."""
+    return _atomic("add", dst, value, memory_order, return_prev)
+
+
+def atomic_max(dst, value, memory_order=None, return_prev=False, **kwargs):
+    return _atomic("max", dst, value, memory_order, return_prev)
+
+
+def atomic_min(dst, value, memory_order=None, return_prev=False, **kwargs):
+    return _atomic("min", dst, value, memory_order, return_prev)
+
+
+def _atomic_vec(name, lanes, dst, value, return_prev=False):
+    b = current_builder(what=f"T.{name}")
+    d, v = _element(dst), _element(value)
+    if d is None:
+        raise error(TypeError, f"T.{name} needs an element destination such as B[i, j]")
+    args = (d, v if v is not None else ir.as_expr(value))
+    c = ir.Call(name, args, d.dtype, (("lanes", lanes),))
+    if return_prev:
+        return b.let("prev", c)
+    emit(ir.Evaluate, c)
+
+
+def atomic_addx2(dst, value, return_prev=False):
+    return _atomic_vec("atomic_addx2", 2, dst, value, return_prev)
+
+
+def atomic_addx4(dst, value, return_prev=False):
+    return _atomic_vec("atomic_addx4", 4, dst, value, return_prev)
+
+
+def atomic_load(src, memory_order="seq_cst"):
+    e = _element(src)
+    if e is None:
+        raise error(TypeError, "T.atomic_load needs an element such as B[i]")
+    return ir.Call("atomic_load", (e,), e.dtype, (("memory_order", memory_order),))
+
+
+def atomic_store(dst, value, memory_order="seq_cst"):
+    e = _element(dst)
+    if e is None:
+        raise error(TypeError, "T.atomic_store needs an element such as B[i]")
+    emit(ir.Evaluate, ir.Call("atomic_store", (e, ir.cast_to(value, e.dtype)), e.dtype,
+                              (("memory_order", memory_order),)))
+
+
+_ = current_loc

@@ -1,0 +1,225 @@
+"""Types users write in kernel signatures and bodies: dtypes, tensor annotations, symbolic sizes.
+
+`T.Tensor((M, K), "float16")` and its type-checker-friendly spelling `T.Tensor[(M, K),
+T.float16]` both produce a `TensorSpec`. In a `@T.prim_func` signature every size must be known
+(ints or `T.dynamic` symbols); the lazy JIT also accepts placeholders: `int` (a compile-time
+constant taken from the argument), `T.dyn` / `T.dyn["K"]` (a run-time size) and `Any`/`None`
+dtypes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..frontend.builder import Builder, current_builder, error
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+
+# ---- dtypes -----------------------------------------------------------------------------------
+dtype = DType
+bool_ = DType("bool")
+int8, int16, int32, int64 = (DType(f"int{b}") for b in (8, 16, 32, 64))
+uint8, uint16, uint32, uint64 = (DType(f"uint{b}") for b in (8, 16, 32, 64))
+float16, bfloat16, float32, float64 = (DType(n) for n in
+                                       ("float16", "bfloat16", "float32", "float64"))
+float8_e4m3 = float8_e4m3fn = DType("float8_e4m3")
+float8_e5m2 = DType("float8_e5m2")
+half, double, long, short = float16, float64, int64, int16
+float_ = float32
+int_ = int32
+
+
+class _Placeholder:
+    """A size or dtype left open in a lazy-JIT annotation."""
+
+
+class DynSpec(_Placeholder):
+    """`T.dyn` (anonymous) or `T.dyn["K"]` (named; equal names must have equal values)."""
+
+    def __init__(self, name=None, dtype="int32"):
+        self.name = name
+        self.dtype = DType(dtype)
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            return DynSpec(key[0], key[1])
+        if isinstance(key, DType):
+            return DynSpec(None, key)
+        return DynSpec(key)
+
+    def __call__(self, name=None, dtype="int32"):
+        return DynSpec(name, dtype)
+
+    def __repr__(self):
+        return f"T.dyn[{self.name!r}]" if self.name else "T.dyn"
+
+
+dyn = DynSpec()
+
+
+class TensorSpec:
+    """A global tensor parameter's type: shape, dtype, optional strides."""
+
+    __slots__ = ("shape", "dtype", "strides", "scope", "kind")
+
+    def __init__(self, shape, dtype="float32", strides=None, scope="global", kind="tensor"):
+        if isinstance(shape, (int, ir.Expr, DynSpec)) or shape is int:
+            shape = (shape,)
+        self.shape = tuple(shape)
+        self.dtype = dtype if dtype is None or dtype is Any or isinstance(dtype, _Placeholder) \
+            else DType(dtype)
+        self.strides = tuple(strides) if strides is not None else None
+        self.scope = scope
+        self.kind = kind
+
+    def is_concrete(self) -> bool:
+        def ok(v):
+            return isinstance(v, (int, ir.Expr)) and not isinstance(v, bool)
+        return (isinstance(self.dtype, DType) and all(ok(s) for s in self.shape)
+                and (self.strides is None or all(ok(s) for s in self.strides)))
+
+    def to_buffer(self, name: str) -> ir.Buffer:
+        if not self.is_concrete():
+            raise error(TypeError, f"parameter {name}: {self!r} has open sizes or dtype; such "
+                                   "annotations need @tilelang.jit / @tilelang.lazy_jit")
+        shape = tuple(s.value if isinstance(s, ir.Const) else s for s in self.shape)
+        return ir.Buffer(name, shape, self.dtype, self.scope, self.strides)
+
+    def __repr__(self):
+        return f"T.Tensor({list(self.shape)}, {self.dtype})"
+
+
+def _spec_from_subscript(params, kind="tensor", scope="global"):
+    if not isinstance(params, tuple):
+        params = (params,)
+    if kind == "strided":
+        if len(params) != 3:
+            raise TypeError("T.StridedTensor[shape, strides, dtype]")
+        return TensorSpec(params[0], params[2], strides=params[1], kind="strided")
+    if len(params) == 1:
+        return TensorSpec(params[0], "float32", scope=scope)
+    if len(params) == 2 and isinstance(params[0], (tuple, list)):
+        return TensorSpec(params[0], params[1], scope=scope)
+    # T.Tensor[M, K, dtype]: trailing dtype
+    return TensorSpec(params[:-1], params[-1], scope=scope)
+
+
+class Tensor:
+    """`T.Tensor(shape, dtype)` / `T.Tensor[shape, dtype]`: a global tensor parameter."""
+
+    def __new__(cls, shape, dtype="float32", strides=None, **_ignored):
+        return TensorSpec(shape, dtype, strides)
+
+    def __class_getitem__(cls, params):
+        return _spec_from_subscript(params)
+
+
+class Buffer(Tensor):
+    """`T.Buffer(shape, dtype, strides=...)`: the older spelling of `T.Tensor`."""
+
+    def __new__(cls, shape, dtype="float32", strides=None, scope="global", **_ignored):
+        return TensorSpec(shape, dtype, strides, scope=scope)
+
+
+class StridedTensor(Tensor):
+    """`T.StridedTensor[shape, strides, dtype]`: a tensor view with explicit strides."""
+
+    def __new__(cls, shape, strides, dtype="float32"):
+        return TensorSpec(shape, dtype, strides, kind="strided")
+
+    def __class_getitem__(cls, params):
+        return _spec_from_subscript(params, kind="strided")
+
+
+def _scoped(scope):
+    class _Scoped(Tensor):
+        def __new__(cls, shape, dtype="float32", **_):
+            return TensorSpec(shape, dtype, scope=scope)
+
+        def __class_getitem__(cls, params):
+            return _spec_from_subscript(params, scope=scope)
+    return _Scoped
+
+
+SharedBuffer = _scoped("shared.dyn")
+FragmentBuffer = _scoped("local.fragment")
+LocalBuffer = _scoped("local")
+
+
+class HandleType:
+    """`T.handle` / `T.ptr`: an untyped pointer parameter, shaped later by `T.match_buffer`."""
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __repr__(self):
+        return "T.handle"
+
+
+handle = ptr = HandleType()
+
+
+# ---- symbolic sizes -------------------------------------------------------------------------
+def _split_names(names) -> list:
+    if isinstance(names, (list, tuple)):
+        return [str(n) for n in names]
+    return [n for n in re.split(r"[,\s]+", names.strip()) if n]
+
+
+def dynamic(names, dtype="int32"):
+    """`T.dynamic("m, n")`: symbolic sizes bound from the arguments at every call."""
+    vars_ = [ir.Var(n, DType(dtype)) for n in _split_names(names)]
+    return vars_[0] if len(vars_) == 1 else tuple(vars_)
+
+
+symbolic = dynamic
+
+
+def const(names, dtype="int32"):
+    """`M, N, K = T.const("M, N, K")`: compile-time sizes taken from the arguments of a
+    @tilelang.jit kernel (or given by name to `.compile(M=...)`)."""
+    b = current_builder(what="T.const")
+    hook = b.attrs.get("const_hook")
+    if hook is None:
+        raise error(TypeError, "T.const declares compile-time sizes of a @tilelang.jit kernel "
+                               "and cannot be used in a @T.prim_func")
+    values = [hook(n, DType(dtype)) for n in _split_names(names)]
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def empty(shape, dtype="float32"):
+    """`C = T.empty((M, N), dtype)`: an output tensor allocated per call and returned."""
+    b = current_builder(what="T.empty")
+    hook = b.attrs.get("empty_hook")
+    if hook is None:
+        raise error(TypeError, "T.empty allocates outputs of a @tilelang.jit / lazy_jit "
+                               "kernel; in a @T.prim_func declare the output as a parameter")
+    if isinstance(shape, (int, ir.Expr)):
+        shape = (shape,)
+    return hook(tuple(shape), DType(dtype))
+
+
+def match_buffer(handle_value, shape, dtype="float32", strides=None, **_ignored):
+    """Give a `T.handle`/`T.ptr` parameter a shape and dtype."""
+    b = current_builder(what="T.match_buffer")
+    hook = b.attrs.get("match_buffer_hook")
+    if hook is not None:
+        return hook(handle_value, shape, dtype, strides)
+    if not (isinstance(handle_value, ir.Var) and handle_value.dtype.is_handle):
+        raise error(TypeError, "T.match_buffer needs a T.handle parameter")
+    if isinstance(shape, (int, ir.Expr)):
+        shape = (shape,)
+    buf = ir.Buffer(handle_value.name, shape, DType(dtype), "global", strides)
+    for i, p in enumerate(b.params):
+        if p is handle_value:
+            b.params[i] = buf
+            return buf
+    raise error(TypeError, f"{handle_value.name} is not a parameter of this function")
+
+
+def is_placeholder(value) -> bool:
+    return value is int or value is Any or value is None or isinstance(value, _Placeholder)
+
+
+_ = Builder

@@ -1,0 +1,3 @@
+"""Benchmarking and correctness helpers for compiled kernels."""
+
+from .supply import TensorSupplyType  # noqa: F401

@@ -1,0 +1,89 @@
+"""Pass configuration keys (`pass_configs={...}`), with the reference system's names.
+
+Keys this compiler acts on are marked in `EFFECTIVE`; the others are accepted and have no
+effect (docs/compatibility.md lists them).
+"""
+
+from __future__ import annotations
+
+import enum
+import warnings
+
+
+class PassConfigKey(str, enum.Enum):
+    TL_SIMPLIFY = "tl.Simplify"
+    TL_DYNAMIC_ALIGNMENT = "tl.dynamic_alignment"
+    TL_DISABLE_DYNAMIC_TAIL_SPLIT = "tl.disable_dynamic_tail_split"
+    TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
+    TL_DISABLE_FAST_MATH = "tl.disable_fast_math"
+    TL_ENABLE_FAST_MATH = "tl.enable_fast_math"
+    TL_PTXAS_REGISTER_USAGE_LEVEL = "tl.ptxas_register_usage_level"
+    TL_ENABLE_PTXAS_VERBOSE_OUTPUT = "tl.enable_ptxas_verbose_output"
+    TL_CONFIG_INDEX_BITWIDTH = "tl.config_index_bitwidth"
+    TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
+    TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
+    TL_DISABLE_VECTORIZE_256 = "tl.disable_vectorize_256"
+    TL_DISABLE_WGMMA = "tl.disable_wgmma"
+    TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS = "tl.debug_merge_shared_memory_allocations"
+    TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE = "tl.enable_aggressive_shared_memory_merge"
+    TL_DISABLE_SHUFFLE_ELECT = "tl.disable_shuffle_elect"
+    TL_DISABLE_THREAD_STORAGE_SYNC = "tl.disable_thread_storage_sync"
+    TL_FORCE_LET_INLINE = "tl.force_let_inline"
+    TL_AST_PRINT_ENABLE = "tl.ast_print_enable"
+    TL_LAYOUT_VISUALIZATION_ENABLE = "tl.layout_visualization_enable"
+    TL_LAYOUT_VISUALIZATION_FORMATS = "tl.layout_visualization_formats"
+    TL_STORAGE_REWRITE_DETECT_INPLACE = "tl.storage_rewrite_detect_inplace"
+    TL_ENABLE_LOWER_LDGSTG = "tl.enable_lower_ldgstg"
+    TL_ENABLE_LOWER_LDGSTG_PREDICATED = "tl.enable_lower_ldgstg_predicated"
+    TL_DISABLE_OUT_OF_BOUND_WARNING = "tl.disable_out_of_bound_warning"
+    TL_ENABLE_DUMP_IR = "tl.enable_dump_ir"
+    TL_DUMP_IR_DIR = "tl.dump_ir_dir"
+    TL_DISABLE_LOOP_UNSWITCHING = "tl.disable_loop_unswitching"
+    TL_LOOP_UNSWITCHING_ALLOW_NON_TRIVIAL_ELSE = "tl.loop_unswitching_allow_non_trivial_else"
+    TL_ENABLE_PDL = "tl.enable_pdl"
+    TL_DISABLE_PIPELINE_STAGE_FUSION = "tl.disable_pipeline_stage_fusion"
+    TIR_ENABLE_EQUIV_TERMS_IN_CSE = "tir.enable_equiv_terms_in_cse_tir"
+    TIR_DISABLE_CSE = "tir.disable_cse_tir"
+    TIR_SIMPLIFY = "tir.Simplify"
+    TIR_DISABLE_STORAGE_REWRITE = "tir.disable_storage_rewrite"
+    TIR_DISABLE_VECTORIZE = "tir.disable_vectorize"
+    TIR_USE_ASYNC_COPY = "tir.use_async_copy"
+    TIR_ENABLE_DEBUG = "tir.enable_debug"
+    TIR_MERGE_STATIC_SMEM = "tir.merge_static_smem"
+    TIR_ADD_LOWER_PASS = "tir.add_lower_pass"
+    TIR_NOALIAS = "tir.noalias"
+    CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
+
+    def __str__(self):
+        return self.value
+
+
+EFFECTIVE = {
+    PassConfigKey.TL_ENABLE_FAST_MATH, PassConfigKey.TL_DISABLE_FAST_MATH,
+    PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, PassConfigKey.TL_DISABLE_TMA_LOWER,
+    PassConfigKey.TL_DISABLE_WGMMA, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT,
+    PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS, PassConfigKey.TIR_DISABLE_VECTORIZE,
+    PassConfigKey.TL_ENABLE_DUMP_IR, PassConfigKey.TL_DUMP_IR_DIR,
+    PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC, PassConfigKey.TIR_USE_ASYNC_COPY,
+    PassConfigKey.TL_CONFIG_INDEX_BITWIDTH,
+}
+
+_KNOWN = {k.value: k for k in PassConfigKey}
+
+
+def normalize_pass_configs(configs) -> dict:
+    """Map user keys (enum members or strings) to canonical strings; warn on unknown keys."""
+    out = {}
+    for key, value in (configs or {}).items():
+        name = key.value if isinstance(key, PassConfigKey) else str(key)
+        if name not in _KNOWN:
+            warnings.warn(f"unknown pass config key {name!r} is ignored", stacklevel=3)
+        out[name] = value
+    return dict(sorted(out.items()))
+
+
+def config_flag(configs: dict, key: PassConfigKey, default=False):
+    value = configs.get(key.value, default)
+    if isinstance(value, str):
+        return value.lower() not in ("0", "false", "no", "off", "")
+    return value

@@ -1,0 +1,196 @@
+"""Reject programs the reference system rejects before lowering, with located errors.
+
+Expects: a freshly traced PrimFunc. Guarantees (else raises a KernelError at the offending
+statement):
+  * every variable is used inside the scope that defines it (a let bound inside a loop or
+    branch is not read after it);
+  * a fragment element is accessed outside T.Parallel only at index [0]... (all zeros);
+  * inside one T.Parallel nest, all accesses to one fragment use the same indices, and a
+    T.Parallel loop with a symbolic extent does not index a fragment;
+  * a thread-private `local` buffer is not indexed by a T.Parallel loop variable.
+"""
+
+from __future__ import annotations
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..ir.visitor import Visitor, collect
+
+
+def _err(loc, exc, msg):
+    raise located(exc)(msg, loc)
+
+
+class _Scopes(Visitor):
+    def __init__(self, params):
+        self.scope: list[set] = [set()]
+        for p in params:
+            if isinstance(p, ir.Var):
+                self.scope[0].add(p)
+            else:
+                for s in list(p.shape) + list(p.strides or ()):
+                    if isinstance(s, ir.Expr):
+                        self.scope[0].update(collect(s, lambda n: isinstance(n, ir.Var)))
+        self.loc = None
+        self.defined_anywhere: dict = {}
+
+    def defined(self, v):
+        return any(v in s for s in self.scope)
+
+    def push(self, vars_=()):
+        self.scope.append(set(vars_))
+
+    def pop(self):
+        self.scope.pop()
+
+    def visit(self, node):
+        if isinstance(node, ir.Stmt) and node.loc is not None:
+            old, self.loc = self.loc, node.loc
+            super().visit(node)
+            self.loc = old
+            return
+        super().visit(node)
+
+    def visit_Var(self, v):
+        if not self.defined(v):
+            where = self.defined_anywhere.get(v)
+            hint = f" (bound at line {where.lineno})" if where is not None else ""
+            _err(self.loc, NameError,
+                 f"Immutable variable `{v.name}` is used outside its defining region{hint}; "
+                 "a value assigned inside a loop or branch and read after it needs "
+                 "T.alloc_var")
+
+    def visit_Buffer(self, b):
+        for s in b.shape:
+            if isinstance(s, ir.Expr):
+                self.visit(s)
+
+    def visit_LetStmt(self, s):
+        self.visit(s.value)
+        self.scope[-1].add(s.var)
+        self.defined_anywhere[s.var] = s.loc
+        self.visit(s.body)
+
+    def visit_For(self, s):
+        self.visit(s.start)
+        self.visit(s.extent)
+        self.push([s.var])
+        self.visit(s.body)
+        self.pop()
+
+    def visit_If(self, s):
+        self.visit(s.cond)
+        self.push()
+        self.visit(s.then_body)
+        self.pop()
+        if s.else_body is not None:
+            self.push()
+            self.visit(s.else_body)
+            self.pop()
+
+    def visit_While(self, s):
+        self.visit(s.cond)
+        self.push()
+        self.visit(s.body)
+        self.pop()
+
+    def visit_Allocate(self, s):
+        if s.init is not None:
+            self.visit(s.init)
+        self.visit(s.body)
+
+    def visit_Kernel(self, s):
+        for g in s.grid:
+            self.visit(g)
+        self.push(list(s.block_vars) + list(s.thread_vars))
+        self.visit(s.body)
+        self.pop()
+
+
+class _FragmentRules(Visitor):
+    def __init__(self):
+        self.parallel_vars: list = []  # stack of (vars, symbolic_extent, accesses dict)
+        self.loc = None
+
+    def visit(self, node):
+        if isinstance(node, ir.Stmt) and node.loc is not None:
+            old, self.loc = self.loc, node.loc
+            super().visit(node)
+            self.loc = old
+            return
+        super().visit(node)
+
+    def visit_For(self, s):
+        if s.kind != "parallel" or (self.parallel_vars and self.parallel_vars[-1]["open"]):
+            if s.kind == "parallel":
+                ctx = self.parallel_vars[-1]
+                ctx["vars"].append(s.var)
+                ctx["symbolic"] |= not isinstance(s.extent, ir.Const)
+                self.visit(s.body)
+                return
+            if self.parallel_vars:
+                self.parallel_vars[-1]["open"] = False
+            self.generic(s)
+            if self.parallel_vars:
+                self.parallel_vars[-1]["open"] = True
+            return
+        ctx = {"vars": [s.var], "symbolic": not isinstance(s.extent, ir.Const), "access": {},
+               "open": True}
+        self.parallel_vars.append(ctx)
+        self.visit(s.body)
+        self.parallel_vars.pop()
+
+    def _access(self, buf, indices):
+        if buf.scope == "local.fragment":
+            if not self.parallel_vars:
+                if not all(isinstance(i, ir.Const) and i.value == 0 for i in indices):
+                    shown = ", ".join(str(i) for i in indices)
+                    _err(self.loc, ValueError,
+                         f"Fragment buffer access with non-zero index [{shown}] is not "
+                         f"supported. Only fragment[0] access is allowed (fragment "
+                         f"{buf.name}); access fragment elements inside T.Parallel")
+                return
+            ctx = self.parallel_vars[-1]
+            if ctx["symbolic"]:
+                _err(self.loc, ValueError,
+                     f"fragment {buf.name} is indexed in a T.Parallel loop with a symbolic "
+                     "extent; fragment loops need static extents")
+            prev = ctx["access"].get(buf)
+            if prev is None:
+                ctx["access"][buf] = indices
+            elif not ir.structural_equal(tuple(prev), tuple(indices)):
+                a = ", ".join(str(i) for i in prev)
+                b = ", ".join(str(i) for i in indices)
+                _err(self.loc, ValueError,
+                     f"layout inference conflict in one T.Parallel loop: fragment {buf.name} "
+                     f"is accessed as {buf.name}[{b}] and {buf.name}[{a}]; all accesses to a "
+                     "fragment in one parallel loop must use the same indices")
+        elif buf.scope == "local" and self.parallel_vars:
+            pvars = set()
+            for ctx in self.parallel_vars:
+                pvars.update(ctx["vars"])
+            for idx in indices:
+                used = collect(idx, lambda n: isinstance(n, ir.Var))
+                bad = [v for v in used if v in pvars]
+                if bad:
+                    _err(self.loc, ValueError,
+                         f"Local buffer `{buf.name}` is indexed by T.Parallel loop variable "
+                         f"`{bad[0].name}`: local buffers are private to each thread; use "
+                         "T.alloc_fragment for per-element tiles")
+
+    def visit_Load(self, e):
+        self._access(e.buffer, e.indices)
+        for i in e.indices:
+            self.visit(i)
+
+    def visit_Store(self, s):
+        self._access(s.buffer, s.indices)
+        for i in s.indices:
+            self.visit(i)
+        self.visit(s.value)
+
+
+def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
+    _Scopes(func.params).visit(func.body)
+    _FragmentRules().visit(func.body)
+    return func
