@@ -29,6 +29,13 @@ _LAZY = {
     "intrinsics": ("tilelang.intrinsics", None),
     "tools": ("tilelang.tools", None),
     "carver": ("tilelang.carver", None),
+    # reference top-level names (`from .math import *`, layouts, dtypes)
+    "cdiv": ("tilelang.math", "cdiv"),
+    "next_power_of_2": ("tilelang.math", "next_power_of_2"),
+    "Layout": ("tilelang.layout", "Layout"),
+    "Fragment": ("tilelang.layout", "Fragment"),
+    "dtypes": ("tilelang.language.dtypes", None),
+    "par_compile": ("tilelang.jit.parallel", "par_compile"),
 }
 
 

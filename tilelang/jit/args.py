@@ -74,7 +74,12 @@ class CallPlan:
                                              buffer=p))
             else:
                 self.params.append(ParamInfo(i, p.name, "scalar", p.dtype, var=p))
-        outs = list(out_idx or [])
+        if out_idx is None:
+            outs = []
+        elif isinstance(out_idx, int) and not isinstance(out_idx, bool):
+            outs = [out_idx]  # `out_idx=-1` (and `out_idx=0`, which is falsy)
+        else:
+            outs = list(out_idx)
         # lazy-JIT outputs (T.empty) are outputs too
         for o in func.outputs:
             for i, p in enumerate(func.params):

@@ -53,6 +53,25 @@ class PassConfigKey(str, enum.Enum):
     TIR_ADD_LOWER_PASS = "tir.add_lower_pass"
     TIR_NOALIAS = "tir.noalias"
     CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
+    # Names present in reference releases up to 0.1.15 and shortly after (accepted, no effect
+    # unless listed in EFFECTIVE).
+    TL_SIMPLIFY_TRANSITIVELY_PROVE_INEQUALITIES = "transitively_prove_inequalities"
+    TL_SIMPLIFY_CONVERT_BOOLEAN_TO_AND_OF_ORS = "convert_boolean_to_and_of_ors"
+    TL_SIMPLIFY_APPLY_CONSTRAINTS_TO_BOOLEAN_BRANCHES = "apply_constraints_to_boolean_branches"
+    TL_SIMPLIFY_PROPAGATE_KNOWNS_TO_PROVE_CONDITIONAL = "propagate_knowns_to_prove_conditional"
+    TL_SIMPLIFY_PROPAGATE_KNOWNS_TO_SIMPLIFY_EXPRESSIONS = (
+        "propagate_knowns_to_simplify_expressions")
+    TL_SIMPLIFY_ENABLE_LET_INLINE = "enable_simplify_let_inline"
+    TL_DISABLE_BUFFER_INIT_CHECK = "tl.disable_buffer_init_check"
+    TL_DISABLE_DATA_RACE_CHECK = "tl.disable_data_race_check"
+    TL_DISABLE_PRELOWER_SEMANTIC_CHECK = "tl.disable_prelower_semantic_check"
+    TL_DEVICE_COMPILE_FLAGS = "tl.device_compile_flags"
+    TL_EMIT_LINE_DIRECTIVES = "tl.emit_line_directives"
+    TL_ENABLE_ASYNC_COPY = "tl.enable_async_copy"
+    TL_ENABLE_VECTORIZE_PLANNER_VERBOSE = "tl.enable_vectorize_planner_verbose"
+    TL_DISABLE_SHARED_MEMORY_REUSE = "tl.disable_shared_memory_reuse"
+    TL_PASS_PROFILE = "tl.pass_profile"
+    TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
     def __str__(self):
         return self.value
@@ -69,6 +88,19 @@ EFFECTIVE = {
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}
+# Other spellings of the same keys in reference releases -> the spelling used here.
+_ALIASES = {
+    "tl.dump_ir_path": PassConfigKey.TL_DUMP_IR_DIR.value,
+    "tirx.disable_cse_tir": PassConfigKey.TIR_DISABLE_CSE.value,
+    "tirx.Simplify": PassConfigKey.TIR_SIMPLIFY.value,
+    "tirx.disable_storage_rewrite": PassConfigKey.TIR_DISABLE_STORAGE_REWRITE.value,
+    "tirx.disable_vectorize": PassConfigKey.TIR_DISABLE_VECTORIZE.value,
+    "tirx.use_async_copy": PassConfigKey.TIR_USE_ASYNC_COPY.value,
+    "tirx.enable_debug": PassConfigKey.TIR_ENABLE_DEBUG.value,
+    "tirx.merge_static_smem": PassConfigKey.TIR_MERGE_STATIC_SMEM.value,
+    "tirx.add_lower_pass": PassConfigKey.TIR_ADD_LOWER_PASS.value,
+    "tirx.noalias": PassConfigKey.TIR_NOALIAS.value,
+}
 
 
 def normalize_pass_configs(configs) -> dict:
@@ -76,6 +108,7 @@ def normalize_pass_configs(configs) -> dict:
     out = {}
     for key, value in (configs or {}).items():
         name = key.value if isinstance(key, PassConfigKey) else str(key)
+        name = _ALIASES.get(name, name)
         if name not in _KNOWN:
             warnings.warn(f"unknown pass config key {name!r} is ignored", stacklevel=3)
         out[name] = value

@@ -1,0 +1,288 @@
+"""Thread IR -> CUDA C++ source.
+
+Expects a lowered kernel (`LoweredKernel`): a `Kernel` whose body holds only thread-level
+statements (loops, ifs, lets, register arrays, element loads/stores on global, shared and
+local buffers, calls of device intrinsics), shared buffers already placed in the dynamic
+shared-memory arena, and global accesses already guarded. Produces readable C++: the user's
+buffer and variable names, simplified indices, one statement per line.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..arith import Analyzer
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+from ..ir.printer import Namer
+from .intrinsics import render_call
+
+_BIN_C = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor": "|",
+          "bitxor": "^", "shl": "<<", "shr": ">>", "truncdiv": "/", "truncmod": "%"}
+_PREC = {"add": 5, "sub": 5, "mul": 6, "div": 6, "truncdiv": 6, "truncmod": 6, "floordiv": 6,
+         "floormod": 6, "bitand": 3, "bitor": 1, "bitxor": 2, "shl": 4, "shr": 4}
+_CMP_C = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+BUILTIN_INDEX = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y",
+                 "blockIdx.z"}
+
+
+def ctype(dt: DType) -> str:
+    if dt.lanes > 1:
+        return f"tl::vec<{DType(dt.base).ctype}, {dt.lanes}>"
+    return dt.ctype
+
+
+def float_literal(value: float, dt: DType) -> str:
+    if math.isnan(value):
+        text = "CUDART_NAN_F" if dt.name != "float64" else "CUDART_NAN"
+    elif math.isinf(value):
+        text = ("CUDART_INF_F" if dt.name != "float64" else "CUDART_INF")
+        if value < 0:
+            text = "-" + text
+    elif dt.name == "float64":
+        text = repr(float(value))
+        if "e" not in text and "." not in text:
+            text += ".0"
+    else:
+        text = repr(float(value))
+        if "e" not in text and "." not in text and "inf" not in text:
+            text += ".0"
+        text += "f"
+        if text.startswith("-"):
+            text = f"({text})"
+    if dt.name in ("float32", "float64"):
+        return text
+    return f"{dt.ctype}({text})"
+
+
+class CudaPrinter:
+    """Prints one kernel; `names` keeps C identifiers unique and readable."""
+
+    def __init__(self, analyzer: Analyzer = None, fast_math: bool = False):
+        self.names = Namer()
+        self.names.used.update({"smem", "tl", "int", "float", "half", "threadIdx", "blockIdx"})
+        self.lines: list[str] = []
+        self.indent = 1
+        self.analyzer = analyzer or Analyzer()
+        self.fast_math = fast_math
+        self.var_names: dict = {}  # Var -> C text (for builtins)
+        self.scalar_buffers: set = set()  # local.var buffers printed as scalars
+
+    # ---- expressions ------------------------------------------------------------------------
+    def name(self, obj) -> str:
+        if isinstance(obj, ir.Var) and obj in self.var_names:
+            return self.var_names[obj]
+        return self.names(obj)
+
+    def expr(self, e, prec: int = 0) -> str:
+        if isinstance(e, bool):
+            return "true" if e else "false"
+        if isinstance(e, int):
+            return str(e) if e >= 0 or prec == 0 else f"({e})"
+        if isinstance(e, ir.Var):
+            return self.name(e)
+        if isinstance(e, ir.Const):
+            return self.const(e, prec)
+        if isinstance(e, ir.Binary):
+            return self.binary(e, prec)
+        if isinstance(e, ir.Compare):
+            text = f"{self.expr(e.a, 7)} {_CMP_C[e.op]} {self.expr(e.b, 7)}"
+            return f"({text})" if prec > 0 else text
+        if isinstance(e, ir.Logical):
+            op = "&&" if e.op == "and" else "||"
+            text = f"{self.expr(e.a, 1)} {op} {self.expr(e.b, 1)}"
+            return f"({text})" if prec > 0 else text
+        if isinstance(e, ir.Unary):
+            if e.op == "neg":
+                if e.dtype.name in ("float16", "bfloat16"):
+                    return f"(-{self.expr(e.a, 8)})"
+                return f"(-{self.expr(e.a, 8)})" if prec > 0 else f"-{self.expr(e.a, 8)}"
+            if e.op == "not":
+                return f"(!{self.expr(e.a, 8)})"
+            return f"(~{self.expr(e.a, 8)})"
+        if isinstance(e, ir.Select):
+            text = (f"{self.expr(e.cond, 1)} ? {self.expr(e.true_value, 1)} : "
+                    f"{self.expr(e.false_value, 1)}")
+            return f"({text})"
+        if isinstance(e, ir.Cast):
+            return self.cast(e)
+        if isinstance(e, ir.Load):
+            return self.load(e)
+        if isinstance(e, ir.Call):
+            return render_call(self, e)
+        raise TypeError(f"cannot print {type(e).__name__} as CUDA")
+
+    def const(self, c: ir.Const, prec: int = 0) -> str:
+        dt, v = c.dtype, c.value
+        if dt.is_bool:
+            return "true" if v else "false"
+        if dt.is_int:
+            suffix = {"int64": "LL", "uint64": "ULL", "uint32": "u"}.get(dt.name, "")
+            if dt.name == "int32" and v == -2**31:
+                return "(-2147483647 - 1)"
+            text = f"{v}{suffix}"
+            if dt.name in ("int8", "int16", "uint8", "uint16"):
+                text = f"({dt.ctype}){v}"
+                return f"({text})" if prec > 0 else text
+            return f"({text})" if v < 0 and prec > 0 else text
+        return float_literal(v, dt)
+
+    def binary(self, e: ir.Binary, prec: int) -> str:
+        op = e.op
+        if op in ("min", "max"):
+            if e.dtype.name in ("float32", "float64") or e.dtype.is_int:
+                fn = {"min": "min", "max": "max"}[op]
+                if e.dtype.name == "float32":
+                    fn = "f" + fn
+                return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+            return f"tl::{op}({self.expr(e.a)}, {self.expr(e.b)})"
+        if op == "pow":
+            return f"tl::pow({self.expr(e.a)}, {self.expr(e.b)})"
+        if op in ("floordiv", "floormod") and e.dtype.is_int:
+            nonneg = self.analyzer.prove(ir.logical_and(ir.compare("ge", e.a, 0),
+                                                        ir.compare("gt", e.b, 0)))
+            if not nonneg:
+                fn = "tl::floordiv" if op == "floordiv" else "tl::floormod"
+                return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+            sym = "/" if op == "floordiv" else "%"
+        else:
+            sym = _BIN_C[op]
+        p = _PREC[op]
+        text = f"{self.expr(e.a, p)} {sym} {self.expr(e.b, p + 1)}"
+        return f"({text})" if p < prec else text
+
+    def cast(self, e: ir.Cast) -> str:
+        src = e.value.dtype
+        dst = e.dtype
+        inner = self.expr(e.value, 9)
+        if dst.is_bool:
+            return f"({inner} != 0)" if not src.is_bool else inner
+        if src.name in ("float16", "bfloat16") or dst.name in ("float16", "bfloat16") or \
+                src.is_float8 or dst.is_float8:
+            return f"tl::cast<{ctype(dst)}>({self.expr(e.value)})"
+        return f"(({ctype(dst)}){inner})"
+
+    def load(self, e: ir.Load) -> str:
+        b = e.buffer
+        if b in self.scalar_buffers:
+            return self.name(b)
+        idx = self.flat_index(b, e.indices)
+        if e.dtype.lanes > 1:
+            return f"(*({ctype(e.dtype)}*)({self.name(b)} + {idx}))"
+        return f"{self.name(b)}[{idx}]"
+
+    def flat_index(self, b: ir.Buffer, indices) -> str:
+        if len(indices) == 1:
+            return self.expr(indices[0])
+        strides = b.effective_strides()
+        total = 0
+        for i, s in zip(indices, strides):
+            total = ir.binary("add", total, ir.binary("mul", i, s))
+        from ..arith import simplify
+
+        return self.expr(simplify(total, self.analyzer))
+
+    # ---- statements -------------------------------------------------------------------------
+    def emit(self, text: str):
+        self.lines.append("  " * self.indent + text)
+
+    def stmt(self, s):
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise TypeError(f"codegen: unexpected statement {type(s).__name__} (a tile "
+                            "operator that was not lowered?)")
+        method(s)
+
+    def block(self, s):
+        self.indent += 1
+        self.stmt(s)
+        self.indent -= 1
+
+    def s_Seq(self, s):
+        for x in s.stmts:
+            self.stmt(x)
+
+    def s_Evaluate(self, s):
+        text = self.expr(s.value)
+        if text:
+            self.emit(text + ";")
+
+    def s_Store(self, s):
+        b = s.buffer
+        if b in self.scalar_buffers:
+            self.emit(f"{self.name(b)} = {self.expr(s.value)};")
+            return
+        idx = self.flat_index(b, s.indices)
+        if s.value.dtype.lanes > 1:
+            self.emit(f"*({ctype(s.value.dtype)}*)({self.name(b)} + {idx}) = "
+                      f"{self.expr(s.value)};")
+            return
+        self.emit(f"{self.name(b)}[{idx}] = {self.expr(s.value)};")
+
+    def s_LetStmt(self, s):
+        self.emit(f"const {ctype(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
+        self.stmt(s.body)
+
+    def s_Allocate(self, s):
+        b = s.buffer
+        if b.scope == "local.var":
+            self.scalar_buffers.add(b)
+            init = f" = {self.expr(s.init)}" if s.init is not None else ""
+            self.emit(f"{ctype(b.dtype)} {self.name(b)}{init};")
+        else:
+            n = b.numel()
+            align = " __align__(16)" if b.dtype.bytes * (n if isinstance(n, int) else 1) \
+                >= 16 else ""
+            self.emit(f"{ctype(b.dtype)} {self.name(b)}[{self.expr(n)}]{align};")
+        self.stmt(s.body)
+
+    def s_If(self, s):
+        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self.block(s.then_body)
+        if s.else_body is not None:
+            if isinstance(s.else_body, ir.If):
+                self.emit("} else")
+                self.s_If(s.else_body)
+                return
+            self.emit("} else {")
+            self.block(s.else_body)
+        self.emit("}")
+
+    def s_For(self, s):
+        v = self.name(s.var)
+        dt = ctype(s.var.dtype)
+        start = self.expr(s.start)
+        from ..arith import simplify
+
+        stop = simplify(ir.binary("add", s.start, ir.binary("mul", s.extent, s.step))
+                        if s.step != 1 else ir.binary("add", s.start, s.extent), self.analyzer)
+        if s.kind == "unroll":
+            self.emit("#pragma unroll")
+        elif s.kind == "serial" and s.annotation("no_unroll"):
+            self.emit("#pragma unroll 1")
+        cmp = "<" if s.step > 0 else ">"
+        inc = f"++{v}" if s.step == 1 else f"{v} += {s.step}"
+        self.emit(f"for ({dt} {v} = {start}; {v} {cmp} {self.expr(stop)}; {inc}) {{")
+        extent = s.extent if isinstance(s.extent, ir.Expr) else ir.const(s.extent)
+        if isinstance(extent, ir.Const):
+            self.analyzer.bind(s.var, s.start if isinstance(s.start, ir.Expr) else
+                               ir.const(s.start), extent) if isinstance(s.start, ir.Const) \
+                else None
+        self.block(s.body)
+        self.emit("}")
+
+    def s_While(self, s):
+        self.emit(f"while ({self.expr(s.cond)}) {{")
+        self.block(s.body)
+        self.emit("}")
+
+    def s_Break(self, s):
+        self.emit("break;")
+
+    def s_Continue(self, s):
+        self.emit("continue;")
+
+    def s_Assert(self, s):
+        msg = (s.message or "device assertion failed").replace('"', "'")
+        self.emit(f'tl::device_assert({self.expr(s.cond)}, "{msg}");')

@@ -1,0 +1,107 @@
+"""`T.gemm` on mma.sync (sm_80+): warp partition, operand layouts, and the template call.
+
+The layouts returned here and the register conventions of `tl/gemm_sm80.cuh` describe the same
+maps (see the header's comment); `tilelang.layout.mma_accumulator` is the accumulator.
+"""
+
+from __future__ import annotations
+
+from ..errors import located
+from ..ir import nodes as ir
+from .. import layout as L
+
+SUPPORTED = {  # A/B dtype -> allowed accumulator dtypes
+    "float16": ("float32", "float16"),
+    "bfloat16": ("float32",),
+    "float32": ("float32",),
+    "int8": ("int32",),
+    "uint8": ("int32",),
+    "float8_e4m3": ("float32",),
+    "float8_e5m2": ("float32",),
+}
+
+
+def _err(loc, msg):
+    raise located(ValueError)(msg, loc)
+
+
+def partition(g: ir.Gemm, M, N, num_warps, ctx):
+    from ..transform.layout_inference import warp_partition
+
+    return warp_partition(M, N, num_warps, g.policy)
+
+
+def accumulator_layout(g: ir.Gemm, part, ctx):
+    M, N = g.C.extents[-2:]
+    frag = L.mma_accumulator(M, N, part[0], part[1])
+    return _match_rank(frag, g.C.buffer)
+
+
+def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
+    frag = L.mma_a_fragment(M, K, part[0], part[1], g.A.buffer.dtype.bits)
+    return _match_rank(frag, g.A.buffer)
+
+
+def _match_rank(frag, buf):
+    """A 2-D instruction layout on a buffer with leading unit dims."""
+    from ..transform.fragment_ops import insert_unit_dim
+
+    while len(frag.shape) < buf.ndim:
+        frag = insert_unit_dim(frag, 0)
+    return frag
+
+
+def shared_operand_layout(buf: ir.Buffer, ctx):
+    return L.swizzled(buf.shape, buf.dtype.bits)
+
+
+def _check_dtypes(g: ir.Gemm):
+    a, b, c = g.A.buffer.dtype, g.B.buffer.dtype, g.C.buffer.dtype
+    if a is not b and not (a.is_float8 and b.is_float8):
+        _err(g.loc, f"T.gemm operands A ({a}) and B ({b}) must have the same dtype")
+    allowed = SUPPORTED.get(a.name)
+    if allowed is None or c.name not in allowed:
+        _err(g.loc, f"T.gemm with {a} operands accumulating into {c} is not supported on "
+                    f"mma.sync (supported: " +
+             ", ".join(f"{k}->{'/'.join(v)}" for k, v in SUPPORTED.items()) + ")")
+
+
+def _tile_info(region: ir.BufferRegion, layout, loc):
+    """(rows, cols, swizzle bytes, base pointer expr, row0, col0) of a shared operand region."""
+    buf = region.buffer
+    rows, cols = buf.shape[-2], buf.shape[-1]
+    swz = getattr(layout, "swizzle_bytes", None) or 0
+    if not (swz or layout.is_row_major()):
+        _err(loc, f"T.gemm operand {buf.name} has a layout the mma lowering cannot address "
+                  f"({layout!r}); use a swizzled or row-major shared layout")
+    starts = [ir.as_expr(s) for s in region.starts]
+    lead = tuple(starts[:-2]) + (ir.const(0), ir.const(0))
+    base = ir.Call("address_of", (ir.Load(buf, lead, buf.dtype),), ir.DType("handle"))
+    return rows, cols, swz, base, starts[-2], starts[-1]
+
+
+def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
+    _check_dtypes(g)
+    wm, wn = ctx.gemm_info[g.C.buffer]
+    M, N = g.C.extents[-2:]
+    K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
+    k_atom = L.mma_k_tile(g.A.buffer.dtype.bits)
+    if K % k_atom:
+        _err(g.loc, f"T.gemm K = {K} must be a multiple of {k_atom} for {g.A.buffer.dtype}")
+    c_reg = ctx.register_of(g.C.buffer)
+    clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
+        ir.const(g.clear_accum)
+    b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = _tile_info(g.B, ctx.layouts[g.B.buffer], g.loc)
+    tb = "true" if g.trans_B else "false"
+    if g.A.buffer.scope == "local.fragment":
+        a_reg = ctx.register_of(g.A.buffer)
+        name = (f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_rows}, {b_cols}, {b_swz}>")
+        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+    else:
+        a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = _tile_info(g.A, ctx.layouts[g.A.buffer],
+                                                               g.loc)
+        ta = "true" if g.trans_A else "false"
+        name = (f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_rows}, {a_cols}, "
+                f"{a_swz}, {b_rows}, {b_cols}, {b_swz}>")
+        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+    return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

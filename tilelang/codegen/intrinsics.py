@@ -1,0 +1,90 @@
+"""How each IR `Call` op is written in CUDA C++ (a table, one entry per op family).
+
+Math functions map to overloads in the device library (`tl::exp(x)` works for float, double,
+half_t and bfloat16_t), so codegen never branches on dtypes for them. Lowered device
+intrinsics (cp.async, gemm templates, warp reductions, printing) are `call_extern` calls whose
+first argument is the C++ callee text.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+
+_MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "tanh", "sin",
+         "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "sigmoid", "rsqrt",
+         "floor", "ceil", "round", "trunc", "nearbyint", "rcp", "sqrt", "abs", "pow", "fmod",
+         "atan2", "isnan", "isinf", "isfinite"}
+
+_FAST = {"exp": "fast_exp", "exp2": "fast_exp2", "log": "fast_log", "log2": "fast_log2",
+         "sin": "fast_sin", "cos": "fast_cos", "tanh": "fast_tanh", "rsqrt": "rsqrt",
+         "sigmoid": "fast_sigmoid"}
+
+
+def _address(p, e) -> str:
+    """`&buf[index]` of a Load (the element an atomic or extern call points at)."""
+    if isinstance(e, ir.Load):
+        if e.buffer in p.scalar_buffers:
+            return f"(&{p.name(e.buffer)})"
+        return f"(&{p.name(e.buffer)}[{p.flat_index(e.buffer, e.indices)}])"
+    return p.expr(e)
+
+
+def render_call(p, c: ir.Call) -> str:
+    op = c.op
+    attrs = dict(c.attrs)
+    if op in _MATH:
+        fn = op
+        if p.fast_math and op in _FAST and c.dtype.name == "float32":
+            fn = _FAST[op]
+        return f"tl::{fn}({', '.join(p.expr(a) for a in c.args)})"
+    if op == "fast_exp":
+        return f"tl::fast_exp({p.expr(c.args[0])})"
+    if op in ("shfl_xor", "shfl_down", "shfl_up", "shfl_sync"):
+        v, off, width = (p.expr(a) for a in c.args)
+        return f"tl::{op}({v}, {off}, {width})"
+    if op == "sync_threads":
+        return "__syncthreads()"
+    if op == "sync_warp":
+        return "__syncwarp()"
+    if op in ("atomic_add", "atomic_max", "atomic_min"):
+        order = attrs.get("memory_order", "relaxed")
+        target, value = c.args
+        extra = "" if order == "relaxed" else f", tl::MemoryOrder::{order}"
+        return f"tl::{op}({_address(p, target)}, {p.expr(value)}{extra})"
+    if op in ("atomic_addx2", "atomic_addx4"):
+        dst, src = c.args
+        src_text = _address(p, src) if isinstance(src, ir.Load) else p.expr(src)
+        return f"tl::{op}({_address(p, dst)}, {src_text})"
+    if op == "atomic_load":
+        return f"tl::atomic_load({_address(p, c.args[0])})"
+    if op == "atomic_store":
+        return f"tl::atomic_store({_address(p, c.args[0])}, {p.expr(c.args[1])})"
+    if op == "call_extern":
+        name = c.args[0]
+        args = ", ".join(_extern_arg(p, a) for a in c.args[1:])
+        return f"{name}({args})"
+    if op == "address_of":
+        return _address(p, c.args[0])
+    if op == "access_ptr":
+        buf, offset = c.args
+        off = p.expr(offset)
+        return f"({p.name(buf)} + {off})" if off != "0" else p.name(buf)
+    if op == "reinterpret":
+        from .cuda import ctype
+
+        return f"tl::bit_cast<{ctype(c.dtype)}>({p.expr(c.args[0])})"
+    if op == "comment":
+        return f"/* {c.args[0]} */"
+    if op == "set_max_nreg":
+        n, inc = c.args
+        kind = "inc" if inc.value else "dec"
+        return f"tl::setmaxnreg_{kind}<{n.value}>()"
+    raise NotImplementedError(f"codegen: no CUDA rendering for call {op!r}")
+
+
+def _extern_arg(p, a) -> str:
+    if isinstance(a, str):
+        return a
+    if isinstance(a, ir.Buffer):
+        return p.name(a)
+    return p.expr(a)

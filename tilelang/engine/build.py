@@ -1,0 +1,155 @@
+"""From a PrimFunc to runnable CUDA: lower every kernel, render the module, compile it with
+NVRTC/nvcc (disk-cached) and wrap it in a `CUDAAdapter` the JITKernel calls."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..jit.target import Target
+from ..transform.pass_config import PassConfigKey, config_flag
+from .pipeline import lower_kernel
+
+
+def kernels_of(func: ir.PrimFunc):
+    """The T.Kernel launches of a function body, in order."""
+    out = []
+
+    def walk(s):
+        if isinstance(s, ir.Kernel):
+            out.append(s)
+        elif isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x)
+        elif isinstance(s, (ir.LetStmt, ir.Allocate)):
+            walk(s.body)
+        elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and \
+                s.value.op == "comment":
+            pass
+        else:
+            raise located(NotImplementedError)(
+                f"statements outside `with T.Kernel(...)` are not supported on CUDA "
+                f"({type(s).__name__}); move them into a kernel", s.loc)
+
+    walk(func.body)
+    if not out:
+        raise located(ValueError)(f"{func.name} launches no kernel (no `with T.Kernel(...)`)",
+                                  None)
+    return out
+
+
+def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
+    from ..codegen.module import render_module
+    from ..transform.inline_lets import inline_pure_lets
+
+    configs = options.get("pass_configs", {})
+    verbose = options.get("verbose", False)
+    body = inline_pure_lets(func.body)
+    func = func.with_body(body)
+    lowered = [lower_kernel(func, k, i, target, configs, verbose)
+               for i, k in enumerate(kernels_of(func))]
+    return render_module(func, lowered, target.arch)
+
+
+_PTR = "ptr"
+
+
+def _param_type(p) -> str:
+    if isinstance(p, ir.Buffer) or p.dtype.is_handle:
+        return _PTR
+    return p.dtype.name
+
+
+class CUDAAdapter:
+    """Compiled kernels of one PrimFunc and the host code that launches them."""
+
+    def __init__(self, func: ir.PrimFunc, target: Target, options: dict):
+        from ..runtime import CudaKernelFunction, compile_cuda
+
+        t0 = time.perf_counter()
+        self.func = func
+        self.target = target
+        self.module = lower_cuda(func, target, options)
+        self.source = self.module.source
+        configs = options.get("pass_configs", {})
+        self.lower_seconds = time.perf_counter() - t0
+        fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
+            configs, PassConfigKey.TL_DISABLE_FAST_MATH)
+        verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
+        self.compiled = compile_cuda(self.source, target.arch, options.get("compile_flags", ()),
+                                     name=func.name, fast_math=fast,
+                                     verbose=verbose_ptx or options.get("verbose", False))
+        if options.get("verbose"):
+            print(f"[tilelang] {func.name}: lowered in {self.lower_seconds * 1e3:.1f} ms, "
+                  f"{self.compiled.compiler} {'cache hit' if self.compiled.cache_hit else ''}"
+                  f" {self.compiled.seconds * 1e3:.1f} ms")
+        debug_root = options.get("debug_root_path")
+        if debug_root:
+            import os
+
+            os.makedirs(debug_root, exist_ok=True)
+            with open(os.path.join(debug_root, f"{func.name}.cu"), "w") as f:
+                f.write(self.source)
+        sig = self.module.params + self.module.symbols + self.module.workspaces
+        types = [_param_type(p) for p in sig]
+        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
+                          for k in self.module.kernels]
+        self.host_source = self._describe()
+
+    # ---- calling --------------------------------------------------------------------------
+    def run(self, full_args, symbols, device, stream=None):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"{self.func.name} was compiled for {self.target.arch} but no "
+                               "CUDA GPU is available to run it; use target='cpu' to run on "
+                               "the interpreter")
+        from ..jit.args import eval_shape_expr
+
+        dev_index = device.index if device is not None and device.index is not None else \
+            torch.cuda.current_device()
+        args = []
+        for p, a in zip(self.module.params, full_args):
+            if isinstance(p, ir.Buffer):
+                args.append(a.data_ptr())
+            else:
+                args.append(a)
+        for v in self.module.symbols:
+            args.append(symbols[v])
+        workspaces = []
+        for w in self.module.workspaces:
+            shape = tuple(eval_shape_expr(s, symbols) for s in w.shape)
+            t = torch.empty(shape, dtype=w.dtype.torch, device=device)
+            workspaces.append(t)
+            args.append(t.data_ptr())
+        for fn, k in zip(self.functions, self.module.kernels):
+            grid = tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
+                         for g in k.grid)
+            if any(g <= 0 for g in grid):
+                continue
+            fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
+
+    # ---- introspection ------------------------------------------------------------------------
+    @property
+    def n_regs(self):
+        return [fn.num_regs() for fn in self.functions] if len(self.functions) > 1 else \
+            self.functions[0].num_regs()
+
+    @property
+    def n_spills(self):
+        vals = [fn.local_bytes() for fn in self.functions]
+        return vals if len(vals) > 1 else vals[0]
+
+    def _describe(self) -> str:
+        lines = [f"# host side of {self.func.name} ({self.target.arch})"]
+        for k in self.module.kernels:
+            lines.append(f"# launch {k.name}<<<{list(k.grid)}, {list(k.block)}, "
+                         f"{k.smem_bytes} B>>>")
+            for note in k.notes:
+                lines.append(f"#   {note}")
+        return "\n".join(lines) + "\n"
+
+
+def build_cuda(func: ir.PrimFunc, target: Target, options: dict) -> CUDAAdapter:
+    return CUDAAdapter(func, target, options)

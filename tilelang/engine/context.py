@@ -1,0 +1,113 @@
+"""State shared by the passes that lower one kernel launch (`KernelContext`).
+
+A context is created per `T.Kernel` and carries: the target and pass configs, the block's
+thread count and linear thread index, the layouts chosen by inference, the register array of
+every fragment, scratch shared buffers added by lowerings, and the gemm instruction backend
+(mma.sync on sm_80+, wgmma on sm_90a) that answers layout questions for `T.gemm`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import nodes as ir
+from ..jit.target import Target
+from ..transform.pass_config import PassConfigKey, config_flag
+
+
+@dataclass
+class KernelContext:
+    func: ir.PrimFunc
+    kernel: ir.Kernel
+    target: Target
+    configs: dict
+    index: int = 0
+    layouts: dict = field(default_factory=dict)
+    registers: dict = field(default_factory=dict)
+    scratch_shared: list = field(default_factory=list)
+    gemm_info: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    tma_descriptors: list = field(default_factory=list)
+    replaced_shared: dict = field(default_factory=dict)
+    shared_plan: dict = field(default_factory=dict)
+    smem_bytes: int = 0
+
+    def __post_init__(self):
+        from ..codegen import gemm_sm80
+
+        self.gemm_backend = gemm_sm80
+        k = self.kernel
+        tx = k.thread_vars[0]
+        tid = tx
+        if len(k.threads) > 1:
+            tid = ir.binary("add", tid, ir.binary("mul", k.thread_vars[1], k.threads[0]))
+        if len(k.threads) > 2:
+            tid = ir.binary("add", tid, ir.binary("mul", k.thread_vars[2],
+                                                  k.threads[0] * k.threads[1]))
+        self.tid = tid
+
+    @property
+    def num_threads(self) -> int:
+        return self.kernel.num_threads
+
+    def flag(self, key: PassConfigKey, default=False):
+        return config_flag(self.configs, key, default)
+
+    def note(self, text: str):
+        self.notes.append(text)
+
+    # ---- fragments -> registers ----------------------------------------------------------
+    def register_of(self, frag: ir.Buffer) -> ir.Buffer:
+        reg = self.registers.get(frag)
+        if reg is None:
+            layout = self.layouts[frag]
+            reg = ir.Buffer(frag.name, (layout.num_values,), frag.dtype, "local", loc=frag.loc)
+            self.registers[frag] = reg
+        return reg
+
+    def add_scratch_shared(self, name: str, shape, dtype) -> ir.Buffer:
+        buf = ir.Buffer(name, tuple(shape), dtype, "shared.dyn")
+        self.scratch_shared.append(buf)
+        from ..layout import row_major
+
+        self.layouts[buf] = row_major(buf.shape)
+        return buf
+
+    # ---- gemm questions (delegated to the instruction backend) ----------------------------
+    def gemm_partition(self, g, M, N, num_warps):
+        return self.gemm_backend.partition(g, M, N, num_warps, self)
+
+    def accumulator_layout(self, g, part):
+        return self.gemm_backend.accumulator_layout(g, part, self)
+
+    def a_fragment_layout(self, g, part, M, K):
+        return self.gemm_backend.a_fragment_layout(g, part, M, K, self)
+
+    def shared_operand_layout(self, buf):
+        return self.gemm_backend.shared_operand_layout(buf, self)
+
+    # ---- default loop layouts ----------------------------------------------------------------
+    def default_loop_layout(self, extents, body):
+        from ..layout import elementwise_fragment
+
+        return elementwise_fragment(tuple(extents), self.num_threads,
+                                    _vector_width(extents, body))
+
+
+def _vector_width(extents, body) -> int:
+    """Elements per thread along the innermost dim: 16 bytes of the narrowest global/shared
+    element the loop touches, limited by the innermost extent."""
+    from ..ir.visitor import collect
+
+    sizes = [n.buffer.dtype.bytes for n in collect(body, lambda n: isinstance(
+        n, (ir.Load, ir.Store)) and n.buffer.scope in ("global", "shared", "shared.dyn"))]
+    if not sizes:
+        return 1
+    vec = 16 // min(sizes)
+    inner = extents[-1]
+    while vec > 1 and inner % vec:
+        vec //= 2
+    total = 1
+    for e in extents:
+        total *= e
+    return max(1, vec)

@@ -1,0 +1,77 @@
+"""The CUDA lowering pipeline, top to bottom: one `T.Kernel` of tile IR -> thread IR.
+
+Each step is one pass (its module's docstring says what it expects and guarantees). Set
+TILELANG_DUMP_IR=1 (or the pass config tl.enable_dump_ir) to print the IR after every step.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..ir import nodes as ir
+from ..transform.guard_global import guard_global_accesses
+from ..transform.inline_lets import inline_pure_lets
+from ..transform.insert_sync import insert_barriers
+from ..transform.layout_inference import infer_layouts
+from ..transform.lower_copy import lower_copies
+from ..transform.lower_elementwise import lower_elementwise_tile_ops
+from ..transform.lower_tile_ops import lower_tile_ops
+from ..transform.partition_parallel import partition_parallel_loops
+from ..transform.pass_config import PassConfigKey
+from ..transform.pipeline import pipeline_loops
+from ..transform.plan_shared import plan_shared_memory
+from ..transform.simplify_stmt import simplify_kernel
+from .context import KernelContext
+
+
+def _on_body(fn):
+    def step(kernel, ctx):
+        body = fn(kernel.body)
+        return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+    return step
+
+
+def _partition(kernel, ctx):
+    body = partition_parallel_loops(kernel.body, ctx)
+    return ir.with_fields(kernel, body=body)
+
+
+PASSES = [
+    # tile level
+    ("inline_pure_lets", _on_body(inline_pure_lets)),          # whole index expressions
+    ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
+    ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
+    ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages
+    ("lower_copies", lower_copies),                            # global->shared vector copies
+    ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
+    # thread level
+    ("partition_parallel", _partition),                        # T.Parallel -> per-thread loops
+    ("guard_global", guard_global_accesses),                   # out-of-bounds semantics
+    ("plan_shared", plan_shared_memory),                       # one arena, physical offsets
+    ("insert_sync", insert_barriers),                          # __syncthreads where needed
+    ("simplify", simplify_kernel),                             # readable indices
+]
+
+
+def lower_kernel(func: ir.PrimFunc, kernel: ir.Kernel, index: int, target, configs: dict,
+                 verbose=False):
+    ctx = KernelContext(func, kernel, target, configs, index)
+    dump = ctx.flag(PassConfigKey.TL_ENABLE_DUMP_IR) or _env_dump()
+    k = kernel
+    for name, step in PASSES:
+        k = step(k, ctx)
+        if dump:
+            from ..ir.printer import print_node
+
+            print(f"# ---- after {name} ({func.name}, kernel {index}) ----", file=sys.stderr)
+            print(print_node(k), file=sys.stderr)
+    if verbose:
+        for line in ctx.notes:
+            print(f"[tilelang] {func.name}: {line}", file=sys.stderr)
+    return k, ctx
+
+
+def _env_dump() -> bool:
+    from ..env import env
+
+    return env.dump_ir

@@ -1,0 +1,65 @@
+"""Fragment derivations the lowering needs beyond the layout library: a unit dim inserted
+(keep-dim reductions), a lower-rank fragment extended to a loop's iteration space, and the
+fully replicated fragment of a block-level scalar."""
+
+from __future__ import annotations
+
+from ..layout import Fragment
+
+
+def _place(strides, dims, ndim):
+    out = [0] * ndim
+    for k, d in enumerate(dims):
+        out[d] = strides[k]
+    return tuple(out)
+
+
+def insert_unit_dim(frag: Fragment, dim: int) -> Fragment:
+    """The same map over a shape with an extra dim of extent 1 at `dim`."""
+    shape = list(frag.shape)
+    shape.insert(dim, 1)
+
+    def ins(modes):
+        return [(m.extent, tuple(list(m.strides[:dim]) + [0] + list(m.strides[dim:])))
+                for m in modes]
+
+    return Fragment(tuple(shape), ins(frag.thread_modes), ins(frag.value_modes))
+
+
+def extend_fragment(frag: Fragment, dims, extents, num_threads: int) -> Fragment:
+    """A fragment over `extents` whose projection on `dims` is `frag`: the missing dims are
+    spread first over frag's replicated threads, then over new per-thread values."""
+    nd = len(extents)
+    thread_modes, free = [], []
+    for m in frag.thread_modes:
+        if any(m.strides):
+            thread_modes.append((m.extent, _place(m.strides, dims, nd)))
+        else:
+            free.append(len(thread_modes))
+            thread_modes.append((m.extent, (0,) * nd))
+    value_modes = [(m.extent, _place(m.strides, dims, nd)) for m in frag.value_modes]
+    for d in reversed([d for d in range(nd) if d not in dims]):
+        need, stride = extents[d], 1
+        for idx in list(free):
+            e = thread_modes[idx][0]
+            if e > 1 and need % e == 0:
+                unit = tuple(stride if k == d else 0 for k in range(nd))
+                thread_modes[idx] = (e, unit)
+                free.remove(idx)
+                stride *= e
+                need //= e
+        if need > 1:
+            value_modes.append((need, tuple(stride if k == d else 0 for k in range(nd))))
+    return Fragment(tuple(extents), thread_modes, value_modes)
+
+
+def replicated_fragment(shape, num_threads: int) -> Fragment:
+    """Every thread holds the whole (small) tile: block-level scalars in fragments."""
+    nd = len(shape)
+    values, stride = [], 1
+    for d in reversed(range(nd)):
+        if shape[d] > 1:
+            values.append((shape[d], tuple(1 if k == d else 0 for k in range(nd))))
+    if not values:
+        values = [(1, (0,) * nd)]
+    return Fragment(tuple(shape), [(num_threads, (0,) * nd)], list(reversed(values))[::-1])

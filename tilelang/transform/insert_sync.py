@@ -1,0 +1,197 @@
+"""Insert `__syncthreads()` where threads exchange data through shared memory.
+
+Expects: thread IR after shared-memory planning (`ctx.shared_plan`: flat buffer -> byte
+offset, buffers may overlap when their lifetimes do not). Guarantees: between a write of a
+shared byte range and a later read or write of an overlapping range (and between a read and a
+later write), every thread passes a barrier — in straight-line code, across loop iterations
+(the body is analysed twice, the second time starting from its own end state), and around
+branches. Barriers go only where every thread reaches them: never inside a branch or loop
+whose condition depends on the thread index; such a region is fenced before and after
+instead. Copies issued by the pipeliner (marked async) are ordered by its own wait+barrier
+and are ignored here.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.visitor import collect
+
+VOID = ir.DType("void")
+SHARED = ("shared", "shared.dyn")
+_READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma")
+_WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill")
+
+
+def barrier() -> ir.Stmt:
+    return ir.Evaluate(ir.Call("call_extern", ("__syncthreads",), VOID))
+
+
+def is_barrier(s) -> bool:
+    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
+            and s.value.op == "call_extern" and s.value.args[0] == "__syncthreads")
+
+
+class State:
+    __slots__ = ("reads", "writes")
+
+    def __init__(self, reads=(), writes=()):
+        self.reads = set(reads)
+        self.writes = set(writes)
+
+    def copy(self):
+        return State(self.reads, self.writes)
+
+    def union(self, other):
+        return State(self.reads | other.reads, self.writes | other.writes)
+
+    def empty(self):
+        return not self.reads and not self.writes
+
+
+class SyncInserter:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        plan = getattr(ctx, "shared_plan", {})
+        self.ranges = {b: (off, off + b.numel() * b.dtype.bytes) for b, off in plan.items()}
+        self.thread_vars = set(ctx.kernel.thread_vars)
+
+    # ---- effects ----------------------------------------------------------------------------
+    def _overlap(self, a, b) -> bool:
+        ra, rb = self.ranges.get(a), self.ranges.get(b)
+        if ra is None or rb is None:
+            return a is b
+        return ra[0] < rb[1] and rb[0] < ra[1]
+
+    def effects(self, node):
+        """(reads, writes): shared buffers a statement (recursively) reads and writes."""
+        reads, writes = set(), set()
+        for n in collect(node, lambda n: isinstance(n, (ir.Load, ir.Store, ir.Call))):
+            if isinstance(n, ir.Load) and n.buffer.scope in SHARED:
+                reads.add(n.buffer)
+            elif isinstance(n, ir.Store) and n.buffer.scope in SHARED:
+                writes.add(n.buffer)
+            elif isinstance(n, ir.Call) and n.op == "call_extern":
+                name = n.args[0]
+                if dict(n.attrs).get("async"):
+                    continue
+                bufs = [b for b in _call_buffers(n) if b.scope in SHARED]
+                if not bufs:
+                    continue
+                if name.startswith(_READ_ONLY_CALLS):
+                    reads.update(bufs)
+                elif name.startswith(_WRITE_CALLS):
+                    writes.update(bufs[:1])
+                    reads.update(bufs[1:])
+                else:
+                    reads.update(bufs)
+                    writes.update(bufs)
+        # loads nested in address_of() of a call are pointers, not reads
+        return reads, writes
+
+    def conflicts(self, state: State, reads, writes) -> bool:
+        for w in state.writes:
+            if any(self._overlap(w, x) for x in reads | writes):
+                return True
+        for r in state.reads:
+            if any(self._overlap(r, x) for x in writes):
+                return True
+        return False
+
+    def uniform(self, expr) -> bool:
+        vars_ = collect(expr, lambda n: isinstance(n, ir.Var))
+        return not any(v in self.thread_vars for v in vars_)
+
+    # ---- walking ------------------------------------------------------------------------------
+    def seq(self, stmts, state: State):
+        out = []
+        for s in stmts:
+            new, state = self.stmt(s, state)
+            if isinstance(new, list):
+                out.extend(new)
+            else:
+                out.append(new)
+        return out, state
+
+    def block(self, s, state):
+        items, state = self.seq(s.stmts if isinstance(s, ir.Seq) else [s], state)
+        return (items[0] if len(items) == 1 else ir.Seq(tuple(items))), state
+
+    def stmt(self, s, state: State):
+        if is_barrier(s):
+            return s, State()
+        if isinstance(s, ir.Seq):
+            items, state = self.seq(s.stmts, state)
+            return items, state
+        if isinstance(s, ir.LetStmt):
+            pre = []
+            r, w = self.effects(s.value)
+            if self.conflicts(state, r, w):
+                pre, state = [barrier()], State()
+            state = State(state.reads | r, state.writes | w)
+            body, state = self.block(s.body, state)
+            return pre + [ir.LetStmt(s.var, s.value, body, loc=s.loc)], state
+        if isinstance(s, ir.Allocate):
+            body, state = self.block(s.body, state)
+            return ir.Allocate(s.buffer, body, s.init, loc=s.loc), state
+        if isinstance(s, (ir.For, ir.While)):
+            return self.loop(s, state)
+        if isinstance(s, ir.If):
+            return self.branch(s, state)
+        r, w = self.effects(s)
+        pre = []
+        if self.conflicts(state, r, w):
+            pre, state = [barrier()], State()
+        return pre + [s], State(state.reads | r, state.writes | w)
+
+    def _summary(self, s, state):
+        """Treat a non-uniform region as one statement: fence before it if needed."""
+        r, w = self.effects(s)
+        pre = []
+        if self.conflicts(state, r, w):
+            pre, state = [barrier()], State()
+        return pre, State(state.reads | r, state.writes | w)
+
+    def loop(self, s, state: State):
+        cond = s.cond if isinstance(s, ir.While) else s.extent
+        if not self.uniform(cond):
+            pre, state = self._summary(s, state)
+            return pre + [s], state
+        _, end1 = self.block(s.body, state)
+        body, end2 = self.block(s.body, state.union(end1))
+        if isinstance(s, ir.For):
+            new = ir.For(s.var, s.start, s.extent, s.kind, body, s.step, s.annotations,
+                         loc=s.loc)
+        else:
+            new = ir.While(s.cond, body, loc=s.loc)
+        return new, state.union(end2)
+
+    def branch(self, s: ir.If, state: State):
+        if not self.uniform(s.cond):
+            pre, state = self._summary(s, state)
+            return pre + [s], state
+        r, _ = self.effects(ir.Evaluate(s.cond))
+        pre = []
+        if self.conflicts(state, r, set()):
+            pre, state = [barrier()], State()
+        then, st1 = self.block(s.then_body, state)
+        if s.else_body is not None:
+            other, st2 = self.block(s.else_body, state)
+        else:
+            other, st2 = None, state
+        return pre + [ir.If(s.cond, then, other, loc=s.loc)], st1.union(st2)
+
+
+def _call_buffers(call: ir.Call):
+    out = []
+    for a in call.args[1:]:
+        if isinstance(a, ir.Buffer):
+            out.append(a)
+        elif isinstance(a, ir.Call) and a.op in ("address_of", "access_ptr"):
+            inner = a.args[0]
+            out.append(inner.buffer if isinstance(inner, ir.Load) else inner)
+    return out
+
+
+def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    body, _ = SyncInserter(ctx).block(kernel.body, State())
+    return ir.with_fields(kernel, body=body)

@@ -1,0 +1,359 @@
+"""Choose the layout of every fragment and shared buffer, and of every T.Parallel loop.
+
+Expects: a kernel body whose element-wise tile ops are already parallel loops
+(`lower_elementwise_tile_ops`); Gemm/Reduce/CumSum and global→shared Copy remain tile ops.
+
+Guarantees: `ctx.layouts` maps every fragment to a `Fragment` over its shape and every shared
+buffer to a `Layout`; every outermost parallel loop that touches a fragment carries the
+annotation ("loop_layout", Fragment over the loop extents). Constraints, strongest first:
+  1. `T.annotate_layout` entries;
+  2. gemm operands: the accumulator layout of the chosen warp partition (C), the register
+     operand layout (A from a fragment), swizzled shared layouts (A/B in shared memory);
+  3. reductions: dst = src projected on the kept dims;
+  4. parallel loops: fragments indexed by exactly the loop variables share the loop's layout,
+     lower-rank ones get its projection; a loop whose only fragment is lower-rank extends it;
+  5. anything left: the default element-wise layout.
+Conflicts raise a located error naming both buffers/loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator, Visitor
+from .. import layout as L
+from .fragment_ops import extend_fragment, insert_unit_dim, replicated_fragment
+
+SHARED = ("shared", "shared.dyn")
+
+
+def _err(loc, msg, exc=ValueError):
+    raise located(exc)(msg, loc)
+
+
+# ---------------------------------------------------------------------------------------------
+# warp partition of a gemm
+# ---------------------------------------------------------------------------------------------
+
+
+def warp_partition(M: int, N: int, num_warps: int, policy: str, atom_m=16, atom_n=8):
+    """(warp_m, warp_n) with warp_m * warp_n = num_warps dividing the tile in mma atoms."""
+    options = []
+    for wm in range(1, num_warps + 1):
+        if num_warps % wm:
+            continue
+        wn = num_warps // wm
+        if M % (atom_m * wm) == 0 and N % (atom_n * wn) == 0:
+            options.append((wm, wn))
+    if not options:
+        return None
+    if policy == "FullRow":
+        full = [o for o in options if o[1] == 1]
+        if full:
+            return full[0]
+    if policy == "FullCol":
+        full = [o for o in options if o[0] == 1]
+        if full:
+            return full[0]
+    # Square: per-warp tiles as square as possible, ties prefer more warps along M
+    return min(options, key=lambda o: (abs((M / o[0]) - (N / o[1])), -o[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# collection
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoopInfo:
+    stmt: ir.For
+    vars: list
+    extents: list
+    accesses: dict = field(default_factory=dict)  # fragment -> list of index tuples
+    layout: object = None
+
+
+@dataclass
+class Collected:
+    gemms: list = field(default_factory=list)
+    reduces: list = field(default_factory=list)
+    scans: list = field(default_factory=list)
+    loops: list = field(default_factory=list)
+    block_level: dict = field(default_factory=dict)  # fragment -> loc of a block-level access
+    shared: list = field(default_factory=list)
+    fragments: list = field(default_factory=list)
+
+
+class _Collect(Visitor):
+    def __init__(self, out: Collected):
+        self.out = out
+        self.loop: LoopInfo = None
+        self.loc = None
+
+    def visit(self, node):
+        if isinstance(node, ir.Stmt) and node.loc is not None:
+            old, self.loc = self.loc, node.loc
+            super().visit(node)
+            self.loc = old
+            return
+        super().visit(node)
+
+    def visit_For(self, s):
+        if s.kind == "parallel" and self.loop is None:
+            vars_, extents, inner = [], [], s
+            while isinstance(inner, ir.For) and inner.kind == "parallel":
+                vars_.append(inner.var)
+                extents.append(inner.extent)
+                inner = inner.body
+            self.loop = LoopInfo(s, vars_, extents)
+            self.visit(inner)
+            self.out.loops.append(self.loop)
+            self.loop = None
+            return
+        self.generic(s)
+
+    def _access(self, buf, indices):
+        if buf.scope != "local.fragment":
+            return
+        if self.loop is None:
+            self.out.block_level.setdefault(buf, self.loc)
+        else:
+            self.loop.accesses.setdefault(buf, []).append(tuple(indices))
+
+    def visit_Load(self, e):
+        self._access(e.buffer, e.indices)
+        for i in e.indices:
+            self.visit(i)
+
+    def visit_Store(self, s):
+        self._access(s.buffer, s.indices)
+        for i in s.indices:
+            self.visit(i)
+        self.visit(s.value)
+
+    def visit_Gemm(self, s):
+        self.out.gemms.append(s)
+
+    def visit_Reduce(self, s):
+        self.out.reduces.append(s)
+
+    def visit_CumSum(self, s):
+        self.out.scans.append(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# the solver
+# ---------------------------------------------------------------------------------------------
+
+
+class LayoutSolver:
+    def __init__(self, kernel: ir.Kernel, ctx):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.T = kernel.num_threads
+        self.layouts: dict = {}
+        self.origin: dict = {}  # buffer -> description of what fixed its layout
+        self.c = Collected()
+        _Collect(self.c).visit(kernel.body)
+
+    # ---- assignment with conflict detection ------------------------------------------------
+    def assign(self, buf, layout, why, loc):
+        old = self.layouts.get(buf)
+        if old is None:
+            self.layouts[buf] = layout
+            self.origin[buf] = (why, loc)
+            return True
+        same = (L.fragment_equal(old, layout) if isinstance(layout, L.Fragment)
+                else L.layout_equal(old, layout))
+        if not same:
+            prev_why, prev_loc = self.origin[buf]
+            where = f" (line {prev_loc.lineno})" if prev_loc is not None else ""
+            _err(loc, f"layout conflict for {buf.name}: {why} needs {layout!r}, but "
+                      f"{prev_why}{where} fixed {old!r}")
+        return False
+
+    # ---- constraints ---------------------------------------------------------------------
+    def annotated(self):
+        for key, value in self.kernel.attrs:
+            if key == "layout":
+                buf, layout = value
+                self.assign(buf, layout, "T.annotate_layout", self.kernel.loc)
+
+    def gemm(self, g: ir.Gemm):
+        A, B, C = g.A.buffer, g.B.buffer, g.C.buffer
+        M, N = [e for e in g.C.extents][-2:]
+        K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
+        if C.scope != "local.fragment":
+            _err(g.loc, f"T.gemm accumulator {C.name} must be a fragment (T.alloc_fragment) "
+                        f"on CUDA, got {C.scope}")
+        num_warps = self.T // 32
+        if self.T % 32 or num_warps == 0:
+            _err(g.loc, f"T.gemm needs whole warps; the block has {self.T} threads")
+        part = self.ctx.gemm_partition(g, M, N, num_warps)
+        if part is None:
+            _err(g.loc, f"T.gemm tile {M}x{N} cannot be split over {num_warps} warps in "
+                        f"16x8 mma tiles (policy {g.policy}); use a tile whose M is a multiple "
+                        "of 16 and N a multiple of 8 per warp")
+        self.ctx.gemm_info[g.C.buffer] = part
+        self.assign(C, self.ctx.accumulator_layout(g, part), f"T.gemm accumulator", g.loc)
+        if A.scope == "local.fragment":
+            if g.trans_A:
+                _err(g.loc, "T.gemm with A in registers does not support transpose_A")
+            self.assign(A, self.ctx.a_fragment_layout(g, part, M, K), "T.gemm register "
+                        "operand A", g.loc)
+        for operand, region in (("A", g.A), ("B", g.B)):
+            buf = region.buffer
+            if buf.scope in SHARED and buf not in self.layouts:
+                self.assign(buf, self.ctx.shared_operand_layout(buf), f"T.gemm operand "
+                            f"{operand}", g.loc)
+            elif buf.scope == "local.fragment" and operand == "B":
+                _err(g.loc, f"T.gemm operand B ({buf.name}) must be in shared memory")
+
+    def reduce(self, r: ir.Reduce) -> bool:
+        src, dst = r.src, r.dst
+        if src.scope != "local.fragment" or dst.scope != "local.fragment":
+            return False
+        if src in self.layouts and dst not in self.layouts:
+            kept = [d for d in range(src.ndim) if d != r.dim]
+            proj = self.layouts[src].project(kept)
+            if dst.ndim == src.ndim:
+                proj = insert_unit_dim(proj, r.dim)
+            return self.assign(dst, proj, f"T.reduce_{r.kind}({src.name})", r.loc)
+        return False
+
+    def loop(self, info: LoopInfo) -> bool:
+        if not info.accesses:
+            return False
+        if not all(isinstance(e, ir.Const) for e in info.extents):
+            return False  # semantic check already rejected fragments in symbolic loops
+        extents = [e.value for e in info.extents]
+        changed = False
+        if info.layout is None:
+            info.layout = self._loop_layout_from_fragments(info, extents)
+        if info.layout is None:
+            return False
+        for buf, index_lists in info.accesses.items():
+            dims = _dims_of(index_lists[0], info.vars)
+            if dims is None:
+                continue
+            want = info.layout if dims == list(range(len(info.vars))) else \
+                info.layout.project(dims)
+            if len(dims) != buf.ndim:
+                continue
+            if buf not in self.layouts:
+                changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
+        return changed
+
+    def _loop_layout_from_fragments(self, info, extents):
+        full, partial = [], []
+        for buf, index_lists in info.accesses.items():
+            dims = _dims_of(index_lists[0], info.vars)
+            if dims is None or buf not in self.layouts or len(dims) != buf.ndim:
+                continue
+            if dims == list(range(len(info.vars))):
+                full.append(buf)
+            else:
+                partial.append((buf, dims))
+        if full:
+            layout = self.layouts[full[0]]
+            for other in full[1:]:
+                if not L.fragment_equal(layout, self.layouts[other]):
+                    _err(info.stmt.loc, f"layout conflict in one T.Parallel loop: fragments "
+                                        f"{full[0].name} and {other.name} are laid out "
+                                        f"differently ({layout!r} vs "
+                                        f"{self.layouts[other]!r}); copy one into a fragment "
+                                        f"of the other's layout first")
+            return layout
+        if partial:
+            buf, dims = partial[0]
+            return extend_fragment(self.layouts[buf], dims, extents, self.T)
+        return None
+
+    def default_fragment(self, buf):
+        return L.elementwise_fragment(buf.shape, self.T, self._vector_width(buf))
+
+    def _vector_width(self, buf) -> int:
+        return max(1, min(16 // max(1, buf.dtype.bytes), buf.shape[-1] if buf.shape else 1))
+
+    # ---- driver -------------------------------------------------------------------------------
+    def solve(self):
+        self.annotated()
+        for g in self.c.gemms:
+            self.gemm(g)
+        for _ in range(2):
+            changed = True
+            while changed:
+                changed = False
+                for r in self.c.reduces:
+                    changed |= self.reduce(r)
+                for info in self.c.loops:
+                    changed |= self.loop(info)
+            # defaults for fragments still open, then propagate again
+            for info in self.c.loops:
+                if info.layout is None and info.accesses:
+                    full = [b for b, idx in info.accesses.items()
+                            if _dims_of(idx[0], info.vars) == list(range(len(info.vars)))
+                            and b.ndim == len(info.vars)]
+                    if full and all(isinstance(e, ir.Const) for e in info.extents):
+                        buf = full[0]
+                        if buf not in self.layouts:
+                            self.assign(buf, self.default_fragment(buf), "the default "
+                                        "element-wise layout", info.stmt.loc)
+                        info.layout = self.layouts[buf]
+        for r in self.c.reduces:
+            for buf in (r.src, r.dst):
+                if buf.scope == "local.fragment" and buf not in self.layouts:
+                    self.assign(buf, self.default_fragment(buf), "the default layout", r.loc)
+            self.reduce(r)
+        for buf, loc in self.c.block_level.items():
+            if buf not in self.layouts:
+                self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
+                            "access", loc)
+        for buf in self.kernel.allocs:
+            if buf.scope == "local.fragment" and buf not in self.layouts:
+                self.assign(buf, self.default_fragment(buf), "the default layout", buf.loc)
+            elif buf.scope in SHARED and buf not in self.layouts:
+                self.layouts[buf] = L.row_major(buf.shape)
+        for info in self.c.loops:
+            if info.layout is None and info.accesses:
+                self.loop(info)
+        return self.layouts
+
+
+def _dims_of(indices, loop_vars):
+    """Which loop dims a fragment access uses, if its indices are exactly loop variables in
+    loop order (e.g. [i, j] -> [0, 1], [i] -> [0]); None for any other pattern."""
+    dims = []
+    for idx in indices:
+        pos = next((d for d, v in enumerate(loop_vars) if v is idx), None)
+        if pos is not None:
+            dims.append(pos)
+        elif isinstance(idx, ir.Const) and idx.value == 0:
+            continue
+        else:
+            return None
+    if dims != sorted(dims) or len(set(dims)) != len(dims):
+        return None
+    return dims
+
+
+class _Annotate(Mutator):
+    def __init__(self, loops):
+        self.by_stmt = {id(info.stmt): info for info in loops}
+
+    def visit_For(self, s):
+        info = self.by_stmt.get(id(s))
+        if info is not None and info.layout is not None:
+            ann = tuple((k, v) for k, v in s.annotations if k != "loop_layout")
+            return ir.For(s.var, s.start, s.extent, s.kind, s.body, s.step,
+                          ann + (("loop_layout", info.layout),), loc=s.loc)
+        return self.generic(s)
+
+
+def infer_layouts(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    solver = LayoutSolver(kernel, ctx)
+    ctx.layouts.update(solver.solve())
+    body = _Annotate(solver.c.loops).visit(kernel.body)
+    return kernel if body is kernel.body else ir.with_fields(kernel, body=body)

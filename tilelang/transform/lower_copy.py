@@ -1,0 +1,182 @@
+"""Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous).
+
+Expects: `Copy` nodes with a global source and a shared destination (all other copies are
+parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
+("async", True) by the pipeliner issues cp.async without waiting; an unmarked one issues
+cp.async and waits for it (or plain vector loads when cp.async does not apply).
+
+Guarantees: each thread moves whole V-element chunks (V*elem bytes in {16, 8, 4}), chunk c of
+the tile going to thread c % T; elements outside the global tensor read as zero (cp.async
+src-size / predicated loads), so ragged edges are exact. V is the widest width the alignment
+of the global row stride, the region start and the shared layout allow; 1 falls back to
+element copies through a parallel loop.
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer
+from ..ir import nodes as ir
+from .scoped import ScopedMutator
+from .lower_elementwise import copy_as_loop, non_unit_extents
+
+INT = ir.DType("int32")
+
+
+def _const(e):
+    if isinstance(e, int):
+        return e
+    if isinstance(e, ir.Const):
+        return e.value
+    return None
+
+
+def _vector_width(s: ir.Copy, ctx, analyzer: Analyzer) -> int:
+    src, dst = s.src, s.dst
+    esize = src.buffer.dtype.bytes
+    if src.buffer.dtype is not dst.buffer.dtype or esize > 16 or src.buffer.dtype.bits < 8:
+        return 1
+    s_ext = [e for e in src.extents]
+    d_ext = [e for e in dst.extents]
+    inner_s, inner_d = _const(s_ext[-1]), _const(d_ext[-1])
+    if inner_s is None or inner_d is None or inner_s != inner_d or inner_s == 1:
+        return 1
+    gstrides = src.buffer.effective_strides()
+    if not (isinstance(gstrides[-1], int) and gstrides[-1] == 1):
+        return 1
+    layout = ctx.layouts.get(dst.buffer)
+    for width in (16, 8, 4):
+        V = width // esize
+        if V < 1 or inner_s % V:
+            continue
+        # global: every row start and the region's inner start are multiples of V
+        ok = all(analyzer.is_divisible(ir.as_expr(st), V) for st in gstrides[:-1]
+                 if not isinstance(st, int)) and all(st % V == 0 for st in gstrides[:-1]
+                                                     if isinstance(st, int))
+        ok = ok and analyzer.is_divisible(ir.as_expr(src.starts[-1]), V)
+        # shared: a chunk must stay contiguous and aligned in the physical layout
+        ok = ok and analyzer.is_divisible(ir.as_expr(dst.starts[-1]), V)
+        if ok and layout is not None:
+            ok = layout.vector_width(16 // esize) % V == 0 if hasattr(layout, "vector_width") \
+                else True
+        if ok:
+            return V
+    return 1
+
+
+def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
+    V = _vector_width(s, ctx, analyzer)
+    is_async = dict(s.options).get("async", False)
+    use_cp_async = ctx.target.sm >= 80 and V * s.src.buffer.dtype.bytes in (4, 8, 16)
+    if V == 1:
+        return copy_as_loop(s)
+    src, dst = s.src, s.dst
+    extents = [_const(e) for e in non_unit_extents(src)]
+    if any(e is None for e in extents):
+        return copy_as_loop(s)
+    T = ctx.num_threads
+    chunk_ext = extents[:-1] + [extents[-1] // V]
+    total = 1
+    for e in chunk_ext:
+        total *= e
+    trips = -(-total // T)
+    c = ir.Var("c")
+    chunk = ir.binary("add", ir.binary("mul", c, T), ctx.tid) if trips > 1 else ctx.tid
+    idx, rest = [], chunk
+    for e in reversed(chunk_ext):
+        idx.append(ir.binary("floormod", rest, e) if e != total else rest)
+        rest = ir.binary("floordiv", rest, e)
+        total //= e
+    idx = list(reversed(idx))
+    idx[-1] = ir.binary("mul", idx[-1], V)
+    src_index = _region_index(src, idx)
+    dst_index = _region_index(dst, idx)
+    esize = src.buffer.dtype.bytes
+    bytes_ = V * esize
+    gbuf = src.buffer
+    # bounds: outer dims must be in range; the inner dim gives the number of valid elements
+    conds = []
+    for d, (i, n) in enumerate(zip(src_index, gbuf.shape)):
+        if d == len(src_index) - 1:
+            continue
+        conds.append(ir.logical_and(ir.compare("ge", i, 0), ir.compare("lt", i, n)))
+    inner_i, inner_n = src_index[-1], gbuf.shape[-1]
+    valid = ir.binary("min", ir.binary("max", ir.binary("sub", inner_n, inner_i), 0), V)
+    row_ok = None
+    for cnd in conds:
+        row_ok = cnd if row_ok is None else ir.logical_and(row_ok, cnd)
+    full_inner = analyzer.prove(ir.compare("le", ir.binary("add", inner_i, V), inner_n)) and \
+        analyzer.prove(ir.compare("ge", inner_i, 0))
+    if full_inner:
+        src_bytes = None
+    else:
+        src_bytes = ir.binary("mul", valid, esize)
+    if row_ok is not None and analyzer.prove(row_ok):
+        row_ok = None
+    if row_ok is not None:
+        src_bytes = ir.select(row_ok, src_bytes if src_bytes is not None else ir.const(bytes_),
+                              ir.const(0))
+    nbytes = None
+    if src_bytes is not None:
+        # out-of-range chunks read nothing; keep their address inside the tensor
+        nbytes = ir.Var("nbytes")
+        some = ir.compare("gt", nbytes, 0)
+        src_index = [ir.select(some, i, 0) for i in src_index]
+    src_ptr = ir.Call("address_of", (ir.Load(gbuf, tuple(src_index), gbuf.dtype),),
+                      ir.DType("handle"))
+    dst_ptr = ir.Call("address_of", (ir.Load(dst.buffer, tuple(dst_index), dst.buffer.dtype),),
+                      ir.DType("handle"))
+    if use_cp_async:
+        attrs = (("async", True),) if is_async else ()
+        if src_bytes is None:
+            call = ir.Call("call_extern", (f"tl::cp_async<{bytes_}>", dst_ptr, src_ptr),
+                           ir.DType("void"), attrs)
+        else:
+            call = ir.Call("call_extern", (f"tl::cp_async_zfill<{bytes_}>", dst_ptr, src_ptr,
+                                           nbytes), ir.DType("void"), attrs)
+    else:
+        n_valid = ir.binary("floordiv", nbytes, esize) if nbytes is not None else V
+        call = ir.Call("call_extern", (f"tl::copy_zfill<{V}>", dst_ptr, src_ptr, n_valid),
+                       ir.DType("void"))
+    body = ir.Evaluate(call, loc=s.loc)
+    if nbytes is not None:
+        body = ir.LetStmt(nbytes, src_bytes, body, loc=s.loc)
+    if trips * T != _prod(chunk_ext):
+        body = ir.If(ir.compare("lt", chunk, _prod(chunk_ext)), body, None, loc=s.loc)
+    stmt = body if trips == 1 else ir.For(c, ir.const(0), ir.const(trips), "unroll", body,
+                                          loc=s.loc)
+    if use_cp_async and not is_async:
+        wait = [ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_commit",), ir.DType("void"))),
+                ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_wait<0>",), ir.DType("void")))]
+        stmt = ir.Seq((stmt,) + tuple(wait))
+    return stmt
+
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _region_index(region: ir.BufferRegion, idx):
+    it = iter(idx)
+    out = []
+    for start, extent in region.region:
+        if _const(extent) == 1:
+            out.append(ir.as_expr(start))
+        else:
+            out.append(ir.binary("add", start, next(it)))
+    return out
+
+
+class _Lower(ScopedMutator):
+    def __init__(self, ctx, analyzer):
+        super().__init__(analyzer)
+        self.ctx = ctx
+
+    def visit_Copy(self, s: ir.Copy):
+        return lower_global_to_shared(s, self.ctx, self.analyzer)
+
+
+def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    return _Lower(ctx, Analyzer()).visit(kernel)

@@ -1,0 +1,97 @@
+"""Turn element-wise tile operators into T.Parallel loops.
+
+Expects: tile IR with legalised `Copy`/`Fill`/`AtomicTile` (paired extents).
+Guarantees: every `Fill`, every `AtomicTile`, and every `Copy` except global→shared
+(kept for the pipeliner and the async-copy lowering) is replaced by a parallel loop nest over
+the operator's non-unit extents whose body is the per-element statement. The loop carries the
+annotation ("from_tile_op", name) so later passes can tell it from a user loop.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator
+
+SHARED = ("shared", "shared.dyn")
+
+
+def region_index(region: ir.BufferRegion, loop_vars):
+    """Element index of `region` for the loop variables over its non-unit extents."""
+    it = iter(loop_vars)
+    out = []
+    for start, extent in region.region:
+        if isinstance(extent, int) and extent == 1 or (
+                isinstance(extent, ir.Const) and extent.value == 1):
+            out.append(ir.as_expr(start))
+        else:
+            out.append(ir.binary("add", start, next(it)))
+    return tuple(out)
+
+
+def non_unit_extents(region: ir.BufferRegion):
+    return [e for e in region.extents
+            if not (isinstance(e, int) and e == 1 or isinstance(e, ir.Const) and e.value == 1)]
+
+
+def parallel_nest(extents, make_body, loc, tag: str):
+    """A parallel loop nest over `extents`; `make_body(vars)` builds the innermost body."""
+    names = ["i", "j", "k", "l", "m", "n"]
+    vars_ = [ir.Var(names[d] if d < len(names) else f"i{d}") for d in range(len(extents))]
+    body = make_body(vars_)
+    if not extents:
+        return body
+    ann = (("from_tile_op", tag),)
+    for v, e in reversed(list(zip(vars_, extents))):
+        body = ir.For(v, ir.const(0), ir.as_expr(e), "parallel", body, 1, ann, loc=loc)
+    return body
+
+
+def copy_as_loop(s: ir.Copy) -> ir.Stmt:
+    extents = non_unit_extents(s.src)
+
+    def body(vs):
+        src_idx = region_index(s.src, vs)
+        dst_idx = region_index(s.dst, vs)
+        value = ir.cast_to(ir.Load(s.src.buffer, src_idx, s.src.buffer.dtype),
+                           s.dst.buffer.dtype)
+        return ir.Store(s.dst.buffer, dst_idx, value, loc=s.loc)
+
+    return parallel_nest(extents, body, s.loc, "copy")
+
+
+def is_global_to_shared(s: ir.Copy) -> bool:
+    return s.src.buffer.scope == "global" and s.dst.buffer.scope in SHARED
+
+
+class _Lower(Mutator):
+    def visit_Copy(self, s: ir.Copy):
+        if is_global_to_shared(s):
+            return s
+        return copy_as_loop(s)
+
+    def visit_Fill(self, s: ir.Fill):
+        extents = non_unit_extents(s.dst)
+
+        def body(vs):
+            return ir.Store(s.dst.buffer, region_index(s.dst, vs), s.value, loc=s.loc)
+
+        return parallel_nest(extents, body, s.loc, "fill")
+
+    def visit_AtomicTile(self, s: ir.AtomicTile):
+        extents = non_unit_extents(s.dst)
+
+        def body(vs):
+            dst = ir.Load(s.dst.buffer, region_index(s.dst, vs), s.dst.buffer.dtype)
+            if isinstance(s.src, ir.BufferRegion):
+                value = ir.Load(s.src.buffer, region_index(s.src, vs), s.src.buffer.dtype)
+            else:
+                value = s.src
+            call = ir.Call(f"atomic_{s.op}", (dst, ir.cast_to(value, dst.dtype)), dst.dtype,
+                           (("memory_order", s.memory_order),))
+            return ir.Evaluate(call, loc=s.loc)
+
+        return parallel_nest(extents, body, s.loc, "atomic")
+
+
+def lower_elementwise_tile_ops(stmt):
+    return _Lower().visit(stmt)

@@ -1,0 +1,77 @@
+"""Lower the remaining tile operators: gemm (instruction backend), reductions and scans
+(`lower_reduce`), and `T.print`.
+
+Expects: layouts inferred, pipelining done, global→shared copies lowered. Guarantees: no
+Gemm, Reduce, CumSum or Print node remains; new parallel loops carry a loop layout when they
+touch a fragment.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator
+from .lower_reduce import ReduceLowering, _copy_loop
+
+VOID = ir.DType("void")
+
+
+def c_string(text: str) -> str:
+    return json.dumps(text)
+
+
+def _extern(name, *args):
+    return ir.Evaluate(ir.Call("call_extern", (name,) + args, VOID))
+
+
+class _Lower(Mutator):
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.reduce = ReduceLowering(ctx)
+
+    def visit_Gemm(self, g):
+        return self.ctx.gemm_backend.lower_gemm(g, self.ctx)
+
+    def visit_Reduce(self, r):
+        return self.reduce.lower(r)
+
+    def visit_CumSum(self, c):
+        return self.reduce.lower_scan(c)
+
+    def visit_Print(self, p):
+        ctx = self.ctx
+        if p.value is None:
+            return ir.Seq((_extern("tl::print_msg", c_string(p.msg)),))
+        if isinstance(p.value, ir.Expr):
+            msg = p.msg or f"expr<{p.value}>"
+            return _extern("tl::print_var", c_string(msg), p.value)
+        buf = p.value.buffer
+        msg = p.msg or ("" if buf.scope == "global" else f"buffer<{buf.name}, {buf.dtype}>")
+        stmts = []
+        src = buf
+        if buf.scope == "local.fragment":
+            src = ctx.add_scratch_shared(f"{buf.name}_print", buf.shape, buf.dtype)
+            stmts.append(_copy_loop(buf, src, ctx))
+        numel = 1
+        for s in buf.shape:
+            numel *= s
+        i = ir.Var("i")
+        idx, rest = [], i
+        for n in reversed(buf.shape):
+            idx.append(ir.binary("floormod", rest, n))
+            rest = ir.binary("floordiv", rest, n)
+        idx = tuple(reversed(idx))
+        line = _extern("tl::print_buffer_value", c_string(msg), c_string(buf.name), i,
+                       ir.Load(src, idx, src.dtype))
+        loop = ir.For(i, ir.const(0), ir.as_expr(numel), "serial", line)
+        if src.scope in ("shared", "shared.dyn"):
+            stmts.append(_extern("__syncthreads"))
+            loop = ir.If(ir.compare("eq", ctx.tid, 0), loop, None)
+        stmts.append(loop)
+        return ir.Seq(tuple(stmts))
+
+
+def lower_tile_ops(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    body = _Lower(ctx).visit(kernel.body)
+    return kernel if body is kernel.body else ir.with_fields(kernel, body=body)

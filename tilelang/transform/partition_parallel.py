@@ -1,0 +1,287 @@
+"""Spread T.Parallel loops over the threads of the block; fragments become register arrays.
+
+Expects: layouts inferred (`ctx.layouts`), outermost parallel loops that touch fragments
+annotated with ("loop_layout", Fragment). Tile ops other than parallel loops are lowered.
+
+Guarantees: no parallel loop remains. A nest over extents E with loop layout Lp becomes, in
+every thread `tid`,
+
+    for v in unroll(Lp.num_values):          # the thread's share of the iteration space
+        (i, j, ...) = Lp.coords(tid, v)      # substituted into the body
+        if Lp.guard(tid, v): body            # only when Lp rounds E up
+
+Every fragment access F[...] is replaced by the register array of F at the slot the layout
+gives, after checking by enumeration that the executing thread holds that element (a fragment
+read across threads is a located error). When the slot is an affine function of the value
+digits the loop stays a compact `#pragma unroll` loop; otherwise it is unrolled here. Loops
+without fragments use the default element-wise layout; loops with symbolic extents become
+grid-stride loops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator, substitute
+from .. import layout as L
+from .numeric import eval_index
+
+
+def _err(loc, msg):
+    raise located(ValueError)(msg, loc)
+
+
+class _Unresolvable(Exception):
+    pass
+
+
+def _value_digit_exprs(layout, v):
+    """The mixed-radix digits of value index `v` over the layout's value modes."""
+    out, prefix = [], 1
+    for m in layout.value_modes:
+        d = v if prefix == 1 else ir.binary("floordiv", v, prefix)
+        if m.extent != layout.num_values // prefix or prefix * m.extent != layout.num_values:
+            d = ir.binary("floormod", d, m.extent) if m.extent > 1 else ir.const(0)
+        out.append(d if m.extent > 1 else ir.const(0))
+        prefix *= m.extent
+    return out
+
+
+def _fit_affine_in_digits(layout, table):
+    """Express `table[v]` (one int per value index) as Σ digit_k * c_k + c0 over the layout's
+    value digits; returns a function v -> Expr, or None when it is not of that form."""
+    V = layout.num_values
+    exts = [m.extent for m in layout.value_modes]
+    prefix = np.cumprod([1] + exts)[:-1]
+    vs = np.arange(V)
+    digits = [(vs // p) % e for p, e in zip(prefix, exts)]
+    if np.array_equal(table, vs):
+        return lambda v: v
+    c0 = int(table[0])
+    coeffs = []
+    for k, (p, e) in enumerate(zip(prefix, exts)):
+        coeffs.append(int(table[p]) - c0 if e > 1 else 0)
+    pred = c0 + sum(d * c for d, c in zip(digits, coeffs))
+    if not np.array_equal(pred, table):
+        return None
+
+    def make(v):
+        total = ir.const(c0)
+        for d, c in zip(_value_digit_exprs(layout, v), coeffs):
+            if c:
+                total = ir.binary("add", total, ir.binary("mul", d, c))
+        return total
+
+    return make
+
+
+class NestPartitioner:
+    """Partition one parallel nest (see the module docstring)."""
+
+    def __init__(self, ctx, nest: ir.For):
+        self.ctx = ctx
+        self.nest = nest
+        self.vars, self.extents, self.body = [], [], nest
+        while isinstance(self.body, ir.For) and self.body.kind == "parallel":
+            self.vars.append(self.body.var)
+            self.extents.append(self.body.extent)
+            self.body = self.body.body
+        self.layout = nest.annotation("loop_layout")
+
+    def run(self) -> ir.Stmt:
+        if not all(isinstance(e, ir.Const) for e in self.extents):
+            return self.grid_stride()
+        extents = [e.value for e in self.extents]
+        if self.layout is None:
+            self.layout = self.ctx.default_loop_layout(extents, self.body)
+        Lp = self.layout
+        T = self.ctx.num_threads
+        if Lp.num_threads != T:
+            _err(self.nest.loc, f"T.Parallel loop layout uses {Lp.num_threads} threads but the "
+                                f"block has {T}")
+        tids = np.arange(T)[:, None]
+        vals = np.arange(Lp.num_values)[None, :]
+        self.coord_arrays = [np.broadcast_to(np.asarray(c, dtype=np.int64),
+                                             (T, Lp.num_values))
+                             for c in Lp.coords(tids, vals)]
+        guard = Lp.guard(tids, vals)
+        self.active = np.ones((T, Lp.num_values), bool) if guard is None else \
+            np.broadcast_to(np.asarray(guard, bool), (T, Lp.num_values))
+        self.slot_fns = {}
+        self.compact = True
+        self._plan_accesses(self.body)
+        v = ir.Var("v")
+        if self.compact:
+            body = self.instantiate(v)
+            return ir.For(v, ir.const(0), ir.const(Lp.num_values), "unroll", body,
+                          loc=self.nest.loc)
+        return ir.Seq(tuple(self.instantiate(ir.const(k)) for k in range(Lp.num_values)))
+
+    # ---- per-access slot planning ------------------------------------------------------------
+    def _plan_accesses(self, body):
+        planner = self
+
+        class Scan(Mutator):
+            def visit_Load(self, e):
+                planner._plan(e.buffer, e.indices)
+                return self.generic(e)
+
+            def visit_Store(self, s):
+                planner._plan(s.buffer, s.indices)
+                return self.generic(s)
+
+        Scan().visit(body)
+
+    def _plan(self, buf, indices):
+        if buf.scope != "local.fragment":
+            return
+        key = (buf, tuple(id(i) for i in indices))
+        if key in self.slot_fns:
+            return
+        P = self.ctx.layouts[buf]
+        env = {var: arr for var, arr in zip(self.vars, self.coord_arrays)}
+        try:
+            idx = [np.broadcast_to(np.asarray(eval_index(i, env), dtype=np.int64),
+                                   self.active.shape) for i in indices]
+        except KeyError as missing:
+            _err(self.nest.loc, f"fragment {buf.name} is indexed with {missing}, which is not "
+                                "a loop variable of this T.Parallel loop; fragment indices "
+                                "must be functions of the parallel loop variables")
+        act = self.active
+        for d, (a, n) in enumerate(zip(idx, buf.shape)):
+            bad = act & ((a < 0) | (a >= n))
+            if bad.any():
+                _err(self.nest.loc, f"fragment {buf.name} index out of range in dim {d} "
+                                    f"(shape {list(buf.shape)})")
+        table = P._holder_table()
+        safe = [np.where(act, a, 0) for a in idx]
+        holder = table[(0,) + tuple(safe)]
+        slot = table[(1,) + tuple(safe)]
+        # thread t holds the element if P.coords(t, slot) equals the element's coordinates
+        t = np.broadcast_to(np.arange(self.ctx.num_threads)[:, None], act.shape)
+        back = [np.broadcast_to(np.asarray(c, dtype=np.int64), act.shape)
+                for c in P.coords(t, np.where(act, slot, 0))]
+        owns = np.all([b == a for b, a in zip(back, safe)], axis=0)
+        if not np.all(owns | ~act):
+            tt, vv = np.argwhere(act & ~owns)[0]
+            coord = tuple(int(a[tt, vv]) for a in idx)
+            _err(self.nest.loc,
+                 f"fragment {buf.name} is read across threads in this T.Parallel loop: thread "
+                 f"{tt} needs element {coord}, held by thread {int(holder[tt, vv])} "
+                 f"(layout {P!r}, loop layout {self.layout!r}); stage the data through shared "
+                 "memory (T.copy into a shared buffer) instead")
+        # the slot must not depend on the thread
+        col = np.where(act, slot, -1)
+        per_v = col.max(axis=0)
+        if not np.all((col == per_v[None, :]) | ~act):
+            _err(self.nest.loc, f"fragment {buf.name}: register slot differs between threads "
+                                "for one loop iteration (unsupported fragment index pattern)")
+        fn = _fit_affine_in_digits(self.layout, np.maximum(per_v, 0))
+        if fn is None:
+            self.compact = False
+        self.slot_fns[key] = (fn, per_v)
+
+    # ---- instantiation ------------------------------------------------------------------------
+    def instantiate(self, v) -> ir.Stmt:
+        Lp = self.layout
+        tid = self.ctx.tid
+        coords = Lp.coords(tid, v)
+        mapping = {var: ir.as_expr(c) for var, c in zip(self.vars, coords)}
+        partitioner = self
+
+        class Rewrite(Mutator):
+            def _slot(self, buf, indices):
+                fn, per_v = partitioner.slot_fns[(buf, tuple(id(i) for i in indices))]
+                if isinstance(v, ir.Const):
+                    return ir.const(int(per_v[v.value]))
+                return fn(v)
+
+            def visit_Load(self, e):
+                if e.buffer.scope == "local.fragment":
+                    reg = partitioner.ctx.register_of(e.buffer)
+                    return ir.Load(reg, (self._slot(e.buffer, e.indices),), e.dtype)
+                return ir.Load(e.buffer, tuple(substitute(self.visit(i), mapping)
+                                               for i in e.indices), e.dtype)
+
+            def visit_Store(self, s):
+                value = substitute(self.visit(s.value), mapping)
+                if s.buffer.scope == "local.fragment":
+                    reg = partitioner.ctx.register_of(s.buffer)
+                    return ir.Store(reg, (self._slot(s.buffer, s.indices),), value, loc=s.loc)
+                return ir.Store(s.buffer, tuple(substitute(self.visit(i), mapping)
+                                                for i in s.indices), value, loc=s.loc)
+
+            def visit_Var(self, var):
+                return mapping.get(var, var)
+
+        body = Rewrite().visit(self.body)
+        guard = Lp.guard(tid, v)
+        if guard is not None:
+            body = ir.If(ir.as_expr(guard), body, None, loc=self.nest.loc)
+        return body
+
+    def grid_stride(self) -> ir.Stmt:
+        """A nest with symbolic extents: each thread walks the flattened space in steps of the
+        block size."""
+        T = self.ctx.num_threads
+        total = ir.const(1)
+        for e in self.extents:
+            total = ir.binary("mul", total, e)
+        k = ir.Var("k")
+        flat = ir.binary("add", ir.binary("mul", k, T), self.ctx.tid)
+        mapping, rest = {}, flat
+        for var, e in reversed(list(zip(self.vars, self.extents))):
+            mapping[var] = ir.binary("floormod", rest, e)
+            rest = ir.binary("floordiv", rest, e)
+        body = substitute(self.body, mapping)
+        body = ir.If(ir.compare("lt", flat, total), body, None, loc=self.nest.loc)
+        trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
+        return ir.For(k, ir.const(0), trips, "serial", body, loc=self.nest.loc)
+
+
+class _Partition(Mutator):
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_For(self, s):
+        if s.kind == "parallel":
+            return NestPartitioner(self.ctx, s).run()
+        return self.generic(s)
+
+
+class _BlockLevelFragments(Mutator):
+    """Fragment accesses outside parallel loops (index [0] of a replicated fragment)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def _slot(self, buf, indices, loc):
+        P = self.ctx.layouts[buf]
+        try:
+            _, slot = P.locate(*indices)
+        except ValueError as e:
+            _err(loc, f"fragment {buf.name} accessed outside T.Parallel: {e}")
+        return ir.as_expr(slot)
+
+    def visit_Load(self, e):
+        if e.buffer.scope == "local.fragment":
+            return ir.Load(self.ctx.register_of(e.buffer), (self._slot(e.buffer, e.indices,
+                                                                        None),), e.dtype)
+        return self.generic(e)
+
+    def visit_Store(self, s):
+        if s.buffer.scope == "local.fragment":
+            return ir.Store(self.ctx.register_of(s.buffer),
+                            (self._slot(s.buffer, s.indices, s.loc),), self.visit(s.value),
+                            loc=s.loc)
+        return self.generic(s)
+
+
+def partition_parallel_loops(stmt, ctx):
+    stmt = _Partition(ctx).visit(stmt)
+    return _BlockLevelFragments(ctx).visit(stmt)
+
+
+_ = L

@@ -1,0 +1,295 @@
+"""Software pipelining of `T.Pipelined` loops with cp.async (sm_80+).
+
+Expects: tile IR after layout inference; global→shared `Copy` nodes still present.
+
+Guarantees: a pipelined loop of n iterations with S = num_stages >= 2 whose body contains
+global→shared copies that depend only on the loop variable and loop-invariant values becomes
+
+    for s in [0, S-1):  if s < n: copies(s) -> stage s;  commit        # prologue
+    for k in [0, n):
+        wait_group(S-2); __syncthreads()      # stage k%S has landed and every thread is done
+                                              # with the stage about to be overwritten
+        if k + S - 1 < n: copies(k + S - 1) -> stage (k+S-1) % S
+        commit                                # always, so group counts stay uniform
+        rest of the body, reading stage k % S
+    wait_group(0)
+
+Each copy destination gets a leading stage dimension (`S` buffers in one allocation). The
+results are those of the serial loop (SEMANTICS §7). Loops with num_stages <= 1, without such
+copies, or whose copy destinations are used outside the loop run as serial loops with
+synchronous copies.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator, Visitor, collect, substitute
+from ..layout import Layout
+from .lower_elementwise import is_global_to_shared
+
+VOID = ir.DType("void")
+
+
+def _call(name, *args):
+    return ir.Evaluate(ir.Call("call_extern", (name,) + args, VOID))
+
+
+def stack_layout(layout, stages: int):
+    """`layout` repeated `stages` times along a new leading dimension."""
+    from .. import layout as L
+
+    if getattr(layout, "swizzle_bytes", None):
+        return L.swizzled((stages,) + tuple(layout.shape), layout.elem_bits)
+    if layout.is_row_major():
+        return L.row_major((stages,) + tuple(layout.shape))
+    size = layout.physical_size
+    return Layout((stages,) + tuple(layout.shape),
+                  lambda s, *idx: s * size + layout.forward(*idx),
+                  physical_size=size * stages)
+
+
+def _flatten(body):
+    """Top-level statements of a loop body; let bindings become ("let", var, value, loc)."""
+    items = []
+
+    def walk(s):
+        if isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x)
+        elif isinstance(s, ir.LetStmt):
+            items.append(("let", s.var, s.value, s.loc))
+            walk(s.body)
+        else:
+            items.append(s)
+
+    walk(body)
+    return items
+
+
+def _rebuild(items):
+    stmt = None
+    for item in reversed(items):
+        if isinstance(item, tuple):
+            stmt = ir.LetStmt(item[1], item[2], stmt if stmt is not None else ir.Seq(()),
+                              loc=item[3])
+        elif stmt is None:
+            stmt = item
+        elif isinstance(stmt, ir.Seq):
+            stmt = ir.Seq((item,) + stmt.stmts)
+        else:
+            stmt = ir.Seq((item, stmt))
+    return stmt if stmt is not None else ir.Seq(())
+
+
+def _written_buffers(node) -> set:
+    out = set()
+
+    class V(Visitor):
+        def visit_Store(self, s):
+            out.add(s.buffer)
+            self.generic(s)
+
+        def visit_Copy(self, s):
+            out.add(s.dst.buffer)
+
+        def visit_Fill(self, s):
+            out.add(s.dst.buffer)
+
+        def visit_Gemm(self, s):
+            out.add(s.C.buffer)
+
+        def visit_Reduce(self, s):
+            out.add(s.dst)
+
+        def visit_CumSum(self, s):
+            out.add(s.dst)
+
+        def visit_AtomicTile(self, s):
+            out.add(s.dst.buffer)
+
+        def visit_Allocate(self, s):
+            out.add(s.buffer)
+            self.generic(s)
+
+    V().visit(node)
+    return out
+
+
+def _buffers_read(node) -> set:
+    return {n.buffer for n in collect(node, lambda n: isinstance(n, ir.Load))} | {
+        r.buffer for r in collect(node, lambda n: isinstance(n, ir.BufferRegion))}
+
+
+def _uses(node, buf) -> bool:
+    return bool(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
+                        or (isinstance(n, ir.BufferRegion) and n.buffer is buf)
+                        or (isinstance(n, ir.Buffer) and n is buf)))
+
+
+class _Rebuffer(Mutator):
+    """Replace buffer B by B_stages[stage, ...] everywhere."""
+
+    def __init__(self, mapping, stage):
+        self.mapping = mapping
+        self.stage = stage
+
+    def visit_Load(self, e):
+        nb = self.mapping.get(e.buffer)
+        idx = tuple(self.visit(i) for i in e.indices)
+        if nb is None:
+            return e if all(a is b for a, b in zip(idx, e.indices)) else ir.Load(e.buffer, idx,
+                                                                                 e.dtype)
+        return ir.Load(nb, (self.stage,) + idx, e.dtype)
+
+    def visit_Store(self, s):
+        nb = self.mapping.get(s.buffer)
+        idx = tuple(self.visit(i) for i in s.indices)
+        value = self.visit(s.value)
+        if nb is None:
+            return ir.Store(s.buffer, idx, value, loc=s.loc)
+        return ir.Store(nb, (self.stage,) + idx, value, loc=s.loc)
+
+    def visit_BufferRegion(self, r):
+        nb = self.mapping.get(r.buffer)
+        region = tuple((self.visit(a), self.visit(b)) for a, b in r.region)
+        if nb is None:
+            return ir.BufferRegion(r.buffer, region)
+        return ir.BufferRegion(nb, ((self.stage, 1),) + region)
+
+    def visit_Reduce(self, s):
+        if s.src in self.mapping or s.dst in self.mapping:
+            raise NotImplementedError("reductions on pipelined copy destinations")
+        return s
+
+
+class Pipeliner:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def run(self, loop: ir.For, outside) -> ir.Stmt:
+        stages = int(loop.annotation("num_stages", 0) or 0)
+        serial = ir.For(loop.var, loop.start, loop.extent, "serial", loop.body, loop.step,
+                        loop.annotations, loc=loop.loc)
+        if stages < 2 or loop.step != 1:
+            return serial
+        items = _flatten(loop.body)
+        written = _written_buffers(loop.body)
+        lets = {it[1]: it for it in items if isinstance(it, tuple)}
+        producers = []
+        for idx, st in enumerate(items):
+            if isinstance(st, ir.Copy) and is_global_to_shared(st):
+                deps = self._let_deps(st, lets, written, loop.var)
+                dst = st.dst.buffer
+                if deps is None or _uses(outside, dst) or st.src.buffer in written:
+                    continue
+                producers.append((idx, st, deps))
+        if not producers:
+            return serial
+        mapping = {}
+        for _, st, _ in producers:
+            b = st.dst.buffer
+            if b not in mapping:
+                nb = ir.Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
+                mapping[b] = nb
+                self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], stages)
+                self.ctx.replaced_shared[b] = nb
+        k = loop.var
+        n = loop.extent
+        start = loop.start
+        S = stages
+
+        def issue(iter_expr, stage_expr):
+            """Copies (with the lets they need) for iteration `iter_expr` into `stage_expr`."""
+            out = []
+            for _, st, deps in producers:
+                sub = {k: iter_expr}
+                stmt = substitute(ir.Copy(st.src, st.dst, st.options + (("async", True),),
+                                          loc=st.loc), sub)
+                stmt = _Rebuffer(mapping, stage_expr).visit(stmt)
+                for let in reversed(deps):
+                    stmt = ir.LetStmt(let[1], substitute(let[2], sub), stmt, loc=let[3])
+                out.append(stmt)
+            return ir.Seq(tuple(out))
+
+        producer_ids = {id(st) for _, st, _ in producers}
+        rest = [it for it in items if not (not isinstance(it, tuple) and id(it) in producer_ids)]
+        stage_k = ir.binary("floormod", ir.binary("sub", k, start), S)
+        body_rest = _Rebuffer(mapping, stage_k).visit(_rebuild(rest))
+        s = ir.Var("s")
+        prologue = ir.For(s, ir.const(0), ir.const(S - 1), "unroll", ir.Seq((
+            ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
+            _call("tl::cp_async_commit"))), loc=loop.loc)
+        ahead = ir.binary("add", ir.binary("sub", k, start), S - 1)
+        steady = ir.Seq((
+            _call(f"tl::cp_async_wait<{S - 2}>"),
+            _call("__syncthreads"),
+            ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S - 1),
+                                                    ir.binary("floormod", ahead, S)), None),
+            _call("tl::cp_async_commit"),
+            body_rest))
+        main = ir.For(k, start, n, "serial", steady, 1, (("pipelined_from", S),), loc=loop.loc)
+        drain = _call("tl::cp_async_wait<0>")
+        self.ctx.note(f"pipelined loop over {k.name}: {S} stages, {len(producers)} async "
+                      f"copies ({', '.join(b.name for b in mapping)})")
+        return ir.Seq((prologue, main, drain))
+
+    def _let_deps(self, copy, lets, written, k):
+        """The lets a copy needs, in order, if all are recomputable for another iteration."""
+        needed, order = set(), []
+
+        def need(expr):
+            for v in collect(expr, lambda n: isinstance(n, ir.Var)):
+                if v in lets and v not in needed:
+                    let = lets[v]
+                    if _buffers_read(let[2]) & written:
+                        raise _NotPipelinable
+                    needed.add(v)
+                    need(let[2])
+                    order.append(let)
+
+        try:
+            for start, extent in list(copy.src.region) + list(copy.dst.region):
+                need(ir.as_expr(start))
+                need(ir.as_expr(extent))
+        except _NotPipelinable:
+            return None
+        return order
+
+
+class _NotPipelinable(Exception):
+    pass
+
+
+class _Pipeline(Mutator):
+    def __init__(self, ctx, root):
+        self.ctx = ctx
+        self.root = root
+
+    def visit_For(self, s):
+        s = self.generic(s)
+        if s.kind != "pipelined":
+            return s
+        outside = _without(self.root, s)
+        return Pipeliner(self.ctx).run(s, outside)
+
+
+def _without(root, loop):
+    """`root` with `loop` replaced by nothing (to ask whether a buffer is used elsewhere)."""
+
+    class Drop(Mutator):
+        def visit_For(self, s):
+            if s is loop or (s.var is loop.var):
+                return ir.Seq(())
+            return self.generic(s)
+
+    return Drop().visit(root)
+
+
+def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    if not hasattr(ctx, "replaced_shared"):
+        ctx.replaced_shared = {}
+    body = _Pipeline(ctx, kernel.body).visit(kernel.body)
+    if body is kernel.body:
+        return kernel
+    allocs = tuple(ctx.replaced_shared.get(b, b) for b in kernel.allocs)
+    return ir.with_fields(kernel, body=body, allocs=allocs)

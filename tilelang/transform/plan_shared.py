@@ -1,0 +1,134 @@
+"""Place every shared buffer in the block's dynamic shared-memory arena.
+
+Expects: thread IR whose shared buffers are still logical tiles (indexed by logical
+coordinates) with layouts in `ctx.layouts`. Guarantees: every shared access indexes a flat
+buffer (one per allocation) by the physical offset its layout gives; `ctx.shared_plan` maps
+each flat buffer to its byte offset; buffers whose lifetimes do not overlap share memory
+(first fit, largest first); swizzled tiles are 1024-byte aligned, others 128-byte;
+`ctx.smem_bytes` is the arena size. Exceeding the target's limit is a located error.
+"""
+
+from __future__ import annotations
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator
+
+SHARED = ("shared", "shared.dyn")
+SMEM_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448,
+              120: 101376}
+
+
+def smem_limit(sm: int) -> int:
+    best = 49152
+    for k, v in SMEM_LIMIT.items():
+        if sm >= k:
+            best = v
+    return best
+
+
+class _Liveness:
+    """First/last position of each shared buffer in a linear walk of the statements; a use
+    inside a loop makes the buffer live over the whole loop."""
+
+    def __init__(self):
+        self.pos = 0
+        self.first: dict = {}
+        self.last: dict = {}
+        self.loops: list = []  # (start position, buffers used inside)
+
+    def touch(self, buf):
+        self.first.setdefault(buf, self.pos)
+        self.last[buf] = self.pos
+        for _, used in self.loops:
+            used.add(buf)
+
+    def walk(self, node):
+        from ..ir.visitor import children
+
+        if isinstance(node, (ir.For, ir.While)):
+            start = self.pos
+            self.loops.append((start, set()))
+            for c in children(node):
+                self.walk(c)
+            self.pos += 1
+            _, used = self.loops.pop()
+            for b in used:
+                self.first[b] = min(self.first[b], start)
+                self.last[b] = max(self.last[b], self.pos)
+            return
+        if isinstance(node, (ir.Load, ir.Store)) and node.buffer.scope in SHARED:
+            self.touch(node.buffer)
+        elif isinstance(node, ir.Buffer) and node.scope in SHARED:
+            self.touch(node)
+        if isinstance(node, ir.Stmt):
+            self.pos += 1
+        for c in children(node):
+            self.walk(c)
+
+
+class _Flatten(Mutator):
+    def __init__(self, ctx, flat):
+        self.ctx = ctx
+        self.flat = flat
+
+    def _index(self, buf, indices):
+        layout = self.ctx.layouts[buf]
+        return (ir.as_expr(layout.forward(*[self.visit(i) for i in indices])),)
+
+    def visit_Load(self, e):
+        fb = self.flat.get(e.buffer)
+        if fb is None:
+            return self.generic(e)
+        return ir.Load(fb, self._index(e.buffer, e.indices), e.dtype)
+
+    def visit_Store(self, s):
+        fb = self.flat.get(s.buffer)
+        if fb is None:
+            return self.generic(s)
+        return ir.Store(fb, self._index(s.buffer, s.indices), self.visit(s.value), loc=s.loc)
+
+    def visit_Buffer(self, b):
+        return self.flat.get(b, b)
+
+
+def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    buffers = [b for b in kernel.allocs if b.scope in SHARED] + list(ctx.scratch_shared)
+    live = _Liveness()
+    live.walk(kernel.body)
+    used = [b for b in buffers if b in live.first]
+    flat, sizes = {}, {}
+    for b in used:
+        layout = ctx.layouts[b]
+        n = layout.physical_size
+        fb = ir.Buffer(b.name, (n,), b.dtype, "shared.dyn", loc=b.loc)
+        flat[b] = fb
+        sizes[b] = n * b.dtype.bytes
+    placed = []  # (start, end, first, last)
+    offsets = {}
+    for b in sorted(used, key=lambda x: -sizes[x]):
+        align = 1024 if getattr(ctx.layouts[b], "swizzle_bytes", None) else 128
+        lo, hi = live.first[b], live.last[b]
+        off = 0
+        while True:
+            off = -(-off // align) * align
+            clash = [p for p in placed if p[0] < off + sizes[b] and off < p[1]
+                     and not (p[3] < lo or hi < p[2])]
+            if not clash:
+                break
+            off = max(p[1] for p in clash)
+        placed.append((off, off + sizes[b], lo, hi))
+        offsets[flat[b]] = off
+    total = max((p[1] for p in placed), default=0)
+    limit = smem_limit(ctx.target.sm)
+    if total > limit:
+        detail = ", ".join(f"{b.name} {list(b.shape)} {b.dtype} = {sizes[b]} B" for b in used)
+        raise located(ValueError)(
+            f"kernel needs {total} bytes of shared memory but {ctx.target.arch} allows {limit} "
+            f"per block ({detail}); use smaller tiles or fewer pipeline stages",
+            kernel.loc)
+    ctx.shared_plan = offsets
+    ctx.smem_bytes = total
+    body = _Flatten(ctx, flat).visit(kernel.body)
+    return ir.with_fields(kernel, body=body, allocs=tuple(b for b in kernel.allocs
+                                                          if b.scope not in SHARED))
