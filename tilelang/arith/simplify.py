@@ -1,40 +1,28 @@
-"""Expression simplifier (placeholder: constant folding only; replaced by the canonical-form
-simplifier)."""
+"""Module-level entry points of the integer simplifier (see `analyzer.Analyzer`).
+
+`simplify(expr, analyzer=None)` returns an equivalent, simpler expression of the same dtype:
+int32/int64 index arithmetic is put in canonical sum-of-products form and rendered back with
+positive terms first (`x * 8 + y - z`), division/modulo/min/max/comparisons are decided from
+variable ranges when an analyzer with ranges is given; float arithmetic is only constant-folded.
+`prove` and `const_int_bound` use an empty analyzer unless one is passed.
+"""
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator
+from .analyzer import Analyzer
+
+__all__ = ["simplify", "prove", "const_int_bound", "Analyzer"]
+
+_DEFAULT = Analyzer()
 
 
-class _Fold(Mutator):
-    def visit_Binary(self, node):
-        a, b = self.visit(node.a), self.visit(node.b)
-        if a is node.a and b is node.b and not (isinstance(a, ir.Const) and isinstance(b, ir.Const)):
-            return node
-        if node.op in ("min", "max", "truncdiv", "truncmod", "pow"):
-            if isinstance(a, ir.Const) and isinstance(b, ir.Const):
-                from ..ir.nodes import _fold_binary
-                v = _fold_binary(node.op, a.value, b.value, node.dtype)
-                if v is not None:
-                    return ir.const(v, node.dtype)
-            return ir.Binary(node.op, a, b, node.dtype)
-        return ir.binary(node.op, a, b)
+def simplify(expr, analyzer: Analyzer = None):
+    return (analyzer or _DEFAULT).simplify(expr)
 
 
-def simplify(expr):
-    return _Fold().visit(expr)
+def prove(cond, analyzer: Analyzer = None) -> bool:
+    return (analyzer or _DEFAULT).prove(cond)
 
 
-def prove(cond) -> bool:
-    e = simplify(cond)
-    return isinstance(e, ir.Const) and bool(e.value)
-
-
-def const_int_bound(expr):
-    return None
-
-
-class Analyzer:
-    def simplify(self, e):
-        return simplify(e)
+def const_int_bound(expr, analyzer: Analyzer = None):
+    return (analyzer or _DEFAULT).const_int_bound(expr)

@@ -43,6 +43,11 @@ from .types import int_ as int
 
 from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)
 
+# Pure aliases with the reference's spellings (its loop.py and TVMScript re-exports).
+Unroll = unroll
+Vectorized = vectorized
+boolean = bool
+
 Float = float32
 Int = int32
 

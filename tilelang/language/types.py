@@ -87,7 +87,15 @@ class TensorSpec:
         return ir.Buffer(name, shape, self.dtype, self.scope, self.strides)
 
     def __repr__(self):
-        return f"T.Tensor({list(self.shape)}, {self.dtype})"
+        def fmt(v):
+            return "int" if v is int else str(v) if isinstance(v, ir.Node) else repr(v)
+        dt = self.dtype.name if isinstance(self.dtype, DType) else \
+            "Any" if self.dtype is Any else repr(self.dtype)
+        shape = "[" + ", ".join(fmt(s) for s in self.shape) + "]"
+        if self.kind == "strided":
+            strides = "[" + ", ".join(fmt(s) for s in self.strides or ()) + "]"
+            return f"T.StridedTensor[{shape}, {strides}, {dt}]"
+        return f"T.Tensor[{shape}, {dt}]"
 
 
 def _spec_from_subscript(params, kind="tensor", scope="global"):

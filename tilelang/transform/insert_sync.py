@@ -54,6 +54,7 @@ class SyncInserter:
         plan = getattr(ctx, "shared_plan", {})
         self.ranges = {b: (off, off + b.numel() * b.dtype.bytes) for b, off in plan.items()}
         self.thread_vars = set(ctx.kernel.thread_vars)
+        self.waw = True
 
     # ---- effects ----------------------------------------------------------------------------
     def _overlap(self, a, b) -> bool:
@@ -65,7 +66,7 @@ class SyncInserter:
     def effects(self, node):
         """(reads, writes): shared buffers a statement (recursively) reads and writes."""
         reads, writes = set(), set()
-        for n in collect(node, lambda n: isinstance(n, (ir.Load, ir.Store, ir.Call))):
+        for n in _accesses(node):
             if isinstance(n, ir.Load) and n.buffer.scope in SHARED:
                 reads.add(n.buffer)
             elif isinstance(n, ir.Store) and n.buffer.scope in SHARED:
@@ -88,9 +89,11 @@ class SyncInserter:
         # loads nested in address_of() of a call are pointers, not reads
         return reads, writes
 
-    def conflicts(self, state: State, reads, writes) -> bool:
+    def conflicts(self, state: State, reads, writes, waw: bool = True) -> bool:
+        """RAW and WAR hazards (and WAW between distinct statements) on shared memory."""
+        later = reads | writes if waw else reads
         for w in state.writes:
-            if any(self._overlap(w, x) for x in reads | writes):
+            if any(self._overlap(w, x) for x in later):
                 return True
         for r in state.reads:
             if any(self._overlap(r, x) for x in writes):
@@ -139,7 +142,7 @@ class SyncInserter:
             return self.branch(s, state)
         r, w = self.effects(s)
         pre = []
-        if self.conflicts(state, r, w):
+        if self.conflicts(state, r, w, self.waw):
             pre, state = [barrier()], State()
         return pre + [s], State(state.reads | r, state.writes | w)
 
@@ -156,14 +159,25 @@ class SyncInserter:
         if not self.uniform(cond):
             pre, state = self._summary(s, state)
             return pre + [s], state
+        r, w = self.effects(s)
+        pre = []
+        if self.conflicts(state, r, w):
+            pre, state = [barrier()], State()
         _, end1 = self.block(s.body, state)
-        body, end2 = self.block(s.body, state.union(end1))
+        # iterations of one loop: hazards carried from the end of the body to its start
+        # (a write followed by a write of another iteration is the same statement: no WAW)
+        carried = State(end1.reads, end1.writes)
+        self.waw = False
+        try:
+            body, end2 = self.block(s.body, state.union(carried))
+        finally:
+            self.waw = True
         if isinstance(s, ir.For):
             new = ir.For(s.var, s.start, s.extent, s.kind, body, s.step, s.annotations,
                          loc=s.loc)
         else:
             new = ir.While(s.cond, body, loc=s.loc)
-        return new, state.union(end2)
+        return pre + [new], state.union(end2)
 
     def branch(self, s: ir.If, state: State):
         if not self.uniform(s.cond):
@@ -179,6 +193,22 @@ class SyncInserter:
         else:
             other, st2 = None, state
         return pre + [ir.If(s.cond, then, other, loc=s.loc)], st1.union(st2)
+
+
+def _accesses(root):
+    """Loads, stores and calls under `root`, not looking inside address_of()/access_ptr():
+    a pointer passed to a call is not a read (the call's own rule says what it touches)."""
+    from ..ir.visitor import children
+
+    out, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ir.Load, ir.Store, ir.Call)):
+            out.append(node)
+            if isinstance(node, ir.Call) and node.op in ("address_of", "access_ptr"):
+                continue
+        stack.extend(children(node))
+    return out
 
 
 def _call_buffers(call: ir.Call):

@@ -33,16 +33,22 @@ def non_unit_extents(region: ir.BufferRegion):
             if not (isinstance(e, int) and e == 1 or isinstance(e, ir.Const) and e.value == 1)]
 
 
-def parallel_nest(extents, make_body, loc, tag: str):
-    """A parallel loop nest over `extents`; `make_body(vars)` builds the innermost body."""
+THREAD_PRIVATE = ("local", "local.var")
+
+
+def parallel_nest(extents, make_body, loc, tag: str, per_thread: bool = False):
+    """A loop nest over `extents`; `make_body(vars)` builds the innermost body. Parallel
+    (spread over the block) unless `per_thread`: a tile op on a thread's private buffer is
+    done by each thread entirely."""
     names = ["i", "j", "k", "l", "m", "n"]
     vars_ = [ir.Var(names[d] if d < len(names) else f"i{d}") for d in range(len(extents))]
     body = make_body(vars_)
     if not extents:
         return body
+    kind = "unroll" if per_thread else "parallel"
     ann = (("from_tile_op", tag),)
     for v, e in reversed(list(zip(vars_, extents))):
-        body = ir.For(v, ir.const(0), ir.as_expr(e), "parallel", body, 1, ann, loc=loc)
+        body = ir.For(v, ir.const(0), ir.as_expr(e), kind, body, 1, ann, loc=loc)
     return body
 
 
@@ -56,7 +62,8 @@ def copy_as_loop(s: ir.Copy) -> ir.Stmt:
                            s.dst.buffer.dtype)
         return ir.Store(s.dst.buffer, dst_idx, value, loc=s.loc)
 
-    return parallel_nest(extents, body, s.loc, "copy")
+    private = (s.src.buffer.scope in THREAD_PRIVATE or s.dst.buffer.scope in THREAD_PRIVATE)
+    return parallel_nest(extents, body, s.loc, "copy", private)
 
 
 def is_global_to_shared(s: ir.Copy) -> bool:
@@ -75,7 +82,8 @@ class _Lower(Mutator):
         def body(vs):
             return ir.Store(s.dst.buffer, region_index(s.dst, vs), s.value, loc=s.loc)
 
-        return parallel_nest(extents, body, s.loc, "fill")
+        return parallel_nest(extents, body, s.loc, "fill",
+                             s.dst.buffer.scope in THREAD_PRIVATE)
 
     def visit_AtomicTile(self, s: ir.AtomicTile):
         extents = non_unit_extents(s.dst)

@@ -1,0 +1,159 @@
+"""Core CUDA benchmarks (issue 4 targets), torch measured in the same run.
+
+    python benchmarks/bench_core.py [--quick]
+
+Prints one row per kernel: time (median of CUDA-event timings after warm-up, L2 flushed
+between runs), TFLOP/s or GB/s, torch's time and the ratio; then cold compile time, host
+overhead per call and `import tilelang` time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tilelang  # noqa: E402
+from tests.gpu import kernels as K  # noqa: E402
+
+_FLUSH = None
+
+
+def bench(fn, warmup=10, rep=50):
+    global _FLUSH
+    if _FLUSH is None:
+        _FLUSH = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rep):
+        _FLUSH.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+ROWS = []
+
+
+def row(name, ms, torch_ms, work, unit):
+    rate = work / (ms * 1e-3) / 1e12 if unit == "TFLOP/s" else work / (ms * 1e-3) / 1e9
+    ROWS.append((name, ms, rate, unit, torch_ms, torch_ms / ms))
+    print(f"{name:44s} {ms:9.4f} ms {rate:9.1f} {unit:8s} torch {torch_ms:9.4f} ms "
+          f"ratio {torch_ms / ms:5.2f}", flush=True)
+
+
+def seed000():
+    from tests.gpu.test_cuda_core import _seed000
+
+    M = N = Kd = 1024
+    k = tilelang.compile(_seed000(M, N, Kd), out_idx=[2])
+    a = torch.randn(M, Kd, device="cuda").half()
+    b = torch.randn(Kd, N, device="cuda").half()
+    ms = bench(lambda: k(a, b, 0.5))
+    t = bench(lambda: torch.relu((a @ b) * 0.5))
+    row("seed000 gemm+scale+relu 1024^3 64/64/32", ms, t, 2 * M * N * Kd, "TFLOP/s")
+
+
+def gemm(M, N, Kd, bm, bn, bk, stages, threads):
+    k = tilelang.compile(K.gemm(M, N, Kd, bm, bn, bk, dtype="float16", accum_dtype="float32",
+                                out_dtype="float16", num_stages=stages, threads=threads),
+                         out_idx=[2])
+    a = torch.randn(M, Kd, device="cuda").half()
+    b = torch.randn(Kd, N, device="cuda").half()
+    ms = bench(lambda: k(a, b))
+    t = bench(lambda: a @ b)
+    row(f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}", ms, t, 2 * M * N * Kd,
+        "TFLOP/s")
+
+
+def softmax(M, N, rows):
+    k = tilelang.compile(K.softmax(M, N, rows), out_idx=[1])
+    x = torch.randn(M, N, device="cuda").half()
+    ms = bench(lambda: k(x))
+    t = bench(lambda: torch.softmax(x, dim=1))
+    row(f"softmax {M}x{N} fp16 rows={rows}", ms, t, 2 * M * N * 2, "GB/s")
+
+
+def flash(B, H, S, D, causal, bm, bn, stages, threads):
+    k = tilelang.compile(K.flash_fwd(B, H, S, D, causal, bm, bn, stages, threads), out_idx=[3])
+    q, kk, v = (torch.randn(B, S, H, D, device="cuda").half() for _ in range(3))
+    qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, kk, v))
+    ms = bench(lambda: k(q, kk, v))
+    t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt,
+                                                                       is_causal=causal))
+    flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
+    row(f"flash fwd B{B}H{H}S{S}D{D} c={int(causal)} {bm}/{bn} s{stages} t{threads}", ms, t,
+        flops, "TFLOP/s")
+
+
+def overheads():
+    tilelang.disable_cache()
+    t0 = time.perf_counter()
+    k = tilelang.compile(K.vector_add(1 << 20, block=1024), out_idx=[2])
+    cold = time.perf_counter() - t0
+    tilelang.enable_cache()
+    a, b = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
+    c = torch.empty_like(a)
+    k2 = tilelang.compile(K.vector_add(1 << 20, block=1024))
+    for _ in range(100):
+        k2(a, b, c)
+    torch.cuda.synchronize()
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        k2(a, b, c)
+    host = (time.perf_counter() - t0) / n
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        torch.add(a, b, out=c)
+    thost = (time.perf_counter() - t0) / n
+    torch.cuda.synchronize()
+    imp = subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); "
+                          "import tilelang; print(time.perf_counter()-t)"],
+                         capture_output=True, text=True).stdout.strip()
+    print(f"cold compile (lower + NVRTC, cache off): {cold * 1e3:.0f} ms; host overhead per "
+          f"call: {host * 1e6:.1f} us (torch.add {thost * 1e6:.1f} us); import tilelang: "
+          f"{float(imp) * 1e3:.0f} ms", flush=True)
+    _ = k
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}", flush=True)
+    jobs = [
+        ("seed000", seed000),
+        ("gemm", lambda: gemm(4096, 4096, 4096, 128, 128, 32, 3, 128)),
+        ("gemm", lambda: gemm(4096, 4096, 4096, 128, 256, 32, 3, 256)),
+        ("softmax", lambda: softmax(16384, 2048, 4)),
+        ("flash", lambda: flash(8, 32, 4096, 128, False, 64, 64, 1, 128)),
+        ("flash", lambda: flash(8, 32, 4096, 128, False, 128, 64, 2, 256)),
+        ("flash", lambda: flash(8, 32, 4096, 128, True, 128, 64, 2, 256)),
+        ("overheads", overheads),
+    ]
+    for name, job in jobs:
+        if args.only and name not in args.only.split(","):
+            continue
+        try:
+            job()
+        except Exception as e:  # keep going: one failure must not hide the other numbers
+            print(f"{name}: FAILED {type(e).__name__}: {str(e)[:500]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""The newer reference style: unannotated tensor parameters, `T.const` sizes and annotation
+statements in the body; `.compile(M=..., ...)` by name without tensors."""
+
+import torch
+
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def matmul(A, B, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float32):
+    M, N, K = T.const("M, N, K")
+
+    A: T.Tensor((M, K), dtype)
+    B: T.Tensor((K, N), dtype)
+    C = T.empty((M, N), dtype)
+
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+        A_shared = T.alloc_shared((block_M, block_K), dtype)
+        B_shared = T.alloc_shared((block_K, block_N), dtype)
+        C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+
+        T.clear(C_local)
+        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+            T.copy(A[by * block_M, k * block_K], A_shared)
+            T.copy(B[k * block_K, bx * block_N], B_shared)
+            T.gemm(A_shared, B_shared, C_local)
+
+        T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return C
+
+
+def ref(a, b):
+    return (a.float() @ b.float()).half()
+
+
+def test_quickstart_compile_by_name_then_call_kernel():
+    kernel = matmul.compile(M=128, N=96, K=64, block_M=64, block_N=32, block_K=32)
+    assert isinstance(kernel, tilelang.JITKernel)
+    p = kernel.prim_func.params
+    assert [b.name for b in p] == ["A", "B", "C"]
+    assert p[0].shape == (128, 64) and p[1].shape == (64, 96) and p[2].shape == (128, 96)
+    a = torch.randn(128, 64, dtype=torch.float16)
+    b = torch.randn(64, 96, dtype=torch.float16)
+    torch.testing.assert_close(kernel(a, b), ref(a, b), rtol=1e-2, atol=1e-2)
+
+
+def test_call_with_tensors_binds_consts_from_annotations():
+    start = matmul.trace_count
+    a = torch.randn(64, 32, dtype=torch.float16)
+    b = torch.randn(32, 96, dtype=torch.float16)
+    torch.testing.assert_close(matmul(a, b, 32, 32, 32), ref(a, b), rtol=1e-2, atol=1e-2)
+    assert matmul.trace_count == start + 2  # phase 1 (which dims bind M, N, K) + phase 2
+    a2 = torch.randn(64, 32, dtype=torch.float16)
+    torch.testing.assert_close(matmul(a2, b, 32, 32, 32), ref(a2, b), rtol=1e-2, atol=1e-2)
+    assert matmul.trace_count == start + 2
+    a3 = torch.randn(32, 32, dtype=torch.float16)  # M changes: phase 2 only
+    torch.testing.assert_close(matmul(a3, b, 32, 32, 32), ref(a3, b), rtol=1e-2, atol=1e-2)
+    assert matmul.trace_count == start + 3
+    tir = matmul.get_tir(a3, b, 32, 32, 32)
+    assert "A: T.Tensor((32, 32)" in str(tir) and "C: T.Tensor((32, 96)" in str(tir)
+
+
+def test_par_compile_placeholders_newstyle():
+    cfgs = [{"A": T.Tensor((64, 64), T.float16), "B": T.Tensor((64, 32), T.float16),
+             "block_M": bm, "block_N": 32, "block_K": 32} for bm in (32, 64)]
+    kernels = matmul.par_compile(cfgs)
+    assert [k.prim_func.params[2].shape for k in kernels] == [(64, 32), (64, 32)]
+    a = torch.randn(64, 64, dtype=torch.float16)
+    b = torch.randn(64, 32, dtype=torch.float16)
+    traces = matmul.trace_count
+    for bm, k in zip((32, 64), kernels):
+        torch.testing.assert_close(k(a, b), ref(a, b), rtol=1e-2, atol=1e-2)
+        assert matmul.compile(a, b, bm, 32, 32) is k  # the call path finds them cached
+    assert matmul.trace_count == traces
+
+
+def test_derived_dims_dyn_and_strided_annotation_statements():
+    @tilelang.jit
+    def rowsum_pairs(A, S, block: int = 4):
+        M, K = T.const("M, K")
+        A: T.Tensor[[M, K], T.float32]
+        S: T.Tensor[[M, T.ceildiv(K, 2)], T.float32]  # derived: checked, not keyed
+        with T.Kernel(T.ceildiv(M, block), threads=32) as bx:
+            for i, j in T.Parallel(block, T.ceildiv(K, 2)):
+                S[bx * block + i, j] = A[bx * block + i, 2 * j] + A[bx * block + i, 2 * j + 1]
+
+    a = torch.randn(8, 6)
+    s = torch.zeros(8, 3)
+    assert rowsum_pairs(a, s) is None
+    torch.testing.assert_close(s, a[:, 0::2] + a[:, 1::2])
+
+    @tilelang.jit
+    def copy_dyn(A, B):
+        N = T.const("N")
+        A: T.StridedTensor[[N, T.dyn], [T.dyn, 1], T.float32]
+        B: T.Tensor[[N, T.dyn], T.float32]
+        M0, M1 = A.shape
+        with T.Kernel(1, threads=32) as _:
+            for i, j in T.Parallel(N, M1):
+                B[i, j] = A[i, j]
+
+    base = torch.randn(4, 10)
+    for width in (3, 7):
+        view = base[:, :width]  # row stride 10, not contiguous
+        out = torch.zeros(4, width)
+        copy_dyn(view, out)
+        torch.testing.assert_close(out, view)
+    assert copy_dyn.trace_count == 2  # phase 1 + one specialisation for both widths

@@ -1,0 +1,157 @@
+// tl/barrier.cuh — mbarriers, proxy fences, named barriers and cluster barriers (HARDWARE §8).
+//
+// mbarrier (an 8-byte-aligned uint64_t in shared memory):
+//   tl::mbarrier_init(bar, count)                 count in [1, 2^20-1]                sm_80
+//   tl::mbarrier_arrive(bar)                      arrive(1), release.cta              sm_80
+//   tl::mbarrier_arrive_cnt(bar, n)               arrive(n)                           sm_90
+//   tl::mbarrier_arrive_expect_tx(bar, bytes)     expect-tx(bytes) then arrive(1)     sm_90
+//   tl::mbarrier_expect_tx(bar, bytes)            expect-tx only                      sm_90
+//   tl::mbarrier_arrive_remote(bar, cta_rank)     arrive on the same barrier in another CTA
+//                                                 of the cluster (mapa + release.cluster) sm_90
+//   tl::mbarrier_test_wait_parity(bar, parity)    non-blocking test                    sm_80
+//   tl::mbarrier_try_wait_parity(bar, parity)     may block a while; may return false  sm_90
+//   tl::mbarrier_wait(bar, parity)                loops until the phase of `parity` completed
+//   tl::mbarrier_inval(bar)                                                              sm_80
+// Parity rule: waiting on parity P returns once the phase with parity P has completed; a
+// fresh barrier reports parity 1 as complete (consumers start at 0, producers at 1).
+//
+// Fences and barriers:
+//   tl::fence_proxy_async()         fence.proxy.async.shared::cta: generic smem writes ->
+//                                   visible to TMA stores / wgmma (each writing thread)  sm_90
+//   tl::fence_mbarrier_init()       fence.mbarrier_init.release.cluster                    sm_90
+//   tl::fence_view_async_shared()   alias of fence_proxy_async                             sm_90
+//   tl::named_barrier_sync(id, n)   bar.sync id, n   (n threads, a multiple of 32; id 1..15,
+//                                   0 is __syncthreads)
+//   tl::named_barrier_arrive(id, n) bar.arrive id, n
+//   tl::cluster_arrive() / cluster_wait() / cluster_sync()  barrier.cluster                sm_90
+//   tl::cluster_ctarank(), tl::cluster_size()                                              sm_90
+#pragma once
+#include "common.cuh"
+
+namespace tl {
+
+TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+
+TL_DEVICE void mbarrier_inval(uint64_t* bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+TL_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+#if TL_HAVE_SM90
+TL_DEVICE void mbarrier_arrive_cnt(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(count)
+               : "memory");
+}
+
+TL_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+TL_DEVICE bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+
+// Arrive on the barrier at the same shared offset in CTA `cta_rank` of this cluster.
+TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t cta_rank) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\t"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
+          smem_addr(bar)),
+      "r"(cta_rank)
+      : "memory");
+}
+
+TL_DEVICE void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+TL_DEVICE void fence_view_async_shared() { fence_proxy_async(); }
+
+TL_DEVICE void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+TL_DEVICE void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+TL_DEVICE void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+TL_DEVICE void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+TL_DEVICE uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+TL_DEVICE uint32_t cluster_size() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+#endif  // TL_HAVE_SM90
+
+// Block until the phase with parity `parity` has completed (try_wait on sm_90, test_wait
+// before). try_wait may time out and return false, hence the loop (HARDWARE §8).
+TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+#if TL_SM90
+  asm volatile(
+      "{\n\t.reg .pred p;\n"
+      "TL_WAIT:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+      "@!p bra TL_WAIT;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+#else
+  while (!mbarrier_test_wait_parity(bar, parity)) {
+  }
+#endif
+}
+
+// bar.sync / bar.arrive on barrier `id` for `count` threads (a multiple of the warp size).
+TL_DEVICE void named_barrier_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+TL_DEVICE void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+}  // namespace tl

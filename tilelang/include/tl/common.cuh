@@ -1,0 +1,263 @@
+// tl/common.cuh — types, macros and conversions every other header builds on.
+//
+// Provides:
+//   TL_DEVICE / TL_HOST_DEVICE        inline qualifiers for device helpers
+//   TL_SM90 / TL_SM90A                1 when compiling device code for sm_90+ / sm_90a
+//   half_t, bfloat16_t, fp8_e4_t, fp8_e5_t   (global and in tl::) = __half, __nv_bfloat16,
+//                                     __nv_fp8_e4m3, __nv_fp8_e5m2
+//   int8_t..uint64_t                  (NVRTC has no <cstdint>; defined here under __CUDACC_RTC__)
+//   tl::bit_cast<To>(x)               same-size reinterpretation
+//   tl::cast<To>(x)                   value conversion between every scalar type (round to
+//                                     nearest even; fp8 saturates to the largest finite value)
+//   tl::vec<T, N>                     N elements of T, aligned for one vector access
+//   packed conversions                float2 <-> half2 / bfloat162, float2 -> fp8x2
+//   tl::device_assert(cond, msg)      prints and traps when cond is false
+//   tl::TensorMap                     the 128-byte CUtensorMap, for __grid_constant__ params
+#pragma once
+
+#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
+#else
+#include <cstdint>
+#include <cstdio>   // printf (NVRTC declares it built in)
+#include <cstring>  // memcpy
+#endif
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <math_constants.h>
+
+#define TL_DEVICE __device__ __forceinline__
+#define TL_HOST_DEVICE __host__ __device__ __forceinline__
+#define TL_COMMA ,  // a comma inside one macro argument
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TL_SM90 1
+#else
+#define TL_SM90 0
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TL_SM90A 1
+#else
+#define TL_SM90A 0
+#endif
+// Device-only helpers that need an architecture are defined when compiling device code for it,
+// and also in nvcc's host pass (which parses kernels but emits no device code).
+#if !defined(__CUDA_ARCH__) || TL_SM90
+#define TL_HAVE_SM90 1
+#else
+#define TL_HAVE_SM90 0
+#endif
+#if !defined(__CUDA_ARCH__) || TL_SM90A
+#define TL_HAVE_SM90A 1
+#else
+#define TL_HAVE_SM90A 0
+#endif
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+#define TL_HAVE_SM89 1
+#else
+#define TL_HAVE_SM89 0
+#endif
+
+using half_t = __half;
+using bfloat16_t = __nv_bfloat16;
+using fp8_e4_t = __nv_fp8_e4m3;
+using fp8_e5_t = __nv_fp8_e5m2;
+
+namespace tl {
+
+using ::half_t;
+using ::bfloat16_t;
+using ::fp8_e4_t;
+using ::fp8_e5_t;
+
+// ---- minimal type traits (NVRTC has no <type_traits> without the CCCL headers) ------------
+template <class A, class B> struct is_same { static constexpr bool value = false; };
+template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+template <class A, class B> inline constexpr bool is_same_v = is_same<A, B>::value;
+
+template <class T> struct is_integral { static constexpr bool value = false; };
+#define TL_INTEGRAL_(T) template <> struct is_integral<T> { static constexpr bool value = true; };
+TL_INTEGRAL_(bool) TL_INTEGRAL_(char) TL_INTEGRAL_(signed char) TL_INTEGRAL_(unsigned char)
+TL_INTEGRAL_(short) TL_INTEGRAL_(unsigned short) TL_INTEGRAL_(int) TL_INTEGRAL_(unsigned int)
+TL_INTEGRAL_(long) TL_INTEGRAL_(unsigned long) TL_INTEGRAL_(long long)
+TL_INTEGRAL_(unsigned long long)
+#undef TL_INTEGRAL_
+template <class T> inline constexpr bool is_integral_v = is_integral<T>::value;
+template <class T> inline constexpr bool is_signed_int_v =
+    is_integral_v<T> && (T(-1) < T(0));
+
+template <bool B, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { using type = T; };
+template <bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
+
+template <class T> inline constexpr bool is_fp8_v =
+    is_same_v<T, fp8_e4_t> || is_same_v<T, fp8_e5_t>;
+template <class T> inline constexpr bool is_half_v = is_same_v<T, half_t>;
+template <class T> inline constexpr bool is_bf16_v = is_same_v<T, bfloat16_t>;
+
+// ---- reinterpretation ------------------------------------------------------------------------
+template <class To, class From>
+TL_HOST_DEVICE To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "tl::bit_cast: types must have the same size");
+  To to;
+  memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+// ---- value conversion ------------------------------------------------------------------------
+namespace detail {
+// Every scalar to float / double (16- and 8-bit floats widen exactly).
+TL_DEVICE float to_float(float x) { return x; }
+TL_DEVICE float to_float(double x) { return (float)x; }
+TL_DEVICE float to_float(half_t x) { return __half2float(x); }
+TL_DEVICE float to_float(bfloat16_t x) { return __bfloat162float(x); }
+TL_DEVICE float to_float(fp8_e4_t x) { return (float)x; }
+TL_DEVICE float to_float(fp8_e5_t x) { return (float)x; }
+template <class T, enable_if_t<is_integral_v<T>, int> = 0>
+TL_DEVICE float to_float(T x) { return (float)x; }
+
+template <class T> TL_DEVICE double to_double(T x) {
+  if constexpr (is_integral_v<T> || is_same_v<T, double> || is_same_v<T, float>) {
+    return (double)x;
+  } else {
+    return (double)to_float(x);
+  }
+}
+
+template <class T> TL_DEVICE half_t to_half(T x) {
+  if constexpr (is_same_v<T, float>) return __float2half_rn(x);
+  else if constexpr (is_same_v<T, double>) return __double2half(x);
+  else if constexpr (is_same_v<T, bool>) return __float2half_rn(x ? 1.0f : 0.0f);
+  else if constexpr (is_signed_int_v<T> && sizeof(T) <= 4) return __int2half_rn((int)x);
+  else if constexpr (is_integral_v<T> && sizeof(T) <= 4) return __uint2half_rn((unsigned)x);
+  else if constexpr (is_signed_int_v<T>) return __ll2half_rn((long long)x);
+  else if constexpr (is_integral_v<T>) return __ull2half_rn((unsigned long long)x);
+  else return __float2half_rn(to_float(x));  // bf16 / fp8: float holds them exactly
+}
+
+template <class T> TL_DEVICE bfloat16_t to_bf16(T x) {
+  if constexpr (is_same_v<T, float>) return __float2bfloat16_rn(x);
+  else if constexpr (is_same_v<T, double>) return __double2bfloat16(x);
+  else if constexpr (is_same_v<T, bool>) return __float2bfloat16_rn(x ? 1.0f : 0.0f);
+  else if constexpr (is_signed_int_v<T> && sizeof(T) <= 4) return __int2bfloat16_rn((int)x);
+  else if constexpr (is_integral_v<T> && sizeof(T) <= 4) return __uint2bfloat16_rn((unsigned)x);
+  else if constexpr (is_signed_int_v<T>) return __ll2bfloat16_rn((long long)x);
+  else if constexpr (is_integral_v<T>) return __ull2bfloat16_rn((unsigned long long)x);
+  else return __float2bfloat16_rn(to_float(x));
+}
+}  // namespace detail
+
+// tl::cast<To>(x): the conversion the IR's Cast node means.
+template <class To, class From>
+TL_DEVICE To cast(From x) {
+  if constexpr (is_same_v<To, From>) {
+    return x;
+  } else if constexpr (is_same_v<To, bool>) {
+    return detail::to_float(x) != 0.0f;
+  } else if constexpr (is_same_v<To, half_t>) {
+    return detail::to_half(x);
+  } else if constexpr (is_same_v<To, bfloat16_t>) {
+    return detail::to_bf16(x);
+  } else if constexpr (is_fp8_v<To>) {
+    if constexpr (is_same_v<From, double>) return To(x);
+    else if constexpr (is_same_v<From, half_t> || is_same_v<From, bfloat16_t>) return To(x);
+    else return To(detail::to_float(x));  // constructors round to nearest, saturate (finite)
+  } else if constexpr (is_same_v<To, double>) {
+    return detail::to_double(x);
+  } else if constexpr (is_same_v<To, float>) {
+    return detail::to_float(x);
+  } else {
+    static_assert(is_integral_v<To>, "tl::cast: unsupported destination type");
+    if constexpr (is_integral_v<From> || is_same_v<From, float> || is_same_v<From, double>) {
+      return (To)x;
+    } else {
+      return (To)detail::to_float(x);  // C semantics: truncate toward zero
+    }
+  }
+}
+
+// ---- packed conversions ---------------------------------------------------------------------
+TL_DEVICE __half2 float2_to_half2(float2 v) { return __float22half2_rn(v); }
+TL_DEVICE float2 half2_to_float2(__half2 v) { return __half22float2(v); }
+TL_DEVICE __nv_bfloat162 float2_to_bf162(float2 v) { return __float22bfloat162_rn(v); }
+TL_DEVICE float2 bf162_to_float2(__nv_bfloat162 v) { return __bfloat1622float2(v); }
+// Two floats -> one 32-bit register of two f16/bf16 (lower index in the low half), the
+// fragment element order of mma/ldmatrix (HARDWARE §1).
+TL_DEVICE uint32_t pack_half2(float lo, float hi) {
+  return bit_cast<uint32_t>(__floats2half2_rn(lo, hi));
+}
+TL_DEVICE uint32_t pack_bf162(float lo, float hi) {
+  return bit_cast<uint32_t>(__floats2bfloat162_rn(lo, hi));
+}
+// Two floats -> two fp8 in 16 bits (saturating to finite), and back.
+TL_DEVICE uint16_t float2_to_fp8x2_e4m3(float2 v) {
+  return (uint16_t)__nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E4M3);
+}
+TL_DEVICE uint16_t float2_to_fp8x2_e5m2(float2 v) {
+  return (uint16_t)__nv_cvt_float2_to_fp8x2(v, __NV_SATFINITE, __NV_E5M2);
+}
+TL_DEVICE float2 fp8x2_e4m3_to_float2(uint16_t v) {
+  return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(v, __NV_E4M3)));
+}
+TL_DEVICE float2 fp8x2_e5m2_to_float2(uint16_t v) {
+  return __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(v, __NV_E5M2)));
+}
+
+// ---- vectors ------------------------------------------------------------------------------
+namespace detail {
+TL_HOST_DEVICE constexpr int vec_align(int bytes) {
+  int a = bytes & -bytes;  // largest power of two dividing the size
+  return a > 16 ? 16 : a;
+}
+}  // namespace detail
+
+// N elements of T; aligned so that a power-of-two size up to 16 B is one memory access.
+template <class T, int N>
+struct alignas(detail::vec_align(sizeof(T) * N)) vec {
+  static_assert(N >= 1, "tl::vec needs at least one element");
+  T data[N];
+  TL_HOST_DEVICE T& operator[](int i) { return data[i]; }
+  TL_HOST_DEVICE const T& operator[](int i) const { return data[i]; }
+};
+
+template <class T, int N>
+TL_DEVICE vec<T, N> broadcast(T x) {
+  vec<T, N> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) r.data[i] = x;
+  return r;
+}
+
+// ---- misc ---------------------------------------------------------------------------------
+TL_DEVICE void device_assert(bool cond, const char* msg) {
+  if (!cond) {
+    printf("Device assertion failed: %s (block (%d, %d, %d), thread (%d, %d, %d))\n", msg,
+           (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z, (int)threadIdx.x,
+           (int)threadIdx.y, (int)threadIdx.z);
+    __trap();
+  }
+}
+
+// Shared-window address of a pointer into shared memory (the operand of PTX .shared forms).
+TL_DEVICE uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The 128-byte opaque TMA descriptor (CUtensorMap), passed by value as a kernel parameter:
+//   __global__ void k(const __grid_constant__ tl::TensorMap desc)
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+static_assert(sizeof(TensorMap) == 128, "tl::TensorMap must be 128 bytes");
+
+}  // namespace tl

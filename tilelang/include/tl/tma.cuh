@@ -1,0 +1,129 @@
+// tl/tma.cuh — TMA (cp.async.bulk.tensor) and bulk copies, sm_90 (HARDWARE §7).
+//
+// `desc` is the generic address of a `const __grid_constant__ tl::TensorMap` kernel parameter
+// (&param). Coordinates are element indices, innermost dimension first (c0 = dim 0); they may
+// be negative or past the end on loads (out-of-bounds elements are filled).
+//
+//   tl::tma_load(desc, bar, smem_dst, c0[, c1 .. c4])          1-5 D; completes `bytes` on
+//                                                             the mbarrier `bar`
+//   tl::tma_load_multicast(desc, bar, smem_dst, cta_mask, c0[, .. c4])
+//   tl::tma_store(desc, smem_src, c0[, .. c4])                 bulk-group store
+//   tl::tma_store_add(desc, smem_src, c0[, .. c4])             element-wise add into global
+//   tl::tma_store_arrive()                                     cp.async.bulk.commit_group
+//   tl::tma_store_wait<N>()                                    wait_group.read N (smem reusable)
+//   tl::tma_store_wait_complete<N>()                           wait_group N (writes visible)
+//   tl::prefetch_tma_descriptor(desc)                          prefetch.tensormap
+//   tl::bulk_load(smem_dst, gmem_src, bytes, bar)              non-tensor bulk copy to smem
+//   tl::bulk_store(gmem_dst, smem_src, bytes)                  non-tensor bulk copy to global
+//
+// Caller's duties: smem 128-byte aligned (1024 with 128B swizzle), the expected tx bytes on
+// `bar` equal the full box bytes of every load landing on it in the phase, generic smem writes
+// fenced with tl::fence_proxy_async() + a barrier before a store, and tma_store_wait before
+// the source buffer is reused or the kernel exits.
+#pragma once
+#include "common.cuh"
+
+namespace tl {
+
+#if TL_HAVE_SM90
+
+#define TL_TMA_LOAD_(DIMS, PARAMS, COORDS, ...)                                             \
+  TL_DEVICE void tma_load(const void* desc, uint64_t* bar, void* smem_dst, PARAMS) {        \
+    asm volatile("cp.async.bulk.tensor." #DIMS                                              \
+                 "d.shared::cluster.global.mbarrier::complete_tx::bytes"                    \
+                 " [%0], [%1, {" COORDS "}], [%2];\n" ::"r"(smem_addr(smem_dst)),           \
+                 "l"(desc), "r"(smem_addr(bar)), __VA_ARGS__                                \
+                 : "memory");                                                               \
+  }
+#define TL_TMA_MCAST_(DIMS, PARAMS, COORDS, ...)                                            \
+  TL_DEVICE void tma_load_multicast(const void* desc, uint64_t* bar, void* smem_dst,        \
+                                    uint16_t cta_mask, PARAMS) {                            \
+    asm volatile("cp.async.bulk.tensor." #DIMS                                              \
+                 "d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster" \
+                 " [%0], [%1, {" COORDS "}], [%2], %3;\n" ::"r"(smem_addr(smem_dst)),       \
+                 "l"(desc), "r"(smem_addr(bar)), "h"(cta_mask), __VA_ARGS__                 \
+                 : "memory");                                                               \
+  }
+#define TL_TMA_STORE_(NAME, OP, DIMS, PARAMS, COORDS, ...)                                  \
+  TL_DEVICE void NAME(const void* desc, const void* smem_src, PARAMS) {                     \
+    asm volatile(OP "." #DIMS "d.global.shared::cta" OP_SUFFIX_##NAME                        \
+                 " [%0, {" COORDS "}], [%1];\n" ::"l"(desc), "r"(smem_addr(smem_src)),      \
+                 __VA_ARGS__                                                                \
+                 : "memory");                                                               \
+  }
+#define OP_SUFFIX_tma_store ".bulk_group"
+#define OP_SUFFIX_tma_store_add ".add.tile.bulk_group"
+
+TL_TMA_LOAD_(1, int c0, "%3", "r"(c0))
+TL_TMA_LOAD_(2, int c0 TL_COMMA int c1, "%3, %4", "r"(c0), "r"(c1))
+TL_TMA_LOAD_(3, int c0 TL_COMMA int c1 TL_COMMA int c2, "%3, %4, %5", "r"(c0), "r"(c1),
+             "r"(c2))
+TL_TMA_LOAD_(4, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3, "%3, %4, %5, %6",
+             "r"(c0), "r"(c1), "r"(c2), "r"(c3))
+TL_TMA_LOAD_(5, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3 TL_COMMA int c4,
+             "%3, %4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4))
+
+TL_TMA_MCAST_(1, int c0, "%4", "r"(c0))
+TL_TMA_MCAST_(2, int c0 TL_COMMA int c1, "%4, %5", "r"(c0), "r"(c1))
+TL_TMA_MCAST_(3, int c0 TL_COMMA int c1 TL_COMMA int c2, "%4, %5, %6", "r"(c0), "r"(c1),
+              "r"(c2))
+TL_TMA_MCAST_(4, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3, "%4, %5, %6, %7",
+              "r"(c0), "r"(c1), "r"(c2), "r"(c3))
+TL_TMA_MCAST_(5, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3 TL_COMMA int c4,
+              "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4))
+
+#define TL_TMA_STORES_(NAME, OP)                                                             \
+  TL_TMA_STORE_(NAME, OP, 1, int c0, "%2", "r"(c0))                                          \
+  TL_TMA_STORE_(NAME, OP, 2, int c0 TL_COMMA int c1, "%2, %3", "r"(c0), "r"(c1))             \
+  TL_TMA_STORE_(NAME, OP, 3, int c0 TL_COMMA int c1 TL_COMMA int c2, "%2, %3, %4", "r"(c0),  \
+                "r"(c1), "r"(c2))                                                            \
+  TL_TMA_STORE_(NAME, OP, 4, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3,         \
+                "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3))                        \
+  TL_TMA_STORE_(NAME, OP, 5,                                                                 \
+                int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3 TL_COMMA int c4,      \
+                "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4))
+TL_TMA_STORES_(tma_store, "cp.async.bulk.tensor")
+TL_TMA_STORES_(tma_store_add, "cp.reduce.async.bulk.tensor")
+
+#undef TL_TMA_STORES_
+#undef TL_TMA_LOAD_
+#undef TL_TMA_MCAST_
+#undef TL_TMA_STORE_
+#undef OP_SUFFIX_tma_store
+#undef OP_SUFFIX_tma_store_add
+
+TL_DEVICE void tma_store_arrive() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+template <int N>
+TL_DEVICE void tma_store_wait() {
+  static_assert(N >= 0, "tma_store_wait needs N >= 0");
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+template <int N>
+TL_DEVICE void tma_store_wait_complete() {
+  static_assert(N >= 0, "tma_store_wait_complete needs N >= 0");
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+TL_DEVICE void prefetch_tma_descriptor(const void* desc) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(desc) : "memory");
+}
+
+// cp.async.bulk (no tensor map): `bytes` a multiple of 16, both addresses 16-byte aligned.
+TL_DEVICE void bulk_load(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+      ::"r"(smem_addr(smem_dst)), "l"(gmem_src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
+TL_DEVICE void bulk_store(void* gmem_dst, const void* smem_src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem_dst),
+               "r"(smem_addr(smem_src)), "r"(bytes)
+               : "memory");
+}
+
+#endif  // TL_HAVE_SM90
+
+}  // namespace tl

@@ -1,0 +1,421 @@
+"""Statement execution: compiles a `PrimFunc` body once into closures `fn(ctx, mask) -> mask`
+and runs it.
+
+A statement closure receives the mask of active lanes (`lanes.py`) and returns the lanes that
+continue normally after it: `break` and `continue` remove lanes (a `break` also records them in
+the innermost loop's break mask, so the loop drops them for its remaining iterations), `if` on
+a lane-dependent condition runs both branches under complementary masks and merges what comes
+out. With uniform conditions everything stays scalar and no masks are built.
+
+Execution model (SEMANTICS §0): kernels run in order; the blocks of a grid one after another,
+blockIdx.x fastest; block-level statements run in the thread space (one lane per thread);
+`T.Parallel` nests run in a parallel space (one lane per iteration); serial, unrolled,
+vectorised and pipelined loops are Python loops; tile ops run once per block (`tileops.py`).
+Fresh shared, fragment and `T.alloc_local` memory is poisoned (`numerics.poison_value`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import nodes as ir
+from .evaluate import ExprCompiler
+from .intrinsics import compile_call
+from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
+from .memory import LocalStore, store_array
+from .numerics import const_value, poison_value
+from .printing import compile_print
+from .tileops import compile_tile_op, uniform_int, uniform_value
+
+__all__ = ["Program"]
+
+_TILE_OPS = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
+_SERIAL_KINDS = ("serial", "unroll", "vectorized", "pipelined")
+
+
+def _passthrough(ctx, mask):
+    return mask
+
+
+class Program(ExprCompiler):
+    """A compiled PrimFunc: `run(bufs, env)` executes it on numpy storage."""
+
+    def __init__(self, func: ir.PrimFunc):
+        super().__init__()
+        self.func = func
+        self._spaces: dict = {}
+        self._aranges: dict = {}
+        self.body = self.stmt(func.body)
+
+    # ---- entry -------------------------------------------------------------------------------
+    def run(self, bufs: dict, env: dict):
+        host = LaneSpace("host", (1,))
+        ctx = Ctx(env, bufs, host, self.func.name)
+        with np.errstate(all="ignore"):
+            self.body(ctx, None)
+
+    def stmt(self, s):
+        method = getattr(self, "_s_" + type(s).__name__, None)
+        if method is None:
+            if isinstance(s, _TILE_OPS):
+                return compile_tile_op(self, s)
+            raise NotImplementedError(f"the CPU interpreter cannot execute "
+                                      f"{type(s).__name__} statements")
+        return method(s)
+
+    # ---- structure ---------------------------------------------------------------------------
+    def _flatten(self, s):
+        """Closures of a statement list, with let bindings and allocations lifted out of the
+        nesting the builder gives them (`let x = v in (rest...)`): Vars and buffers are unique
+        objects, so binding in sequence is equivalent, and long unrolled bodies with hundreds
+        of lets do not recurse hundreds of levels deep."""
+        out, stack = [], [s]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ir.Seq):
+                stack.extend(reversed(node.stmts))
+            elif isinstance(node, ir.LetStmt):
+                out.append(self._let(node))
+                stack.append(node.body)
+            elif isinstance(node, ir.Allocate):
+                out.append(self._allocate(node))
+                stack.append(node.body)
+            else:
+                out.append(self.stmt(node))
+        return out
+
+    def _s_Seq(self, s):
+        fns = self._flatten(s)
+        if not fns:
+            return _passthrough
+        if len(fns) == 1:
+            return fns[0]
+
+        def f(ctx, mask):
+            for fn in fns:
+                mask = fn(ctx, mask)
+                if mask is EMPTY:
+                    return EMPTY
+            return mask
+        return f
+
+    def _s_Evaluate(self, s):
+        e = s.value
+        if isinstance(e, ir.Call):
+            fn = compile_call(self, e, want_value=False)
+        else:
+            fn = self.expr(e)
+        loc = s.loc
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            fn(ctx)
+            return mask
+        return f
+
+    def _s_Store(self, s):
+        buf = s.buffer
+        fidx = [self.expr(i) for i in s.indices]
+        fval = self.as_type(s.value, buf.dtype)
+        is_global = buf.scope == "global"
+        loc = s.loc
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            try:
+                st = ctx.bufs[buf]
+            except KeyError:
+                raise fail(ctx, NameError, f"buffer {buf.name} is not allocated here") from None
+            idx = tuple([fi(ctx) for fi in fidx])
+            val = fval(ctx)
+            if isinstance(st, LocalStore):
+                st.store(ctx, idx, val, mask)
+            else:
+                store_array(ctx, st, buf, idx, val, mask, is_global)
+            return mask
+        return f
+
+    _s_LetStmt = _s_Seq
+    _s_Allocate = _s_Seq
+
+    def _let(self, s):
+        """Binds the let's Var (its body is compiled by `_flatten`)."""
+        var, fv, loc = s.var, self.expr(s.value), s.loc
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            ctx.env[var] = fv(ctx)
+            return mask
+        return f
+
+    def _allocate(self, s):
+        """Creates the thread-private storage (its body is compiled by `_flatten`)."""
+        buf, loc = s.buffer, s.loc
+        npdt = buf.dtype.numpy
+        shape = tuple(buf.shape)
+        static = all(isinstance(d, int) for d in shape)
+        fshape = None if static else [self.expr(d) if not isinstance(d, int) else d
+                                      for d in shape]
+        finit = self.as_type(s.init, buf.dtype) if s.init is not None else None
+        poison = poison_value(buf.dtype)
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            shp = shape if static else tuple(
+                d if isinstance(d, int) else uniform_int(ctx, d(ctx), f"{buf.name} shape")
+                for d in fshape)
+            if finit is None:
+                ctx.bufs[buf] = LocalStore(buf, ctx.space, np.full(shp, poison, npdt))
+            else:
+                v = finit(ctx)
+                if type(v) is np.ndarray and v.ndim:
+                    st = LocalStore(buf, ctx.space, np.full(shp, poison, npdt))
+                    st.store(ctx, (np.int32(0),) * len(shp), v, None)
+                else:
+                    st = LocalStore(buf, ctx.space, np.full(shp, v, npdt))
+                ctx.bufs[buf] = st
+            return mask
+        return f
+
+    # ---- control flow --------------------------------------------------------------------------
+    def _s_If(self, s):
+        fc = self.as_type(s.cond, ir.BOOL)
+        ft = self.stmt(s.then_body)
+        fe = self.stmt(s.else_body) if s.else_body is not None else None
+        loc = s.loc
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            c = fc(ctx)
+            if type(c) is not np.ndarray or c.ndim == 0:
+                if c:
+                    return ft(ctx, mask)
+                return fe(ctx, mask) if fe is not None else mask
+            tm, em = mask_and(mask, c), mask_andnot(mask, c)
+            out_t = ft(ctx, tm) if tm is not EMPTY else EMPTY
+            if em is EMPTY:
+                out_e = EMPTY
+            else:
+                out_e = fe(ctx, em) if fe is not None else em
+            return mask_or(out_t, out_e)
+        return f
+
+    def _s_Break(self, s):
+        def f(ctx, mask):
+            ctx.brk[-1] = mask_or(ctx.brk[-1], mask)
+            return EMPTY
+        return f
+
+    def _s_Continue(self, s):
+        return lambda ctx, mask: EMPTY
+
+    @staticmethod
+    def _after_iteration(ctx, m):
+        """Drop the lanes that broke out during this iteration."""
+        b = ctx.brk[-1]
+        if b is EMPTY:
+            return m
+        ctx.brk[-1] = EMPTY
+        return EMPTY if b is None else mask_andnot(m, b)
+
+    def _s_For(self, s):
+        if s.kind == "parallel":
+            return self._parallel(s)
+        if s.kind not in _SERIAL_KINDS:
+            raise NotImplementedError(f"the CPU interpreter has no `{s.kind}` loops")
+        var, step, loc = s.var, int(s.step), s.loc
+        fstart, fext = self.expr(s.start), self.expr(s.extent)
+        body = self.stmt(s.body)
+        vtype = var.dtype.numpy.type
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            start, ext = fstart(ctx), fext(ctx)
+            env = ctx.env
+            ctx.brk.append(EMPTY)
+            m = mask
+            try:
+                if type(ext) is not np.ndarray and type(start) is not np.ndarray:
+                    start = int(start)
+                    for k in range(int(ext)):
+                        env[var] = vtype(start + k * step)
+                        body(ctx, m)
+                        m = self._after_iteration(ctx, m)
+                        if m is EMPTY:
+                            break
+                    return mask
+                # lane-dependent trip count: run to the longest, masking finished lanes
+                ext_a = np.asarray(ext)
+                live = ext_a if mask is None else np.where(mask, ext_a, 0)
+                n = int(np.max(live)) if np.size(live) else 0
+                for k in range(n):
+                    mk = mask_and(m, ext_a > k)
+                    if mk is EMPTY:
+                        break
+                    env[var] = (start + k * step).astype(var.dtype.numpy) if type(
+                        start) is np.ndarray else vtype(int(start) + k * step)
+                    body(ctx, mk)
+                    m = self._after_iteration(ctx, m)
+                    if m is EMPTY:
+                        break
+                return mask
+            finally:
+                ctx.brk.pop()
+        return f
+
+    def _s_While(self, s):
+        fc = self.as_type(s.cond, ir.BOOL)
+        body, loc = self.stmt(s.body), s.loc
+
+        def f(ctx, mask):
+            ctx.brk.append(EMPTY)
+            m = mask
+            try:
+                while True:
+                    ctx.mask = m
+                    ctx.loc = loc
+                    m = mask_and(m, fc(ctx))
+                    if m is EMPTY:
+                        break
+                    body(ctx, m)
+                    m = self._after_iteration(ctx, m)
+                    if m is EMPTY:
+                        break
+            finally:
+                ctx.brk.pop()
+            return mask
+        return f
+
+    def _s_Assert(self, s):
+        fc = self.as_type(s.cond, ir.BOOL)
+        loc, text = s.loc, s.message or f"device assertion failed: {s.cond}"
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            c = fc(ctx)
+            if type(c) is np.ndarray and c.ndim:
+                bad = np.logical_not(c)
+                failed = (bad if mask is None else np.logical_and(bad, mask)).any()
+            else:
+                failed = not c
+            if failed:
+                raise fail(ctx, AssertionError, text)
+            return mask
+        return f
+
+    def _s_Print(self, s):
+        return compile_print(self, s)
+
+    # ---- T.Parallel ----------------------------------------------------------------------------
+    def _space(self, shape):
+        sp = self._spaces.get(shape)
+        if sp is None:
+            sp = self._spaces[shape] = LaneSpace("parallel", shape)
+        return sp
+
+    def _loop_values(self, var, start, step, n, d, nd):
+        key = (var.dtype, start, step, n, d, nd)
+        v = self._aranges.get(key)
+        if v is None:
+            v = (start + step * np.arange(n)).astype(var.dtype.numpy)
+            v = v.reshape((1,) * d + (n,) + (1,) * (nd - d - 1))
+            v.setflags(write=False)
+            self._aranges[key] = v
+        return v
+
+    def _parallel(self, s):
+        loops = [s]
+        while isinstance(loops[-1].body, ir.For) and loops[-1].body.kind == "parallel":
+            loops.append(loops[-1].body)
+        vars_ = [lp.var for lp in loops]
+        fstarts = [self.expr(lp.start) for lp in loops]
+        fexts = [self.expr(lp.extent) for lp in loops]
+        steps = [int(lp.step) for lp in loops]
+        body, loc = self.stmt(loops[-1].body), s.loc
+        nd = len(loops)
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            if mask is not None:
+                raise fail(ctx, NotImplementedError,
+                           "T.Parallel reached under a thread-dependent condition (only some "
+                           "threads take part); the CPU interpreter cannot run it")
+            exts = [uniform_int(ctx, fe(ctx), "T.Parallel extent") for fe in fexts]
+            if min(exts) <= 0:
+                return mask
+            starts = [uniform_int(ctx, fs(ctx), "T.Parallel start") for fs in fstarts]
+            outer_env, outer_space = ctx.env, ctx.space
+            env = {}
+            for k, v in outer_env.items():
+                env[k] = collapse(v) if type(v) is np.ndarray and v.ndim else v
+            for d, var in enumerate(vars_):
+                env[var] = self._loop_values(var, starts[d], steps[d], exts[d], d, nd)
+            ctx.env, ctx.space = env, self._space(tuple(exts))
+            ctx.brk.append(EMPTY)
+            try:
+                body(ctx, None)
+            finally:
+                ctx.env, ctx.space = outer_env, outer_space
+                ctx.brk.pop()
+                ctx.mask = mask
+            return mask
+        return f
+
+    # ---- kernel launch -------------------------------------------------------------------------
+    def _s_Kernel(self, s):
+        fgrid = [g if isinstance(g, int) else self.expr(g) for g in s.grid]
+        body, loc = self.stmt(s.body), s.loc
+        threads = tuple(s.threads) + (1,) * (3 - len(s.threads))
+        n = math.prod(threads)
+        tid = np.arange(n)
+        ids = ((tid % threads[0]).astype(np.int32),
+               ((tid // threads[0]) % threads[1]).astype(np.int32),
+               (tid // (threads[0] * threads[1])).astype(np.int32))
+        for a in ids:
+            a.setflags(write=False)
+        space = LaneSpace("thread", (n,))
+        allocs = [(b, tuple(b.shape), b.dtype.numpy, poison_value(b.dtype)) for b in s.allocs]
+        fsafe = [(v[0], self.as_type(v[1], v[0].dtype)) for k, v in s.attrs
+                 if k == "safe_value"]
+        bvars, tvars = s.block_vars, s.thread_vars
+        btypes = [v.dtype.numpy.type for v in bvars]
+
+        def f(hctx, mask):
+            hctx.mask = mask
+            hctx.loc = loc
+            grid = [g if isinstance(g, int) else uniform_int(hctx, g(hctx), "grid extent")
+                    for g in fgrid]
+            grid = grid + [1] * (3 - len(grid))
+            base_env = dict(hctx.env)
+            for v, a in zip(tvars, ids):
+                base_env[v] = a
+            ctx = Ctx(None, None, space, hctx.func_name)
+            ctx.threads, ctx.nthreads, ctx.thread_ids = threads, n, ids
+            ctx.safe = {b: const_value(uniform_value(hctx, fv(hctx), "safe value"), b.dtype)
+                        for b, fv in fsafe}
+            gx, gy, gz = grid
+            for bz in range(gz):
+                for by in range(gy):
+                    for bx in range(gx):
+                        env = dict(base_env)
+                        for v, t, b in zip(bvars, btypes, (bx, by, bz)):
+                            env[v] = t(b)
+                        bufs = dict(hctx.bufs)
+                        for b, shp, npdt, poison in allocs:
+                            bufs[b] = np.full(shp, poison, npdt)
+                        ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
+                        ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
+                        body(ctx, None)
+            return mask
+        return f
+

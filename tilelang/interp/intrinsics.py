@@ -1,0 +1,269 @@
+"""Intrinsic calls (`ir.Call`) of the CPU interpreter: math functions, bit reinterpretation,
+warp shuffles, scalar atomics and the no-op synchronisation calls.
+
+`compile_call(compiler, call, want_value)` returns the closure of one call; an unknown op is
+an error naming it (raised when the kernel is compiled, not when it runs). Math is computed
+in the call's dtype (float16 stays float16; bfloat16/float8 are computed in float32 and
+rounded). Shuffles exchange values across the thread axis within warps of 32 lanes, with the
+CUDA `__shfl_*_sync` rules for `width` segments.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+from .lanes import fail
+from .memory import LocalStore, atomic_rmw, store_array
+from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
+
+__all__ = ["compile_call", "MATH_UNARY"]
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _round_half_away(x):
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(np.asarray(x).dtype)
+
+
+def _exp10(x):
+    return np.power(np.asarray(x).dtype.type(10), x)
+
+
+def _sigmoid(x):
+    one = np.asarray(x).dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+def _rsqrt(x):
+    return np.asarray(x).dtype.type(1) / np.sqrt(x)
+
+
+def _rcp(x):
+    return np.asarray(x).dtype.type(1) / x
+
+
+def _erf_np(x):
+    a = np.asarray(x)
+    return _erf(a.astype(np.float64)).astype(a.dtype)
+
+
+MATH_UNARY = {
+    "exp": np.exp, "exp2": np.exp2, "exp10": _exp10, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "tanh": np.tanh, "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "sinh": np.sinh, "cosh": np.cosh, "erf": _erf_np, "sigmoid": _sigmoid, "rsqrt": _rsqrt,
+    "floor": np.floor, "ceil": np.ceil, "round": _round_half_away, "trunc": np.trunc,
+    "nearbyint": np.rint, "rcp": _rcp, "fast_exp": np.exp,
+}
+_MATH_BINARY = {"pow": np.power, "fmod": np.fmod, "atan2": np.arctan2}
+_PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
+_NO_OPS = frozenset({"sync_threads", "sync_warp", "comment", "set_max_nreg", "wait_wgmma",
+                     "fence_proxy_async", "barrier_arrive", "barrier_wait", "no_set_max_nreg"})
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
+
+
+def _scalar(v):
+    if type(v) is np.ndarray and v.ndim == 0:
+        return v[()]
+    return v
+
+
+def compile_call(c, e: ir.Call, want_value: bool = True):
+    op = e.op
+    if op in MATH_UNARY:
+        return _math_unary(c, e)
+    if op in _MATH_BINARY:
+        fa, fb = c.as_type(e.args[0], e.dtype), c.as_type(e.args[1], e.dtype)
+        fn = _MATH_BINARY[op]
+        return _rounded(lambda ctx: fn(fa(ctx), fb(ctx)), e.dtype)
+    if op in _PREDICATES:
+        fa = c.expr(e.args[0])
+        fn = _PREDICATES[op]
+        return lambda ctx: fn(fa(ctx))
+    if op == "sqrt":
+        return _sqrt(c, e)
+    if op == "abs":
+        fa = c.as_type(e.args[0], e.dtype)
+        return lambda ctx: np.abs(fa(ctx))
+    if op == "reinterpret":
+        fa = c.expr(e.args[0])
+        src, dst = e.args[0].dtype, e.dtype
+        return lambda ctx: reinterpret_bits(fa(ctx), src, dst)
+    if op in ("shfl_xor", "shfl_down", "shfl_up", "shfl_sync"):
+        return _shuffle(c, e)
+    if op in _ATOMICS:
+        return _atomic(c, e, _ATOMICS[op], want_value)
+    if op in ("atomic_addx2", "atomic_addx4"):
+        return _atomic_vec(c, e)
+    if op == "atomic_load":
+        return c.expr(e.args[0])
+    if op == "atomic_store":
+        return _atomic_store(c, e)
+    if op in _NO_OPS:
+        zero = np.int32(0)
+        return lambda ctx: zero
+    if op == "call_extern":
+        name = e.args[0] if e.args and isinstance(e.args[0], str) else "?"
+        raise NotImplementedError(f"the kernel contains injected CUDA (T.call_extern of "
+                                  f"`{name}`) and runs only on the GPU")
+    if op in ("address_of", "access_ptr"):
+        raise NotImplementedError(f"`{op}` makes a device pointer for T.call_extern; pointers "
+                                  "do not exist on the CPU interpreter (GPU only)")
+    raise NotImplementedError(f"the CPU interpreter does not know the intrinsic `{op}` "
+                              f"(in `{e}`)")
+
+
+def _rounded(fn, dtype: DType):
+    if dtype.name in NARROW_FLOATS:
+        return lambda ctx: round_to(fn(ctx), dtype)
+    return fn
+
+
+def _math_unary(c, e):
+    dt = e.dtype
+    arg = e.args[0]
+    fn = MATH_UNARY[e.op]
+    if not dt.is_float:  # a frontend gives float args; be lenient with ints anyway
+        f32 = DType("float32")
+        fa = c.as_type(arg, f32)
+        return lambda ctx: convert(fn(fa(ctx)), f32, dt)
+    fa = c.as_type(arg, dt)
+    return _rounded(lambda ctx: _scalar(fn(fa(ctx))), dt)
+
+
+def _sqrt(c, e):
+    dt = e.dtype
+    if dt.is_float:
+        fa = c.as_type(e.args[0], dt)
+        return _rounded(lambda ctx: np.sqrt(fa(ctx)), dt)
+    # integer sqrt: C computes sqrt((double)x) and converts back (truncation)
+    fa = c.expr(e.args[0])
+    f64 = DType("float64")
+    src = e.args[0].dtype
+    return lambda ctx: convert(np.sqrt(convert(fa(ctx), src, f64)), f64, dt)
+
+
+# ---- warp shuffles ------------------------------------------------------------------------------
+
+def _shuffle(c, e):
+    kind = e.op[5:]
+    fv = c.expr(e.args[0])
+    fo = c.expr(e.args[1])
+    fw = c.expr(e.args[2]) if len(e.args) > 2 else (lambda ctx: 32)
+
+    def f(ctx):
+        v = fv(ctx)
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"T.{e.op} inside T.Parallel is not supported "
+                                                 "(warp shuffles exchange per-thread values)")
+        if type(v) is not np.ndarray or v.ndim == 0:
+            return v  # every lane holds the same value
+        off = fo(ctx)
+        width = int(fw(ctx))
+        if width <= 0 or width > 32 or width & (width - 1):
+            raise fail(ctx, ValueError, f"T.{e.op}: width must be a power of two <= 32, got "
+                                        f"{width}")
+        n = ctx.nthreads
+        v = np.broadcast_to(v, (n,))
+        tid = np.arange(n)
+        lane = tid % 32
+        seg = lane - lane % width
+        off = np.asarray(off).astype(np.int64)
+        if kind == "xor":
+            src = lane ^ off
+            own = src >= seg + width
+        elif kind == "down":
+            src = lane + off
+            own = src >= seg + width
+        elif kind == "up":
+            src = lane - off
+            own = src < seg
+        else:
+            src = seg + off % width
+            own = np.zeros(n, np.bool_)
+        g = tid - lane + src
+        own = own | (g < 0) | (g >= n)
+        return v[np.where(own, tid, g)]
+    return f
+
+
+# ---- atomics ---------------------------------------------------------------------------------------
+
+def _element(c, load, what):
+    if not isinstance(load, ir.Load):
+        raise NotImplementedError(f"{what} needs a buffer element destination, got {load}")
+    return load.buffer, [c.expr(i) for i in load.indices]
+
+
+def _store_of(ctx, buf):
+    try:
+        return ctx.bufs[buf]
+    except KeyError:
+        raise fail(ctx, NameError, f"buffer {buf.name} is not allocated here") from None
+
+
+def _atomic(c, e, op, want_value):
+    buf, fidx = _element(c, e.args[0], f"T.{e.op}")
+    fval = c.as_type(e.args[1], buf.dtype)
+    is_global = buf.scope == "global"
+    narrow = buf.dtype.name in NARROW_FLOATS
+    dt = buf.dtype
+    conv = (lambda x: round_to(x, dt)) if narrow else None
+
+    def f(ctx):
+        st = _store_of(ctx, buf)
+        idx = tuple([fi(ctx) for fi in fidx])
+        val = fval(ctx)
+        prev = atomic_rmw(ctx, st, buf, idx, val, op, is_global, want_value, conv)
+        return prev if want_value else None
+    return f
+
+
+def _atomic_vec(c, e):
+    lanes = dict(e.attrs).get("lanes", 2 if e.op.endswith("x2") else 4)
+    buf, fidx = _element(c, e.args[0], f"T.{e.op}")
+    src = e.args[1]
+    dt = buf.dtype
+    conv = (lambda x: round_to(x, dt)) if dt.name in NARROW_FLOATS else None
+    is_global = buf.scope == "global"
+    if isinstance(src, ir.Load):
+        sbuf = src.buffer
+        reads = []
+        for k in range(lanes):
+            shifted = list(src.indices[:-1]) + [ir.binary("add", src.indices[-1], k)]
+            reads.append(c.as_type(ir.Load(sbuf, tuple(shifted), sbuf.dtype), dt))
+    else:
+        one = c.as_type(src, dt)
+        reads = [one] * lanes
+
+    def f(ctx):
+        st = _store_of(ctx, buf)
+        idx = [fi(ctx) for fi in fidx]
+        for k in range(lanes):
+            kidx = tuple(idx[:-1]) + (idx[-1] + k,)
+            atomic_rmw(ctx, st, buf, kidx, reads[k](ctx), "add", is_global, False, conv)
+        return None
+    return f
+
+
+def _atomic_store(c, e):
+    buf, fidx = _element(c, e.args[0], "T.atomic_store")
+    fval = c.as_type(e.args[1], buf.dtype)
+    is_global = buf.scope == "global"
+    zero = const_value(0, buf.dtype)
+
+    def f(ctx):
+        st = _store_of(ctx, buf)
+        idx = tuple([fi(ctx) for fi in fidx])
+        val = fval(ctx)
+        if isinstance(st, LocalStore):
+            st.store(ctx, idx, val, ctx.mask)
+        else:
+            store_array(ctx, st, buf, idx, val, ctx.mask, is_global)
+        return zero
+    return f

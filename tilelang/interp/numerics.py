@@ -1,0 +1,230 @@
+"""Numeric conversions of the CPU interpreter.
+
+The interpreter stores every buffer as a numpy array of `DType.numpy`: native numpy types for
+float16/32/64 and the integers, and **float32 for bfloat16 and the float8 types**, whose values
+are kept rounded to the narrow format on every store (`round_to`). This module guarantees:
+
+* `round_to(arr, dtype)`: nearest representable bfloat16 / float8_e4m3 (fn: max 448, no inf,
+  saturating) / float8_e5m2 value, round-to-nearest-even, exactly as torch's `.to(dtype)` on the
+  CPU (NaN stays NaN; e4m3fn saturates to +-448, also for inf; e5m2 overflows to inf).
+* `convert(value, src, dst)`: C conversion semantics between any two dtypes (float->int
+  truncates toward zero and saturates, NaN -> 0, as PTX `cvt.rzi`; int->int wraps).
+* `tf32(arr)`: float32 inputs of a TF32 tensor-core gemm (10 mantissa bits, ties away).
+* bit-level views for `T.reinterpret`, poison values for fresh memory.
+
+Scalars in and out are numpy scalars (`np.generic`); arrays stay arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.dtype import DType
+
+__all__ = ["round_to", "convert", "tf32", "to_storage", "poison_value", "reinterpret_bits",
+           "const_value", "NARROW_FLOATS"]
+
+NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2"})
+
+# (mantissa bits, minimum normal exponent, largest finite value, saturate instead of inf)
+_FP8 = {
+    "float8_e4m3": (3, -6, 448.0, True),
+    "float8_e5m2": (2, -14, 57344.0, False),
+}
+
+
+def _as_array(x):
+    a = np.asarray(x)
+    return a, a.ndim == 0
+
+
+def _contig(a, dtype=None):
+    """C-contiguous array (keeps 0-d arrays 0-d, unlike np.ascontiguousarray)."""
+    a = np.asarray(a, dtype=dtype)
+    return a if a.flags.c_contiguous else a.copy()
+
+
+def _bf16(a32: np.ndarray) -> np.ndarray:
+    """Round float32 to bfloat16 (nearest even) keeping float32 storage; NaN stays NaN."""
+    bits = _contig(a32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    out = (rounded & np.uint32(0xFFFF0000)).view(np.float32)
+    nan = np.isnan(a32)
+    if nan.any():
+        out = np.where(nan, np.float32(np.nan), out)
+    return out
+
+
+def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
+    mbits, emin, fmax, saturate = _FP8[name]
+    x = a32.astype(np.float64)
+    mag = np.abs(x)
+    finite = np.isfinite(mag)
+    safe = np.where(finite, mag, 0.0)
+    _, e = np.frexp(safe)  # safe = m * 2**e with 0.5 <= m < 1
+    exp = np.maximum(e - 1, emin)  # exponent of the binade (subnormals share emin)
+    quantum = np.ldexp(1.0, exp - mbits)
+    r = np.rint(safe / quantum) * quantum  # rint: ties to even
+    over = (r > fmax) | ~finite
+    r = np.where(over, fmax if saturate else np.inf, r)
+    r = np.where(np.isnan(x), np.nan, np.copysign(r, x))
+    return r.astype(np.float32)
+
+
+def round_to(arr, dtype) -> np.ndarray:
+    """Round float32 values to the nearest value of a narrow float dtype (bfloat16,
+    float8_e4m3, float8_e5m2); other dtypes return the values as float32 unchanged."""
+    dt = DType(dtype)
+    a, scalar = _as_array(arr)
+    a32 = a.astype(np.float32, copy=False)
+    if dt.name == "bfloat16":
+        out = _bf16(a32)
+    elif dt.name in _FP8:
+        out = _fp8(a32, dt.name)
+    else:
+        out = a32
+    return out[()] if scalar else out
+
+
+def tf32(arr) -> np.ndarray:
+    """float32 -> TF32 (10 explicit mantissa bits), round to nearest, ties away from zero, as
+    `cvt.rna.tf32.f32`; inf and NaN pass through."""
+    a = _contig(arr, np.float32)
+    bits = a.view(np.uint32)
+    out = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    special = ~np.isfinite(a)
+    if special.any():
+        out = np.where(special, a, out)
+    return out
+
+
+def _float_to_int(a, dst: DType):
+    f = np.trunc(np.asarray(a, dtype=np.float64))
+    f = np.where(np.isnan(f), 0.0, f)
+    lo, hi = dst.min_value(), dst.max_value()
+    too_big = f >= float(hi)
+    res = np.clip(f, float(lo), float(hi))
+    res = np.where(too_big, 0.0, res).astype(dst.numpy)
+    if too_big.any():
+        res = np.where(too_big, dst.numpy.type(hi), res)
+    return res
+
+
+def convert(value, src: DType, dst: DType):
+    """Convert interpreter values of dtype `src` to dtype `dst` (C semantics)."""
+    if src is dst:
+        return value
+    a, scalar = _as_array(value)
+    if dst.is_bool:
+        out = a != 0
+    elif dst.is_int:
+        if src.is_float:
+            out = _float_to_int(a, dst)
+        else:
+            out = a.astype(dst.numpy)
+    elif dst.is_float:
+        if dst.name in NARROW_FLOATS:
+            if src.name == "bfloat16" and dst.name == "bfloat16":
+                out = a
+            else:
+                out = round_to(a.astype(np.float32), dst)
+        else:
+            out = a.astype(dst.numpy)
+    elif dst.is_handle:
+        out = a
+    else:
+        raise TypeError(f"cannot convert {src} to {dst}")
+    return out[()] if scalar else out
+
+
+def to_storage(value, dtype: DType):
+    """Coerce a value already in `dtype`'s value domain to its numpy storage type."""
+    npdt = dtype.numpy
+    if isinstance(value, np.ndarray):
+        return value if value.dtype == npdt else value.astype(npdt)
+    if isinstance(value, np.generic) and value.dtype == npdt:
+        return value
+    return np.asarray(value).astype(npdt)[()]
+
+
+def const_value(value, dtype: DType):
+    """The numpy scalar of a Const node."""
+    if dtype.is_handle or dtype.name == "void":
+        return value
+    if dtype.is_float and dtype.name in NARROW_FLOATS:
+        return round_to(np.float32(value), dtype)
+    if dtype.is_int:
+        return np.array(int(value)).astype(dtype.numpy)[()]
+    return dtype.numpy.type(value)
+
+
+def poison_value(dtype: DType):
+    """What fresh shared/fragment/local memory holds: NaN for floats, a recognisable
+    garbage value for integers (so that reading before writing shows)."""
+    if dtype.is_float:
+        return np.nan
+    if dtype.is_bool:
+        return True
+    return np.array(-123456789, dtype=np.int64).astype(dtype.numpy)[()]
+
+
+# ---- bit views (T.reinterpret) ----------------------------------------------------------------
+
+def _fp8_table(name: str) -> np.ndarray:
+    """The float value of each of the 256 codes of a float8 format."""
+    codes = np.arange(256)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    if name == "float8_e4m3":
+        e, m, bias, mb = (codes >> 3) & 0xF, codes & 0x7, 7, 3
+    else:
+        e, m, bias, mb = (codes >> 2) & 0x1F, codes & 0x3, 15, 2
+    val = np.where(e == 0, m / 2.0**mb * 2.0**(1 - bias), (1 + m / 2.0**mb) * 2.0**(e - bias))
+    val = sign * val
+    if name == "float8_e4m3":
+        val = np.where((e == 15) & (m == 7), np.nan, val)
+    else:
+        val = np.where(e == 31, np.where(m == 0, sign * np.inf, np.nan), val)
+    return val.astype(np.float32)
+
+
+_TABLES: dict = {}
+
+
+def _table(name):
+    t = _TABLES.get(name)
+    if t is None:
+        t = _TABLES[name] = _fp8_table(name)
+    return t
+
+
+def _to_bits(a, src: DType) -> np.ndarray:
+    """Raw bit patterns (unsigned ints of src's width) of interpreter values."""
+    if src.name == "bfloat16":
+        return (_contig(a, np.float32).view(np.uint32) >> 16).astype(
+            np.uint16)
+    if src.name in _FP8:
+        table = _table(src.name)
+        a = np.asarray(a, dtype=np.float32)
+        pos = table[:128]
+        valid = np.nonzero(~np.isnan(pos))[0]  # positive codes, ascending in value
+        idx = np.clip(np.searchsorted(pos[valid], np.abs(a)), 0, len(valid) - 1)
+        codes = valid[idx].astype(np.uint8)
+        codes = np.where(np.signbit(a), codes | np.uint8(0x80), codes).astype(np.uint8)
+        return np.where(np.isnan(a), np.uint8(0x7F), codes).astype(np.uint8)
+    width = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[src.bits]
+    return _contig(a, src.numpy).view(width)
+
+
+def _from_bits(bits, dst: DType):
+    if dst.name == "bfloat16":
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    if dst.name in _FP8:
+        return _table(dst.name)[bits.astype(np.int64)]
+    return bits.view(dst.numpy)
+
+
+def reinterpret_bits(value, src: DType, dst: DType):
+    """View the bits of `value` (dtype src) as dtype dst of the same width."""
+    a, scalar = _as_array(value)
+    out = _from_bits(_contig(_to_bits(a, src)), dst)
+    return out[()] if scalar else out

@@ -1,0 +1,361 @@
+"""Tile operators on the CPU: Copy, Fill, Gemm, Reduce, CumSum, AtomicTile.
+
+Each is collective: it runs once per block, as whole-array numpy operations, and must not be
+reached under a thread-dependent condition (an error says so). Regions are evaluated to
+integer starts/extents (they must be the same for every thread).
+
+Global regions are guarded per element (SEMANTICS §3.7): reads outside the tensor give the
+safe value (0 unless `T.annotate_safe_value`), writes outside are dropped. Because a region is
+a rectangle, its in-bounds part is a rectangle too, so both are plain slicing. A shared,
+fragment or local region reaching outside its buffer is a kernel bug and raises an error
+naming the buffer and the region.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..ir.dtype import DType
+from .lanes import VARYING, collapse, fail
+from .memory import LocalStore, scope_name
+from .numerics import NARROW_FLOATS, const_value, convert, round_to, tf32
+
+__all__ = ["compile_tile_op", "uniform_int", "uniform_value"]
+
+F32, F64, I64 = DType("float32"), DType("float64"), DType("int64")
+
+
+def uniform_value(ctx, v, what):
+    if type(v) is np.ndarray and v.ndim:
+        u = collapse(v)
+        if u is VARYING:
+            raise fail(ctx, NotImplementedError,
+                       f"{what} differs between threads; it must be the same for the whole "
+                       "block")
+        return u
+    return v
+
+
+def uniform_int(ctx, v, what) -> int:
+    return int(uniform_value(ctx, v, what))
+
+
+def _collective(ctx, mask, what):
+    if mask is not None:
+        raise fail(ctx, NotImplementedError,
+                   f"{what} is a collective tile operation reached under a thread-dependent "
+                   "condition (only some threads take part); the CPU interpreter cannot run "
+                   "it")
+
+
+def tile_array(ctx, buf, what):
+    try:
+        st = ctx.bufs[buf]
+    except KeyError:
+        raise fail(ctx, NameError, f"buffer {buf.name} is not allocated here") from None
+    if isinstance(st, LocalStore):
+        return st.tile(ctx, what)
+    return st
+
+
+class Region:
+    """Compiled region: closures for starts and extents (ints stay ints)."""
+
+    __slots__ = ("buf", "starts", "exts", "is_global", "zero")
+
+    def __init__(self, c, region: ir.BufferRegion):
+        self.buf = region.buffer
+        self.starts = [_int_or_fn(c, s) for s in region.starts]
+        self.exts = [_int_or_fn(c, e) for e in region.extents]
+        self.is_global = self.buf.scope == "global"
+        self.zero = const_value(0, self.buf.dtype)
+
+    def eval(self, ctx, what):
+        starts = [s if type(s) is int else uniform_int(ctx, s(ctx), f"{what} region start")
+                  for s in self.starts]
+        exts = [e if type(e) is int else uniform_int(ctx, e(ctx), f"{what} region extent")
+                for e in self.exts]
+        return starts, exts
+
+    def _bounds(self, ctx, shape, starts, exts, what):
+        """(slice into the buffer, slice into the tile) of the in-bounds part: (x, None) when
+        the whole region is inside, (None, None) when nothing is."""
+        inside = True
+        for s, e, n in zip(starts, exts, shape):
+            if s < 0 or s + e > n:
+                inside = False
+                break
+        if inside:
+            return tuple(slice(s, s + e) for s, e in zip(starts, exts)), None
+        if not self.is_global:
+            text = ", ".join(f"{s}:{s + e}" for s, e in zip(starts, exts))
+            raise fail(ctx, IndexError,
+                       f"{what}: region {self.buf.name}[{text}] is out of range of the "
+                       f"{scope_name(self.buf)} buffer {self.buf.name} with shape "
+                       f"{list(shape)}")
+        src, dst = [], []
+        for s, e, n in zip(starts, exts, shape):
+            lo, hi = max(s, 0), min(s + e, n)
+            if hi <= lo:
+                return None, None
+            src.append(slice(lo, hi))
+            dst.append(slice(lo - s, hi - s))
+        return tuple(src), tuple(dst)
+
+    def read(self, ctx, what):
+        """The region's values (a view when fully in bounds)."""
+        arr = tile_array(ctx, self.buf, what)
+        starts, exts = self.eval(ctx, what)
+        src, dst = self._bounds(ctx, arr.shape, starts, exts, what)
+        if dst is None and src is not None:
+            return arr[src]
+        safe = ctx.safe.get(self.buf, self.zero)
+        out = np.full(exts, safe, dtype=arr.dtype)
+        if src is not None:
+            out[dst] = arr[src]
+        return out
+
+    def write(self, ctx, value, what):
+        """Store `value` (any array with the region's number of elements)."""
+        st = ctx.bufs.get(self.buf)
+        lead = ()
+        if isinstance(st, LocalStore) and st.per_lane:
+            # every thread writes the same values into its own copy
+            arr, shape, lead = st.data, st.shape, (slice(None),) * len(st.space.shape)
+        else:
+            arr = tile_array(ctx, self.buf, what)
+            shape = arr.shape
+        starts, exts = self.eval(ctx, what)
+        if int(np.prod(exts)) != np.size(value):
+            raise fail(ctx, ValueError, f"{what}: {np.size(value)} values for a region of "
+                                        f"{self.buf.name} with extents {exts}")
+        value = np.reshape(value, exts)
+        src, dst = self._bounds(ctx, shape, starts, exts, what)
+        if src is None:
+            return
+        arr[lead + src] = value if dst is None else value[dst]
+
+    def update(self, ctx, fn, what):
+        """`region = fn(region, in-bounds tile slice)` (read-modify-write in place)."""
+        arr = tile_array(ctx, self.buf, what)
+        starts, exts = self.eval(ctx, what)
+        src, dst = self._bounds(ctx, arr.shape, starts, exts, what)
+        if src is None:
+            return
+        arr[src] = fn(arr[src], dst)
+
+
+def _int_or_fn(c, v):
+    if isinstance(v, int):
+        return v
+    if isinstance(v, ir.Const):
+        return int(v.value)
+    return c.expr(v)
+
+
+def compile_tile_op(c, s):
+    return {
+        ir.Copy: _copy, ir.Fill: _fill, ir.Gemm: _gemm, ir.Reduce: _reduce,
+        ir.CumSum: _cumsum, ir.AtomicTile: _atomic_tile,
+    }[type(s)](c, s)
+
+
+def _located(s, run):
+    loc = s.loc
+
+    def f(ctx, mask):
+        ctx.mask = mask
+        ctx.loc = loc
+        run(ctx, mask)
+        return mask
+    return f
+
+
+def _copy(c, s):
+    src, dst = Region(c, s.src), Region(c, s.dst)
+    sdt, ddt = src.buf.dtype, dst.buf.dtype
+
+    def run(ctx, mask):
+        _collective(ctx, mask, "T.copy")
+        tile = src.read(ctx, "T.copy")
+        if tile.size == 0:
+            return
+        dst.write(ctx, convert(tile, sdt, ddt), "T.copy")
+    return _located(s, run)
+
+
+def _fill(c, s):
+    dst = Region(c, s.dst)
+    fv = c.as_type(s.value, dst.buf.dtype)
+
+    def run(ctx, mask):
+        _collective(ctx, mask, "T.fill")
+        v = uniform_value(ctx, fv(ctx), "T.fill value")
+        _, exts = dst.eval(ctx, "T.fill")
+        dst.write(ctx, np.full(exts, v, dtype=dst.buf.dtype.numpy), "T.fill")
+    return _located(s, run)
+
+
+# ---- gemm --------------------------------------------------------------------------------------
+
+def _operand(tile, trans):
+    m = tile.reshape(tile.shape[-2:]) if tile.ndim != 2 else tile
+    return m.T if trans else m
+
+
+def _gemm_kind(adt, bdt):
+    if adt.name == "float64" or bdt.name == "float64":
+        return F64
+    if adt.is_int and bdt.is_int:
+        return I64
+    return F32
+
+
+def _gemm(c, s):
+    A, B, C = Region(c, s.A), Region(c, s.B), Region(c, s.C)
+    adt, bdt, cdt = A.buf.dtype, B.buf.dtype, C.buf.dtype
+    kind = _gemm_kind(adt, bdt)
+    tf32_a = adt.name == "float32" and kind is F32
+    tf32_b = bdt.name == "float32" and kind is F32
+    clear = s.clear_accum
+    fclear = c.expr(clear) if isinstance(clear, ir.Expr) else None
+
+    def run(ctx, mask):
+        _collective(ctx, mask, "T.gemm")
+        a = _operand(A.read(ctx, "T.gemm"), s.trans_A).astype(kind.numpy)
+        b = _operand(B.read(ctx, "T.gemm"), s.trans_B).astype(kind.numpy)
+        if tf32_a:
+            a = tf32(a)
+        if tf32_b:
+            b = tf32(b)
+        prod = a @ b
+        do_clear = bool(uniform_value(ctx, fclear(ctx), "clear_accum")) if fclear else clear
+        if not do_clear:
+            old = C.read(ctx, "T.gemm")
+            prod = convert(old, cdt, kind).reshape(prod.shape) + prod
+        C.write(ctx, convert(prod, kind, cdt), "T.gemm")
+    return _located(s, run)
+
+
+# ---- reductions and scans ------------------------------------------------------------------------
+
+def _initial(kind, dt):
+    if kind == "max":
+        return -np.inf if dt.is_float else dt.min_value()
+    if kind == "min":
+        return np.inf if dt.is_float else dt.max_value()
+    return 0
+
+
+def _reduce_values(kind, x, dim, dt, nan_propagate):
+    if kind == "sum":
+        return np.sum(x, axis=dim, dtype=x.dtype)
+    if kind == "abssum":
+        return np.sum(np.abs(x), axis=dim, dtype=x.dtype)
+    if kind in ("max", "min"):
+        if nan_propagate:
+            uf = np.maximum if kind == "max" else np.minimum
+        else:
+            uf = np.fmax if kind == "max" else np.fmin
+        return uf.reduce(x, axis=dim, initial=x.dtype.type(_initial(kind, dt)))
+    if kind == "absmax":
+        return np.fmax.reduce(np.abs(x), axis=dim, initial=x.dtype.type(0))
+    uf = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[kind]
+    return uf.reduce(x, axis=dim)
+
+
+def _combine(kind, old, new, nan_propagate):
+    if kind in ("sum", "abssum"):
+        return old + new
+    if kind in ("max", "absmax"):
+        return (np.maximum if nan_propagate and kind == "max" else np.fmax)(old, new)
+    if kind == "min":
+        return (np.minimum if nan_propagate else np.fmin)(old, new)
+    return {"bitand": np.bitwise_and, "bitor": np.bitwise_or,
+            "bitxor": np.bitwise_xor}[kind](old, new)
+
+
+def _reduce(c, s):
+    src, dst, dim, kind = s.src, s.dst, s.dim, s.kind
+    sdt, ddt = src.dtype, dst.dtype
+    clear = s.clear or kind == "abssum"
+    narrow = ddt.name in NARROW_FLOATS
+    what = f"T.reduce_{kind}"
+
+    def run(ctx, mask):
+        _collective(ctx, mask, what)
+        x = convert(tile_array(ctx, src, what), sdt, ddt)
+        d = dim % x.ndim
+        r = _reduce_values(kind, x, d, ddt, s.nan_propagate)
+        darr = tile_array(ctx, dst, what)
+        if r.size != darr.size:
+            raise fail(ctx, ValueError, f"{what}: dst {dst.name} has {darr.size} elements, "
+                                        f"the reduction gives {r.size}")
+        if not clear:
+            r = _combine(kind, darr.reshape(r.shape), r, s.nan_propagate)
+        if narrow:
+            r = round_to(r, ddt)
+        darr[...] = np.reshape(r, darr.shape)
+    return _located(s, run)
+
+
+def _cumsum(c, s):
+    src, dst, dim = s.src, s.dst, s.dim
+    sdt, ddt = src.dtype, dst.dtype
+    acc = F32 if (sdt.is_float and sdt.bits < 32) else sdt
+    what = "T.cumsum" if s.kind == "sum" else "T.cummax"
+
+    def run(ctx, mask):
+        _collective(ctx, mask, what)
+        x = convert(tile_array(ctx, src, what), sdt, acc)
+        if s.reverse:
+            x = np.flip(x, axis=dim)
+        if s.kind == "sum":
+            r = np.cumsum(x, axis=dim, dtype=x.dtype)
+        else:
+            r = (np.fmax if acc.is_float else np.maximum).accumulate(x, axis=dim)
+        if s.reverse:
+            r = np.flip(r, axis=dim)
+        darr = tile_array(ctx, dst, what)
+        darr[...] = convert(r, acc, ddt)
+    return _located(s, run)
+
+
+# ---- tile atomics ----------------------------------------------------------------------------
+
+_TILE_ATOMIC = {"add": np.add, "max": np.fmax, "min": np.fmin}
+
+
+def _atomic_tile(c, s):
+    dst = Region(c, s.dst)
+    ddt = dst.buf.dtype
+    op = _TILE_ATOMIC[s.op]
+    what = f"T.atomic_{s.op}"
+    if isinstance(s.src, ir.BufferRegion):
+        src = Region(c, s.src)
+        sdt = src.buf.dtype
+        fscalar = None
+    else:
+        src = None
+        fscalar = c.as_type(s.src, ddt)
+
+    def run(ctx, mask):
+        _collective(ctx, mask, what)
+        _, exts = dst.eval(ctx, what)
+        if src is not None:
+            vals = convert(src.read(ctx, what), sdt, ddt)
+            if vals.size != int(np.prod(exts)):
+                raise fail(ctx, ValueError, f"{what}: source has {vals.size} elements, the "
+                                            f"destination region {int(np.prod(exts))}")
+            vals = vals.reshape(exts)
+        else:
+            vals = np.full(exts, uniform_value(ctx, fscalar(ctx), f"{what} value"),
+                           dtype=ddt.numpy)
+
+        def rmw(old, sub):
+            v = vals if sub is None else vals[sub]
+            new = op(old, v)
+            return round_to(new, ddt) if ddt.name in NARROW_FLOATS else new
+        dst.update(ctx, rmw, what)
+    return _located(s, run)
