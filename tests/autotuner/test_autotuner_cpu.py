@@ -244,3 +244,11 @@ def test_kernel_style_function_is_tuned_then_run():
     torch.testing.assert_close(axpy(a, b), a * 2 + b)  # the call runs the best kernel
     kernel = axpy.compile(a, b)
     assert kernel.config in ({"block": 16}, {"block": 32}) and kernel.latency > 0
+
+
+def test_clear_cache_forgets_tuning_results(isolated_cache):
+    tilelang.autotune(configs=[{"block": 16}, {"block": 32}], **FAST)(_scale_factory([]))(64)
+    assert list((isolated_cache / "autotune").glob("*.json"))
+    tilelang.cache.clear_cache()
+    assert not list((isolated_cache / "autotune").glob("*.json"))
+    assert not AutoTuner._memory_cache

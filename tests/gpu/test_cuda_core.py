@@ -28,8 +28,9 @@ def rel_err(out, ref):
     return ((out64 - ref64).norm() / ref64.norm().clamp_min(1e-12)).item()
 
 
-def compile_cuda(func, out_idx=None):
-    return tilelang.compile(func, out_idx=out_idx, target="cuda")
+def compile_cuda(func, out_idx=None, wgmma=True):
+    configs = {} if wgmma else {tilelang.PassConfigKey.TL_DISABLE_WGMMA: True}
+    return tilelang.compile(func, out_idx=out_idx, target="cuda", pass_configs=configs)
 
 
 @pytest.mark.parametrize("n,dtype", [(1000, torch.float32), (4096, torch.float16)])
@@ -85,13 +86,14 @@ GEMM_DTYPES = [
 @pytest.mark.parametrize("trans_A,trans_B", [(False, False), (False, True), (True, False),
                                              (True, True)])
 @pytest.mark.parametrize("shape", [(256, 256, 256), (200, 136, 96)])
-def test_gemm(dtype, acc, tdtype, tol, trans_A, trans_B, shape):
+@pytest.mark.parametrize("wgmma", [True, False])
+def test_gemm(dtype, acc, tdtype, tol, trans_A, trans_B, shape, wgmma):
     M, N, K_ = shape
     block_K = 64 if dtype == "int8" else 32
     if dtype == "int8" and K_ % 16:
         pytest.skip("int8 rows must be 16-byte aligned")
     func = K.gemm(M, N, K_, 64, 64, block_K, trans_A, trans_B, dtype, acc, num_stages=2)
-    k = compile_cuda(func)
+    k = compile_cuda(func, wgmma=wgmma)
     if tdtype == torch.int8:
         a = torch.randint(-8, 8, (M, K_), device=DEV, dtype=tdtype)
         b = torch.randint(-8, 8, (K_, N), device=DEV, dtype=tdtype)
@@ -109,13 +111,16 @@ def test_gemm(dtype, acc, tdtype, tol, trans_A, trans_B, shape):
         assert rel_err(c, ref) < tol
 
 
-def test_gemm_fp16_accumulate_and_stages():
-    for stages in (0, 1, 3, 4):
-        func = K.gemm(256, 192, 160, 64, 64, 32, dtype="float16", accum_dtype="float32",
-                      out_dtype="float16", num_stages=stages)
-        k = compile_cuda(func, out_idx=[2])
-        a = torch.randn(256, 160, device=DEV, dtype=torch.float16)
-        b = torch.randn(160, 192, device=DEV, dtype=torch.float16)
+@pytest.mark.parametrize("wgmma", [True, False])
+@pytest.mark.parametrize("bm,bn,bk,threads", [(64, 64, 32, 128), (128, 128, 64, 256),
+                                               (128, 256, 32, 256), (64, 128, 64, 256)])
+def test_gemm_tiles_and_stages(wgmma, bm, bn, bk, threads):
+    for stages in (0, 1, 3):
+        func = K.gemm(256, 320, 192, bm, bn, bk, dtype="float16", accum_dtype="float32",
+                      out_dtype="float16", num_stages=stages, threads=threads)
+        k = compile_cuda(func, out_idx=[2], wgmma=wgmma)
+        a = torch.randn(256, 192, device=DEV, dtype=torch.float16)
+        b = torch.randn(192, 320, device=DEV, dtype=torch.float16)
         assert rel_err(k(a, b), a.double() @ b.double()) < 3e-3, stages
 
 
@@ -127,10 +132,13 @@ def test_softmax():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_flash_attention(causal):
+@pytest.mark.parametrize("wgmma", [True, False])
+@pytest.mark.parametrize("block_M,threads", [(64, 128), (128, 256)])
+def test_flash_attention(causal, wgmma, block_M, threads):
     B, H, S, D = 2, 4, 256, 64
-    k = compile_cuda(K.flash_fwd(B, H, S, D, is_causal=causal, num_stages=2 if causal else 1),
-                     out_idx=[3])
+    k = compile_cuda(K.flash_fwd(B, H, S, D, is_causal=causal, block_M=block_M,
+                                 num_stages=2 if causal else 1, threads=threads),
+                     out_idx=[3], wgmma=wgmma)
     q, kk, v = (torch.randn(B, S, H, D, device=DEV, dtype=torch.float16) for _ in range(3))
     out = k(q, kk, v)
     ref = torch.nn.functional.scaled_dot_product_attention(

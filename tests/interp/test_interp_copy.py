@@ -239,3 +239,23 @@ def test_shared_element_out_of_range_is_an_error(rng):
     run(k, tensor(rng, (64,), "float32"), 28)  # guarded lanes never read past the end
     with pytest.raises(IndexError, match=r"buffer S\[32\]"):
         run(k, tensor(rng, (64,), "float32"), 29)
+
+
+@pytest.mark.parametrize("dtype,value", [("float16", 0.1), ("bfloat16", 0.1), ("int8", 300),
+                                         ("int32", -7), ("float32", 1e-3)])
+def test_fill_value_cast_to_dtype(dtype, value):
+    @T.prim_func
+    def k(B: T.Tensor((40, 8), dtype)):
+        with T.Kernel(3, threads=32) as bx:
+            F = T.alloc_fragment((16, 8), dtype)
+            T.fill(F, value)
+            T.copy(F, B[bx * 16, 0])          # the last block reaches past row 40
+
+    b = poisoned((40, 8), dtype)
+    run(k, b)
+    tdt = getattr(torch, dtype)
+    if tdt.is_floating_point:
+        expect = torch.tensor(value, dtype=torch.float32).to(tdt)
+    else:
+        expect = torch.tensor(value).to(torch.int64).to(tdt)  # wraps, as a C cast of a literal
+    assert (b == expect).all()

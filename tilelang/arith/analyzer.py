@@ -140,6 +140,8 @@ class Analyzer:
         if dt is C.I32 or dt is C.I64:
             s = C.to_sum(self, e)
             r = A.render(s, dt)
+            if _same(e, r):  # already canonical: hand back the caller's node
+                r = e
             self._smemo[r] = s
         else:
             r = L.simplify_node(self, e)
@@ -246,3 +248,25 @@ class Analyzer:
         dt = e.dtype
         c = A.const_of(coef) if A.is_const(coef) else A.render(coef, dt)
         return c, A.render(rest, dt)
+
+
+def _same(a, b) -> bool:
+    """Structural equality of rendered arithmetic (Binary/Unary/Var/Const trees only)."""
+    while True:
+        ta = type(a)
+        if ta is not type(b):
+            return False
+        if ta is ir.Binary:
+            if a.op != b.op or a.dtype is not b.dtype or not _same(a.b, b.b):
+                return False
+            a, b = a.a, b.a
+        elif ta is ir.Var:
+            return a is b
+        elif ta is ir.Const:
+            return a.value == b.value and a.dtype is b.dtype
+        elif ta is ir.Unary:
+            if a.op != b.op:
+                return False
+            a, b = a.a, b.a
+        else:
+            return a is b

@@ -82,7 +82,7 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
 
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     _check_dtypes(g)
-    wm, wn = ctx.gemm_info[g.C.buffer]
+    wm, wn = ctx.gemm_info[g.C.buffer][1]
     M, N = g.C.extents[-2:]
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
     k_atom = L.mma_k_tile(g.A.buffer.dtype.bits)

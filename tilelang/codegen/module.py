@@ -108,9 +108,10 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     """`lowered`: list of (kernel IR, KernelContext) for every T.Kernel of `func`."""
     params, symbols, workspaces = signature_params(func)
     parts = [HEADER.format(arch=arch, func=func.name)]
-    uses_gemm = any("tl::gemm_" in str(ctx.gemm_info) or ctx.gemm_info for _, ctx in lowered)
-    if uses_gemm:
+    if any(ctx.gemm_info for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm80.cuh"\n')
+    if any(ctx.uses_wgmma for _, ctx in lowered):
+        parts.append('#include "tl/gemm_sm90.cuh"\n')
     parts.append('#include "tl/tile_copy.cuh"\n')
     for src in func.attrs.get("import_source", []):
         parts.append(src.strip() + "\n")

@@ -93,6 +93,7 @@ class CUDAAdapter:
                 f.write(self.source)
         sig = self.module.params + self.module.symbols + self.module.workspaces
         types = [_param_type(p) for p in sig]
+        self.param_types = types
         self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
                           for k in self.module.kernels]
         self.host_source = self._describe()
@@ -129,6 +130,18 @@ class CUDAAdapter:
             if any(g <= 0 for g in grid):
                 continue
             fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
+
+    def make_fast_call(self, plan, slow):
+        from .host import make_fast_call
+
+        try:
+            return make_fast_call(self, plan, slow)
+        except NotImplementedError:
+            return None
+
+    def launch_failed(self, res, k_index, device):
+        fn, k = self.functions[k_index], self.module.kernels[k_index]
+        fn._launch_failed(res, (0, 0, 0), k.block, k.smem_bytes, device)
 
     # ---- introspection ------------------------------------------------------------------------
     @property

@@ -31,6 +31,7 @@ class KernelContext:
     replaced_shared: dict = field(default_factory=dict)
     shared_plan: dict = field(default_factory=dict)
     smem_bytes: int = 0
+    uses_wgmma: bool = False
 
     def __post_init__(self):
         from ..codegen import gemm_sm80
@@ -73,15 +74,26 @@ class KernelContext:
         self.layouts[buf] = row_major(buf.shape)
         return buf
 
-    # ---- gemm questions (delegated to the instruction backend) ----------------------------
+    # ---- gemm questions (delegated to the instruction backend of each gemm) ---------------
+    @property
+    def wgmma_disabled(self) -> bool:
+        return self.flag(PassConfigKey.TL_DISABLE_WGMMA)
+
     def gemm_partition(self, g, M, N, num_warps):
-        return self.gemm_backend.partition(g, M, N, num_warps, self)
+        """(backend module, warp partition): wgmma on sm_90a when it applies, else mma.sync."""
+        from ..codegen import gemm_sm80, gemm_sm90
 
-    def accumulator_layout(self, g, part):
-        return self.gemm_backend.accumulator_layout(g, part, self)
+        part = gemm_sm90.eligible(g, M, N, num_warps, self)
+        if part is not None:
+            return (gemm_sm90, part)
+        part = gemm_sm80.partition(g, M, N, num_warps, self)
+        return None if part is None else (gemm_sm80, part)
 
-    def a_fragment_layout(self, g, part, M, K):
-        return self.gemm_backend.a_fragment_layout(g, part, M, K, self)
+    def accumulator_layout(self, g, choice):
+        return choice[0].accumulator_layout(g, choice[1], self)
+
+    def a_fragment_layout(self, g, choice, M, K):
+        return choice[0].a_fragment_layout(g, choice[1], M, K, self)
 
     def shared_operand_layout(self, buf):
         return self.gemm_backend.shared_operand_layout(buf, self)

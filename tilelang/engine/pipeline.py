@@ -32,8 +32,7 @@ def _on_body(fn):
 
 
 def _partition(kernel, ctx):
-    body = partition_parallel_loops(kernel.body, ctx)
-    return ir.with_fields(kernel, body=body)
+    return partition_parallel_loops(kernel, ctx)
 
 
 PASSES = [

@@ -31,6 +31,9 @@ class JITKernel:
     """A compiled kernel: `kernel(*inputs)` checks the arguments, allocates the `out_idx`
     outputs, runs, and returns the outputs (one tensor, or a list)."""
 
+    _fast = None  # the generated fast call path (CUDA), built after the first call
+    _fast_tried = False
+
     def __init__(self, func: ir.PrimFunc, out_idx=None, target="auto", target_host=None,
                  execution_backend="auto", verbose=False, pass_configs=None,
                  debug_root_path=None, compile_flags=None, **_ignored):
@@ -79,16 +82,31 @@ class JITKernel:
 
     # ---- calling ----------------------------------------------------------------------------
     def __call__(self, *args, stream: Optional[int] = None):
+        fast = self._fast
+        if fast is not None and stream is None:
+            return fast(args)
+        return self._call_general(args, stream)
+
+    def _call_general(self, args, stream=None):
+        """Check every argument (descriptive errors), allocate outputs, run; on CUDA, also
+        prepare the fast path for the device used."""
         kind = self._kind_for_call(args)
         adapter = self._adapters.get(kind)
         if adapter is None:
             adapter = self._adapter(resolve_auto(Target(kind)) if kind == "cuda"
                                     else Target("cpu"))
-        fast = getattr(adapter, "fast_call", None)
-        if fast is not None and stream is None:
-            return fast(args)
         full, symbols, outputs, device = self.plan.prepare(args, kind)
         adapter.run(full, symbols, device, stream)
+        if kind == "cuda" and self._fast is None and not self._fast_tried:
+            self._fast_tried = True
+            maker = getattr(adapter, "make_fast_call", None)
+            if maker is not None:
+                self._fast = maker(self.plan, self._call_general)
+        if self._fast is not None and device is not None and device.type == "cuda":
+            seen = self.__dict__.setdefault("_fast_devices", set())
+            if device.index not in seen:
+                self._fast.register(device.index)
+                seen.add(device.index)
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else outputs

@@ -74,6 +74,8 @@ class Profiler:
     def func(self):
         return self.kernel
 
+    mod = func  # older reference spelling (`profiler.do_bench(profiler.mod)`)
+
     def with_default_adapter(self, adapter) -> "Profiler":
         self.kernel = adapter
         return self
@@ -197,6 +199,7 @@ class Profiler:
         """Milliseconds per call of `func` (default: the kernel) on generated (or given)
         inputs. `warmup` / `rep` are time budgets in ms; `n_warmup` / `n_repeat` > 0 fix the
         counts instead. CPU-target kernels are timed by wall clock."""
+        kwargs.pop("profiler", None)  # older reference keyword ("torch"/"tvm"/"auto")
         target = func if func is not None else self.kernel
         if target is None:
             raise ValueError("benchmarking function should be provided")

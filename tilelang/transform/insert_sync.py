@@ -19,7 +19,16 @@ from ..ir.visitor import collect
 VOID = ir.DType("void")
 SHARED = ("shared", "shared.dyn")
 _READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma")
-_WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill")
+_WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
+
+
+def _fence_proxy_async() -> ir.Stmt:
+    return ir.Evaluate(ir.Call("call_extern", ("tl::fence_proxy_async",), VOID))
+
+
+def _is_async_proxy_reader(s) -> bool:
+    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
+            and s.value.op == "call_extern" and s.value.args[0].startswith("tl::wgmma"))
 
 
 def barrier() -> ir.Stmt:
@@ -75,17 +84,20 @@ class SyncInserter:
                 name = n.args[0]
                 if dict(n.attrs).get("async"):
                     continue
-                bufs = [b for b in _call_buffers(n) if b.scope in SHARED]
-                if not bufs:
+                bufs = _call_buffers(n)
+                shared = [b for b in bufs if b is not None and b.scope in SHARED]
+                if not shared:
                     continue
                 if name.startswith(_READ_ONLY_CALLS):
-                    reads.update(bufs)
-                elif name.startswith(_WRITE_CALLS):
-                    writes.update(bufs[:1])
-                    reads.update(bufs[1:])
+                    reads.update(shared)
+                elif name.startswith(_WRITE_CALLS):  # (dst, src...) pointer arguments
+                    dst, srcs = bufs[0], bufs[1:]
+                    if dst is not None and dst.scope in SHARED:
+                        writes.add(dst)
+                    reads.update(b for b in srcs if b is not None and b.scope in SHARED)
                 else:
-                    reads.update(bufs)
-                    writes.update(bufs)
+                    reads.update(shared)
+                    writes.update(shared)
         # loads nested in address_of() of a call are pointers, not reads
         return reads, writes
 
@@ -144,6 +156,10 @@ class SyncInserter:
         pre = []
         if self.conflicts(state, r, w, self.waw):
             pre, state = [barrier()], State()
+            if _is_async_proxy_reader(s):
+                # wgmma reads shared memory through the async proxy: order the writers'
+                # generic stores before it (PTX wgmma.fence note; HARDWARE §11.1)
+                pre.insert(0, _fence_proxy_async())
         return pre + [s], State(state.reads | r, state.writes | w)
 
     def _summary(self, s, state):
@@ -212,6 +228,7 @@ def _accesses(root):
 
 
 def _call_buffers(call: ir.Call):
+    """The buffer each pointer argument of a call points into (None for other arguments)."""
     out = []
     for a in call.args[1:]:
         if isinstance(a, ir.Buffer):
@@ -219,6 +236,8 @@ def _call_buffers(call: ir.Call):
         elif isinstance(a, ir.Call) and a.op in ("address_of", "access_ptr"):
             inner = a.args[0]
             out.append(inner.buffer if isinstance(inner, ir.Load) else inner)
+        else:
+            out.append(None)
     return out
 
 

@@ -31,7 +31,8 @@ class _Lower(Mutator):
         self.reduce = ReduceLowering(ctx)
 
     def visit_Gemm(self, g):
-        return self.ctx.gemm_backend.lower_gemm(g, self.ctx)
+        backend = self.ctx.gemm_info[g.C.buffer][0]
+        return backend.lower_gemm(g, self.ctx)
 
     def visit_Reduce(self, r):
         return self.reduce.lower(r)

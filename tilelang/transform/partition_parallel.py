@@ -27,6 +27,7 @@ from ..ir import nodes as ir
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from .numeric import eval_index
+from .scoped import ScopedMutator
 
 
 def _err(loc, msg):
@@ -80,9 +81,10 @@ def _fit_affine_in_digits(layout, table):
 class NestPartitioner:
     """Partition one parallel nest (see the module docstring)."""
 
-    def __init__(self, ctx, nest: ir.For):
+    def __init__(self, ctx, nest: ir.For, analyzer=None):
         self.ctx = ctx
         self.nest = nest
+        self.analyzer = analyzer
         self.vars, self.extents, self.body = [], [], nest
         while isinstance(self.body, ir.For) and self.body.kind == "parallel":
             self.vars.append(self.body.var)
@@ -114,6 +116,9 @@ class NestPartitioner:
         self._plan_accesses(self.body)
         v = ir.Var("v")
         if self.compact:
+            vectorized = self.try_vectorize()
+            if vectorized is not None:
+                return vectorized
             body = self.instantiate(v)
             return ir.For(v, ir.const(0), ir.const(Lp.num_values), "unroll", body,
                           loc=self.nest.loc)
@@ -183,6 +188,34 @@ class NestPartitioner:
             self.compact = False
         self.slot_fns[key] = (fn, per_v)
 
+    def try_vectorize(self):
+        """Split the value loop into vector lanes when its fastest mode walks the innermost
+        dim contiguously (see transform/vectorize.py)."""
+        from .vectorize import vectorize_value_loop
+
+        Lp = self.layout
+        if not Lp.value_modes or Lp.guard_dims or self.analyzer is None:
+            return None
+        first = Lp.value_modes[0]
+        inner = len(Lp.shape) - 1
+        unit = tuple(1 if d == inner else 0 for d in range(len(Lp.shape)))
+        vec = first.extent
+        if vec < 2 or tuple(first.strides) != unit:
+            return None
+        vo, vi = ir.Var("vo"), ir.Var("vi")
+        v = ir.binary("add", ir.binary("mul", vo, vec), vi)
+        body = self.instantiate(v)
+        with self.analyzer.scope():
+            for var, t in zip(self.ctx.kernel.thread_vars, self.ctx.kernel.threads):
+                self.analyzer.bind(var, 0, t)
+            self.analyzer.bind(vo, 0, Lp.num_values // vec)
+            self.analyzer.bind(vi, 0, vec)
+            step = vectorize_value_loop(self.ctx, body, vo, vi, vec, self.analyzer)
+        if step is None:
+            return None
+        return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step,
+                      loc=self.nest.loc)
+
     # ---- instantiation ------------------------------------------------------------------------
     def instantiate(self, v) -> ir.Stmt:
         Lp = self.layout
@@ -241,14 +274,15 @@ class NestPartitioner:
         return ir.For(k, ir.const(0), trips, "serial", body, loc=self.nest.loc)
 
 
-class _Partition(Mutator):
+class _Partition(ScopedMutator):
     def __init__(self, ctx):
+        super().__init__()
         self.ctx = ctx
 
     def visit_For(self, s):
         if s.kind == "parallel":
-            return NestPartitioner(self.ctx, s).run()
-        return self.generic(s)
+            return NestPartitioner(self.ctx, s, self.analyzer).run()
+        return super().visit_For(s)
 
 
 class _BlockLevelFragments(Mutator):
@@ -279,9 +313,9 @@ class _BlockLevelFragments(Mutator):
         return self.generic(s)
 
 
-def partition_parallel_loops(stmt, ctx):
-    stmt = _Partition(ctx).visit(stmt)
-    return _BlockLevelFragments(ctx).visit(stmt)
+def partition_parallel_loops(kernel, ctx):
+    kernel = _Partition(ctx).visit(kernel)
+    return _BlockLevelFragments(ctx).visit(kernel)
 
 
 _ = L

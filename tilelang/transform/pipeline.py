@@ -220,8 +220,9 @@ class Pipeliner:
             ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
             _call("tl::cp_async_commit"))), loc=loop.loc)
         ahead = ir.binary("add", ir.binary("sub", k, start), S - 1)
+        fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
         steady = ir.Seq((
-            _call(f"tl::cp_async_wait<{S - 2}>"),
+            _call(f"tl::cp_async_wait<{S - 2}>"),) + fence + (
             _call("__syncthreads"),
             ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S - 1),
                                                     ir.binary("floormod", ahead, S)), None),

@@ -112,21 +112,22 @@ TL_DEVICE T int_minmax(T* p, T v, MemoryOrder o) {
   }
 }
 
-// IEEE floats order like sign-magnitude integers: for v >= 0 a signed max on the bits is the
-// float max; for v < 0 an unsigned min on the bits is (and symmetrically for min).
+// IEEE floats order like sign-magnitude integers. For v >= 0 the float max/min is the signed
+// integer max/min of the bits (a negative current value has negative bits). For v < 0 the
+// order of the bits is reversed and unsigned: max is the unsigned min, min the unsigned max.
 template <bool kMax>
 TL_DEVICE float float_minmax(float* p, float v, MemoryOrder o) {
   if (isnan(v)) return *reinterpret_cast<volatile float*>(p);
   int bits = __float_as_int(v);
-  if ((bits >= 0) == kMax) return __int_as_float(int_minmax<kMax>(reinterpret_cast<int*>(p), bits, o));
-  return __uint_as_float(
-      int_minmax<!kMax>(reinterpret_cast<unsigned*>(p), (unsigned)bits, o));
+  if (bits >= 0)
+    return __int_as_float(int_minmax<kMax>(reinterpret_cast<int*>(p), bits, o));
+  return __uint_as_float(int_minmax<!kMax>(reinterpret_cast<unsigned*>(p), (unsigned)bits, o));
 }
 template <bool kMax>
 TL_DEVICE double double_minmax(double* p, double v, MemoryOrder o) {
   if (isnan(v)) return *reinterpret_cast<volatile double*>(p);
   long long bits = __double_as_longlong(v);
-  if ((bits >= 0) == kMax)
+  if (bits >= 0)
     return __longlong_as_double(int_minmax<kMax>(reinterpret_cast<long long*>(p), bits, o));
   return __longlong_as_double((long long)int_minmax<!kMax>(
       reinterpret_cast<unsigned long long*>(p), (unsigned long long)bits, o));

@@ -1,0 +1,48 @@
+"""Speed guard: typical GEMM/attention index expressions (10-40 nodes) must simplify in tens of
+microseconds. The limit here is ~5x above what a quiet machine measures (about 25 us on
+average), so it catches a quadratic blow-up or a lost cache, not noise."""
+
+from __future__ import annotations
+
+import time
+
+from tilelang.arith import Analyzer
+from tilelang.ir import nodes as ir
+
+LIMIT_US = 150.0
+
+
+def _index_exprs(bx, by, tx, k, i, j, v, K):
+    """Freshly built expressions, as a lowering pass would build them."""
+    return [
+        (by * 128 + (tx // 32) * 16 + (i // 2) % 8) * 1024 + k * 32 + ((tx % 32) * 8) // 4 + v,
+        ((tx % 32) // 4 + (i // 2) * 8 + (tx // 32) * 16) * 64 + ((tx % 4) * 2 + i % 2 + j * 8),
+        ((tx * 8 + v) // 64) * 64 + ((((tx * 8 + v) % 64) // 8) ^ (tx % 8)) * 8 + (tx * 8 + v) % 8,
+        ir.binary("min", bx * 64 + i + 64, K) - bx * 64,
+        bx * 64 + tx // 2 < K,
+        (k * 32 + tx % 32) // 32 * 32 + (k * 32 + tx % 32) % 32,
+        ((tx // 8) * 8 + tx % 8) * 2 + (i * 4 + j) // 4 - i,
+    ]
+
+
+def test_index_expressions_take_tens_of_microseconds():
+    names = ("bx", "by", "tx", "k", "i", "j", "v")
+    bx, by, tx, k, i, j, v = (ir.Var(n) for n in names)
+    K = ir.Var("K")
+    ana = Analyzer()
+    for var, ext in zip((bx, by, tx, k, i, j, v), (64, 64, 128, 32, 16, 4, 8)):
+        ana.bind(var, 0, ext)
+    want = ["by * 131072 + tx // 32 * 16384 + i // 2 * 1024 + k * 32 + tx % 32 * 2 + v",
+            None, None, None, None, "k * 32 + tx % 32", "tx * 2"]
+    for e, w in zip(_index_exprs(bx, by, tx, k, i, j, v, K), want):
+        if w is not None:
+            assert str(ana.simplify(e)) == w
+    best = float("inf")
+    for _ in range(5):
+        batches = [_index_exprs(bx, by, tx, k, i, j, v, K) for _ in range(40)]
+        t0 = time.perf_counter()
+        for batch in batches:
+            for e in batch:
+                ana.simplify(e)
+        best = min(best, (time.perf_counter() - t0) / (40 * len(batches[0])))
+    assert best * 1e6 < LIMIT_US, f"{best * 1e6:.1f} us per simplify"

@@ -1,0 +1,121 @@
+"""`T.gemm` on wgmma (sm_90a): warpgroup partition, layouts, and the template call.
+
+Chosen for a gemm when the target is sm_90a, the operands are float16/bfloat16 accumulating
+into float32, the block is whole warpgroups and the tile splits into m64 x N (N <= 256)
+instructions; otherwise the mma.sync backend (gemm_sm80) handles it. The Fragments built here
+and the register conventions of tl/gemm_sm90.cuh describe the same maps.
+"""
+
+from __future__ import annotations
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..layout import Fragment
+from .. import layout as L
+from . import gemm_sm80
+
+WGMMA_TYPES = {"float16", "bfloat16"}
+
+
+def partition(g: ir.Gemm, M, N, num_warps, ctx):
+    """(WGM, WGN) warpgroups along M and N, or None when wgmma does not apply."""
+    if num_warps % 4:
+        return None
+    nwg = num_warps // 4
+    options = []
+    for wgm in range(1, nwg + 1):
+        if nwg % wgm:
+            continue
+        wgn = nwg // wgm
+        if M % (64 * wgm) or N % wgn:
+            continue
+        wn = N // wgn
+        if wn % 8 or wn > 256:
+            continue
+        options.append((wgm, wgn))
+    if not options:
+        return None
+    if g.policy == "FullCol":
+        return max(options, key=lambda o: (o[1], -o[0]))
+    return max(options, key=lambda o: (o[0], -o[1]))  # full N per instruction first
+
+
+def eligible(g: ir.Gemm, M, N, num_warps, ctx):
+    if not ctx.target.is_hopper or ctx.wgmma_disabled:
+        return None
+    a, b, c = g.A.buffer, g.B.buffer, g.C.buffer
+    if a.dtype.name not in WGMMA_TYPES or b.dtype is not a.dtype or c.dtype.name != "float32":
+        return None
+    if b.scope not in ("shared", "shared.dyn"):
+        return None
+    K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
+    if K % 16:
+        return None
+    for region, buf in ((g.A, a), (g.B, b)):
+        if buf.scope == "local.fragment":
+            continue
+        if L.swizzle_mode(buf.shape, buf.dtype.bits) is None:
+            return None
+        ann = dict(ctx.kernel.attrs) if False else None
+        for k, v in ctx.kernel.attrs:
+            if k == "layout" and v[0] is buf:
+                return None  # a user layout: keep the general path
+        starts = region.starts[-2:]
+        if not all(isinstance(s, int) or isinstance(s, ir.Const) for s in starts):
+            return None
+    return partition(g, M, N, num_warps, ctx)
+
+
+def accumulator_layout(g: ir.Gemm, part, ctx):
+    wgm, wgn = part
+    M, N = g.C.extents[-2:]
+    return gemm_sm80._match_rank(_accumulator(M, N, wgm, wgn), g.C.buffer)
+
+
+def _accumulator(M, N, wgm, wgn) -> Fragment:
+    wn = N // wgn
+    mr = M // (64 * wgm)
+    threads = [(4, (0, 2)), (8, (1, 0)), (4, (16, 0)), (wgm, (64, 0)), (wgn, (0, wn))]
+    values = [(2, (0, 1)), (2, (8, 0)), (wn // 8, (0, 8)), (mr, (64 * wgm, 0))]
+    return Fragment((M, N), threads, values)
+
+
+def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
+    """A in registers: the accumulator order of an M x K tile, replicated over WGN."""
+    wgm, wgn = part
+    mr = M // (64 * wgm)
+    threads = [(4, (0, 2)), (8, (1, 0)), (4, (16, 0)), (wgm, (64, 0)), (wgn, (0, 0))]
+    values = [(2, (0, 1)), (2, (8, 0)), (K // 8, (0, 8)), (mr, (64 * wgm, 0))]
+    return gemm_sm80._match_rank(Fragment((M, K), threads, values), g.A.buffer)
+
+
+def shared_operand_layout(buf: ir.Buffer, ctx):
+    return L.swizzled(buf.shape, buf.dtype.bits)
+
+
+def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
+    wgm, wgn = ctx.gemm_info[g.C.buffer][1]
+    M, N = g.C.extents[-2:]
+    K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
+    c_reg = ctx.register_of(g.C.buffer)
+    clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
+        ir.const(g.clear_accum)
+    b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = gemm_sm80._tile_info(
+        g.B, ctx.layouts[g.B.buffer], g.loc)
+    tb = "true" if g.trans_B else "false"
+    if g.A.buffer.scope == "local.fragment":
+        a_reg = ctx.register_of(g.A.buffer)
+        name = f"tl::wgmma_gemm_rs<{M}, {N}, {K}, {wgm}, {wgn}, {tb}, {b_rows}, {b_cols}, {b_swz}>"
+        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+    else:
+        a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = gemm_sm80._tile_info(
+            g.A, ctx.layouts[g.A.buffer], g.loc)
+        ta = "true" if g.trans_A else "false"
+        name = (f"tl::wgmma_gemm_ss<{M}, {N}, {K}, {wgm}, {wgn}, {ta}, {tb}, {a_rows}, "
+                f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}>")
+        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+    ctx.uses_wgmma = True
+    return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)
+
+
+_ = located

@@ -1,0 +1,166 @@
+"""The per-kernel fast call path: Python source generated for one compiled kernel.
+
+A JITKernel call must cost about as much Python as a torch op. `make_fast_call` writes a
+function specialised to the kernel's signature: it checks each argument with the cheapest
+test that decides it (type and dtype identity, a tuple compare for static shapes, one
+attribute for contiguity), reads the symbolic sizes off the shapes, allocates the outputs,
+packs the parameter block with one `struct.pack_into` and calls cuLaunchKernel. Anything
+unexpected — a wrong argument, a first call on a new device — goes to the general path, which
+raises the descriptive error or prepares the device and then succeeds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..ir import nodes as ir
+
+_PY_BIN = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
+
+
+def py_expr(e, names: dict) -> str:
+    """Python source of an integer shape/grid expression over symbols named in `names`."""
+    if isinstance(e, int):
+        return str(e)
+    if isinstance(e, ir.Const):
+        return str(int(e.value))
+    if isinstance(e, ir.Var):
+        return names[e]
+    if isinstance(e, ir.Binary):
+        a, b = py_expr(e.a, names), py_expr(e.b, names)
+        if e.op in _PY_BIN:
+            return f"({a} {_PY_BIN[e.op]} {b})"
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})"
+        if e.op == "truncdiv":
+            return f"int({a} / {b})"
+    if isinstance(e, ir.Cast):
+        return py_expr(e.value, names)
+    raise NotImplementedError(f"shape expression {e}")
+
+
+def make_fast_call(adapter, plan, slow):
+    """A function `call(args)` equivalent to `slow(args)` for well-formed calls."""
+    import torch
+
+    from ..runtime import driver
+    from ..runtime.launcher import ArgLayout
+    from ..runtime.stream import current_stream_handle
+
+    module = adapter.module
+    sig = module.params + module.symbols + module.workspaces
+    layout = ArgLayout([adapter.param_types[i] for i in range(len(sig))])
+    g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
+         "raw_stream": current_stream_handle, "launch": driver.fast_launcher(),
+         "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
+         "fail": adapter.launch_failed, "vp": __import__("ctypes").c_void_p}
+    names: dict = {}
+    lines = ["def call(args):", f"    if len(args) != {len(plan.inputs)}: return slow(args)"]
+    arg_names = [f"a{i}" for i in range(len(plan.inputs))]
+    if arg_names:
+        lines.append(f"    {', '.join(arg_names)}{',' if len(arg_names) == 1 else ''} = args")
+    first_tensor = None
+    checks_after = []
+    for name, p in zip(arg_names, plan.inputs):
+        if p.kind == "scalar":
+            if p.dtype.is_float:
+                lines.append(f"    t = type({name})")
+                lines.append("    if t is not float and t is not int: return slow(args)")
+            elif p.dtype.is_int or p.dtype.is_bool:
+                lo, hi = p.dtype.min_value(), p.dtype.max_value()
+                lines.append(f"    if type({name}) is not int or not ({lo} <= {name} <= {hi}):"
+                             " return slow(args)")
+            else:
+                lines.append("    return slow(args)")
+            names.setdefault(p.var, name)
+            continue
+        g[f"DT_{name}"] = p.dtype.torch
+        lines.append(f"    if type({name}) is not Tensor or {name}.dtype is not DT_{name} or "
+                     f"not {name}.is_cuda: return slow(args)")
+        if first_tensor is None:
+            first_tensor = name
+            lines.append(f"    dev = {name}.get_device()")
+        else:
+            lines.append(f"    if {name}.get_device() != dev: return slow(args)")
+        shape = f"{name}.shape"
+        if all(isinstance(s, int) for s in p.shape):
+            g[f"SH_{name}"] = torch.Size(p.shape)
+            lines.append(f"    if {shape} != SH_{name}: return slow(args)")
+        else:
+            lines.append(f"    if len({shape}) != {len(p.shape)}: return slow(args)")
+            for d, s in enumerate(p.shape):
+                if isinstance(s, ir.Var) and s not in names:
+                    names[s] = f"s_{len(names)}"
+                    lines.append(f"    {names[s]} = {shape}[{d}]")
+                else:
+                    checks_after.append((f"{shape}[{d}]", s))
+        if p.strides is None:
+            lines.append(f"    if not {name}.is_contiguous(): return slow(args)")
+        else:
+            lines.append("    return slow(args)")  # strided views take the general path
+    if first_tensor is None:
+        return None
+    for text, s in checks_after:
+        lines.append(f"    if {text} != {py_expr(s, names)}: return slow(args)")
+    for v in module.symbols:
+        if v not in names:
+            return None
+    lines.append("    funcs = FUNCS.get(dev)")
+    lines.append("    if funcs is None: return slow(args)")
+    lines.append("    device = DEVS[dev]")
+    outs = []
+    for j, p in enumerate(plan.outputs):
+        g[f"ODT{j}"] = p.dtype.torch
+        dims = ", ".join(py_expr(s, names) for s in p.shape)
+        lines.append(f"    o{j} = empty(({dims},), dtype=ODT{j}, device=device)")
+        outs.append((p.index, f"o{j}"))
+    for j, w in enumerate(module.workspaces):
+        g[f"WDT{j}"] = w.dtype.torch
+        dims = ", ".join(py_expr(s, names) for s in w.shape)
+        lines.append(f"    w{j} = empty(({dims},), dtype=WDT{j}, device=device)")
+    by_index = {p.index: n for p, n in zip(plan.inputs, arg_names)}
+    by_index.update(dict(outs))
+    values = []
+    for i, p in enumerate(module.params):
+        text = by_index[i]
+        values.append(f"{text}.data_ptr()" if isinstance(p, ir.Buffer) else text)
+    values += [names[v] for v in module.symbols]
+    values += [f"w{j}.data_ptr()" for j in range(len(module.workspaces))]
+    lines.append("    stream = vp(raw_stream(dev))")
+    lines.append("    with lock:")
+    lines.append(f"        pack(({', '.join(values)}{',' if len(values) == 1 else ''}))")
+    for k_index, k in enumerate(module.kernels):
+        grid = [py_expr(x, names) for x in k.grid]
+        block = ", ".join(str(b) for b in k.block)
+        lines.append(f"        gx, gy, gz = {', '.join(grid)}")
+        lines.append("        if gx > 0 and gy > 0 and gz > 0:")
+        lines.append(f"            res = launch(funcs[{k_index}], gx, gy, gz, {block}, "
+                     f"{k.smem_bytes}, stream, params, None)")
+        lines.append(f"            if res: fail(res, {k_index}, dev)")
+    if not outs:
+        lines.append("    return None")
+    elif len(outs) == 1:
+        lines.append(f"    return {outs[0][1]}")
+    else:
+        lines.append(f"    return [{', '.join(o for _, o in outs)}]")
+    source = "\n".join(lines) + "\n"
+    namespace: dict = {}
+    exec(compile(source, f"<tilelang fast call {adapter.func.name}>", "exec"), g, namespace)
+    call = namespace["call"]
+    call.source = source
+
+    def register(dev: int):
+        """Load the kernels on `dev` (the general path calls this once per device)."""
+        funcs = [ctypes_handle(fn.prepare(dev, k.smem_bytes)[0])
+                 for fn, k in zip(adapter.functions, module.kernels)]
+        g["DEVS"][dev] = torch.device("cuda", dev)
+        g["FUNCS"][dev] = funcs
+
+    call.register = register
+    return call
+
+
+def ctypes_handle(handle):
+    import ctypes
+
+    return ctypes.c_void_p(handle)

@@ -1,0 +1,120 @@
+// tl/gemm_sm90.cuh — block-level GEMM on wgmma (sm_90a): C (+)= op(A) @ op(B).
+//
+// The warpgroups of the block form a WGM x WGN grid (warpgroup g has gm = g % WGM,
+// gn = g / WGM); warpgroup (gm, gn) computes rows {64*(gm + WGM*mr) .. +64 : mr < MR} and
+// columns [gn*WN, (gn+1)*WN) with one m64 x WN x 16 wgmma per (mr, k-step), WN = N / WGN.
+//
+// Register conventions (binding: tilelang/codegen/gemm_sm90.py builds the same Fragments):
+//   C: register r = c + 4 * (nt + NT * mr), NT = WN / 8, holds
+//        row = 64*(gm + WGM*mr) + 16*w + g + 8*(c>>1),  col = gn*WN + 8*nt + 2q + (c&1)
+//      (w = warp in the warpgroup, lane = 4g + q): for each mr, the wgmma accumulator order.
+//   A in registers (wgmma_gemm_rs): element i + 8 * (kt + KT * mr) holds
+//        row = 64*(gm + WGM*mr) + 16*w + g + 8*((i>>1)&1),  col = 16*kt + 2q + (i&1) + 8*(i>>2)
+//      which is the C order of a tile with N = K (an attention score tile feeds the next gemm).
+//
+// Shared operands use `SmemTile` layouts (tl/gemm_sm80.cuh) with a 32/64/128-byte swizzle,
+// stored [column block][row][Swz bytes]; the tile base must be 1024-byte aligned (the planner
+// aligns swizzled tiles). A K-major operand (A not transposed, B transposed) is described with
+// SBO = 8 rows; an MN-major one (f16/bf16 only) with LBO = one column block, SBO = 8 rows.
+#pragma once
+#include "common.cuh"
+#include "wgmma.cuh"
+
+namespace tl {
+namespace detail {
+
+template <int Swz>
+struct WgmmaSwzCode {
+  static_assert(Swz == 32 || Swz == 64 || Swz == 128, "wgmma operands need a 32/64/128 B swizzle");
+  static constexpr int value = Swz == 128 ? WgmmaSwizzle::k128B
+                               : Swz == 64 ? WgmmaSwizzle::k64B : WgmmaSwizzle::k32B;
+};
+
+// Descriptor of the operand sub-tile whose K-major rows start at tile row `r0` and whose
+// k-range starts at element `k0` (K-major), for a tile of Rows rows of Swz-byte blocks.
+template <typename T, int Rows, int Swz>
+TL_DEVICE uint64_t desc_kmajor(const T* base, int r0, int k0) {
+  const int kb = k0 * int(sizeof(T));
+  const int byte = (kb / Swz) * Rows * Swz + r0 * Swz + (kb % Swz);
+  return make_smem_desc(reinterpret_cast<const char*>(base) + byte, WgmmaSwzCode<Swz>::value, 16,
+                        8 * Swz);
+}
+
+// Descriptor of an MN-major sub-tile: tile rows are k, columns are m/n; starts at k row `k0`
+// and column `n0`.
+template <typename T, int Rows, int Swz>
+TL_DEVICE uint64_t desc_mnmajor(const T* base, int k0, int n0) {
+  const int nb = n0 * int(sizeof(T));
+  const int byte = (nb / Swz) * Rows * Swz + k0 * Swz + (nb % Swz);
+  return make_smem_desc(reinterpret_cast<const char*>(base) + byte, WgmmaSwzCode<Swz>::value,
+                        Rows * Swz, 8 * Swz);
+}
+
+}  // namespace detail
+
+#if TL_HAVE_SM90A
+// C (+)= op(A) @ op(B), A and B in shared memory. Synchronous: returns with C complete.
+template <int M, int N, int K, int WGM, int WGN, bool TransA, bool TransB, int ARows, int ACols,
+          int ASwz, int BRows, int BCols, int BSwz, typename TA, typename TB, typename TC>
+TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
+                             TC* C, bool clear_accum, int tid) {
+  constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2;
+  static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
+                "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
+  static_assert(K % 16 == 0, "wgmma K step is 16");
+  const int wg = tid >> 7;
+  const int gm = wg % WGM, gn = wg / WGM;
+  wgmma_fence_operands(C, MR * kRegs);
+  wgmma_fence();
+#pragma unroll
+  for (int mr = 0; mr < MR; ++mr) {
+    const int m0 = 64 * (gm + WGM * mr);
+#pragma unroll
+    for (int k = 0; k < K; k += 16) {
+      const uint64_t da = TransA ? detail::desc_mnmajor<TA, ARows, ASwz>(A, a_r0 + k, a_c0 + m0)
+                                 : detail::desc_kmajor<TA, ARows, ASwz>(A, a_r0 + m0, a_c0 + k);
+      const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
+                                 : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
+      const int scale_d = (clear_accum && k == 0) ? 0 : 1;
+      wgmma_ss<WN, TA, 1, 1, TransA ? 1 : 0, TransB ? 0 : 1>(C + mr * kRegs, da, db, scale_d);
+    }
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operands(C, MR * kRegs);
+}
+
+// C (+)= A @ op(B), A in registers (the layout in the header comment), B in shared memory.
+template <int M, int N, int K, int WGM, int WGN, bool TransB, int BRows, int BCols, int BSwz,
+          typename TA, typename TB, typename TC>
+TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C,
+                             bool clear_accum, int tid) {
+  constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, KT = K / 16;
+  static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
+                "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
+  static_assert(K % 16 == 0, "wgmma K step is 16");
+  const int gn = (tid >> 7) / WGM;
+  uint32_t* a_regs = const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(A));
+  wgmma_fence_operands(a_regs, MR * KT * 4);
+  wgmma_fence_operands(C, MR * kRegs);
+  wgmma_fence();
+#pragma unroll
+  for (int mr = 0; mr < MR; ++mr) {
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) {
+      const int k = 16 * kt;
+      const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
+                                 : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
+      const int scale_d = (clear_accum && kt == 0) ? 0 : 1;
+      wgmma_rs<WN, TA, 1, 1, TransB ? 0 : 1>(C + mr * kRegs, a_regs + 4 * (kt + KT * mr), db,
+                                             scale_d);
+    }
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operands(C, MR * kRegs);
+  wgmma_fence_operands(a_regs, MR * KT * 4);
+}
+#endif  // TL_HAVE_SM90A
+
+}  // namespace tl

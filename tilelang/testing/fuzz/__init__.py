@@ -1,0 +1,41 @@
+"""Differential fuzzing of the compiler: random valid tile programs with a numpy oracle.
+
+    from tilelang.testing import fuzz
+    case = fuzz.generate(seed=3)            # or fuzz.generate(3, family="gemm")
+    inputs = case.make_inputs(np.random.default_rng(0))
+    want = fuzz.expected(case, inputs)      # numpy, from the description only
+    got = fuzz.run_case(case, "cpu", inputs)
+    assert not fuzz.check(case, got, want), case.source
+
+Families (one module each): "ew" element-wise chains with offsets/broadcasting, "reduce"
+reductions over either axis (pipelined accumulation, softmax-style broadcasts), "gemm" all
+transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, block-level).
+`generate(seed)` is deterministic: the same seed gives the same program and inputs on every
+machine, so a failing seed is a reproducer (and `case.source` is the program text).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .case import Case, Param, agree, check, load, write_source  # noqa: F401
+from .run import classify, compile_case, expected, run_case, run_kernel  # noqa: F401
+from . import fam_atomic, fam_elementwise, fam_gemm, fam_reduce
+
+FAMILIES = {
+    "ew": fam_elementwise.sample,
+    "reduce": fam_reduce.sample,
+    "gemm": fam_gemm.sample,
+    "atomic": fam_atomic.sample,
+}
+# how often each family is drawn when none is asked for
+WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
+
+
+def generate(seed: int, family: str | None = None) -> Case:
+    """The program of `seed` (from `family`, or a family drawn from the seed)."""
+    rng = np.random.default_rng([seed, 0x7113])
+    if family is None:
+        names = list(WEIGHTS)
+        family = names[int(rng.choice(len(names), p=[WEIGHTS[n] for n in names]))]
+    return FAMILIES[family](rng, seed)

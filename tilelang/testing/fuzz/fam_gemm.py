@@ -1,0 +1,185 @@
+"""Family "gemm": `T.gemm` with every transpose combination and operand dtype, ragged M/N/K,
+a serial or pipelined k-loop, A from shared memory or registers, and an epilogue.
+
+    C[M, N] = epilogue(init + op(A) @ op(B))
+
+op(A) = A (M, K) or A^T with A stored (K, M); op(B) = B (K, N) or B^T with B stored (N, K).
+Reads past the edges give 0, so ragged K adds nothing; init is 0 (T.clear or clear_accum on
+the first k step) or the tile of an input C0. The epilogue is one of: none, relu, scale by 0.5,
++ bias[q] (a column vector broadcast from a fragment); the result is cast to C's dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .case import EPS, Case, Param, random_values, round_to
+
+# (A/B dtype, accumulator dtype, output dtypes, weight)
+DTYPES = (
+    ("float16", "float32", ("float32", "float16"), 4),
+    ("float16", "float16", ("float16",), 1),
+    ("bfloat16", "float32", ("float32", "bfloat16"), 2),
+    ("float32", "float32", ("float32",), 2),  # TF32 tensor cores
+    ("int8", "int32", ("int32",), 2),
+    ("float8_e4m3", "float32", ("float32", "float16"), 1),
+    ("float8_e5m2", "float32", ("float32",), 1),
+    ("float64", "float64", ("float64",), 0.3),
+)
+K_ATOM = {"float16": 16, "bfloat16": 16, "float32": 8, "int8": 32, "float8_e4m3": 32,
+          "float8_e5m2": 32, "float64": 4}
+
+
+def _pick(rng, seq):
+    return seq[int(rng.integers(len(seq)))]
+
+
+def _partitionable(bm, bn, warps):
+    return any(warps % wm == 0 and bm % (16 * wm) == 0 and bn % (8 * (warps // wm)) == 0
+               for wm in range(1, warps + 1))
+
+
+def sample(rng, seed: int) -> Case:
+    w = np.array([d[3] for d in DTYPES], float)
+    ab, acc, outs, _ = DTYPES[int(rng.choice(len(DTYPES), p=w / w.sum()))]
+    while True:
+        bm = _pick(rng, (16, 32, 64, 128))
+        bn = _pick(rng, (8, 16, 32, 64, 128))
+        threads = _pick(rng, (32, 64, 128, 128, 256))
+        if bm * bn <= 128 * 128 and _partitionable(bm, bn, threads // 32):
+            break
+    bk = _pick(rng, tuple(k for k in (16, 32, 64) if k % K_ATOM[ab] == 0))
+    trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
+    spec = dict(ab=ab, acc=acc, out=_pick(rng, outs), bm=bm, bn=bn, bk=bk, threads=threads,
+                M=int(rng.integers(1, 2 * bm + 9)), N=int(rng.integers(1, 2 * bn + 9)),
+                K=int(rng.integers(1, 3 * bk + 9)), trans_a=trans_a, trans_b=trans_b,
+                a_regs=bool(not trans_a and rng.random() < 0.25),
+                loop=_pick(rng, ("serial", "pipelined", "pipelined")),
+                stages=int(rng.integers(0, 4)),
+                init=_pick(rng, ("clear", "clear", "clear_accum", "input")),
+                epilogue=_pick(rng, ("none", "none", "relu", "scale", "bias")),
+                store=_pick(rng, ("copy", "shared")),
+                policy=_pick(rng, ("Square", "FullRow", "FullCol")))
+    return build(spec, seed)
+
+
+def build(s: dict, seed: int) -> Case:
+    ab, acc, out = s["ab"], s["acc"], s["out"]
+    bm, bn, bk, M, N, K = s["bm"], s["bn"], s["bk"], s["M"], s["N"], s["K"]
+    ta, tb = s["trans_a"], s["trans_b"]
+    a_shape = (K, M) if ta else (M, K)
+    b_shape = (N, K) if tb else (K, N)
+    params = [Param("A", a_shape, ab), Param("B", b_shape, ab)]
+    if s["init"] == "input":
+        params.append(Param("C0", (M, N), acc))
+    if s["epilogue"] == "bias":
+        params.append(Param("bias", (N,), acc))
+    params.append(Param("C", (M, N), out, "out"))
+    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
+    ind = "    "
+    nk = -(-K // bk)
+    k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), "
+         f"threads={s['threads']}) as (bx, by):"]
+    k.append(ind + f'A_s = T.alloc_shared({(bk, bm) if ta else (bm, bk)}, "{ab}")')
+    k.append(ind + f'B_s = T.alloc_shared({(bn, bk) if tb else (bk, bn)}, "{ab}")')
+    if s["a_regs"]:
+        k.append(ind + f'A_r = T.alloc_fragment(({bm}, {bk}), "{ab}")')
+    k.append(ind + f'C_l = T.alloc_fragment(({bm}, {bn}), "{acc}")')
+    if s["init"] == "clear":
+        k.append(ind + "T.clear(C_l)")
+    elif s["init"] == "input":
+        k.append(ind + f"T.copy(C0[by * {bm}, bx * {bn}], C_l)")
+    loop = (f"T.Pipelined({nk}, num_stages={s['stages']})" if s["loop"] == "pipelined"
+            else f"T.serial({nk})")
+    k.append(ind + f"for k in {loop}:")
+    a_src = f"A[k * {bk}, by * {bm}]" if ta else f"A[by * {bm}, k * {bk}]"
+    b_src = f"B[bx * {bn}, k * {bk}]" if tb else f"B[k * {bk}, bx * {bn}]"
+    k.append(ind * 2 + f"T.copy({a_src}, A_s)")
+    k.append(ind * 2 + f"T.copy({b_src}, B_s)")
+    a_op = "A_s"
+    if s["a_regs"]:
+        k.append(ind * 2 + "T.copy(A_s, A_r)")
+        a_op = "A_r"
+    extra = []
+    if ta:
+        extra.append("transpose_A=True")
+    if tb:
+        extra.append("transpose_B=True")
+    if s["init"] == "clear_accum":
+        extra.append("clear_accum=(k == 0)")
+    if s["policy"] != "Square":
+        extra.append(f"policy=T.GemmWarpPolicy.{s['policy']}")
+    k.append(ind * 2 + f"T.gemm({a_op}, B_s, C_l{''.join(', ' + e for e in extra)})")
+    ep = s["epilogue"]
+    if ep == "bias":
+        k.append(ind + f'bias_f = T.alloc_fragment(({bn},), "{acc}")')
+        k.append(ind + f"T.copy(bias[bx * {bn}], bias_f)")
+    if ep != "none":
+        body = {"relu": "T.max(C_l[i, j], 0)", "scale": "C_l[i, j] * 0.5",
+                "bias": "C_l[i, j] + bias_f[j]"}[ep]
+        k.append(ind + f"for i, j in T.Parallel({bm}, {bn}):")
+        k.append(ind * 2 + f"C_l[i, j] = {body}")
+    if s["store"] == "shared":
+        k.append(ind + f'C_s = T.alloc_shared(({bm}, {bn}), "{out}")')
+        k.append(ind + "T.copy(C_l, C_s)")
+        k.append(ind + f"T.copy(C_s, C[by * {bm}, bx * {bn}])")
+    else:
+        k.append(ind + f"T.copy(C_l, C[by * {bm}, bx * {bn}])")
+    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
+    src += [ind + ln for ln in k]
+    feats = ("gemm", f"gemm_{ab}_{acc}", f"trans{int(ta)}{int(tb)}", s["loop"],
+             "a_regs" if s["a_regs"] else "a_shared", s["init"], ep)
+    return Case("gemm", seed, "\n".join(src) + "\n", params,
+                lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
+                spec=s, features=feats)
+
+
+def _inputs(rng, params):
+    out = {}
+    for p in params:
+        if p.role != "in":
+            continue
+        if p.dtype == "int8":
+            out[p.name] = random_values(rng, p.shape, p.dtype, -8, 8)
+        elif p.dtype == "int32":
+            out[p.name] = random_values(rng, p.shape, p.dtype, -100, 100)
+        else:
+            out[p.name] = random_values(rng, p.shape, p.dtype, -2, 2)
+    return out
+
+
+def _oracle(s, arrs):
+    ab, acc, out = s["ab"], s["acc"], s["out"]
+    K = s["K"]
+    A = np.asarray(arrs["A"], np.float64)
+    B = np.asarray(arrs["B"], np.float64)
+    A = A.T if s["trans_a"] else A
+    B = B.T if s["trans_b"] else B
+    is_int = acc == "int32"
+    C = A @ B
+    mag = np.abs(A) @ np.abs(B)
+    if is_int:
+        if s["init"] == "input":
+            C = C + arrs["C0"]
+        if s["epilogue"] == "relu":
+            C = np.maximum(C, 0)
+        elif s["epilogue"] == "bias":
+            C = C + arrs["bias"][None, :]
+        C = ((C.astype(np.int64) + 2 ** 31) % 2 ** 32) - 2 ** 31
+        return {"C": (C, np.zeros(C.shape))}
+    # rounding: TF32 inputs (10 mantissa bits), accumulation in `acc` every k step
+    err = 2.0 ** -10 * 2 * mag if ab == "float32" else 0.0
+    err = err + (K / 8 + 2) * EPS[acc] * mag
+    if s["init"] == "input":
+        C = C + arrs["C0"]
+        err = err + EPS[acc] * np.abs(C)
+    if s["epilogue"] == "relu":
+        C = np.maximum(C, 0)
+    elif s["epilogue"] == "scale":
+        C = C * 0.5
+        err = err * 0.5
+    elif s["epilogue"] == "bias":
+        C = C + arrs["bias"][None, :]
+        err = err + EPS[acc] * np.abs(C)
+    tol = 2 * (err + EPS[out] * np.abs(C)) + 1e-30
+    return {"C": (round_to(C, out), tol)}

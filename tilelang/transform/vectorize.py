@@ -1,0 +1,172 @@
+"""Vectorise the per-thread value loop of a partitioned T.Parallel nest.
+
+Expects: a nest body instantiated for value index `v = vo * vec + vi` (see
+partition_parallel), where consecutive `vi` are consecutive elements of the innermost dim.
+Guarantees: global/shared loads and unconditional stores whose address is contiguous in `vi`
+and aligned move through a register array with one vector access (4, 8 or 16 bytes):
+
+    T a_vec[vec];  copy_vec(a_vec, &A[base])        # or element-wise when the vector may leave
+    for vi: ... a_vec[vi] ...  c_vec[vi] = ...      # the tensor (the bounds pass guards those)
+    copy_vec(&C[base], c_vec)
+
+Everything else keeps its scalar form. The result computes exactly what the scalar loop did.
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator, collect, substitute
+
+VOID = ir.DType("void")
+MEMORY = ("global", "shared", "shared.dyn")
+
+
+def _flat_offset(ctx, buf, indices):
+    if buf.scope == "global":
+        total = ir.const(0)
+        for i, s in zip(indices, buf.effective_strides()):
+            total = ir.binary("add", total, ir.binary("mul", i, s))
+        return total
+    layout = ctx.layouts.get(buf)
+    if layout is None:
+        return None
+    return ir.as_expr(layout.forward(*indices))
+
+
+def _address(buf, indices):
+    return ir.Call("address_of", (ir.Load(buf, tuple(indices), buf.dtype),), ir.DType("handle"))
+
+
+class _Access:
+    def __init__(self, node, kind):
+        self.node = node
+        self.kind = kind  # "load" | "store"
+        self.reg = None
+        self.full = None  # bounds condition of the whole vector (None: always)
+
+
+def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
+    """Return the statement for one `vo` step (staged accesses around a `vi` loop), or None
+    when nothing can be vectorised."""
+    lets = {s.var for s in collect(body, lambda n: isinstance(n, (ir.LetStmt, ir.For)))}
+    stored = {s.buffer for s in collect(body, lambda n: isinstance(n, ir.Store))}
+    top_stores = _unconditional_stores(body)
+    candidates = []
+    # elements whose address is taken (atomics, address_of) are not values to stage
+    seen = {c.args[0] for c in collect(body, lambda n: isinstance(n, ir.Call) and n.args and (
+        n.op.startswith("atomic_") or n.op == "address_of") and isinstance(n.args[0], ir.Load))}
+    for node in collect(body, lambda n: isinstance(n, (ir.Load, ir.Store))):
+        buf = node.buffer
+        if buf.scope not in MEMORY or node in seen:
+            continue
+        seen.add(node)
+        if isinstance(node, ir.Load):
+            if buf in stored or node.dtype.lanes > 1:
+                continue
+            kind = "load"
+        else:
+            if not any(node is s for s in top_stores):
+                continue
+            kind = "store"
+        free = set(collect(node.indices, lambda n: isinstance(n, ir.Var)))
+        if free & lets:
+            continue
+        nbytes = vec * buf.dtype.bytes
+        if nbytes not in (4, 8, 16):
+            continue
+        off = _flat_offset(ctx, buf, node.indices)
+        if off is None:
+            continue
+        base = substitute(off, {vi: ir.const(0)})
+        ok = True
+        for k in range(1, vec):
+            d = analyzer.simplify(ir.binary("sub", substitute(off, {vi: ir.const(k)}), base))
+            if not (isinstance(d, ir.Const) and d.value == k):
+                ok = False
+                break
+        if not ok or not analyzer.is_divisible(base, vec):
+            continue
+        acc = _Access(node, kind)
+        if buf.scope == "global":
+            acc.full = _vector_in_bounds(buf, node.indices, vi, vec, analyzer)
+        candidates.append(acc)
+    if not candidates:
+        return None
+    pre, post, mapping = [], [], {}
+    for n, acc in enumerate(candidates):
+        buf = acc.node.buffer
+        reg = ir.Buffer(f"{buf.name}_vec", (vec,), buf.dtype, "local")
+        acc.reg = reg
+        nbytes = vec * buf.dtype.bytes
+        idx0 = tuple(substitute(i, {vi: ir.const(0)}) for i in acc.node.indices)
+        if acc.kind == "load":
+            vector = ir.Evaluate(ir.Call("call_extern", (f"tl::copy_vec<{nbytes}>",
+                                                         _address(reg, (ir.const(0),)),
+                                                         _address(buf, idx0)), VOID))
+            scalar = _lane_loop(vi, vec, ir.Store(reg, (vi,), acc.node))
+            pre.append((reg, vector if acc.full is None else
+                        ir.If(acc.full, vector, scalar)))
+            mapping[id(acc.node)] = ir.Load(reg, (vi,), buf.dtype)
+        else:
+            vector = ir.Evaluate(ir.Call("call_extern", (f"tl::copy_vec<{nbytes}>",
+                                                         _address(buf, idx0),
+                                                         _address(reg, (ir.const(0),))),
+                                         VOID))
+            scalar = _lane_loop(vi, vec, ir.Store(buf, acc.node.indices,
+                                                  ir.Load(reg, (vi,), buf.dtype),
+                                                  loc=acc.node.loc))
+            post.append(vector if acc.full is None else ir.If(acc.full, vector, scalar))
+            mapping[id(acc.node)] = ("store", reg)
+
+    class Replace(Mutator):
+        def visit_Load(self, e):
+            new = mapping.get(id(e))
+            return new if new is not None else self.generic(e)
+
+        def visit_Store(self, s):
+            new = mapping.get(id(s))
+            if new is not None:
+                return ir.Store(new[1], (vi,), self.visit(s.value), loc=s.loc)
+            return self.generic(s)
+
+    inner = _lane_loop(vi, vec, Replace().visit(body))
+    stmt = ir.Seq(tuple(st for _, st in pre) + (inner,) + tuple(post))
+    regs = [reg for reg, _ in pre] + [m[1] for m in mapping.values() if isinstance(m, tuple)]
+    for reg in reversed(regs):
+        stmt = ir.Allocate(reg, stmt)
+    return stmt
+
+
+def _lane_loop(vi, vec, body):
+    return ir.For(vi, ir.const(0), ir.const(vec), "unroll", body)
+
+
+def _unconditional_stores(body):
+    out = []
+
+    def walk(s):
+        if isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x)
+        elif isinstance(s, (ir.LetStmt, ir.Allocate)):
+            walk(s.body)
+        elif isinstance(s, ir.Store):
+            out.append(s)
+
+    walk(body)
+    return out
+
+
+def _vector_in_bounds(buf, indices, vi, vec, analyzer):
+    """Condition that all `vec` elements are inside the tensor; None when provable."""
+    cond = None
+    last = len(indices) - 1
+    for d, (i, n) in enumerate(zip(indices, buf.shape)):
+        lo = substitute(i, {vi: ir.const(0)})
+        hi = substitute(i, {vi: ir.const(vec - 1)}) if d == last else lo
+        for c in (ir.compare("ge", lo, 0), ir.compare("lt", hi, n)):
+            if analyzer.prove(c):
+                continue
+            cond = c if cond is None else ir.logical_and(cond, c)
+    return cond
