@@ -17,6 +17,7 @@ import tilelang
 import tilelang.language as T
 
 FP8 = torch.float8_e4m3fn
+ARCHS = ("sm_89", "sm_90a")  # FP8 tensor cores: Ada and Hopper (none on sm_80)
 
 
 @tilelang.jit(out_idx=[2])

@@ -61,3 +61,32 @@ def test_enum_spellings():
 def test_rowmajor_rejects_strided_inner_dim():
     with pytest.raises(ValueError, match="contiguous innermost"):
         tm.encode_tiled_rowmajor("float16", 0x7F0000000000, (64, 64), (1, 64), (64, 64))
+
+
+def test_repeated_encodes_are_cache_hits(monkeypatch):
+    calls = []
+
+    class FakeLib:
+        @staticmethod
+        def cuTensorMapEncodeTiled(out, *args):
+            calls.append(args)
+            import ctypes
+
+            ctypes.memmove(out, bytes(range(128)), 128)
+            return 0
+
+    monkeypatch.setattr(tm.driver, "lib", lambda: FakeLib)
+    monkeypatch.setattr(tm, "_CACHE", tm.OrderedDict())
+    monkeypatch.setattr(tm, "_RAW", {})
+    a = tm.encode_tiled_rowmajor("bfloat16", 0x7F0000000000, (1024, 4096), (4096, 1),
+                                 (128, 64), swizzle=3)
+    b = tm.encode_tiled_rowmajor("bfloat16", 0x7F0000000000, (1024, 4096), (4096, 1),
+                                 (128, 64), swizzle=3)
+    c = tm.encode_tiled(tm.data_type("bfloat16"), 0x7F0000000000, [4096, 1024], [8192],
+                        [64, 128], None, 0, 3)  # same map, spelled innermost-first with lists
+    assert a == b == c == bytes(range(128)) and len(calls) == 1
+    (dt, rank, addr, *_rest) = calls[0]
+    assert (dt, rank, addr) == (9, 2, 0x7F0000000000)
+    tm.encode_tiled_rowmajor("bfloat16", 0x7F0000000000, (1024, 4096), (4096, 1), (64, 64),
+                             swizzle=3)
+    assert len(calls) == 2  # a different box is a different map

@@ -277,6 +277,10 @@ class CudaPrinter:
         self.block(s.body)
         self.emit("}")
 
+    def s_Attr(self, s):
+        self.emit(f"// {s.key}: {s.value}")
+        self.stmt(s.body)
+
     def s_Break(self, s):
         self.emit("break;")
 

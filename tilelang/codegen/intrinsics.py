@@ -65,6 +65,8 @@ def render_call(p, c: ir.Call) -> str:
         return f"{name}({args})"
     if op == "address_of":
         return _address(p, c.args[0])
+    if op == "address_of_param":
+        return f"(&{p.name(c.args[0])})"
     if op == "access_ptr":
         buf, offset = c.args
         off = p.expr(offset)

@@ -29,6 +29,7 @@ class CudaModuleSource:
     symbols: list  # size Vars passed as int arguments
     workspaces: list
     arch: str
+    tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
 
 
 def signature_params(func: ir.PrimFunc):
@@ -48,6 +49,8 @@ def signature_params(func: ir.PrimFunc):
 
 
 def _param_decl(p, printer) -> str:
+    if hasattr(p, "box"):  # a TMA descriptor
+        return f"const __grid_constant__ tl::TensorMap {printer.name(p.param)}"
     if isinstance(p, ir.Buffer):
         return f"{ctype(p.dtype)}* __restrict__ {printer.name(p)}"
     if p.dtype.is_handle:
@@ -55,7 +58,7 @@ def _param_decl(p, printer) -> str:
     return f"{ctype(p.dtype)} {printer.name(p)}"
 
 
-def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces) -> str:
+def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma=()) -> str:
     fast = ctx.flag(PassConfigKey.TL_ENABLE_FAST_MATH) and not ctx.flag(
         PassConfigKey.TL_DISABLE_FAST_MATH)
     p = CudaPrinter(fast_math=fast)
@@ -63,9 +66,10 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces) -> 
         p.analyzer.bind(v, 0, g)
     for v, t in zip(k.thread_vars, k.threads):
         p.analyzer.bind(v, 0, t)
-    decls = [_param_decl(x, p) for x in params + symbols + workspaces]
+    decls = [_param_decl(x, p) for x in params + symbols + workspaces + list(tma)]
     threads = k.num_threads
-    head = (f'extern "C" __global__ void __launch_bounds__({threads}) {name}('
+    bounds = f"{threads}, 1" if k.attr("warp_specialized") else f"{threads}"
+    head = (f'extern "C" __global__ void __launch_bounds__({bounds}) {name}('
             f'{", ".join(decls)}) {{')
     lines = [head]
     p.indent = 1
@@ -116,11 +120,12 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     for src in func.attrs.get("import_source", []):
         parts.append(src.strip() + "\n")
     launches = []
+    tma = [d for _, ctx in lowered for d in ctx.tma_descriptors]
     for i, (k, ctx) in enumerate(lowered):
         name = f"{func.name}_kernel" + (f"_{i}" if i else "")
-        parts.append(render_kernel(name, k, ctx, params, symbols, workspaces) + "\n")
+        parts.append(render_kernel(name, k, ctx, params, symbols, workspaces, tma) + "\n")
         grid = tuple(k.grid) + (1,) * (3 - len(k.grid))
         block = tuple(k.threads) + (1,) * (3 - len(k.threads))
         launches.append(KernelLaunch(name, grid, block, getattr(ctx, "smem_bytes", 0),
                                      list(ctx.notes)))
-    return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch)
+    return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch, tma)

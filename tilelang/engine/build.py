@@ -92,8 +92,9 @@ class CUDAAdapter:
             with open(os.path.join(debug_root, f"{func.name}.cu"), "w") as f:
                 f.write(self.source)
         sig = self.module.params + self.module.symbols + self.module.workspaces
-        types = [_param_type(p) for p in sig]
+        types = [_param_type(p) for p in sig] + ["tensor_map"] * len(self.module.tma)
         self.param_types = types
+        self.tma_sources = [self._tma_source(d) for d in self.module.tma]
         self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
                           for k in self.module.kernels]
         self.host_source = self._describe()
@@ -124,12 +125,21 @@ class CUDAAdapter:
             t = torch.empty(shape, dtype=w.dtype.torch, device=device)
             workspaces.append(t)
             args.append(t.data_ptr())
+        for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
+            args.append(encode_tma(d, full_args[index], swizzle))
         for fn, k in zip(self.functions, self.module.kernels):
             grid = tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
                          for g in k.grid)
             if any(g <= 0 for g in grid):
                 continue
             fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
+
+    def _tma_source(self, d):
+        """(index of the tensor parameter, TMA swizzle enum) of a descriptor."""
+        for i, p in enumerate(self.module.params):
+            if p is d.buffer:
+                return i, {0: 0, 32: 1, 64: 2, 128: 3}[d.swizzle]
+        raise ValueError(f"TMA descriptor {d.name} is not over a parameter")
 
     def make_fast_call(self, plan, slow):
         from .host import make_fast_call
@@ -162,6 +172,14 @@ class CUDAAdapter:
             for note in k.notes:
                 lines.append(f"#   {note}")
         return "\n".join(lines) + "\n"
+
+
+def encode_tma(d, tensor, swizzle: int) -> bytes:
+    """The CUtensorMap of descriptor `d` over `tensor` (cached by address, shape, strides)."""
+    from ..runtime.tensor_map import encode_tiled_rowmajor
+
+    return encode_tiled_rowmajor(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
+                                 tuple(tensor.stride()), d.box, swizzle=swizzle)
 
 
 def build_cuda(func: ir.PrimFunc, target: Target, options: dict) -> CUDAAdapter:

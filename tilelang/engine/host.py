@@ -126,6 +126,14 @@ def make_fast_call(adapter, plan, slow):
         values.append(f"{text}.data_ptr()" if isinstance(p, ir.Buffer) else text)
     values += [names[v] for v in module.symbols]
     values += [f"w{j}.data_ptr()" for j in range(len(module.workspaces))]
+    if module.tma:
+        from .build import encode_tma
+
+        g["encode_tma"] = encode_tma
+        for j, (d, (index, swizzle)) in enumerate(zip(module.tma, adapter.tma_sources)):
+            g[f"TMA{j}"] = d
+            lines.append(f"    t{j} = encode_tma(TMA{j}, {by_index[index]}, {swizzle})")
+            values.append(f"t{j}")
     lines.append("    stream = vp(raw_stream(dev))")
     lines.append("    with lock:")
     lines.append(f"        pack(({', '.join(values)}{',' if len(values) == 1 else ''}))")

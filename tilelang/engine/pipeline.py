@@ -21,6 +21,7 @@ from ..transform.pass_config import PassConfigKey
 from ..transform.pipeline import pipeline_loops
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.simplify_stmt import simplify_kernel
+from ..transform.warp_specialize import warp_specialize
 from .context import KernelContext
 
 
@@ -40,6 +41,7 @@ PASSES = [
     ("inline_pure_lets", _on_body(inline_pure_lets)),          # whole index expressions
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
+    ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages
     ("lower_copies", lower_copies),                            # global->shared vector copies
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print

@@ -23,7 +23,7 @@ from .dtype import DType
 __all__ = [
     "Node", "Expr", "Var", "Const", "Binary", "Compare", "Logical", "Unary", "Select", "Cast",
     "Call", "Load", "Buffer", "BufferRegion", "Stmt", "Seq", "Evaluate", "Store", "LetStmt",
-    "Allocate", "If", "For", "While", "Break", "Continue", "Kernel", "Assert", "Copy", "Fill",
+    "Allocate", "If", "For", "While", "Break", "Continue", "Attr", "Kernel", "Assert", "Copy", "Fill",
     "Gemm", "Reduce", "CumSum", "AtomicTile", "Print", "PrimFunc", "as_expr", "const",
     "binary", "compare", "cast_to", "select", "call", "logical_and", "logical_or",
     "logical_not", "structural_equal", "SIDE_EFFECT_CALLS", "INT32", "BOOL", "FLOAT32",
@@ -424,6 +424,17 @@ class Continue(Stmt):
 class Assert(Stmt):
     cond: Expr
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Attr(Stmt):
+    """An annotated region of thread-level IR, e.g. ("thread_group", ("consumer", 128)): the
+    body runs only on one group of threads (warp specialisation), which decides the kind of
+    barrier the region may use."""
+
+    key: str
+    value: Any
+    body: Stmt
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

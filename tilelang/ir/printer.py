@@ -246,6 +246,10 @@ class Printer:
         self.line(ind, f"while {self.expr(s.cond)}:")
         self.body(s.body, ind + 1)
 
+    def s_Attr(self, s, ind):
+        self.line(ind, f"# {s.key}: {s.value!r}")
+        self.stmt(s.body, ind)
+
     def s_Break(self, s, ind):
         self.line(ind, "break")
 

@@ -20,6 +20,9 @@ VOID = ir.DType("void")
 SHARED = ("shared", "shared.dyn")
 _READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma")
 _WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
+# synchronisation primitives and asynchronous-proxy traffic ordered by mbarriers
+_SYNC_CALLS = ("tl::mbarrier", "tl::tma_load", "tl::fence", "tl::named_barrier",
+               "tl::setmaxnreg")
 
 
 def _fence_proxy_async() -> ir.Stmt:
@@ -29,6 +32,27 @@ def _fence_proxy_async() -> ir.Stmt:
 def _is_async_proxy_reader(s) -> bool:
     return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
             and s.value.op == "call_extern" and s.value.args[0].startswith("tl::wgmma"))
+
+
+def _is_role_split(s: ir.If) -> bool:
+    return all(isinstance(b, ir.Attr) and b.key == "thread_group"
+               for b in (s.then_body, s.else_body))
+
+
+def _retarget(stmt, nthreads: int):
+    """Block-wide barriers inside a consumer region synchronise the consumers only (named
+    barrier 1): the producer warpgroup never reaches them."""
+    from ..ir.visitor import Mutator
+
+    class R(Mutator):
+        def visit_Evaluate(self, e):
+            if is_barrier(e):
+                return ir.Evaluate(ir.Call("call_extern", ("tl::named_barrier_sync",
+                                                           ir.const(1), ir.const(nthreads)),
+                                           VOID), loc=e.loc)
+            return e
+
+    return R().visit(stmt)
 
 
 def barrier() -> ir.Stmt:
@@ -64,6 +88,9 @@ class SyncInserter:
         self.ranges = {b: (off, off + b.numel() * b.dtype.bytes) for b, off in plan.items()}
         self.thread_vars = set(ctx.kernel.thread_vars)
         self.waw = True
+        # wgmma reads shared memory through the async proxy, possibly data that generic
+        # stores or cp.async wrote before any of the barriers: fence before each barrier
+        self.fence_all = bool(getattr(ctx, "uses_wgmma", False))
 
     # ---- effects ----------------------------------------------------------------------------
     def _overlap(self, a, b) -> bool:
@@ -82,7 +109,7 @@ class SyncInserter:
                 writes.add(n.buffer)
             elif isinstance(n, ir.Call) and n.op == "call_extern":
                 name = n.args[0]
-                if dict(n.attrs).get("async"):
+                if dict(n.attrs).get("async") or name.startswith(_SYNC_CALLS):
                     continue
                 bufs = _call_buffers(n)
                 shared = [b for b in bufs if b is not None and b.scope in SHARED]
@@ -141,7 +168,7 @@ class SyncInserter:
             pre = []
             r, w = self.effects(s.value)
             if self.conflicts(state, r, w):
-                pre, state = [barrier()], State()
+                pre, state = self._fenced_barrier(), State()
             state = State(state.reads | r, state.writes | w)
             body, state = self.block(s.body, state)
             return pre + [ir.LetStmt(s.var, s.value, body, loc=s.loc)], state
@@ -150,24 +177,36 @@ class SyncInserter:
             return ir.Allocate(s.buffer, body, s.init, loc=s.loc), state
         if isinstance(s, (ir.For, ir.While)):
             return self.loop(s, state)
+        if isinstance(s, ir.Attr) and s.key == "thread_group":
+            if s.value[0] != "consumer":
+                return s, state  # the producer only issues TMA (async proxy, mbarriers)
+            body, end = self.block(s.body, state)
+            return ir.Attr(s.key, s.value, _retarget(body, s.value[1]), loc=s.loc), end
+        if isinstance(s, ir.If) and _is_role_split(s):
+            then, st1 = self.stmt(s.then_body, state)
+            other, st2 = self.stmt(s.else_body, state)
+            return ir.If(s.cond, then, other, loc=s.loc), st1.union(st2)
         if isinstance(s, ir.If):
             return self.branch(s, state)
         r, w = self.effects(s)
         pre = []
         if self.conflicts(state, r, w, self.waw):
-            pre, state = [barrier()], State()
-            if _is_async_proxy_reader(s):
+            pre, state = self._fenced_barrier(), State()
+            if _is_async_proxy_reader(s) or self.fence_all:
                 # wgmma reads shared memory through the async proxy: order the writers'
                 # generic stores before it (PTX wgmma.fence note; HARDWARE §11.1)
                 pre.insert(0, _fence_proxy_async())
         return pre + [s], State(state.reads | r, state.writes | w)
+
+    def _fenced_barrier(self):
+        return [_fence_proxy_async(), barrier()] if self.fence_all else [barrier()]
 
     def _summary(self, s, state):
         """Treat a non-uniform region as one statement: fence before it if needed."""
         r, w = self.effects(s)
         pre = []
         if self.conflicts(state, r, w):
-            pre, state = [barrier()], State()
+            pre, state = self._fenced_barrier(), State()
         return pre, State(state.reads | r, state.writes | w)
 
     def loop(self, s, state: State):
@@ -178,7 +217,7 @@ class SyncInserter:
         r, w = self.effects(s)
         pre = []
         if self.conflicts(state, r, w):
-            pre, state = [barrier()], State()
+            pre, state = self._fenced_barrier(), State()
         _, end1 = self.block(s.body, state)
         # iterations of one loop: hazards carried from the end of the body to its start
         # (a write followed by a write of another iteration is the same statement: no WAW)
@@ -202,7 +241,7 @@ class SyncInserter:
         r, _ = self.effects(ir.Evaluate(s.cond))
         pre = []
         if self.conflicts(state, r, set()):
-            pre, state = [barrier()], State()
+            pre, state = self._fenced_barrier(), State()
         then, st1 = self.block(s.then_body, state)
         if s.else_body is not None:
             other, st2 = self.block(s.else_body, state)

@@ -28,7 +28,8 @@ all_headers(float* out_f, half_t* out_h, bfloat16_t* out_b, int* out_i, long lon
   tl::vec<half_t, 8> v8 = tl::broadcast<half_t, 8>(h);
   tl::vec<float, 3> v3;
   v3[0] = f2.x; v3[1] = f2.y; v3[2] = (float)(ph ^ pb);
-  *(tl::vec<half_t, 8>*)(out_h + 8 * tid) = v8;
+  *(tl::vec<half_t, 8>*)(out_h + 8 * tid) = v8 * v8 + v8 - v8 / v8;
+  v3 = v3 + v3;
   tl::device_assert(n >= 0, "n must be non-negative");
   // math.cuh
   acc += tl::exp(x) + tl::exp2(x) + tl::exp10(x) + tl::log(x) + tl::log2(x) + tl::log10(x);

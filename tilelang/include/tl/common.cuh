@@ -9,7 +9,8 @@
 //   tl::bit_cast<To>(x)               same-size reinterpretation
 //   tl::cast<To>(x)                   value conversion between every scalar type (round to
 //                                     nearest even; fp8 saturates to the largest finite value)
-//   tl::vec<T, N>                     N elements of T, aligned for one vector access
+//   tl::vec<T, N>                     N elements of T, aligned for one vector access;
+//                                     elementwise + - * /, tl::broadcast<T, N>(x)
 //   packed conversions                float2 <-> half2 / bfloat162, float2 -> fp8x2
 //   tl::device_assert(cond, msg)      prints and traps when cond is false
 //   tl::TensorMap                     the 128-byte CUtensorMap, for __grid_constant__ params
@@ -229,6 +230,19 @@ struct alignas(detail::vec_align(sizeof(T) * N)) vec {
   TL_HOST_DEVICE T& operator[](int i) { return data[i]; }
   TL_HOST_DEVICE const T& operator[](int i) const { return data[i]; }
 };
+
+#define TL_VEC_OP_(OP)                                                                 \
+  template <class T, int N>                                                            \
+  TL_DEVICE vec<T, N> operator OP(const vec<T, N>& a, const vec<T, N>& b) {            \
+    vec<T, N> r;                                                                       \
+    _Pragma("unroll") for (int i = 0; i < N; ++i) r.data[i] = a.data[i] OP b.data[i];  \
+    return r;                                                                          \
+  }
+TL_VEC_OP_(+)
+TL_VEC_OP_(-)
+TL_VEC_OP_(*)
+TL_VEC_OP_(/)
+#undef TL_VEC_OP_
 
 template <class T, int N>
 TL_DEVICE vec<T, N> broadcast(T x) {

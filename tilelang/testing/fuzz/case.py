@@ -71,8 +71,8 @@ class Case:
 def torch_dtype(name: str):
     import torch
 
-    return {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}.get(
-        name, getattr(torch, name))
+    special = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+    return special[name] if name in special else getattr(torch, name)
 
 
 def to_torch(arr: np.ndarray, dtype: str, device="cpu"):

@@ -1,0 +1,128 @@
+"""2-D convolution as an implicit GEMM (im2col on the fly), NHWC layout.
+
+    python examples/convolution/example_convolution.py
+
+A convolution is a GEMM in disguise: row m of the "im2col" matrix is output pixel
+(n, oh, ow), column k is filter tap (kh, kw, c), and the filter is a (KH*KW*C) x F matrix.
+The kernel never builds the im2col matrix in memory: for every K-step a `T.Parallel` loop
+decodes (n, oh, ow) and (kh, kw, c) from the tile coordinates, computes the input pixel
+(stride, padding, dilation) and gathers it into shared memory, writing 0 for taps that fall
+into the padding. The filter tile is a plain `T.copy`; `T.gemm` does the rest, and the result
+tile is scattered back to (n, oh, ow, f).
+
+The input is (N, H, W, C); the filter is given as (KH*KW*C, F), i.e. an HWIO filter
+flattened over its first three dimensions; the output is (N, OH, OW, F).
+
+Runs on the GPU when there is one, else on the CPU interpreter at a small size.
+"""
+
+import torch
+
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[2])
+def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=128,
+                block_N=128, block_K=32, num_stages=2, threads=128, dtype="float16",
+                accum_dtype="float"):
+    OH = (H + 2 * padding - dilation * (KH - 1) - 1) // stride + 1
+    OW = (W + 2 * padding - dilation * (KW - 1) - 1) // stride + 1
+    M, K = N * OH * OW, KH * KW * C
+
+    @T.prim_func
+    def main(data: T.Tensor((N, H, W, C), dtype), weight: T.Tensor((K, F), dtype),
+             out: T.Tensor((N, OH, OW, F), dtype)):
+        with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            data_shared = T.alloc_shared((block_M, block_K), dtype)
+            weight_shared = T.alloc_shared((block_K, block_N), dtype)
+            out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+
+            T.clear(out_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                # im2col gather of a (block_M x block_K) tile
+                for i, j in T.Parallel(block_M, block_K):
+                    m = by * block_M + i
+                    k = ko * block_K + j
+                    n, oh, ow = m // (OH * OW), m % (OH * OW) // OW, m % OW
+                    kh, kw, c = k // (KW * C), k % (KW * C) // C, k % C
+                    ih = oh * stride + kh * dilation - padding
+                    iw = ow * stride + kw * dilation - padding
+                    inside = (m < M) and (k < K) and (ih >= 0) and (ih < H) and (iw >= 0) and \
+                        (iw < W)
+                    data_shared[i, j] = T.if_then_else(inside, data[n, ih, iw, c], 0)
+                T.copy(weight[ko * block_K, bx * block_N], weight_shared)
+                T.gemm(data_shared, weight_shared, out_local)
+
+            for i, j in T.Parallel(block_M, block_N):
+                m = by * block_M + i
+                out[m // (OH * OW), m % (OH * OW) // OW, m % OW, bx * block_N + j] = \
+                    out_local[i, j]
+
+    return main
+
+
+# (N, C, H, W, F, KH, KW, stride, padding, dilation, tile config)
+SIZES = {
+    "small": (2, 12, 9, 11, 20, 3, 3, 1, 1, 1, dict(block_M=64, block_N=64)),
+    "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict()),
+    "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict()),
+}
+
+
+def check(out, ref, tol):
+    assert not torch.isnan(out).any(), "NaN in the output"
+    err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+    assert err < tol, f"relative error {err:.2e} exceeds {tol:.0e}"
+    return err
+
+
+def programs(size="bench"):
+    N, C, H, W, F, KH, KW, s, p, d, cfg = SIZES[size]
+    return [("conv2d_im2col", convolution.get_tir(N, C, H, W, F, KH, KW, s, p, d, **cfg))]
+
+
+def run(device=None, size="small"):
+    """Build the kernel, check it against torch's conv2d (float64) on fresh random inputs, and
+    return [{name, tilelang, baseline, baseline_name, flops, error}]."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    N, C, H, W, F, KH, KW, s, p, d, cfg = SIZES[size]
+    kernel = convolution(N, C, H, W, F, KH, KW, s, p, d, **cfg)
+    x = torch.randn(N, H, W, C, device=device, dtype=torch.float16)        # NHWC
+    w = torch.randn(KH, KW, C, F, device=device, dtype=torch.float16)      # HWIO
+    out = kernel(x, w.reshape(KH * KW * C, F))
+
+    x_nchw = x.permute(0, 3, 1, 2)           # channels-last views: no copies
+    w_oihw = w.permute(3, 2, 0, 1)
+    ref = torch.nn.functional.conv2d(x_nchw.double(), w_oihw.double(), stride=s, padding=p,
+                                     dilation=d).permute(0, 2, 3, 1)
+    err = check(out, ref, 2e-3)
+
+    w_cl = w_oihw.contiguous(memory_format=torch.channels_last)
+
+    def baseline():
+        return torch.nn.functional.conv2d(x_nchw, w_cl, stride=s, padding=p, dilation=d)
+
+    OH, OW = ref.shape[1], ref.shape[2]
+    return [dict(name=f"conv2d fp16 N{N} {H}x{W} C{C}->F{F} {KH}x{KW} s{s} p{p} d{d}",
+                 tilelang=lambda: kernel(x, w.reshape(KH * KW * C, F)), baseline=baseline,
+                 baseline_name="torch conv2d (cuDNN, channels_last)",
+                 flops=2.0 * N * OH * OW * F * KH * KW * C, error=err)]
+
+
+def main():
+    gpu = torch.cuda.is_available()
+    for case in run("cuda" if gpu else "cpu", "bench" if gpu else "small"):
+        line = f"{case['name']}: relative error {case['error']:.1e}"
+        if gpu:
+            from tilelang.profiler import do_bench
+
+            ms = do_bench(case["tilelang"], return_mode="median")
+            ref_ms = do_bench(case["baseline"], return_mode="median")
+            line += (f", {ms:.4f} ms ({case['flops'] / ms * 1e-9:.1f} TFLOP/s), "
+                     f"{case['baseline_name']} {ref_ms:.4f} ms, speedup {ref_ms / ms:.2f}x")
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

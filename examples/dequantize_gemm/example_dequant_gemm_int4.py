@@ -1,0 +1,120 @@
+"""Weight-only quantised GEMM: C = A @ dequant(W)^T with 4-bit weights and per-group scales.
+
+    python examples/dequantize_gemm/example_dequant_gemm_int4.py
+
+The weight matrix W (N x K) is stored as unsigned 4-bit codes, two per byte (element k of a
+row in byte k // 2: low nibble for even k, high nibble for odd k), with one float16 scale per
+`group_size` consecutive elements of a row: W[n, k] = (code - 8) * scale[n, k // group_size].
+Each block loads the packed tile (a quarter of the bytes of a float16 tile) into shared memory,
+expands it to float16 with a `T.Parallel` loop (shift, mask, subtract the zero point, scale)
+and feeds the result to `T.gemm` like any other operand. For small M the kernel is bound by
+reading W, so reading 4 bits instead of 16 per weight is the whole point.
+
+Runs on the GPU when there is one, else on the CPU interpreter at a small size.
+"""
+
+import torch
+
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[3])
+def dequant_gemm_int4(M, N, K, group_size=128, block_M=128, block_N=128, block_K=64,
+                      num_stages=2, threads=128, dtype="float16", accum_dtype="float32"):
+    assert K % group_size == 0 and K % 2 == 0
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K // 2), "uint8"),
+             Scale: T.Tensor((N, K // group_size), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_packed = T.alloc_shared((block_N, block_K // 2), "uint8")
+            B_shared = T.alloc_shared((block_N, block_K), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K // 2], B_packed)
+                for i, j in T.Parallel(block_N, block_K):
+                    code = (B_packed[i, j // 2] >> (j % 2 * 4)) & 0xF
+                    B_shared[i, j] = (T.cast(code, dtype) - 8) * \
+                        Scale[bx * block_N + i, (k * block_K + j) // group_size]
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def quantize_int4(w, group_size):
+    """Symmetric per-group 4-bit quantisation of a float (N, K) matrix; returns
+    (packed uint8 (N, K/2), float16 scales (N, K/group_size))."""
+    N, K = w.shape
+    g = w.float().reshape(N, K // group_size, group_size)
+    scale = (g.abs().amax(dim=-1, keepdim=True) / 7.0).clamp_min(1e-8).half()
+    codes = (torch.round(g / scale.float()).clamp(-8, 7) + 8).to(torch.uint8).reshape(N, K)
+    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
+    return packed.contiguous(), scale.reshape(N, K // group_size).contiguous()
+
+
+def dequantize_int4(packed, scale, group_size):
+    """The float16 weights the kernel computes with (the same rounding: (code - 8) * scale)."""
+    N = packed.shape[0]
+    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(N, -1)
+    s = scale.repeat_interleave(group_size, dim=1)
+    return (codes.half() - 8) * s
+
+
+# (M, N, K, group_size, tile config); K is a multiple of group_size, M and N need not be
+SIZES = {
+    "small": (72, 136, 256, 64, dict(block_M=64, block_N=64)),
+    "medium": (300, 1000, 2048, 128, dict()),
+    "bench": (256, 8192, 8192, 128, dict()),
+}
+
+
+def check(out, ref, tol):
+    assert not torch.isnan(out).any(), "NaN in the output"
+    err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+    assert err < tol, f"relative error {err:.2e} exceeds {tol:.0e}"
+    return err
+
+
+def programs(size="bench"):
+    M, N, K, G, cfg = SIZES[size]
+    return [("dequant_gemm_int4", dequant_gemm_int4.get_tir(M, N, K, G, **cfg))]
+
+
+def run(device=None, size="small"):
+    """Build the kernel, check it against torch on fresh random inputs, and return
+    [{name, tilelang, baseline, baseline_name, flops, error}]."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    M, N, K, G, cfg = SIZES[size]
+    kernel = dequant_gemm_int4(M, N, K, G, **cfg)
+    a = torch.randn(M, K, device=device, dtype=torch.float16)
+    packed, scale = quantize_int4(torch.randn(N, K, device=device), G)
+    w = dequantize_int4(packed, scale, G)
+    err = check(kernel(a, packed, scale), a.double() @ w.double().t(), 2e-3)
+    return [dict(name=f"int4 dequant gemm (group {G}) {M}x{N}x{K}",
+                 tilelang=lambda: kernel(a, packed, scale), baseline=lambda: a @ w.t(),
+                 baseline_name="cuBLAS fp16 on dequantised W", flops=2.0 * M * N * K,
+                 error=err)]
+
+
+def main():
+    gpu = torch.cuda.is_available()
+    for case in run("cuda" if gpu else "cpu", "bench" if gpu else "small"):
+        line = f"{case['name']}: relative error {case['error']:.1e}"
+        if gpu:
+            from tilelang.profiler import do_bench
+
+            ms = do_bench(case["tilelang"], return_mode="median")
+            ref_ms = do_bench(case["baseline"], return_mode="median")
+            line += (f", {ms:.4f} ms ({case['flops'] / ms * 1e-9:.1f} TFLOP/s), "
+                     f"{case['baseline_name']} {ref_ms:.4f} ms, speedup {ref_ms / ms:.2f}x")
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+"""Hopper pipelines: TMA loads, mbarrier rings and a producer warpgroup (sm_90a).
+
+Expects: tile IR after layout inference. Applies when the target is sm_90a, the block is whole
+warpgroups, warp specialisation and TMA are not disabled by pass config, and the kernel has
+exactly one `T.Pipelined` loop at its top level whose global→shared copies TMA can perform
+(static shapes, 16-byte aligned strides, whole destination tiles, boxes of <= 256 elements,
+no dtype conversion, indices computable by the producer). Otherwise nothing changes and the
+cp.async pipeliner takes the loop.
+
+Guarantees: the kernel is launched with one more warpgroup, the producer, whose first thread
+issues every TMA load of the loop; the original threads (the consumers, thread indices
+unchanged) run everything else:
+
+    if tid == 0: init full[s] (1 arrival + tx bytes), empty[s] (T arrivals); fence
+    __syncthreads()
+    if tid >= T:  producer (setmaxnreg.dec):  for k: wait empty[k%S] parity ((k/S)&1)^1;
+                                                     expect_tx(full[k%S], bytes); TMA -> stage
+    else:         consumers (setmaxnreg.inc): <code before the loop>
+                                              for k: wait full[k%S] parity (k/S)&1;
+                                                     body on stage k%S; arrive empty[k%S]
+                                              <code after the loop>
+
+Parities follow HARDWARE §8 (a fresh barrier reports parity 1 complete, so the producer's
+first S waits pass). A zero-trip loop waits on nothing; no barrier waits on a phase that
+never completes. The regions are `Attr("thread_group", ...)` so the barrier pass uses a named
+barrier over the consumers inside them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from ..ir.visitor import collect, substitute
+from .. import layout as L
+from .lower_elementwise import is_global_to_shared
+from .pass_config import PassConfigKey
+from .pipeline import _Rebuffer, _buffers_read, _flatten, _rebuild, _written_buffers, stack_layout
+
+VOID = ir.DType("void")
+U64 = ir.DType("uint64")
+PRODUCER_THREADS = 128
+
+
+def _call(name, *args):
+    return ir.Evaluate(ir.Call("call_extern", (name,) + tuple(args), VOID))
+
+
+def _addr(buf, idx):
+    return ir.Call("address_of", (ir.Load(buf, tuple(ir.as_expr(i) for i in idx), buf.dtype),),
+                   ir.DType("handle"))
+
+
+@dataclass
+class TmaDescriptor:
+    """A CUtensorMap kernel parameter the host encodes per call."""
+
+    name: str
+    buffer: ir.Buffer
+    box: tuple  # outermost first, elements
+    swizzle: int  # bytes: 0, 32, 64, 128
+    param: ir.Var = None
+
+
+def _const(e):
+    if isinstance(e, int):
+        return e
+    if isinstance(e, ir.Const):
+        return e.value
+    return None
+
+
+class _Plan:
+    def __init__(self, copy: ir.Copy, deps, swizzle, block_elems, n_blocks, box):
+        self.copy = copy
+        self.deps = deps
+        self.swizzle = swizzle
+        self.block_elems = block_elems
+        self.n_blocks = n_blocks
+        self.box = box
+        self.bytes = n_blocks * copy.src.buffer.dtype.bytes * _prod(box)
+
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def tma_plan(copy: ir.Copy, layout, deps):
+    """How TMA performs `copy` (a _Plan), or None when it cannot."""
+    src, dst = copy.src, copy.dst
+    g, s = src.buffer, dst.buffer
+    if g.dtype is not s.dtype or g.dtype.bits < 8:
+        return None
+    if not all(isinstance(x, int) for x in g.shape) or g.strides is not None:
+        return None
+    esize = g.dtype.bytes
+    row_elems = g.shape[-1]
+    if (row_elems * esize) % 16:
+        return None
+    # the destination must be the whole tile of one stage
+    if any(_const(st) != 0 for st in dst.starts) or \
+            [_const(e) for e in dst.extents] != list(s.shape):
+        return None
+    if len(s.shape) < 1:
+        return None
+    swz = getattr(layout, "swizzle_bytes", None) or 0
+    if not swz and not layout.is_row_major():
+        return None
+    cols = s.shape[-1]
+    if swz:
+        block_elems = swz // esize
+        if cols % block_elems or (len(s.shape) >= 2 and s.shape[-2] % 8):
+            return None
+    else:
+        block_elems = cols
+        if (cols * esize) % 16:
+            return None
+    n_blocks = cols // block_elems
+    ext = [_const(e) for e in src.extents]
+    if any(e is None for e in ext) or ext[-1] != cols:
+        return None
+    box = list(ext)
+    box[-1] = block_elems
+    if any(b > 256 or b < 1 for b in box):
+        return None
+    if _prod(box) * n_blocks != _prod(s.shape):
+        return None
+    return _Plan(copy, deps, swz, block_elems, n_blocks, tuple(box))
+
+
+class WarpSpecializer:
+    def __init__(self, kernel: ir.Kernel, ctx):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.T = kernel.num_threads
+
+    def applicable(self):
+        ctx = self.ctx
+        if not ctx.target.is_hopper or self.T % 128:
+            return False
+        if ctx.flag(PassConfigKey.TL_DISABLE_WARP_SPECIALIZED) or \
+                ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
+            return False
+        return True
+
+    def run(self):
+        if not self.applicable():
+            return None
+        items = _flatten(self.kernel.body)
+        loops = [i for i, it in enumerate(items) if isinstance(it, ir.For)
+                 and it.kind == "pipelined"]
+        nested = collect(self.kernel.body, lambda n: isinstance(n, ir.For)
+                         and n.kind == "pipelined")
+        if len(loops) != 1 or len(nested) != 1:
+            return self._why("needs exactly one T.Pipelined loop at the kernel's top level")
+        li = loops[0]
+        loop = items[li]
+        stages = int(loop.annotation("num_stages", 0) or 0)
+        if stages < 1 or loop.step != 1:
+            return None
+        body_items = _flatten(loop.body)
+        written = _written_buffers(loop.body)
+        lets = {it[1]: it for it in body_items if isinstance(it, tuple)}
+        plans = []
+        from .pipeline import Pipeliner
+
+        deps_of = Pipeliner(self.ctx)._let_deps
+        for it in body_items:
+            if isinstance(it, ir.Copy) and is_global_to_shared(it):
+                deps = deps_of(it, lets, written, loop.var)
+                if deps is None or it.src.buffer in written:
+                    return self._why(f"copy into {it.dst.buffer.name} depends on values the "
+                                     "loop computes")
+                plan = tma_plan(it, self.ctx.layouts[it.dst.buffer], deps)
+                if plan is None:
+                    return self._why(f"copy {it.src.buffer.name} -> {it.dst.buffer.name} does "
+                                     "not meet TMA's constraints")
+                plans.append(plan)
+        if not plans:
+            return None
+        outside = items[:li] + items[li + 1:]
+        for p in plans:
+            if any(_mentions(o, p.copy.dst.buffer) for o in outside if not isinstance(o, tuple)):
+                return self._why(f"{p.copy.dst.buffer.name} is used outside the loop")
+        return self._build(items, li, loop, stages, plans, body_items)
+
+    def _why(self, reason):
+        self.ctx.note(f"no warp specialisation: {reason}; using the cp.async pipeline")
+        return None
+
+    # ---- construction ----------------------------------------------------------------------
+    def _build(self, items, li, loop, S, plans, body_items):
+        ctx, T = self.ctx, self.T
+        tid = ctx.tid
+        mapping = {}
+        for p in plans:
+            b = p.copy.dst.buffer
+            if b not in mapping:
+                nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
+                mapping[b] = nb
+                ctx.layouts[nb] = stack_layout(ctx.layouts[b], S)
+                ctx.replaced_shared[b] = nb
+        full = ctx.add_scratch_shared("full_bar", (S,), U64)
+        empty = ctx.add_scratch_shared("empty_bar", (S,), U64)
+        k, start, n = loop.var, loop.start, loop.extent
+        rel = ir.binary("sub", k, start)
+        stage = ir.binary("floormod", rel, S)
+        phase = ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
+        total_bytes = sum(p.bytes for p in plans)
+
+        # producer: one thread issues the TMA loads of every stage
+        issue = []
+        for p in plans:
+            issue.append(self._tma_loads(p, mapping, stage, full))
+        producer_body = ir.Seq((
+            _call("tl::mbarrier_wait", _addr(empty, (stage,)),
+                  ir.binary("bitxor", phase, 1)),
+            _call("tl::mbarrier_arrive_expect_tx", _addr(full, (stage,)),
+                  ir.const(total_bytes)),
+        ) + tuple(issue))
+        producer_loop = ir.For(k, start, n, "serial", producer_body, loc=loop.loc)
+        pre_lets = [it for it in items[:li] if isinstance(it, tuple)
+                    and not (_buffers_read(it[2]) - {b for b in ctx.func.params
+                                                     if isinstance(b, ir.Buffer)})]
+        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", tid, T), producer_loop, None)])
+        regs = self._register_split()
+        if regs is not None:
+            producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
+
+        # consumers: the loop without its copies, between the barrier waits
+        plan_ids = {id(p.copy) for p in plans}
+        rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
+        consumer_body = ir.Seq((
+            _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
+            _Rebuffer(mapping, stage).visit(_rebuild(rest)),
+            _call("tl::mbarrier_arrive", _addr(empty, (stage,))),
+        ))
+        consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
+        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
+        if regs is not None:
+            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+
+        s = ir.Var("s")
+        init = ir.If(ir.compare("eq", tid, 0), ir.Seq((
+            ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq((
+                _call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
+                _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(T)),
+            ))),
+            _call("tl::fence_mbarrier_init"),
+            _call("tl::fence_proxy_async"),
+        )), None)
+        split = ir.If(ir.compare("ge", tid, T),
+                      ir.Attr("thread_group", ("producer", PRODUCER_THREADS), producer),
+                      ir.Attr("thread_group", ("consumer", T), consumer))
+        body = ir.Seq((init, _call("__syncthreads"), split))
+        threads = (T + PRODUCER_THREADS,) if len(self.kernel.threads) == 1 else None
+        if threads is None:
+            return self._why("multi-dimensional thread blocks")
+        allocs = tuple(ctx.replaced_shared.get(b, b) for b in self.kernel.allocs)
+        attrs = self.kernel.attrs + (("warp_specialized", (T, PRODUCER_THREADS)),)
+        ctx.note(f"warp-specialised pipeline over {k.name}: {S} stages, TMA loads of "
+                 f"{', '.join(p.copy.src.buffer.name for p in plans)} ({total_bytes} B per "
+                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
+                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
+        return ir.with_fields(self.kernel, body=body, threads=threads, allocs=allocs,
+                              attrs=attrs)
+
+    def _register_split(self):
+        total = self.T + PRODUCER_THREADS
+        cap = min(255, 65536 // total) // 8 * 8
+        producer = 40 if total <= 384 else 24
+        consumer = ((cap * total - PRODUCER_THREADS * producer) // self.T) // 8 * 8
+        consumer = min(240, consumer)
+        if consumer <= cap or self.ctx.flag(PassConfigKey.TL_DISABLE_WARP_SPECIALIZED):
+            return None
+        return producer, consumer
+
+    def _tma_loads(self, p: _Plan, mapping, stage, full):
+        ctx = self.ctx
+        g = p.copy.src.buffer
+        name = f"{g.name}_desc" + (f"_{len(ctx.tma_descriptors)}" if any(
+            d.buffer is g for d in ctx.tma_descriptors) else "")
+        desc = TmaDescriptor(name, g, p.box, p.swizzle)
+        desc.param = ir.Var(name, ir.DType("handle"))
+        ctx.tma_descriptors.append(desc)
+        dst = mapping[p.copy.dst.buffer]
+        starts = [ir.as_expr(x) for x in p.copy.src.starts]
+        stmts = []
+        for blk in range(p.n_blocks):
+            coords = list(starts)
+            coords[-1] = ir.binary("add", coords[-1], blk * p.block_elems)
+            tile_idx = [stage] + [0] * (len(dst.shape) - 2) + [blk * p.block_elems]
+            if len(dst.shape) == 2:
+                tile_idx = [stage, blk * p.block_elems]
+            smem = _addr(dst, tile_idx)
+            stmt = _call("tl::tma_load", ir.Call("address_of_param", (desc.param,),
+                                                 ir.DType("handle")),
+                         _addr(full, (stage,)), smem, *reversed(coords))
+            stmts.append(stmt)
+        body = ir.Seq(tuple(stmts))
+        for let in reversed(p.deps):
+            body = ir.LetStmt(let[1], let[2], body, loc=let[3])
+        return body
+
+
+def _mentions(node, buf) -> bool:
+    return bool(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
+                        or (isinstance(n, ir.BufferRegion) and n.buffer is buf)))
+
+
+def warp_specialize(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    out = WarpSpecializer(kernel, ctx).run()
+    return kernel if out is None else out
+
+
+_ = (substitute, L)
