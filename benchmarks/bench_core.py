@@ -140,6 +140,8 @@ def main():
         ("seed000", seed000),
         ("gemm", lambda: gemm(4096, 4096, 4096, 128, 128, 32, 3, 128)),
         ("gemm", lambda: gemm(4096, 4096, 4096, 128, 256, 32, 3, 256)),
+        ("gemm", lambda: gemm(4096, 4096, 4096, 128, 256, 64, 3, 256)),
+        ("gemm8k", lambda: gemm(8192, 8192, 8192, 128, 256, 64, 3, 256)),
         ("softmax", lambda: softmax(16384, 2048, 4)),
         ("flash", lambda: flash(8, 32, 4096, 128, False, 64, 64, 1, 128)),
         ("flash", lambda: flash(8, 32, 4096, 128, False, 128, 64, 2, 256)),

@@ -1,0 +1,103 @@
+"""Seeded fuzzing of the CUDA backend.
+
+Without a GPU: every generated program either lowers and compiles with NVRTC for sm_80 and
+sm_90a, or is rejected with a located error that points into the program's own source (never an
+internal error, never CUDA that NVRTC refuses). With a GPU (`-m gpu`): the same programs run on
+the device and on the interpreter with the same inputs and must agree with each other and with
+the numpy oracle.
+
+`GPU_FINDINGS` holds the seeds of programs the device fuzzer (scripts/device_reliability.py)
+found miscompiled; they stay here as regression tests (CPU: interpreter against oracle; GPU:
+the full comparison).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilelang
+from tilelang.errors import KernelError
+from tilelang.runtime import compile_cuda, toolkit
+from tilelang.runtime.compiler import CudaCompileError
+from tilelang.testing import fuzz
+from tilelang.testing.fuzz.known import known_bug
+
+requires_compiler = pytest.mark.skipif(
+    toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+    reason="no CUDA compiler (NVRTC or nvcc) installed")
+
+COMPILE_SEEDS = range(0, 14)
+GPU_SEEDS = range(0, 60)
+# seed -> what the device fuzzer saw (filled in from device runs; see docs/reliability.md)
+GPU_FINDINGS: dict = {}
+
+
+def _rejected_at_users_line(case, exc: KernelError):
+    loc = exc.loc
+    assert loc is not None, f"rejection without a source location:\n{exc}"
+    assert loc.filename.endswith(f"fuzz_{case.name}.py"), \
+        f"the error points at {loc}, not at the program:\n{exc}"
+    n_lines = case.source.count("\n")
+    assert 1 <= loc.lineno <= n_lines, f"line {loc.lineno} is outside the program:\n{exc}"
+
+
+@requires_compiler
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("seed", COMPILE_SEEDS)
+def test_compiles_or_is_rejected_at_the_users_line(seed, arch):
+    case = fuzz.generate(seed)
+    func = fuzz.load(case)
+    try:
+        source = tilelang.lower(func, target=f"cuda -arch={arch}")
+    except Exception as e:  # noqa: BLE001 - sorted below
+        if fuzz.classify(e) == "rejected":
+            _rejected_at_users_line(case, e)
+            return
+        bug = known_bug(e)
+        if bug:
+            pytest.xfail(f"known defect {bug}")
+        raise AssertionError(f"internal error lowering a valid program for {arch}: "
+                             f"{type(e).__name__}: {e}\n\n{case.source}") from e
+    try:
+        compile_cuda(source, arch, name=func.name)
+    except CudaCompileError as e:
+        bug = known_bug(e)
+        if bug:
+            pytest.xfail(f"known defect {bug}")
+        raise AssertionError(f"the generated CUDA does not compile for {arch}:\n{e}\n\n"
+                             f"{case.source}") from e
+
+
+@pytest.mark.parametrize("seed", sorted(GPU_FINDINGS) or [0])
+def test_gpu_findings_hold_on_the_interpreter(seed):
+    case = fuzz.generate(seed)
+    inputs = case.make_inputs(np.random.default_rng(seed))
+    try:
+        got = fuzz.run_case(case, "cpu", inputs)
+    except KernelError as e:
+        if known_bug(e):
+            pytest.xfail(f"known defect {known_bug(e)}")
+        raise
+    assert not fuzz.check(case, got, fuzz.expected(case, inputs))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", sorted(set(GPU_SEEDS) | set(GPU_FINDINGS)))
+def test_gpu_matches_interpreter_and_oracle(seed):
+    case = fuzz.generate(seed)
+    inputs = case.make_inputs(np.random.default_rng(seed))
+    want = fuzz.expected(case, inputs)
+    try:
+        kernel = fuzz.compile_case(case, "cuda")
+    except KernelError as e:
+        if fuzz.classify(e) == "rejected":
+            _rejected_at_users_line(case, e)
+            return
+        raise
+    gpu = fuzz.run_kernel(case, kernel, inputs, device="cuda")
+    cpu = fuzz.run_case(case, "cpu", inputs)
+    problems = (fuzz.check(case, gpu, want, "gpu vs oracle: ")
+                + fuzz.check(case, cpu, want, "interpreter vs oracle: ")
+                + fuzz.agree(gpu, cpu, want, "gpu vs interpreter: "))
+    assert not problems, "\n".join(problems) + "\n\n" + case.source
