@@ -222,3 +222,18 @@ def test_int_eval_semantics():
     assert evaluate(x * 2**20 * 2**20, {x: 1}) == 2**40
     assert evaluate(x * 2**20 * 2**20, {x: 1}, wrap=True) == 0
     assert evaluate(ir.cast_to(x, "int8"), {x: 200}) == -56
+
+
+def test_rebinding_updates_dependent_ranges():
+    n, p = vars_("n", "p")
+    a = Analyzer()
+    a.bind(n, 1, 100)          # n in [1, 100]
+    a.bind(p, 0, n)            # p in [0, n)
+    assert a.const_int_bound(p) == (0, 99)
+    assert a.prove(p < 100)
+    a.bind(n, 1, 1000)         # widening n must widen p's constant bound too
+    assert a.const_int_bound(p) == (0, 999)
+    assert not a.prove(p < 100)
+    assert a.prove(p < n)
+    a.bind(n, 1, 1000)         # same range again: nothing changes
+    assert a.const_int_bound(p) == (0, 999)

@@ -108,11 +108,14 @@ def test_fuzz_int64_with_casts():
     _check(ana, gen, sample64, rng, n_exprs=300, n_samples=20, depth=4)
 
 
-def test_fuzz_symbolic_ranges():
-    """p in [0, n), q in [n, n + 8), r in [0, p] with n unknown."""
-    rng = _seed(3)
+@pytest.mark.parametrize("n_bounded", [False, True])
+def test_fuzz_symbolic_ranges(n_bounded):
+    """p in [0, n), q in [n, n + 8), r in [0, p] with n unknown (or in [1, 5000])."""
+    rng = _seed(3 + 100 * n_bounded)
     n, p, q, r = (ir.Var(x) for x in ("n", "p", "q", "r"))
     ana = Analyzer()
+    if n_bounded:
+        ana.bind_range(n, 1, 5000)
     ana.bind(p, 0, n)
     ana.bind(q, n, 8)
     ana.bind_range(r, 0, p)

@@ -245,3 +245,12 @@ def test_side_effect_calls_are_not_merged():
     c2 = ir.call("atomic_add", [x, 1], dtype="int32")
     res = simplify(c1 - c2)
     assert "atomic_add" in str(res)
+
+
+def test_calls_with_unhashable_attrs_and_buffer_args():
+    buf = ir.Buffer("S", (8,), "int32", scope="local.var")
+    c1 = ir.call("my_intrin", [x, "mode"], dtype="int32", attrs=(("opts", [1, 2]),))
+    c2 = ir.call("my_intrin", [x, "mode"], dtype="int32", attrs=(("opts", [1, 2]),))
+    res = simplify(c1 * 2 + c1 - c2 + ir.as_expr(buf) * 0)
+    assert str(res).count("my_intrin") == 2  # different attrs objects: not merged
+    assert str(simplify(c1 * 2 - c1)) == str(c1)

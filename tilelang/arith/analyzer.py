@@ -54,9 +54,13 @@ class Analyzer:
         lo = None if lo is None else ir.as_expr(lo)
         hi = None if hi_inclusive is None else ir.as_expr(hi_inclusive)
         self._enter()
-        self._ranges.pop(var, None)
-        self._ranges[var] = (lo, hi)
-        self._install(var, lo, hi)
+        old = self._ranges.get(var)
+        self._ranges[var] = (lo, hi)  # a rebound var keeps its place in the binding order
+        if old is None:
+            self._install(var, lo, hi)
+        elif not (_same_opt(old[0], lo) and _same_opt(old[1], hi)):
+            # other ranges may have been computed from the old one (bind(p, 0, n))
+            self._rebuild()
 
     def unbind(self, var):
         if self._ranges.pop(var, None) is not None:
@@ -178,10 +182,7 @@ class Analyzer:
         dt = e.dtype
         if C.is_canon(dt):
             s = C.to_sum(self, e)
-            b = B.sum_bound(self, s)
-            if (b[0] is None or b[1] is None) and self._sym:
-                b = B.sym_bound(self, s)
-            return b
+            return B.sym_bound(self, s) if self._sym else B.sum_bound(self, s)
         t = type(e)
         if t is ir.Const:
             v = e.value
@@ -270,3 +271,9 @@ def _same(a, b) -> bool:
             a, b = a.a, b.a
         else:
             return a is b
+
+
+def _same_opt(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a is b or A.expr_key(a) == A.expr_key(b)

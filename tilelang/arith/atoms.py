@@ -13,8 +13,8 @@ atom never depends on variable bounds (bounds only decide *which* atom a rule pr
 
 Structural keys contain only ints, strings and tuples of those: Vars and Buffers overload `==`
 to build IR, so they must never sit inside a tuple that a dict might compare on a hash clash.
-Objects are mapped to stable ints through `obj_uid` instead (a dict keyed by the object itself
-is safe: distinct live objects never share a hash).
+Objects are mapped to stable ints through `obj_uid` instead (tables keyed by a Var or an Expr
+node itself are safe: those hash by identity, and distinct live objects never share a hash).
 
 The tables are cleared by `maybe_reset` when they grow past a limit; `GENERATION` tells the
 analyzers that their caches (which hold atom ids) are stale.
@@ -32,7 +32,7 @@ Binary, Const, Unary = ir.Binary, ir.Const, ir.Unary
 ATOMS: list = []            # atom id -> Atom
 _BY_KEY: dict = {}          # structural key -> Atom
 _VAR_ATOM: dict = {}        # Var -> Atom (dict keyed by identity-hashed Var: safe)
-_UIDS: dict = {}            # object -> stable int (keeps the object alive while listed)
+_UIDS: dict = {}            # id(object) -> (object, stable int)
 _EKEY: dict = {}            # expression node -> interned structural key (int)
 _EKEY_IDS: dict = {}        # structural key tuple -> int
 GENERATION = [0]
@@ -52,10 +52,12 @@ def maybe_reset():
 
 
 def obj_uid(obj) -> int:
-    u = _UIDS.get(obj)
-    if u is None:
-        u = _UIDS[obj] = len(_UIDS)
-    return u
+    """A stable int per object identity (works for unhashable objects; the table keeps the
+    object alive, so its id cannot be reused while listed)."""
+    ent = _UIDS.get(id(obj))
+    if ent is None:
+        ent = _UIDS[id(obj)] = (obj, len(_UIDS))
+    return ent[1]
 
 
 class Atom:

@@ -148,9 +148,8 @@ def merge_divmod(ana, s, dt) -> dict:
 def _decided_quotient(ana, r, c):
     """k when every value of r lies in [k*c, k*c + c), else None."""
     lo, hi = B.sum_bound(ana, r)
-    if lo is not None and hi is not None:
-        k = lo // c
-        return k if hi // c == k else None
+    if lo is not None and hi is not None and lo // c == hi // c:
+        return lo // c
     if ana._sym:
         lo, hi = B.sym_bound(ana, r)
         if lo is not None and hi is not None and lo // c == hi // c:
@@ -213,9 +212,7 @@ def _small_split(ana, r, c):
             big[()] = r0 // d
         if r0 % d:
             small[()] = r0 % d
-        lo, hi = B.sum_bound(ana, small)
-        if (lo is None or hi is None) and ana._sym:
-            lo, hi = B.sym_bound(ana, small)
+        lo, hi = B.sym_bound(ana, small) if ana._sym else B.sum_bound(ana, small)
         if lo is not None and hi is not None and lo >= 0 and hi < d:
             return d, big, small
     return None

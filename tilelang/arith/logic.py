@@ -172,10 +172,10 @@ def _gcd_terms(s) -> int:
 
 
 def _bound(ana, s):
-    lo, hi = B.sum_bound(ana, s)
-    if (lo is None or hi is None) and ana._sym:
+    """Bound of s, sharpened with the symbolic ranges when there are any."""
+    if ana._sym:
         return B.sym_bound(ana, s)
-    return lo, hi
+    return B.sum_bound(ana, s)
 
 
 def _split(s):

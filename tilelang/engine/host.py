@@ -169,6 +169,9 @@ def make_fast_call(adapter, plan, slow):
 
 
 def ctypes_handle(handle):
+    """A CUfunction as cuLaunchKernel's untyped binding wants it (a c_void_p)."""
     import ctypes
 
-    return ctypes.c_void_p(handle)
+    if isinstance(handle, ctypes.c_void_p):
+        return handle
+    return ctypes.c_void_p(int(handle))

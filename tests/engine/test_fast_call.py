@@ -1,0 +1,86 @@
+"""The generated fast call path, exercised without a GPU: the driver launch, the stream and
+the device tensors are stand-ins, so the test checks the Python the generator writes (argument
+checks, symbol binding, output allocation, packing, launch arguments)."""
+
+import ctypes
+
+import pytest
+import torch
+
+import tilelang.language as T
+from tilelang.engine.build import CUDAAdapter
+from tilelang.jit.args import CallPlan
+from tilelang.jit.target import Target
+
+
+class FakeCudaTensor:
+    is_cuda = True
+
+    def __init__(self, shape, dtype, ptr=4096):
+        self.shape = torch.Size(shape)
+        self.dtype = dtype
+        self._ptr = ptr
+
+    def get_device(self):
+        return 0
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return self._ptr
+
+    def stride(self):
+        out, acc = [], 1
+        for s in reversed(self.shape):
+            out.append(acc)
+            acc *= s
+        return tuple(reversed(out))
+
+
+def _kernel():
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def scale(A: T.Tensor((m, 64), "float32"), B: T.Tensor((m, 64), "float32"),
+              alpha: T.float32):
+        with T.Kernel(T.ceildiv(m, 32), threads=128) as bx:
+            for i, j in T.Parallel(32, 64):
+                B[bx * 32 + i, j] = A[bx * 32 + i, j] * alpha
+    return scale
+
+
+def test_fast_call_checks_binds_and_launches(monkeypatch):
+    from tilelang.runtime import driver
+    from tilelang.runtime import launcher
+
+    calls = []
+    monkeypatch.setattr(driver, "fast_launcher", lambda: lambda *a: calls.append(a) or 0)
+    func = _kernel()
+    adapter = CUDAAdapter(func, Target("cuda", "sm_90a"), {"pass_configs": {}})
+    plan = CallPlan(func, [1])
+    slow_calls = []
+    call = adapter.make_fast_call(plan, lambda args: slow_calls.append(args) or "slow")
+    monkeypatch.setattr(launcher.CudaKernelFunction, "prepare",
+                        lambda self, dev=None, smem=0: (ctypes.c_void_p(1234), 49152))
+    call.register(0)
+    g = call.__globals__
+    g["Tensor"] = FakeCudaTensor
+    g["empty"] = lambda shape, dtype, device: FakeCudaTensor(shape, dtype, ptr=8192)
+    g["raw_stream"] = lambda dev: 0
+    a = FakeCudaTensor((70, 64), torch.float32)
+    out = call((a, 2.5))
+    assert isinstance(out, FakeCudaTensor) and tuple(out.shape) == (70, 64)
+    assert not slow_calls and len(calls) == 1
+    fn, gx, gy, gz, bx, by, bz = calls[0][:7]
+    assert fn.value == 1234 and (gx, gy, gz) == (3, 1, 1) and (bx, by, bz) == (128, 1, 1)
+    # anything unexpected goes to the general path (which raises the descriptive errors)
+    assert call((a,)) == "slow"
+    assert call((FakeCudaTensor((70, 32), torch.float32), 1.0)) == "slow"
+    assert call((FakeCudaTensor((70, 64), torch.float16), 1.0)) == "slow"
+    assert call((a, "x")) == "slow"
+    assert len(slow_calls) == 4
+
+
+if __name__ == "__main__":
+    pytest.main([__file__])
