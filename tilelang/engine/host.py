@@ -49,7 +49,7 @@ def make_fast_call(adapter, plan, slow):
 
     module = adapter.module
     sig = module.params + module.symbols + module.workspaces
-    layout = ArgLayout([adapter.param_types[i] for i in range(len(sig))])
+    layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
     g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
          "raw_stream": current_stream_handle, "launch": driver.fast_launcher(),
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},

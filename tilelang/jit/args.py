@@ -153,7 +153,9 @@ class CallPlan:
         symbols = self._bind_symbols(full)
         for p in self.inputs:
             if p.kind == "buffer":
-                self._check_shape(p, full[p.index], symbols)
+                a = full[p.index]
+                self._check_shape(p, a, symbols)
+                self._check_index_range(p, a.shape, a.stride())
         if device is None:
             device = tensor_device if tensor_device is not None else (
                 torch.device("cuda", torch.cuda.current_device()) if device_kind == "cuda"
@@ -162,6 +164,7 @@ class CallPlan:
         if allocate:
             for p in self.outputs:
                 shape = tuple(eval_shape_expr(s, symbols) for s in p.shape)
+                self._check_index_range(p, shape, _row_major_strides(shape))
                 t = torch.empty(shape, dtype=p.dtype.torch, device=device)
                 full[p.index] = t
                 outputs.append(t)
@@ -193,11 +196,38 @@ class CallPlan:
             a = full[idx]
             if kind == "scalar":
                 symbols[var] = int(a)
-            elif kind == "shape":
-                symbols[var] = int(a.shape[d])
-            else:
-                symbols[var] = int(a.stride(d))
+                continue
+            val = int(a.shape[d]) if kind == "shape" else int(a.stride(d))
+            dt = var.dtype
+            if dt.is_int and not dt.min_value() <= val <= dt.max_value():
+                # the kernel computes with this size in its declared (32-bit) type: it would
+                # wrap around and index the wrong memory
+                self._fail(ValueError, self.params[idx],
+                           f"{kind}[{d}] = {val} does not fit the {dt} size `{var.name}`; "
+                           f"declare it T.dynamic(\"{var.name}\", \"int64\")")
+            symbols[var] = val
         return symbols
+
+    def _check_index_range(self, p: ParamInfo, shape, strides):
+        """A buffer whose sizes are all 32-bit symbols is indexed with 32-bit arithmetic
+        (SEMANTICS §10): its farthest element must lie within int32, else offsets wrap."""
+        syms = [s for s in tuple(p.shape) + tuple(p.strides or ()) if not isinstance(s, int)]
+        if not syms:
+            return  # static shapes: the compiler chooses the index width
+        for s in syms:
+            for v in _vars_of(s):
+                if v.dtype.bits > 32:
+                    return
+        if any(int(n) == 0 for n in shape):
+            return
+        span = sum((int(n) - 1) * abs(int(st)) for n, st in zip(shape, strides)) + 1
+        if span > 2 ** 31 - 1:
+            names = ", ".join(sorted({v.name for s in syms for v in _vars_of(s)}))
+            self._fail(ValueError, p,
+                       f"spans {span} elements (shape {tuple(int(n) for n in shape)}), beyond "
+                       f"the 32-bit index arithmetic of this kernel (its sizes {names} are "
+                       f"int32); split the tensor, or declare the sizes with "
+                       f"T.dynamic(..., \"int64\")")
 
     def _check_shape(self, p: ParamInfo, a, symbols):
         for d, s in enumerate(p.shape):
@@ -217,6 +247,23 @@ class CallPlan:
             self._fail(ValueError, p, f"must be contiguous (row-major), got strides "
                                       f"{tuple(a.stride())}; call .contiguous() or annotate "
                                       "the parameter with T.StridedTensor")
+
+
+def _vars_of(e) -> list:
+    """The symbolic size variables an expression mentions."""
+    if isinstance(e, ir.Var):
+        return [e]
+    from ..ir.visitor import collect
+
+    return collect(e, lambda n: isinstance(n, ir.Var))
+
+
+def _row_major_strides(shape) -> tuple:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(int(n), 1)
+    return tuple(reversed(out))
 
 
 def _is_np_number(a):
