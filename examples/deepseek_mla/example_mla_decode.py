@@ -126,7 +126,7 @@ def programs(size="bench", arch="sm_90a"):
 
 def run(device=None, size="small"):
     """Build the kernel, check it against a float64 reference on fresh random inputs, and return
-    [{name, tilelang, baseline, baseline_name, flops, bytes, error}]."""
+    [{name, tilelang, baseline, baseline_name, flops, error}]."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     B, H, S, D, P, cfg = SIZES[size]
     if device == "cuda":
@@ -136,7 +136,9 @@ def run(device=None, size="small"):
     q_pe = torch.randn(B, H, P, device=device, dtype=torch.float16)
     kv = torch.randn(B, S, D, device=device, dtype=torch.float16)
     k_pe = torch.randn(B, S, P, device=device, dtype=torch.float16)
-    err = check(kernel(q, q_pe, kv, k_pe), ref_program(q, q_pe, kv, k_pe), 5e-3)
+    out = kernel(q, q_pe, kv, k_pe)
+    b = 4 if size == "bench" else B  # the float64 reference on a few sequences at bench size
+    err = check(out[:b], ref_program(q[:b], q_pe[:b], kv[:b], k_pe[:b]), 5e-3)
 
     # baseline: torch's fused attention with the heads as H query rows of a single head,
     # the cache given in the concatenated layout it needs (prepared outside the timing)
@@ -150,7 +152,7 @@ def run(device=None, size="small"):
     flops = 2.0 * B * H * S * (D + P) + 2.0 * B * H * S * D
     return [dict(name=f"mla decode fp16 B{B} H{H} S{S} D{D}+{P}", tilelang=lambda: kernel(
         q, q_pe, kv, k_pe), baseline=baseline, baseline_name="torch SDPA", flops=flops,
-        bytes=2.0 * B * S * (D + P), error=err)]
+        error=err)]
 
 
 def main():

@@ -141,7 +141,12 @@ def run(device=None, size="small"):
     cases = []
     for causal in (False, True):
         kernel = flash_attention_gqa(B, H, S, D, G, causal, **cfg)
-        err = check(kernel(q, k, v), ref_program(q, k, v, causal), 5e-3)
+        out = kernel(q, k, v)
+        # at benchmark sizes the float64 reference is computed for one sequence and the query
+        # heads of one KV head
+        b, hk = (1, 1) if size == "bench" else (B, H // G)
+        err = check(out[:b, :, :hk * G], ref_program(q[:b, :, :hk * G], k[:b, :, :hk],
+                                                     v[:b, :, :hk], causal), 5e-3)
         flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
         cases.append(dict(
             name=f"gqa fwd fp16 B{B} H{H}/{H // G} S{S} D{D}{' causal' if causal else ''}",

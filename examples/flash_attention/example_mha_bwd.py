@@ -252,18 +252,18 @@ def run(device=None, size="small"):
         attn = FlashAttention(B, H, S, D, causal, fcfg, bcfg)
         o, lse = attn.forward(q, k, v)
         grads = attn.backward(q, k, v, o, lse, do)
-        refs = ref_grads(q, k, v, do, causal)
-        err = max(check(x, r, tol) for x, r, tol in zip((o, *grads), refs,
-                                                        (5e-3, 1e-2, 1e-2, 1e-2)))
+        # at benchmark sizes the float64 reference is computed for one sequence and two heads
+        b, h = (1, 2) if size == "bench" else (B, H)
+        refs = ref_grads(*(x[:b, :, :h] for x in (q, k, v, do)), causal)
+        err = max(check(x[:b, :, :h], r, tol) for x, r, tol in zip(
+            (o, *grads), refs, (5e-3, 1e-2, 1e-2, 1e-2)))
 
+        # baseline: the backward pass of torch's fused attention (its forward done once here)
         qt, kt, vt = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))
-        if device == "cuda":
-            ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            dot = do.transpose(1, 2).contiguous()
-            baseline = (lambda ot=ot, qt=qt, kt=kt, vt=vt, dot=dot:
-                        torch.autograd.grad(ot, (qt, kt, vt), dot, retain_graph=True))
-        else:
-            baseline = None
+        ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+        dot = do.transpose(1, 2).contiguous()
+        baseline = (lambda ot=ot, qt=qt, kt=kt, vt=vt, dot=dot:
+                    torch.autograd.grad(ot, (qt, kt, vt), dot, retain_graph=True))
         flops = 2.5 * 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)  # 5 GEMMs
         cases.append(dict(
             name=f"mha bwd fp16 B{B} H{H} S{S} D{D}{' causal' if causal else ''}",

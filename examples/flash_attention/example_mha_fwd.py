@@ -135,7 +135,11 @@ def run(device=None, size="small"):
     cases = []
     for causal in (False, True):
         kernel = flash_attention_fwd(B, H, S, D, causal, **cfg)
-        err = check(kernel(q, k, v), ref_program(q, k, v, causal), 5e-3)
+        out = kernel(q, k, v)
+        # at benchmark sizes the float64 reference is computed for one sequence and two heads
+        b, h = (1, 2) if size == "bench" else (B, H)
+        err = check(out[:b, :, :h], ref_program(q[:b, :, :h], k[:b, :, :h], v[:b, :, :h],
+                                                causal), 5e-3)
         flops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)
         cases.append(dict(
             name=f"mha fwd fp16 B{B} H{H} S{S} D{D}{' causal' if causal else ''}",

@@ -155,7 +155,9 @@ def run(device=None, size="small"):
     kernel = flash_decoding(B, H, HK, S, D, **cfg)
     q = torch.randn(B, H, D, device=device, dtype=torch.float16)
     k, v = (torch.randn(B, S, HK, D, device=device, dtype=torch.float16) for _ in range(2))
-    err = check(kernel(q, k, v), ref_program(q, k, v), 5e-3)
+    out = kernel(q, k, v)
+    b = 2 if size == "bench" else B  # the float64 reference on a few sequences at bench size
+    err = check(out[:b], ref_program(q[:b], k[:b], v[:b]), 5e-3)
 
     # torch's fused attention on its preferred (batch, heads, seq, dim) layout
     qt = q.unsqueeze(2)
@@ -172,7 +174,7 @@ def run(device=None, size="small"):
     return [dict(name=f"flash decoding fp16 B{B} H{H}/{HK} S{S} D{D}",
                  tilelang=lambda: kernel(q, k, v), baseline=baseline,
                  baseline_name="torch SDPA (enable_gqa)", bytes=2.0 * B * S * HK * D * 2,
-                 flops=4.0 * B * H * S * D, error=err)]
+                 error=err)]
 
 
 def main():

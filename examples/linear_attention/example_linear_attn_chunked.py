@@ -106,7 +106,10 @@ def run(device=None, size="small"):
     kernel = linear_attention_fwd(B, H, S, DK, DV, **cfg)
     q, k = (torch.randn(B, S, H, DK, device=device, dtype=torch.float16) for _ in range(2))
     v = torch.randn(B, S, H, DV, device=device, dtype=torch.float16)
-    err = check(kernel(q, k, v), ref_program(q, k, v), 5e-3)
+    out = kernel(q, k, v)
+    # at benchmark sizes the float64 reference is computed for one sequence and two heads
+    b, h = (1, 2) if size == "bench" else (B, H)
+    err = check(out[:b, :, :h], ref_program(q[:b, :, :h], k[:b, :, :h], v[:b, :, :h]), 5e-3)
 
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
 

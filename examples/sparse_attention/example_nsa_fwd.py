@@ -121,10 +121,12 @@ def dense_mask(block_indices, seq_len, block_size):
     return mask.permute(0, 2, 1, 3) & causal
 
 
-def ref_program(q, k, v, block_indices, block_size):
-    """float64 attention with the NSA selection mask."""
+def ref_program(q, k, v, block_indices, block_size, rows=slice(None)):
+    """float64 attention with the NSA selection mask, for the query tokens `rows`."""
     groups = q.shape[2] // k.shape[2]
-    mask = dense_mask(block_indices, q.shape[1], block_size).repeat_interleave(groups, 1)
+    mask = dense_mask(block_indices, q.shape[1], block_size)[:, :, rows]
+    mask = mask.repeat_interleave(groups, 1)
+    q = q[:, rows]
     q, k, v = (x.double().transpose(1, 2) for x in (q, k, v))
     k, v = (x.repeat_interleave(groups, 1) for x in (k, v))
     s = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).masked_fill(~mask, -math.inf)
@@ -162,7 +164,13 @@ def run(device=None, size="small"):
     q = torch.randn(B, S, H, D, device=device, dtype=torch.float16)
     k, v = (torch.randn(B, S, HK, D, device=device, dtype=torch.float16) for _ in range(2))
     idx = make_block_indices(B, S, HK, NS, BS, device)
-    err = check(kernel(q, k, v, idx), ref_program(q, k, v, idx, BS), 5e-3)
+    out = kernel(q, k, v, idx)
+    if size == "bench":  # the float64 reference for the last 256 tokens and one KV head
+        rows = slice(S - 256, S)
+        ref = ref_program(q[:, :, :G], k[:, :, :1], v[:, :, :1], idx[:, :, :1], BS, rows)
+        err = check(out[:, rows, :G], ref, 5e-3)
+    else:
+        err = check(out, ref_program(q, k, v, idx, BS), 5e-3)
 
     # baseline: torch's fused attention with the selection as a dense mask, per KV head
     mask = dense_mask(idx, S, BS).reshape(B * HK, 1, S, S)

@@ -58,8 +58,9 @@ class ExprGen:
         d = depth - 1
         op = rng.choices(
             ["add", "sub", "mul", "mulv", "fdiv", "fmod", "tdiv", "tmod", "min", "max",
-             "select", "shl", "shr", "and", "xor", "neg", "not", "sdiv", "smod", "nested"],
-            weights=[14, 10, 10, 2, 10, 10, 3, 3, 5, 5, 4, 2, 3, 3, 1, 2, 1, 2, 2, 6])[0]
+             "select", "shl", "shr", "and", "xor", "neg", "not", "sdiv", "smod", "nested",
+             "narrow"],
+            weights=[14, 10, 10, 4, 10, 10, 3, 3, 5, 5, 4, 2, 3, 3, 1, 2, 1, 2, 2, 6, 2])[0]
         x = self.expr(d)
         if op == "add":
             return x + self.expr(d)
@@ -106,6 +107,9 @@ class ExprGen:
                                                    self.dtype))
         if op == "xor":
             return ir.binary("bitxor", x, self.expr(d))
+        if op == "narrow":  # through a narrower type and back: wraps
+            mid = ir.DType("int32") if self.dtype.bits == 64 else ir.DType("int16")
+            return ir.cast_to(ir.cast_to(x * 65536 * 4096, mid), self.dtype)
         if op == "neg":
             return -x
         if op == "not":

@@ -88,3 +88,22 @@ def test_flash_bwd_eight_warps_lowers():
     func = bwd.flash_bwd.get_tir(2, 4, 1024, 128, False, block_M=64, block_N=32,
                                  num_stages=2, threads=256)
     tilelang.lower(func, target="cuda -arch=sm_90a")
+
+
+def test_run_all_plumbing(tmp_path):
+    """benchmarks/run_all.py end to end on the CPU interpreter (--cpu): rows, markdown, chart."""
+    import subprocess
+    import sys
+
+    from example_helpers import ROOT
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--cpu",
+                           "--only", "softmax,elementwise", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    table = (tmp_path / "results.md").read_text()
+    for kernel in ("softmax fp16", "vector add fp16", "gelu fp16", "bias+gelu fp16"):
+        assert kernel in table
+    assert "FAILED" not in table
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "speedup.png").stat().st_size > 1000

@@ -196,7 +196,7 @@ class Analyzer:
             rng = B.dtype_range(dt)
             if t is ir.Cast:
                 inner = self._expr_bound(e.value)
-                if B.fits(inner, rng):
+                if B.fits(inner, B.real_range(dt)):
                     return inner
             return rng
         return B.UNBOUNDED

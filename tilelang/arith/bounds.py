@@ -32,6 +32,15 @@ def dtype_range(dt):
     return UNBOUNDED
 
 
+def real_range(dt):
+    """The exact value range of an integer or bool dtype."""
+    if dt.is_bool:
+        return (0, 1)
+    if dt.is_int:
+        return (dt.min_value(), dt.max_value())
+    return UNBOUNDED
+
+
 def fits(b, rng) -> bool:
     lo, hi = b
     rlo, rhi = rng
@@ -173,9 +182,9 @@ def opaque_bound(ana, hint, dt):
     rng = dtype_range(dt)
     if kind == "sel":
         return union(sum_bound(ana, hint[1]), sum_bound(ana, hint[2]))
-    if kind == "cast":
+    if kind == "cast":  # a value that fits is kept; otherwise it wraps
         b = ana._expr_bound(hint[1])
-        return b if fits(b, rng) else rng
+        return b if fits(b, real_range(dt)) else rng
     if kind == "bit":
         op, sa, sb = hint[1], hint[2], hint[3]
         return intersect(_bitop_bound(op, sum_bound(ana, sa), sum_bound(ana, sb)), rng)

@@ -3,7 +3,7 @@
 `evaluate(expr, env)` computes the value of `expr` given `env`, a dict from Var (by identity) to
 a Python int/bool/float. Integer arithmetic is exact (no overflow), like the simplifier's
 model of int32/int64 index arithmetic, unless `wrap=True`, which wraps every integer result to
-its dtype as the hardware would. `//` and `%` are floor division and modulo; truncdiv/truncmod
+its dtype as the hardware would; explicit casts to an integer type always wrap. `//` and `%` are floor division and modulo; truncdiv/truncmod
 round toward zero; shifts and bit operations act on two's complement values. Loads are
 answered by `load(buffer, indices)` when given, otherwise they raise KeyError.
 """
@@ -86,9 +86,9 @@ def evaluate(expr, env: dict, load=None, wrap: bool = False):
             dt = e.dtype
             if dt.is_bool:
                 return bool(v)
-            if dt.is_int:
+            if dt.is_int:  # an explicit conversion wraps like C, even without `wrap`
                 v = int(math.trunc(v)) if isinstance(v, float) else int(v)
-                return _wrap(v, dt) if (wrap or dt.bits < 32 or dt.is_unsigned) else v
+                return _wrap(v, dt)
             return float(v)
         if t is ir.Load:
             if load is None:

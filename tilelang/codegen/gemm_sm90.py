@@ -100,19 +100,21 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     c_reg = ctx.register_of(g.C.buffer)
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
+    wait = max(0, int(g.wg_wait))  # T.gemm(..., wg_wait=n): leave n wgmma groups in flight
     b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = gemm_sm80._tile_info(
         g.B, ctx.layouts[g.B.buffer], g.loc)
     tb = "true" if g.trans_B else "false"
     if g.A.buffer.scope == "local.fragment":
         a_reg = ctx.register_of(g.A.buffer)
-        name = f"tl::wgmma_gemm_rs<{M}, {N}, {K}, {wgm}, {wgn}, {tb}, {b_rows}, {b_cols}, {b_swz}>"
+        name = (f"tl::wgmma_gemm_rs<{M}, {N}, {K}, {wgm}, {wgn}, {tb}, {b_rows}, {b_cols}, "
+                f"{b_swz}, {wait}>")
         args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
     else:
         a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = gemm_sm80._tile_info(
             g.A, ctx.layouts[g.A.buffer], g.loc)
         ta = "true" if g.trans_A else "false"
         name = (f"tl::wgmma_gemm_ss<{M}, {N}, {K}, {wgm}, {wgn}, {ta}, {tb}, {a_rows}, "
-                f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}>")
+                f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}, {wait}>")
         args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
     ctx.uses_wgmma = True
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

@@ -233,12 +233,24 @@ class WarpSpecializer:
         # consumers: the loop without its copies, between the barrier waits
         plan_ids = {id(p.copy) for p in plans}
         rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
+        mainloop = self._async_mainloop(rest)
+        if mainloop:
+            # wgmma(k) stays in flight while the stage of wgmma(k-1) is handed back
+            rest = [ir.with_fields(it, wg_wait=1) if isinstance(it, ir.Gemm) else it
+                    for it in rest]
+            prev = ir.binary("floormod", ir.binary("sub", rel, 1), S)
+            release = ir.If(ir.compare("gt", k, start),
+                            _call("tl::mbarrier_arrive", _addr(empty, (prev,))), None)
+        else:
+            release = _call("tl::mbarrier_arrive", _addr(empty, (stage,)))
         consumer_body = ir.Seq((
             _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
             _Rebuffer(mapping, stage).visit(_rebuild(rest)),
-            _call("tl::mbarrier_arrive", _addr(empty, (stage,))),
+            release,
         ))
         consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
+        if mainloop:
+            consumer_loop = ir.Seq((consumer_loop, _call("tl::wgmma_wait<0>")))
         consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
@@ -267,6 +279,17 @@ class WarpSpecializer:
                  + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
         return ir.with_fields(self.kernel, body=body, threads=threads, allocs=allocs,
                               attrs=attrs)
+
+    def _async_mainloop(self, rest) -> bool:
+        """A loop body made of wgmma gemms alone (the GEMM mainloop): nothing else reads the
+        accumulators inside the loop, so each gemm may run while the next stage loads."""
+        stmts = [it for it in rest if not isinstance(it, tuple)]
+        if not stmts or not all(isinstance(it, ir.Gemm) for it in stmts):
+            return False
+        from ..codegen import gemm_sm90
+
+        return all(self.ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
+                   and g.wg_wait == 0 for g in stmts)
 
     def _register_split(self):
         total = self.T + PRODUCER_THREADS

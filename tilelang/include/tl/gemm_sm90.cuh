@@ -53,9 +53,12 @@ TL_DEVICE uint64_t desc_mnmajor(const T* base, int k0, int n0) {
 }  // namespace detail
 
 #if TL_HAVE_SM90A
-// C (+)= op(A) @ op(B), A and B in shared memory. Synchronous: returns with C complete.
+// C (+)= op(A) @ op(B), A and B in shared memory. Returns after `wgmma.wait_group WgWait`:
+// WgWait = 0 is synchronous (C complete); WgWait = 1 leaves this gemm in flight and only
+// guarantees the previous one finished (a pipelined mainloop then waits once at the end).
 template <int M, int N, int K, int WGM, int WGN, bool TransA, bool TransB, int ARows, int ACols,
-          int ASwz, int BRows, int BCols, int BSwz, typename TA, typename TB, typename TC>
+          int ASwz, int BRows, int BCols, int BSwz, int WgWait = 0, typename TA, typename TB,
+          typename TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
                              TC* C, bool clear_accum, int tid) {
   constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2;
@@ -80,13 +83,13 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
     }
   }
   wgmma_commit();
-  wgmma_wait<0>();
+  wgmma_wait<WgWait>();
   wgmma_fence_operands(C, MR * kRegs);
 }
 
 // C (+)= A @ op(B), A in registers (the layout in the header comment), B in shared memory.
 template <int M, int N, int K, int WGM, int WGN, bool TransB, int BRows, int BCols, int BSwz,
-          typename TA, typename TB, typename TC>
+          int WgWait = 0, typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C,
                              bool clear_accum, int tid) {
   constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, KT = K / 16;
@@ -111,7 +114,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
     }
   }
   wgmma_commit();
-  wgmma_wait<0>();
+  wgmma_wait<WgWait>();
   wgmma_fence_operands(C, MR * kRegs);
   wgmma_fence_operands(a_regs, MR * KT * 4);
 }
