@@ -2,7 +2,7 @@
 
     python examples/flash_attention/example_mha_bwd.py
 
-Three kernels, launched in order by `attention_backward`:
+Three kernels, launched by `FlashAttention.forward` and `FlashAttention.backward`:
 
 1. `flash_fwd`: the forward pass that also writes the log-sum-exp of every score row
    (`lse`, base 2 with the softmax scale folded in), so that the backward pass can rebuild the
