@@ -24,8 +24,6 @@ one kernel (fast path); then an output allocation that cannot succeed (torch's O
 reach the caller and the kernel must keep working).
 """
 
-from __future__ import annotations
-
 import argparse
 import json
 import os

@@ -5,8 +5,9 @@ a serial or pipelined k-loop, A from shared memory or registers, and an epilogue
 
 op(A) = A (M, K) or A^T with A stored (K, M); op(B) = B (K, N) or B^T with B stored (N, K).
 Reads past the edges give 0, so ragged K adds nothing; init is 0 (T.clear or clear_accum on
-the first k step) or the tile of an input C0. The epilogue is one of: none, relu, scale by 0.5,
-+ bias[q] (a column vector broadcast from a fragment); the result is cast to C's dtype.
+the first k step) or the tile of an input C0. The epilogue is one of: none, relu, scale by 0.5
+(on int32 accumulators: computed in float32, stored back truncating toward zero), + bias[q]
+(a column vector broadcast from a fragment); the result is cast to C's dtype.
 """
 
 from __future__ import annotations
@@ -163,6 +164,8 @@ def _oracle(s, arrs):
             C = C + arrs["C0"]
         if s["epilogue"] == "relu":
             C = np.maximum(C, 0)
+        elif s["epilogue"] == "scale":  # computed in float32, stored by C conversion (trunc)
+            C = np.trunc(C * 0.5)
         elif s["epilogue"] == "bias":
             C = C + arrs["bias"][None, :]
         C = ((C.astype(np.int64) + 2 ** 31) % 2 ** 32) - 2 ** 31
