@@ -120,6 +120,10 @@ def fuzz_worker(args):
     with open(args.results, "a", buffering=1) as out:
         while time.time() < args.deadline:
             out.write(json.dumps({"seed": seed, "outcome": "start"}) + "\n")
+            if seed == args.debug_hang_seed:  # exercises the watchdog (tests of this script)
+                time.sleep(3600)
+            if seed == args.debug_die_seed:
+                os._exit(9)
             res = run_one(seed, target, args.dry_run)
             out.write(json.dumps(res) + "\n")
             if res["outcome"] == "gpu_error":  # the CUDA context may be unusable now
@@ -148,7 +152,9 @@ def run_fuzz(args, out_dir) -> dict:
         cmd = [sys.executable, os.path.abspath(__file__), "--fuzz-worker", "--worker-id",
                str(start_seed - args.seed_start), "--workers", str(args.workers),
                "--seed-start", str(args.seed_start), "--deadline", str(deadline),
-               "--results", path] + (["--dry-run"] if args.dry_run else [])
+               "--results", path, "--debug-hang-seed", str(args.debug_hang_seed),
+               "--debug-die-seed", str(args.debug_die_seed)] + (
+                   ["--dry-run"] if args.dry_run else [])
         # worker id is recomputed from the start seed so a restart continues the stride
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(path + ".err", "w"),
                              cwd=ROOT)
@@ -209,6 +215,7 @@ def summarize_fuzz(results, restarts, out_dir) -> dict:
     for r in findings:
         try:
             case = fuzz.generate(r["seed"])
+            r["family"] = case.family
             path = fuzz.write_source(case, find_dir)
             with open(path, "a") as f:
                 f.write(f"\n# seed {r['seed']}: {r['outcome']}\n")
@@ -384,6 +391,8 @@ def main():
     ap.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--results", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--debug-hang-seed", type=int, default=-1, help=argparse.SUPPRESS)
+    ap.add_argument("--debug-die-seed", type=int, default=-1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.fuzz_worker:
         sys.exit(fuzz_worker(args))

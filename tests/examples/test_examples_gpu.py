@@ -13,10 +13,7 @@ from example_helpers import EXAMPLES, example_id, load_example
 
 pytestmark = pytest.mark.gpu
 
-KNOWN_FAILURES = {
-    "flash_attention/example_mha_bwd": "a fragment named `do` is emitted as the C++ keyword: "
-                                       "'error: expected an identifier  float do[64];'",
-}
+KNOWN_FAILURES: dict = {}
 
 
 def _params():

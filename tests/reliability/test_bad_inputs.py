@@ -97,7 +97,7 @@ def test_bad_scalars(args, exc, text):
 
 
 def test_failed_call_writes_nothing(add_cpu):
-    a, b = torch.randn(5, 8), torch.randn(5, 8)
+    a = torch.randn(5, 8)
     a0 = a.clone()
     with pytest.raises(ValueError):
         add_cpu(a, torch.randn(5, 8).half())

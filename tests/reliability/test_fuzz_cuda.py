@@ -90,13 +90,20 @@ def test_gpu_matches_interpreter_and_oracle(seed):
     want = fuzz.expected(case, inputs)
     try:
         kernel = fuzz.compile_case(case, "cuda")
-    except KernelError as e:
+    except Exception as e:  # noqa: BLE001 - sorted below
+        if known_bug(e):
+            pytest.xfail(f"known defect {known_bug(e)}")
         if fuzz.classify(e) == "rejected":
             _rejected_at_users_line(case, e)
             return
         raise
     gpu = fuzz.run_kernel(case, kernel, inputs, device="cuda")
-    cpu = fuzz.run_case(case, "cpu", inputs)
+    try:
+        cpu = fuzz.run_case(case, "cpu", inputs)
+    except KernelError as e:
+        if known_bug(e):
+            pytest.xfail(f"known defect {known_bug(e)} (interpreter)")
+        raise
     problems = (fuzz.check(case, gpu, want, "gpu vs oracle: ")
                 + fuzz.check(case, cpu, want, "interpreter vs oracle: ")
                 + fuzz.agree(gpu, cpu, want, "gpu vs interpreter: "))

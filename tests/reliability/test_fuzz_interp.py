@@ -86,5 +86,6 @@ def test_seeded_corpus_covers_the_generator():
               "gemm_float32_float32", "gemm_int8_int32", "gemm_float8_e4m3_float32",
               "gemm_float8_e5m2_float32"}
     assert dtypes <= feats | extra, f"the generator never draws {sorted(dtypes - feats - extra)}"
+    assert {"g2g", "region", "shared", "parallel"} <= feats | extra
     tiles = {f for f in feats if f.startswith("tile")}
     assert any(t.endswith(("x1", "x3", "x5")) for t in tiles), "no odd-width fragments"

@@ -56,12 +56,27 @@ def float_literal(value: float, dt: DType) -> str:
     return f"{dt.ctype}({text})"
 
 
+# C++ keywords and names the generated code itself uses: user names that clash get a suffix.
+RESERVED = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
+co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
+extern false float for friend goto if inline int long mutable namespace new noexcept not
+not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
+return short signed sizeof static static_assert static_cast struct switch template this
+thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
+wchar_t while xor xor_eq
+smem tl half half_t bfloat16_t threadIdx blockIdx blockDim gridDim warpSize dim3 int2 main
+min max abs exp uint4 uint2 uint1 float2 float4 std
+""".split())
+
+
 class CudaPrinter:
     """Prints one kernel; `names` keeps C identifiers unique and readable."""
 
     def __init__(self, analyzer: Analyzer = None, fast_math: bool = False):
         self.names = Namer()
-        self.names.used.update({"smem", "tl", "int", "float", "half", "threadIdx", "blockIdx"})
+        self.names.used.update(RESERVED)
         self.lines: list[str] = []
         self.indent = 1
         self.analyzer = analyzer or Analyzer()

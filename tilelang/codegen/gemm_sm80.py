@@ -55,8 +55,11 @@ def shared_operand_layout(buf: ir.Buffer, ctx):
     return L.swizzled(buf.shape, buf.dtype.bits)
 
 
-def _check_dtypes(g: ir.Gemm):
+def _check_dtypes(g: ir.Gemm, ctx=None):
     a, b, c = g.A.buffer.dtype, g.B.buffer.dtype, g.C.buffer.dtype
+    if a.is_float8 and ctx is not None and ctx.target.sm < 89:
+        _err(g.loc, f"T.gemm on {a} needs FP8 tensor cores (sm_89 or newer); the target is "
+                    f"{ctx.target.arch}")
     if a is not b and not (a.is_float8 and b.is_float8):
         _err(g.loc, f"T.gemm operands A ({a}) and B ({b}) must have the same dtype")
     allowed = SUPPORTED.get(a.name)
@@ -81,7 +84,7 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
 
 
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
-    _check_dtypes(g)
+    _check_dtypes(g, ctx)
     wm, wn = ctx.gemm_info[g.C.buffer][1]
     M, N = g.C.extents[-2:]
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]

@@ -103,10 +103,10 @@ class KernelContext:
         from ..layout import elementwise_fragment
 
         return elementwise_fragment(tuple(extents), self.num_threads,
-                                    _vector_width(extents, body))
+                                    _vector_width(extents, body, self.num_threads))
 
 
-def _vector_width(extents, body) -> int:
+def _vector_width(extents, body, num_threads: int = 1) -> int:
     """Elements per thread along the innermost dim: 16 bytes of the narrowest global/shared
     element the loop touches, limited by the innermost extent."""
     from ..ir.visitor import collect
@@ -122,4 +122,6 @@ def _vector_width(extents, body) -> int:
     total = 1
     for e in extents:
         total *= e
+    while vec > 1 and total // vec < num_threads:  # rather narrower than idle threads
+        vec //= 2
     return max(1, vec)

@@ -22,6 +22,7 @@ from ..transform.pipeline import pipeline_loops
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.simplify_stmt import simplify_kernel
 from ..transform.warp_specialize import warp_specialize
+from ..transform.widen_indices import widen_indices
 from .context import KernelContext
 
 
@@ -47,6 +48,7 @@ PASSES = [
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
     # thread level
     ("partition_parallel", _partition),                        # T.Parallel -> per-thread loops
+    ("widen_indices", widen_indices),                          # int64 offsets for huge tensors
     ("guard_global", guard_global_accesses),                   # out-of-bounds semantics
     ("plan_shared", plan_shared_memory),                       # one arena, physical offsets
     ("insert_sync", insert_barriers),                          # __syncthreads where needed

@@ -46,6 +46,10 @@ class LoopSpec:
             out.append(nm if nm and nm != "_" else (default[d] if d < len(default) else f"i{d}"))
         return out
 
+    def __iter__(self):
+        # without the AST rewrite (source unavailable) a `for` calls iter() directly
+        return self.trace(())
+
     def check_context(self, b):
         if not b.in_kernel():
             raise error(RuntimeError, f"T.{self.kind} loops must be inside `with T.Kernel(...)`")

@@ -222,11 +222,11 @@ class SyncInserter:
         # iterations of one loop: hazards carried from the end of the body to its start
         # (a write followed by a write of another iteration is the same statement: no WAW)
         carried = State(end1.reads, end1.writes)
-        self.waw = False
+        saved, self.waw = self.waw, False
         try:
             body, end2 = self.block(s.body, state.union(carried))
         finally:
-            self.waw = True
+            self.waw = saved
         if isinstance(s, ir.For):
             new = ir.For(s.var, s.start, s.extent, s.kind, body, s.step, s.annotations,
                          loc=s.loc)

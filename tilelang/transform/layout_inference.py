@@ -73,6 +73,9 @@ class LoopInfo:
     extents: list
     accesses: dict = field(default_factory=dict)  # fragment -> list of index tuples
     layout: object = None
+    restage: object = None  # (src, dst) fragments of a copy between different layouts
+    written: set = field(default_factory=set)  # fragments stored to in the loop
+    staged_reads: list = field(default_factory=list)  # read fragments staged through smem
 
 
 @dataclass
@@ -129,6 +132,8 @@ class _Collect(Visitor):
 
     def visit_Store(self, s):
         self._access(s.buffer, s.indices)
+        if self.loop is not None and s.buffer.scope == "local.fragment":
+            self.loop.written.add(s.buffer)
         for i in s.indices:
             self.visit(i)
         self.visit(s.value)
@@ -224,7 +229,7 @@ class LayoutSolver:
         return False
 
     def loop(self, info: LoopInfo) -> bool:
-        if not info.accesses:
+        if not info.accesses or info.restage is not None:
             return False
         if not all(isinstance(e, ir.Const) for e in info.extents):
             return False  # semantic check already rejected fragments in symbolic loops
@@ -260,6 +265,13 @@ class LayoutSolver:
             layout = self.layouts[full[0]]
             for other in full[1:]:
                 if not L.fragment_equal(layout, self.layouts[other]):
+                    pair = _fragment_copy(info)
+                    if pair is not None:  # move the data between layouts through shared memory
+                        info.restage = pair
+                        return None
+                    chosen = self._stage_reads(info, full)
+                    if chosen is not None:
+                        return chosen
                     _err(info.stmt.loc, f"layout conflict in one T.Parallel loop: fragments "
                                         f"{full[0].name} and {other.name} are laid out "
                                         f"differently ({layout!r} vs "
@@ -270,6 +282,19 @@ class LayoutSolver:
             buf, dims = partial[0]
             return extend_fragment(self.layouts[buf], dims, extents, self.T)
         return None
+
+    def _stage_reads(self, info, full):
+        """A loop that writes fragments of one layout and reads fragments of others runs in
+        the written layout; the others are read from shared copies made before the loop."""
+        written = [b for b in full if b in info.written]
+        if not written:
+            return None
+        layout = self.layouts[written[0]]
+        if not all(L.fragment_equal(layout, self.layouts[b]) for b in written):
+            return None
+        info.staged_reads = [b for b in full if b not in info.written
+                             and not L.fragment_equal(layout, self.layouts[b])]
+        return layout
 
     def default_fragment(self, buf):
         return L.elementwise_fragment(buf.shape, self.T, self._vector_width(buf))
@@ -322,6 +347,31 @@ class LayoutSolver:
         return self.layouts
 
 
+def _fragment_nest(src, dst, layout, loc):
+    """for idx in T.Parallel(shape) (laid out as `layout`): dst[idx] = src[idx]."""
+    vars_ = [ir.Var(n) for n in "ijklmn"[:src.ndim]]
+    body = ir.Store(dst, tuple(vars_), ir.cast_to(ir.Load(src, tuple(vars_), src.dtype),
+                                                  dst.dtype), loc=loc)
+    for v, e in reversed(list(zip(vars_, src.shape))):
+        body = ir.For(v, ir.const(0), ir.const(e), "parallel", body, loc=loc)
+    return ir.with_fields(body, annotations=(("loop_layout", layout),))
+
+
+def _fragment_copy(info: LoopInfo):
+    """(src, dst) when the loop is a T.copy between two fragments, else None."""
+    if info.stmt.annotation("from_tile_op") != "copy":
+        return None
+    inner = info.stmt
+    while isinstance(inner, ir.For):
+        inner = inner.body
+    if not isinstance(inner, ir.Store) or inner.buffer.scope != "local.fragment":
+        return None
+    value = inner.value.value if isinstance(inner.value, ir.Cast) else inner.value
+    if not isinstance(value, ir.Load) or value.buffer.scope != "local.fragment":
+        return None
+    return value.buffer, inner.buffer
+
+
 def _dims_of(indices, loop_vars):
     """Which loop dims a fragment access uses, if its indices are exactly loop variables in
     loop order (e.g. [i, j] -> [0, 1], [i] -> [0]); None for any other pattern."""
@@ -340,20 +390,66 @@ def _dims_of(indices, loop_vars):
 
 
 class _Annotate(Mutator):
-    def __init__(self, loops):
+    def __init__(self, loops, ctx):
         self.by_stmt = {id(info.stmt): info for info in loops}
+        self.ctx = ctx
 
     def visit_For(self, s):
         info = self.by_stmt.get(id(s))
+        if info is not None and info.restage is not None:
+            return self._restage(info)
         if info is not None and info.layout is not None:
             ann = tuple((k, v) for k, v in s.annotations if k != "loop_layout")
-            return ir.For(s.var, s.start, s.extent, s.kind, s.body, s.step,
+            loop = ir.For(s.var, s.start, s.extent, s.kind, s.body, s.step,
                           ann + (("loop_layout", info.layout),), loc=s.loc)
+            if info.staged_reads:
+                return self._stage(info, loop)
+            return loop
         return self.generic(s)
+
+    def _stage(self, info, loop):
+        """Copy each fragment in info.staged_reads to shared memory before `loop` and read the
+        copies inside it."""
+        ctx = self.ctx
+        pre, mapping = [], {}
+        for frag in info.staged_reads:
+            scratch = ctx.add_scratch_shared(f"{frag.name}_shared", frag.shape, frag.dtype)
+            mapping[frag] = scratch
+            pre.append(_fragment_nest(frag, scratch, ctx.layouts[frag], info.stmt.loc))
+            ctx.note(f"{frag.name} is read in a loop laid out differently: staged through "
+                     "shared memory")
+
+        class Swap(Mutator):
+            def visit_Load(self, e):
+                nb = mapping.get(e.buffer)
+                e = self.generic(e)
+                return ir.Load(nb, e.indices, e.dtype) if nb is not None else e
+
+        return ir.Seq(tuple(pre) + (Swap().visit(loop),))
+
+    def _restage(self, info):
+        """src fragment -> shared scratch (src's layout) -> dst fragment (dst's layout)."""
+        src, dst = info.restage
+        ctx = self.ctx
+        base = dst.name if dst.name != "__unnamed" else "frag"
+        scratch = ctx.add_scratch_shared(f"{base}_restage", dst.shape, dst.dtype)
+        ctx.note(f"copy {src.name} -> {dst.name}: different register layouts, staged through "
+                 f"shared memory")
+
+        def nest(from_buf, to_buf, layout):
+            vars_ = [ir.Var(n) for n in "ijklmn"[:dst.ndim]]
+            body = ir.Store(to_buf, tuple(vars_), ir.cast_to(
+                ir.Load(from_buf, tuple(vars_), from_buf.dtype), to_buf.dtype), loc=info.stmt.loc)
+            for v, e in reversed(list(zip(vars_, dst.shape))):
+                body = ir.For(v, ir.const(0), ir.const(e), "parallel", body, loc=info.stmt.loc)
+            return ir.with_fields(body, annotations=(("loop_layout", layout),))
+
+        return ir.Seq((nest(src, scratch, ctx.layouts[src]),
+                       nest(scratch, dst, ctx.layouts[dst])))
 
 
 def infer_layouts(kernel: ir.Kernel, ctx) -> ir.Kernel:
     solver = LayoutSolver(kernel, ctx)
     ctx.layouts.update(solver.solve())
-    body = _Annotate(solver.c.loops).visit(kernel.body)
+    body = _Annotate(solver.c.loops, ctx).visit(kernel.body)
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)

@@ -250,6 +250,8 @@ class NestPartitioner:
                 return mapping.get(var, var)
 
         body = Rewrite().visit(self.body)
+        if Lp.replication > 1:
+            body = _one_writer(body, Lp.is_representative(tid))
         guard = Lp.guard(tid, v)
         if guard is not None:
             body = ir.If(ir.as_expr(guard), body, None, loc=self.nest.loc)
@@ -272,6 +274,29 @@ class NestPartitioner:
         body = ir.If(ir.compare("lt", flat, total), body, None, loc=self.nest.loc)
         trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
         return ir.For(k, ir.const(0), trips, "serial", body, loc=self.nest.loc)
+
+
+def _one_writer(body, representative):
+    """In a replicated loop layout several threads run each iteration: they all update their
+    register copies, but only one of them may write memory or do an atomic."""
+    if representative is None:
+        return body
+    cond = ir.as_expr(representative)
+
+    class Guard(Mutator):
+        def visit_Store(self, s):
+            if s.buffer.scope in ("local", "local.var"):
+                return s
+            return ir.If(cond, s, None, loc=s.loc)
+
+        def visit_Evaluate(self, s):
+            c = s.value
+            if isinstance(c, ir.Call) and (c.op.startswith("atomic_") or
+                                           c.op == "call_extern"):
+                return ir.If(cond, s, None, loc=s.loc)
+            return s
+
+    return Guard().visit(body)
 
 
 class _Partition(ScopedMutator):

@@ -160,6 +160,10 @@ def _unconditional_stores(body):
 
 def _vector_in_bounds(buf, indices, vi, vec, analyzer):
     """Condition that all `vec` elements are inside the tensor; None when provable."""
+    from .widen_indices import _Widen, needs_int64
+
+    if needs_int64(buf):
+        indices = [_Widen().visit(i) for i in indices]
     cond = None
     last = len(indices) - 1
     for d, (i, n) in enumerate(zip(indices, buf.shape)):

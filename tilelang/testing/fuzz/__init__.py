@@ -22,6 +22,9 @@ from .case import Case, Param, agree, check, load, write_source  # noqa: F401
 from .run import classify, compile_case, expected, run_case, run_kernel  # noqa: F401
 from . import fam_atomic, fam_elementwise, fam_gemm, fam_reduce
 
+__all__ = ["Case", "Param", "FAMILIES", "generate", "load", "write_source", "check", "agree",
+           "expected", "run_case", "run_kernel", "compile_case", "classify"]
+
 FAMILIES = {
     "ew": fam_elementwise.sample,
     "reduce": fam_reduce.sample,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import Case, Param, random_values
+from .case import Case, Param
 
 
 def _pick(rng, seq):

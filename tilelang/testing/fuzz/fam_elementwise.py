@@ -8,6 +8,7 @@ Program shape (one block per (bm, bn) output tile):
 
 where reads outside the tensors give 0 (TileLang's guarded global loads), every statement of the
 chain stores into the tile (rounding to its dtype), and Z is written for every (p, q) in range.
+With an empty chain the program may also be a single global-to-global region copy ("g2g").
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def sample(rng, seed: int) -> Case:
         spec.update(oy=abs(spec["oy"]), gy=abs(spec["gy"]), ry=abs(spec["ry"]))
     if N <= bn:
         spec.update(ox=abs(spec["ox"]), gx=abs(spec["gx"]), cx=abs(spec["cx"]))
-    leaves = ["F"] + [n for n, h in (("G", has_g), ("R", has_r), ("C", has_c)) if h]
+    leaves = ["F", "F"] + [n for n, h in (("G", has_g), ("R", has_r), ("C", has_c)) if h]
     stmts = []
     for _ in range(int(rng.integers(0, 5))):
         if has_r and rng.random() < 0.2:  # a 1-D statement on the row vector
@@ -69,6 +70,8 @@ def sample(rng, seed: int) -> Case:
             stmts.append(("F", E.random_expr(rng, leaves, is_int, depth=int(rng.integers(1, 3)))))
     spec["stmts"] = stmts
     spec["grouping"] = [bool(rng.random() < 0.4) for _ in stmts]  # share the previous loop
+    if rng.random() < 0.08:  # a plain global-to-global region copy, cast on the way
+        spec.update(store="g2g", stmts=[], grouping=[], has_g=False, has_r=False, has_c=False)
     return build(spec, seed)
 
 
@@ -157,7 +160,11 @@ def build(spec: dict, seed: int) -> Case:
         prev = kind
     # ---- store --------------------------------------------------------------------------------
     st = s["store"]
-    if st == "copy":
+    if st == "g2g":  # replaces the whole body: no tile at all
+        r, c = start(s["oy"], s["ox"])
+        k = [ind + f"T.copy(X[{r}:{r} + {bm}, {c}:{c} + {bn}], "
+             f"Z[{row0}:{row0} + {bm}, {col0}:{col0} + {bn}])"]
+    elif st == "copy":
         k.append(ind + f"T.copy(F, Z[{row0}, {col0}])")
     elif st == "shared":
         k.append(ind + f'ZS = T.alloc_shared(({bm}, {bn}), "{zd}")')
@@ -245,6 +252,8 @@ def _oracle(s, arrs):
         else:
             env["F"] = (round_to(v, fd), e + u * np.abs(v))
     v, e = env["F"]
+    if s["store"] == "g2g":  # no tile: X is cast straight to Z's dtype
+        v, e = _shift(arrs["X"], (s["oy"], s["ox"])), 0.0
     if is_int:
         return {"Z": (v.astype(np.int64), np.zeros(v.shape))}
     z = round_to(v, zd)
