@@ -30,6 +30,12 @@ class FakeCudaTensor:
     def data_ptr(self):
         return self._ptr
 
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
     def stride(self):
         out, acc = [], 1
         for s in reversed(self.shape):

@@ -329,10 +329,6 @@ def test_gpu_size_beyond_int32_symbol_is_refused():
 
 
 @GPU
-@pytest.mark.xfail(strict=True, reason="the generated fast call path (engine/host.py) reads "
-                                       "symbolic sizes without the int32 range/span checks of "
-                                       "jit/args.py, so after a first call it launches with "
-                                       "wrapping offsets")
 def test_gpu_tensor_beyond_int32_offsets_is_refused_after_warm_up():
     n = T.dynamic("n")
 

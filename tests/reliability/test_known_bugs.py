@@ -1,5 +1,5 @@
 """Minimal reproducers of the compiler defects the reliability work found. An open defect is
-an `xfail(strict=True)`: it fails today, and the day the defect is fixed it passes, so pytest
+an `xfail(strict=True)` while open: it fails, and the day the defect is fixed it passes, so pytest
 reports XPASS(strict) as a failure and the marker must be removed (the test then guards the
 fix). Tests without the marker are defects already fixed. tilelang/testing/fuzz/known.py
 recognises the open ones in generated programs.
@@ -46,18 +46,11 @@ def test_softmax_like_row_broadcast_lowers():
     assert "__global__" in _lowers(_softmax_like(fill_first=False))
 
 
-@pytest.mark.xfail(strict=True, raises=KernelError,
-                   reason="layout inference: T.fill on a lower-rank fragment fixes its layout "
-                          "before T.reduce_max(..., clear=False) and the row broadcast that "
-                          "read it ('fragment m is read across threads')")
 def test_fill_then_reduce_then_row_broadcast():
     """The online-softmax pattern: fill the running max, reduce with clear=False, broadcast."""
     _lowers(_softmax_like(fill_first=True))
 
 
-@pytest.mark.xfail(strict=True, raises=KernelError,
-                   reason="layout inference: a row vector copied into a (M,) fragment gets a "
-                          "default layout that the 2-D loop reading R[i] cannot use")
 def test_copied_row_vector_broadcast():
     @T.prim_func
     def f(X: T.Tensor((64, 64), "float32"), r: T.Tensor((64,), "float32"),
@@ -73,9 +66,6 @@ def test_copied_row_vector_broadcast():
     _lowers(f)
 
 
-@pytest.mark.xfail(strict=True, raises=KernelError,
-                   reason="layout inference: the 1-D loop `acc[i] = acc[i] + tmp[i]` takes "
-                          "acc's (filled) layout instead of tmp's (fixed by T.reduce_sum)")
 def test_reduce_into_temporary_then_combine():
     @T.prim_func
     def f(X: T.Tensor((64, 128), "float32"), O: T.Tensor((64,), "float32")):
@@ -110,19 +100,12 @@ def test_unit_width_tile():
     assert "__global__" in _lowers(_unit_tile(64, 1))
 
 
-@pytest.mark.xfail(strict=True, raises=KernelError,
-                   reason="layout inference (regressed while (64, 1) was being fixed): a (1, 64) "
-                          "fragment and T.Parallel(1, 64) get incompatible layouts ('fragment F "
-                          "is read across threads')")
 def test_unit_height_tile():
     _lowers(_unit_tile(1, 64))
 
 
 # ---- pipelining ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="pipeline pass raises a bare NotImplementedError('reductions on "
-                          "pipelined copy destinations') with no source location")
 def test_reduce_of_a_pipelined_shared_tile():
     """Either it compiles, or the rejection names the user's line; never an internal error."""
     @T.prim_func
@@ -145,9 +128,6 @@ def test_reduce_of_a_pipelined_shared_tile():
 
 # ---- atomics --------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=KernelError,
-                   reason="frontend: T.atomic_add(C[i0, j0], tile) (a start point and a tile, as "
-                          "in the reference's split-K example) is taken as a scalar atomic")
 def test_tile_atomic_add_with_a_start_point_destination():
     @T.prim_func
     def f(X: T.Tensor((2, 16, 32), "float32"), C: T.Tensor((16, 32), "float32")):

@@ -94,6 +94,9 @@ def make_fast_call(adapter, plan, slow):
                     lines.append(f"    {names[s]} = {shape}[{d}]")
                 else:
                     checks_after.append((f"{shape}[{d}]", s))
+        if not all(isinstance(s, int) for s in p.shape):
+            # offsets of int32-sized tensors must fit in 32 bits (the general path says so)
+            lines.append(f"    if {name}.numel() > 2147483647: return slow(args)")
         if p.strides is None:
             lines.append(f"    if not {name}.is_contiguous(): return slow(args)")
         else:

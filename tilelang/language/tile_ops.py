@@ -347,6 +347,17 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False):
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
     elem = _element(dst)
+    tile_value = isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (
+        isinstance(value, ir.Buffer) and value.scope == "local.var")
+    if elem is not None and tile_value:
+        # T.atomic_add(C[i0, j0], tile): a start point and a tile (split-K epilogues)
+        if return_prev:
+            raise error(NotImplementedError, f"T.atomic_{op} with return_prev=True needs a "
+                                             "single element destination, not a tile")
+        _check_tile_context(f"T.atomic_{op}")
+        pair = pair_regions(value, dst, f"T.atomic_{op}")
+        emit(ir.AtomicTile, op, pair[0], pair[1], memory_order or "relaxed")
+        return None
     if elem is not None:
         v = ir.cast_to(value, elem.dtype)
         attrs = (("memory_order", memory_order or "relaxed"),)

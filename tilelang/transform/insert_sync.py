@@ -281,5 +281,9 @@ def _call_buffers(call: ir.Call):
 
 
 def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    from .pass_config import PassConfigKey
+
+    if ctx.flag(PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
+        return kernel  # the user places T.sync_threads() themselves
     body, _ = SyncInserter(ctx).block(kernel.body, State())
     return ir.with_fields(kernel, body=body)

@@ -240,19 +240,30 @@ class LayoutSolver:
         if info.layout is None:
             return False
         for buf, index_lists in info.accesses.items():
+            if buf in self.layouts:
+                continue
+            unit = _unit_dims_match(buf, index_lists[0], info.vars)
+            if unit is not None:  # (1, N) tile indexed [0, j] in a loop over (N,)
+                want = info.layout
+                for d in unit:
+                    want = insert_unit_dim(want, d)
+                changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
+                continue
             dims = _dims_of(index_lists[0], info.vars)
-            if dims is None:
+            if dims is None or len(dims) != buf.ndim:
                 continue
             want = info.layout if dims == list(range(len(info.vars))) else \
                 info.layout.project(dims)
-            if len(dims) != buf.ndim:
-                continue
-            if buf not in self.layouts:
-                changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
+            changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
         return changed
 
     def _loop_layout_from_fragments(self, info, extents):
         full, partial = [], []
+        for buf, index_lists in info.accesses.items():
+            unit = _unit_dims_match(buf, index_lists[0], info.vars)
+            if unit is not None and buf in self.layouts:
+                kept = [d for d in range(buf.ndim) if d not in unit]
+                return self.layouts[buf].project(kept)
         for buf, index_lists in info.accesses.items():
             dims = _dims_of(index_lists[0], info.vars)
             if dims is None or buf not in self.layouts or len(dims) != buf.ndim:
@@ -303,47 +314,62 @@ class LayoutSolver:
         return max(1, min(16 // max(1, buf.dtype.bytes), buf.shape[-1] if buf.shape else 1))
 
     # ---- driver -------------------------------------------------------------------------------
+    def propagate(self):
+        changed = True
+        while changed:
+            changed = False
+            for r in self.c.reduces:
+                changed |= self.reduce(r)
+            for info in self.c.loops:
+                changed |= self.loop(info)
+
+    def _open_fragments(self):
+        seen, out = set(), []
+        candidates = [b for b in self.kernel.allocs if b.scope == "local.fragment"]
+        for info in self.c.loops:
+            candidates.extend(info.accesses)
+        for r in self.c.reduces:
+            candidates.extend(b for b in (r.src, r.dst) if b.scope == "local.fragment")
+        for b in candidates:
+            if b not in seen and b not in self.layouts:
+                seen.add(b)
+                out.append(b)
+        return out
+
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
             self.gemm(g)
-        for _ in range(2):
-            changed = True
-            while changed:
-                changed = False
-                for r in self.c.reduces:
-                    changed |= self.reduce(r)
-                for info in self.c.loops:
-                    changed |= self.loop(info)
-            # defaults for fragments still open, then propagate again
-            for info in self.c.loops:
-                if info.layout is None and info.accesses:
-                    full = [b for b, idx in info.accesses.items()
-                            if _dims_of(idx[0], info.vars) == list(range(len(info.vars)))
-                            and b.ndim == len(info.vars)]
-                    if full and all(isinstance(e, ir.Const) for e in info.extents):
-                        buf = full[0]
-                        if buf not in self.layouts:
-                            self.assign(buf, self.default_fragment(buf), "the default "
-                                        "element-wise layout", info.stmt.loc)
-                        info.layout = self.layouts[buf]
-        for r in self.c.reduces:
-            for buf in (r.src, r.dst):
-                if buf.scope == "local.fragment" and buf not in self.layouts:
-                    self.assign(buf, self.default_fragment(buf), "the default layout", r.loc)
-            self.reduce(r)
+        self.propagate()
+        for buf, loc in self.c.block_level.items():
+            if buf not in self.layouts and buf.numel() == 1:
+                self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
+                            "access", loc)
+        self.propagate()
+        # Defaults go to the largest open fragment first (tiles before the row vectors that
+        # reductions and broadcasts derive from them), propagating after each choice.
+        while True:
+            open_ = self._open_fragments()
+            if not open_:
+                break
+            buf = max(open_, key=lambda b: (b.ndim, b.numel()))
+            loc = next((info.stmt.loc for info in self.c.loops if buf in info.accesses),
+                       buf.loc)
+            self.assign(buf, self.default_fragment(buf), "the default element-wise layout",
+                        loc)
+            self.propagate()
         for buf, loc in self.c.block_level.items():
             if buf not in self.layouts:
                 self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
                             "access", loc)
         for buf in self.kernel.allocs:
-            if buf.scope == "local.fragment" and buf not in self.layouts:
-                self.assign(buf, self.default_fragment(buf), "the default layout", buf.loc)
-            elif buf.scope in SHARED and buf not in self.layouts:
+            if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)
         for info in self.c.loops:
-            if info.layout is None and info.accesses:
-                self.loop(info)
+            if info.layout is None and info.accesses and info.restage is None:
+                info.layout = self._loop_layout_from_fragments(
+                    info, [e.value for e in info.extents]) if all(
+                    isinstance(e, ir.Const) for e in info.extents) else None
         return self.layouts
 
 
@@ -370,6 +396,24 @@ def _fragment_copy(info: LoopInfo):
     if not isinstance(value, ir.Load) or value.buffer.scope != "local.fragment":
         return None
     return value.buffer, inner.buffer
+
+
+def _unit_dims_match(buf, indices, loop_vars):
+    """The unit dims of `buf` if it is indexed by 0 there and by exactly the loop variables,
+    in order, everywhere else (a (1, N) tile in a loop over N); else None."""
+    unit, it = [], iter(loop_vars)
+    if buf.ndim == len(loop_vars):
+        return None
+    for d, (idx, n) in enumerate(zip(indices, buf.shape)):
+        if n == 1 and isinstance(idx, ir.Const) and idx.value == 0:
+            unit.append(d)
+            continue
+        v = next(it, None)
+        if v is None or idx is not v:
+            return None
+    if next(it, None) is not None or not unit:
+        return None
+    return unit
 
 
 def _dims_of(indices, loop_vars):

@@ -193,8 +193,11 @@ class NestPartitioner:
         dim contiguously (see transform/vectorize.py)."""
         from .vectorize import vectorize_value_loop
 
+        from .pass_config import PassConfigKey
+
         Lp = self.layout
-        if not Lp.value_modes or Lp.guard_dims or self.analyzer is None:
+        if not Lp.value_modes or Lp.guard_dims or self.analyzer is None or \
+                self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
             return None
         first = Lp.value_modes[0]
         inner = len(Lp.shape) - 1

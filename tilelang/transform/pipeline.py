@@ -120,6 +120,12 @@ def _buffers_read(node) -> set:
         r.buffer for r in collect(node, lambda n: isinstance(n, ir.BufferRegion))}
 
 
+def _whole_buffer_user(node, buf) -> bool:
+    """Reductions and scans take whole buffers, not a stage of a multi-buffered one."""
+    return bool(collect(node, lambda n: isinstance(n, (ir.Reduce, ir.CumSum))
+                        and buf in (n.src, n.dst)))
+
+
 def _uses(node, buf) -> bool:
     return bool(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
                         or (isinstance(n, ir.BufferRegion) and n.buffer is buf)
@@ -156,10 +162,6 @@ class _Rebuffer(Mutator):
             return ir.BufferRegion(r.buffer, region)
         return ir.BufferRegion(nb, ((self.stage, 1),) + region)
 
-    def visit_Reduce(self, s):
-        if s.src in self.mapping or s.dst in self.mapping:
-            raise NotImplementedError("reductions on pipelined copy destinations")
-        return s
 
 
 class Pipeliner:
@@ -180,7 +182,8 @@ class Pipeliner:
             if isinstance(st, ir.Copy) and is_global_to_shared(st):
                 deps = self._let_deps(st, lets, written, loop.var)
                 dst = st.dst.buffer
-                if deps is None or _uses(outside, dst) or st.src.buffer in written:
+                if deps is None or _uses(outside, dst) or st.src.buffer in written or \
+                        _whole_buffer_user(loop.body, dst):
                     continue
                 producers.append((idx, st, deps))
         if not producers:

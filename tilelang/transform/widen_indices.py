@@ -56,19 +56,28 @@ class _Widen(Mutator):
 
 
 class _Indices(Mutator):
+    def __init__(self, all_global=False):
+        self.all_global = all_global
+
+    def _wide(self, b):
+        return needs_int64(b) or (self.all_global and b.scope == "global")
+
     def visit_Load(self, e):
         e = self.generic(e)
-        if needs_int64(e.buffer):
+        if self._wide(e.buffer):
             return ir.Load(e.buffer, tuple(_Widen().visit(i) for i in e.indices), e.dtype)
         return e
 
     def visit_Store(self, s):
         s = self.generic(s)
-        if needs_int64(s.buffer):
+        if self._wide(s.buffer):
             return ir.Store(s.buffer, tuple(_Widen().visit(i) for i in s.indices), s.value,
                             loc=s.loc)
         return s
 
 
 def widen_indices(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    return _Indices().visit(kernel)
+    from .pass_config import PassConfigKey
+
+    bits = ctx.configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH.value)
+    return _Indices(all_global=bits is not None and int(bits) == 64).visit(kernel)
