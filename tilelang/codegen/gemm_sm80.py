@@ -26,19 +26,36 @@ def _err(loc, msg):
 
 
 def partition(g: ir.Gemm, M, N, num_warps, ctx):
+    """(warp_m, warp_n, copies): a warp grid over the tile; when the tile has fewer mma atoms
+    than the block has warps, a smaller grid whose work the remaining warps duplicate."""
     from ..transform.layout_inference import warp_partition
 
-    return warp_partition(M, N, num_warps, g.policy)
+    for used in range(num_warps, 0, -1):
+        if num_warps % used:
+            continue
+        part = warp_partition(M, N, used, g.policy)
+        if part is not None:
+            return (part[0], part[1], num_warps // used)
+    return None
+
+
+def _replicate(frag, copies):
+    """The same tile held by `copies` groups of warps (extra warps duplicate the work)."""
+    if copies == 1:
+        return frag
+    zero = (0,) * len(frag.shape)
+    return L.Fragment(frag.shape, list(frag.thread_modes) + [(copies, zero)],
+                      list(frag.value_modes))
 
 
 def accumulator_layout(g: ir.Gemm, part, ctx):
     M, N = g.C.extents[-2:]
-    frag = L.mma_accumulator(M, N, part[0], part[1])
+    frag = _replicate(L.mma_accumulator(M, N, part[0], part[1]), part[2])
     return _match_rank(frag, g.C.buffer)
 
 
 def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
-    frag = L.mma_a_fragment(M, K, part[0], part[1], g.A.buffer.dtype.bits)
+    frag = _replicate(L.mma_a_fragment(M, K, part[0], part[1], g.A.buffer.dtype.bits), part[2])
     return _match_rank(frag, g.A.buffer)
 
 
@@ -85,7 +102,8 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
 
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     _check_dtypes(g, ctx)
-    wm, wn = ctx.gemm_info[g.C.buffer][1]
+    wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
+    tid = ctx.tid if copies == 1 else ir.binary("floormod", ctx.tid, 32 * wm * wn)
     M, N = g.C.extents[-2:]
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
     k_atom = L.mma_k_tile(g.A.buffer.dtype.bits)
@@ -99,12 +117,12 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     if g.A.buffer.scope == "local.fragment":
         a_reg = ctx.register_of(g.A.buffer)
         name = (f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, tid)
     else:
         a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = _tile_info(g.A, ctx.layouts[g.A.buffer],
                                                                g.loc)
         ta = "true" if g.trans_A else "false"
         name = (f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_rows}, {a_cols}, "
                 f"{a_swz}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, tid)
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

@@ -34,6 +34,12 @@ def _is_async_proxy_reader(s) -> bool:
             and s.value.op == "call_extern" and s.value.args[0].startswith("tl::wgmma"))
 
 
+def _partitioned(s) -> bool:
+    if isinstance(s, ir.For):
+        return bool(s.annotation("partitioned"))
+    return isinstance(s, ir.Attr) and s.key == "partitioned"
+
+
 def _is_role_split(s: ir.If) -> bool:
     return all(isinstance(b, ir.Attr) and b.key == "thread_group"
                for b in (s.then_body, s.else_body))
@@ -175,6 +181,11 @@ class SyncInserter:
         if isinstance(s, ir.Allocate):
             body, state = self.block(s.body, state)
             return ir.Allocate(s.buffer, body, s.init, loc=s.loc), state
+        if _partitioned(s):
+            # one T.Parallel nest: iterations are independent by contract (no iteration reads
+            # what another writes), so it is one statement: fence before it, never inside
+            pre, state = self._summary(s, state, waw=self.waw)
+            return pre + [s], state
         if isinstance(s, (ir.For, ir.While)):
             return self.loop(s, state)
         if isinstance(s, ir.Attr) and s.key == "thread_group":
@@ -201,11 +212,11 @@ class SyncInserter:
     def _fenced_barrier(self):
         return [_fence_proxy_async(), barrier()] if self.fence_all else [barrier()]
 
-    def _summary(self, s, state):
-        """Treat a non-uniform region as one statement: fence before it if needed."""
+    def _summary(self, s, state, waw=True):
+        """Treat a region as one statement: fence before it if needed."""
         r, w = self.effects(s)
         pre = []
-        if self.conflicts(state, r, w):
+        if self.conflicts(state, r, w, waw):
             pre, state = self._fenced_barrier(), State()
         return pre, State(state.reads | r, state.writes | w)
 

@@ -28,6 +28,7 @@ from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from .numeric import eval_index
 from .scoped import ScopedMutator
+from .vectorize import PARTITIONED
 
 
 def _err(loc, msg):
@@ -120,9 +121,10 @@ class NestPartitioner:
             if vectorized is not None:
                 return vectorized
             body = self.instantiate(v)
-            return ir.For(v, ir.const(0), ir.const(Lp.num_values), "unroll", body,
-                          loc=self.nest.loc)
-        return ir.Seq(tuple(self.instantiate(ir.const(k)) for k in range(Lp.num_values)))
+            return ir.For(v, ir.const(0), ir.const(Lp.num_values), "unroll", body, 1,
+                          PARTITIONED, loc=self.nest.loc)
+        return ir.Attr("partitioned", True, ir.Seq(tuple(
+            self.instantiate(ir.const(k)) for k in range(Lp.num_values))), loc=self.nest.loc)
 
     # ---- per-access slot planning ------------------------------------------------------------
     def _plan_accesses(self, body):
@@ -216,8 +218,8 @@ class NestPartitioner:
             step = vectorize_value_loop(self.ctx, body, vo, vi, vec, self.analyzer)
         if step is None:
             return None
-        return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step,
-                      loc=self.nest.loc)
+        return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step, 1,
+                      PARTITIONED, loc=self.nest.loc)
 
     # ---- instantiation ------------------------------------------------------------------------
     def instantiate(self, v) -> ir.Stmt:
@@ -276,7 +278,7 @@ class NestPartitioner:
         body = substitute(self.body, mapping)
         body = ir.If(ir.compare("lt", flat, total), body, None, loc=self.nest.loc)
         trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
-        return ir.For(k, ir.const(0), trips, "serial", body, loc=self.nest.loc)
+        return ir.For(k, ir.const(0), trips, "serial", body, 1, PARTITIONED, loc=self.nest.loc)
 
 
 def _one_writer(body, representative):

@@ -20,6 +20,7 @@ from ..ir.visitor import Mutator, collect, substitute
 
 VOID = ir.DType("void")
 MEMORY = ("global", "shared", "shared.dyn")
+PARTITIONED = (("partitioned", True),)  # a thread's share of one T.Parallel nest
 
 
 def _flat_offset(ctx, buf, indices):
@@ -50,8 +51,13 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
     """Return the statement for one `vo` step (staged accesses around a `vi` loop), or None
     when nothing can be vectorised."""
     lets = {s.var for s in collect(body, lambda n: isinstance(n, (ir.LetStmt, ir.For)))}
-    stored = {s.buffer for s in collect(body, lambda n: isinstance(n, ir.Store))}
-    top_stores = _unconditional_stores(body)
+    stores = collect(body, lambda n: isinstance(n, ir.Store))
+    stored = {s.buffer for s in stores}
+    loaded = {e.buffer for e in collect(body, lambda n: isinstance(n, ir.Load))}
+    # a staged store is written back after the lane loop: only buffers the body neither reads
+    # nor writes twice may be staged, or a later statement would read a stale element
+    once = {b for b in stored if sum(1 for s in stores if s.buffer is b) == 1} - loaded
+    top_stores = [s for s in _unconditional_stores(body) if s.buffer in once]
     candidates = []
     # elements whose address is taken (atomics, address_of) are not values to stage
     seen = {c.args[0] for c in collect(body, lambda n: isinstance(n, ir.Call) and n.args and (
@@ -139,7 +145,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
 
 
 def _lane_loop(vi, vec, body):
-    return ir.For(vi, ir.const(0), ir.const(vec), "unroll", body)
+    return ir.For(vi, ir.const(0), ir.const(vec), "unroll", body, 1, PARTITIONED)
 
 
 def _unconditional_stores(body):

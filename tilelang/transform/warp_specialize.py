@@ -35,7 +35,8 @@ from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
-from .pipeline import _Rebuffer, _buffers_read, _flatten, _rebuild, _written_buffers, stack_layout
+from .pipeline import (_Rebuffer, _buffers_read, _flatten, _rebuild, _whole_buffer_user,
+                       _written_buffers, stack_layout)
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")
@@ -171,6 +172,8 @@ class WarpSpecializer:
         for it in body_items:
             if isinstance(it, ir.Copy) and is_global_to_shared(it):
                 deps = deps_of(it, lets, written, loop.var)
+                if _whole_buffer_user(loop.body, it.dst.buffer):
+                    return self._why(f"{it.dst.buffer.name} is reduced or scanned as a whole")
                 if deps is None or it.src.buffer in written:
                     return self._why(f"copy into {it.dst.buffer.name} depends on values the "
                                      "loop computes")
