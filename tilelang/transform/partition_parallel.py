@@ -256,7 +256,8 @@ class NestPartitioner:
 
         body = Rewrite().visit(self.body)
         if Lp.replication > 1:
-            body = _one_writer(body, Lp.is_representative(tid))
+            registers = set(self.ctx.registers.values())
+            body = _one_writer(body, Lp.is_representative(tid), registers)
         guard = Lp.guard(tid, v)
         if guard is not None:
             body = ir.If(ir.as_expr(guard), body, None, loc=self.nest.loc)
@@ -281,12 +282,18 @@ class NestPartitioner:
         return ir.For(k, ir.const(0), trips, "serial", body, 1, PARTITIONED, loc=self.nest.loc)
 
 
-def _one_writer(body, representative):
+def _one_writer(body, representative, registers=()):
     """In a replicated loop layout several threads run each iteration: they all update their
-    register copies, but only one of them may write memory or do an atomic."""
+    register copies, but only one of them may write memory or do an atomic. When the body
+    updates no fragment registers, the other copies skip it entirely (no duplicate reads of
+    memory the representative is writing)."""
     if representative is None:
         return body
     cond = ir.as_expr(representative)
+    from ..ir.visitor import collect
+
+    if not collect(body, lambda n: isinstance(n, ir.Store) and n.buffer in registers):
+        return ir.If(cond, body, None)
 
     class Guard(Mutator):
         def visit_Store(self, s):
