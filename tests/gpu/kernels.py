@@ -202,3 +202,29 @@ def two_kernels(N):
             for i in T.Parallel(128):
                 B[bx * 128 + i] = W[bx * 128 + i] + 1.0
     return main
+
+def ws_stream(N, chunks=8, dtype="float32"):
+    """Explicit warp specialisation: warpgroup 0 stages chunks of A into a double-buffered
+    shared tile, warpgroup 1 consumes them; full/empty mbarriers hand the buffers over."""
+    per_block = chunks * 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, per_block), threads=256) as bx:
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([128, 128])
+            S = T.alloc_shared((2, 128), dtype)
+            tx = T.get_thread_binding()
+            with T.ws(0):
+                for k in T.serial(chunks):
+                    T.barrier_wait(empty[k % 2], ((k // 2) + 1) % 2)
+                    S[k % 2, tx] = A[bx * per_block + k * 128 + tx]
+                    T.barrier_arrive(full[k % 2])
+            with T.ws(1):
+                for k in T.serial(chunks):
+                    T.barrier_wait(full[k % 2], (k // 2) % 2)
+                    i = bx * per_block + k * 128 + tx - 128
+                    if i < N:
+                        B[i] = S[k % 2, tx - 128] * 2.0 + 1.0
+                    T.barrier_arrive(empty[k % 2])
+    return main

@@ -22,6 +22,8 @@ from .math import (Cast, Select, abs, acos, asin, atan, atan2, bitwise_and, bitw
                    log1p, log2, log10, max, max_value, min, min_value, nearbyint, pow, rcp,
                    reinterpret, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
+from .misc import (barrier_arrive, barrier_wait, fence_proxy_async, mbarrier_arrive,
+                   mbarrier_expect_tx, mbarrier_wait_parity, wait_wgmma, ws)
 from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout,
                    annotate_padding, annotate_restrict_buffers, annotate_safe_value,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,

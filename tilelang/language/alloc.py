@@ -85,9 +85,15 @@ def alloc_global(shape, dtype="float32"):
 
 
 def alloc_barrier(arrive_count=1):
-    """An mbarrier in shared memory (Hopper explicit pipelines)."""
+    """mbarriers in shared memory for explicit producer/consumer pipelines (sm_90): one per
+    entry of `arrive_count` (an int or a list), initialised at kernel start with that many
+    expected arrivals. Use with T.barrier_arrive / T.barrier_wait / T.mbarrier_expect_tx."""
     counts = arrive_count if isinstance(arrive_count, (list, tuple)) else [arrive_count]
-    buf = _block_buffer((len(counts),), "uint64", "shared.barrier", "T.alloc_barrier")
+    for c in counts:
+        if not isinstance(c, int) or not 1 <= c < 2**20:
+            raise error(ValueError, f"T.alloc_barrier arrive counts must be ints in [1, 2^20), "
+                                    f"got {c!r}")
+    buf = _block_buffer((len(counts),), "uint64", "shared.dyn", "T.alloc_barrier")
     b = current_builder()
     b.kernel.data["attrs"].append(("barrier_init", (buf, tuple(counts))))
     return buf

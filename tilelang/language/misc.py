@@ -136,6 +136,83 @@ def device_assert(cond, msg=""):
     emit(ir.Assert, ir.as_expr(cond), str(msg))
 
 
+# ---- explicit Hopper pipelines (mbarriers, warpgroup roles, wgmma waits) ------------------------
+
+
+def _barrier_ptr(bar, what):
+    if isinstance(bar, ir.Buffer):
+        bar = ir.Load(bar, (ir.const(0),), bar.dtype)
+    if not isinstance(bar, ir.Load) or bar.dtype.name != "uint64":
+        raise error(TypeError, f"{what} needs a barrier from T.alloc_barrier (e.g. bars[0]), "
+                               f"got {bar!r}")
+    return ir.Call("address_of", (bar,), DType("handle"))
+
+
+def _sync_call(name, *args):
+    emit(ir.Evaluate, ir.Call("call_extern", (name,) + tuple(args), DType("void")))
+
+
+def barrier_arrive(bar):
+    """Arrive on an mbarrier (counts one of its expected arrivals)."""
+    _sync_call("tl::mbarrier_arrive", _barrier_ptr(bar, "T.barrier_arrive"))
+
+
+def barrier_wait(bar, parity):
+    """Wait until the phase of `parity` (0 or 1) of an mbarrier has completed."""
+    _sync_call("tl::mbarrier_wait", _barrier_ptr(bar, "T.barrier_wait"), ir.as_expr(parity))
+
+
+def mbarrier_expect_tx(bar, nbytes):
+    """Arrive and expect `nbytes` of asynchronous (TMA) transfers on an mbarrier."""
+    _sync_call("tl::mbarrier_arrive_expect_tx", _barrier_ptr(bar, "T.mbarrier_expect_tx"),
+               ir.as_expr(nbytes))
+
+
+mbarrier_arrive = barrier_arrive
+mbarrier_wait_parity = barrier_wait
+
+
+def wait_wgmma(n: int = 0):
+    """Wait until at most `n` wgmma groups of this warpgroup are in flight."""
+    _sync_call(f"tl::wgmma_wait<{int(n)}>")
+
+
+def fence_proxy_async():
+    """Order this thread's generic shared-memory writes before async-proxy reads (TMA, wgmma)."""
+    _sync_call("tl::fence_proxy_async")
+
+
+class ws:  # noqa: N801 - the reference spells it T.ws
+    """`with T.ws(0):` — the body runs only on warpgroup 0 (several ids: any of them)."""
+
+    def __init__(self, *ids):
+        self.ids = ids
+
+    def __enter__(self):
+        from ..frontend.hooks import If
+        from .kernel import get_warp_group_idx
+
+        wg = get_warp_group_idx()
+        cond = None
+        for i in self.ids:
+            c = ir.compare("eq", wg, i)
+            cond = c if cond is None else ir.logical_or(cond, c)
+        self._if = If(cond)
+        self._if.__enter__()
+        self._if.then()
+        return self
+
+    def __exit__(self, *exc):
+        suppress = self._if.__exit__(*exc)
+        frame = current_builder().frame  # the enclosing block, now that the branch is closed
+        if exc[0] is None and frame.items and isinstance(frame.items[-1], ir.If):
+            # marks a region the user synchronises (mbarriers): the barrier pass must not put
+            # a block-wide __syncthreads between or inside roles (the other role never comes)
+            frame.items[-1] = ir.Attr("warp_role", self.ids, frame.items[-1],
+                                      loc=frame.items[-1].loc)
+        return suppress
+
+
 # ---- escape hatches ---------------------------------------------------------------------------
 
 

@@ -7,7 +7,8 @@ later write), every thread passes a barrier — in straight-line code, across lo
 (the body is analysed twice, the second time starting from its own end state), and around
 branches. Barriers go only where every thread reaches them: never inside a branch or loop
 whose condition depends on the thread index; such a region is fenced before and after
-instead. Copies issued by the pipeliner (marked async) are ordered by its own wait+barrier
+instead. Consecutive `T.ws` roles (Attr "warp_role") are synchronised by the user's mbarriers:
+fenced as one region, with nothing between or inside them. Copies issued by the pipeliner (marked async) are ordered by its own wait+barrier
 and are ignored here.
 """
 
@@ -43,6 +44,10 @@ def _partitioned(s) -> bool:
 def _is_role_split(s: ir.If) -> bool:
     return all(isinstance(b, ir.Attr) and b.key == "thread_group"
                for b in (s.then_body, s.else_body))
+
+
+def _is_user_role(s) -> bool:
+    return isinstance(s, ir.Attr) and s.key == "warp_role"
 
 
 def _retarget(stmt, nthreads: int):
@@ -151,13 +156,27 @@ class SyncInserter:
 
     # ---- walking ------------------------------------------------------------------------------
     def seq(self, stmts, state: State):
-        out = []
-        for s in stmts:
+        out, i = [], 0
+        while i < len(stmts):
+            s = stmts[i]
+            if _is_user_role(s):
+                # sibling T.ws roles run on disjoint warpgroups and synchronise through the
+                # user's mbarriers: one barrier before the whole run if needed, never between
+                # or inside them (the other warpgroups would never reach it)
+                j = i
+                while j < len(stmts) and _is_user_role(stmts[j]):
+                    j += 1
+                run = ir.Seq(tuple(stmts[i:j]))
+                pre, state = self._summary(run, state)
+                out.extend(pre + list(stmts[i:j]))
+                i = j
+                continue
             new, state = self.stmt(s, state)
             if isinstance(new, list):
                 out.extend(new)
             else:
                 out.append(new)
+            i += 1
         return out, state
 
     def block(self, s, state):

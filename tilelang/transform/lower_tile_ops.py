@@ -73,6 +73,24 @@ class _Lower(Mutator):
         return ir.Seq(tuple(stmts))
 
 
+def _barrier_init(kernel: ir.Kernel, ctx):
+    """Thread 0 initialises the T.alloc_barrier mbarriers; everyone waits for it."""
+    inits = []
+    for key, (buf, counts) in [(k, v) for k, v in kernel.attrs if k == "barrier_init"]:
+        for i, c in enumerate(counts):
+            ptr = ir.Call("address_of", (ir.Load(buf, (ir.const(i),), buf.dtype),),
+                          ir.DType("handle"))
+            inits.append(_extern("tl::mbarrier_init", ptr, ir.const(c)))
+    if not inits:
+        return None
+    inits.append(_extern("tl::fence_mbarrier_init"))
+    return ir.Seq((ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(inits)), None),
+                   _extern("__syncthreads")))
+
+
 def lower_tile_ops(kernel: ir.Kernel, ctx) -> ir.Kernel:
     body = _Lower(ctx).visit(kernel.body)
+    init = _barrier_init(kernel, ctx)
+    if init is not None:
+        body = ir.Seq((init, body))
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)

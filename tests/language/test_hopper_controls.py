@@ -1,0 +1,115 @@
+"""Explicit Hopper controls lower to the right CUDA: barriers initialised once with their
+arrive counts, roles guarded by the warpgroup index, no block-wide barrier between or inside
+user-synchronised roles (the other warpgroup never reaches it), clear errors for misuse."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang.errors import KernelError
+from tilelang.runtime import compile_cuda, toolkit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gpu import kernels as K  # noqa: E402
+
+requires_compiler = pytest.mark.skipif(
+    toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+    reason="no CUDA compiler (NVRTC or nvcc) installed")
+
+
+def _body(src: str) -> str:
+    return src[src.index("threadIdx.x"):]
+
+
+def test_barriers_are_initialised_once_with_their_counts():
+    body = _body(tilelang.lower(K.ws_stream(1000, 4), target="cuda -arch=sm_90a"))
+    inits = re.findall(r"tl::mbarrier_init\(\(&(\w+)\[(\d)\]\), (\d+)\)", body)
+    assert sorted(inits) == [("empty", "0", "128"), ("empty", "1", "128"),
+                             ("full", "0", "128"), ("full", "1", "128")]
+    assert body.index("fence_mbarrier_init") < body.index("__syncthreads")
+
+
+def test_no_block_barrier_between_or_inside_roles():
+    body = _body(tilelang.lower(K.ws_stream(1000, 4), target="cuda -arch=sm_90a"))
+    roles = body[body.index("(tx / 128) == 0"):]
+    assert "__syncthreads" not in roles, roles
+    assert "(tx / 128) == 1" in roles
+
+
+def test_barrier_before_roles_when_earlier_code_touches_their_tiles():
+    @T.prim_func
+    def f(A: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256):
+            bar = T.alloc_barrier(128)
+            S = T.alloc_shared((256,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx]
+            with T.ws(0):
+                T.barrier_arrive(bar[0])
+            with T.ws(1):
+                T.barrier_wait(bar[0], 0)
+                A[tx] = S[255 - tx]
+
+    body = _body(tilelang.lower(f, target="cuda -arch=sm_90a"))
+    first_role = body.index("(tx / 128) == 0")
+    store = body.index("S[tx] =")
+    assert store < body.index("__syncthreads", store) < first_role
+    assert "__syncthreads" not in body[first_role:]
+
+
+def test_wait_wgmma_expect_tx_and_fence_lower_to_helpers():
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            bar = T.alloc_barrier([1])
+            T.mbarrier_expect_tx(bar[0], 512)
+            T.fence_proxy_async()
+            T.mbarrier_wait_parity(bar[0], 0)
+            T.wait_wgmma(1)
+
+    body = _body(tilelang.lower(f, target="cuda -arch=sm_90a"))
+    assert "tl::mbarrier_arrive_expect_tx((&bar[0]), 512)" in body
+    assert "tl::fence_proxy_async()" in body
+    assert "tl::mbarrier_wait((&bar[0]), 0)" in body
+    assert "tl::wgmma_wait<1>()" in body
+
+
+@pytest.mark.parametrize("counts", [0, [128, -1], 2.5])
+def test_bad_arrive_counts_are_rejected_at_the_users_line(counts):
+    def build():
+        @T.prim_func
+        def f(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.alloc_barrier(counts)
+        return f
+
+    with pytest.raises(KernelError, match="arrive counts") as info:
+        tilelang.lower(build(), target="cuda -arch=sm_90a")
+    assert "test_hopper_controls.py" in str(info.value)
+
+
+def test_waiting_on_a_non_barrier_is_rejected():
+    def build():
+        @T.prim_func
+        def f(A: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((4,), "float32")
+                T.barrier_wait(S[0], 0)
+        return f
+
+    with pytest.raises(KernelError, match="T.alloc_barrier"):
+        tilelang.lower(build(), target="cuda -arch=sm_90a")
+
+
+def test_interpreter_refuses_with_a_clear_error():
+    with pytest.raises(NotImplementedError, match="runs only on the GPU"):
+        tilelang.compile(K.ws_stream(512, 2), target="cpu")
+
+
+@requires_compiler
+def test_generated_cuda_compiles_for_sm90a():
+    compile_cuda(tilelang.lower(K.ws_stream(5000, 8), target="cuda -arch=sm_90a"), "sm_90a")
