@@ -56,15 +56,15 @@ def _kernel():
     return scale
 
 
-def test_fast_call_checks_binds_and_launches(monkeypatch):
+def _fake_call(monkeypatch, func, out_idx):
+    """The generated fast path of `func`, wired to stand-ins; returns (call, launches, slow)."""
     from tilelang.runtime import driver
     from tilelang.runtime import launcher
 
     calls = []
     monkeypatch.setattr(driver, "fast_launcher", lambda: lambda *a: calls.append(a) or 0)
-    func = _kernel()
     adapter = CUDAAdapter(func, Target("cuda", "sm_90a"), {"pass_configs": {}})
-    plan = CallPlan(func, [1])
+    plan = CallPlan(func, out_idx)
     slow_calls = []
     call = adapter.make_fast_call(plan, lambda args: slow_calls.append(args) or "slow")
     monkeypatch.setattr(launcher.CudaKernelFunction, "prepare",
@@ -74,6 +74,11 @@ def test_fast_call_checks_binds_and_launches(monkeypatch):
     g["Tensor"] = FakeCudaTensor
     g["empty"] = lambda shape, dtype, device: FakeCudaTensor(shape, dtype, ptr=8192)
     g["raw_stream"] = lambda dev: 0
+    return call, calls, slow_calls
+
+
+def test_fast_call_checks_binds_and_launches(monkeypatch):
+    call, calls, slow_calls = _fake_call(monkeypatch, _kernel(), [1])
     a = FakeCudaTensor((70, 64), torch.float32)
     out = call((a, 2.5))
     assert isinstance(out, FakeCudaTensor) and tuple(out.shape) == (70, 64)
@@ -86,6 +91,21 @@ def test_fast_call_checks_binds_and_launches(monkeypatch):
     assert call((FakeCudaTensor((70, 64), torch.float16), 1.0)) == "slow"
     assert call((a, "x")) == "slow"
     assert len(slow_calls) == 4
+
+
+def test_static_grid_is_decided_when_the_path_is_generated(monkeypatch):
+    @T.prim_func
+    def add_one(A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32")):
+        with T.Kernel(T.ceildiv(1000, 256), threads=256) as bx:
+            for i in T.Parallel(256):
+                B[bx * 256 + i] = A[bx * 256 + i] + 1.0
+
+    call, calls, slow_calls = _fake_call(monkeypatch, add_one, [1])
+    assert "gx, gy, gz =" not in call.source and "launch(funcs[0], 4, 1, 1, 256" in call.source
+    out = call((FakeCudaTensor((1000,), torch.float32),))
+    assert tuple(out.shape) == (1000,) and not slow_calls
+    assert calls[0][1:7] == (4, 1, 1, 256, 1, 1)
+    assert call((FakeCudaTensor((999,), torch.float32),)) == "slow"
 
 
 if __name__ == "__main__":

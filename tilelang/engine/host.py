@@ -50,8 +50,10 @@ def make_fast_call(adapter, plan, slow):
     module = adapter.module
     sig = module.params + module.symbols + module.workspaces
     layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
+    # torch's own accessor when it has one: one C call instead of a Python wrapper around it
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or current_stream_handle
     g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
-         "raw_stream": current_stream_handle, "launch": driver.fast_launcher(),
+         "raw_stream": raw_stream, "launch": driver.fast_launcher(),
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
          "fail": adapter.launch_failed, "vp": __import__("ctypes").c_void_p}
     names: dict = {}
@@ -143,11 +145,19 @@ def make_fast_call(adapter, plan, slow):
     for k_index, k in enumerate(module.kernels):
         grid = [py_expr(x, names) for x in k.grid]
         block = ", ".join(str(b) for b in k.block)
+
+        def launch_line(grid_text, indent):
+            return [f"{indent}res = launch(funcs[{k_index}], {grid_text}, {block}, "
+                    f"{k.smem_bytes}, stream, params, None)",
+                    f"{indent}if res: fail(res, {k_index}, dev)"]
+
+        if all(g_.lstrip("-").isdigit() for g_ in grid):  # static grid: decided here
+            if all(int(g_) > 0 for g_ in grid):
+                lines += launch_line(", ".join(grid), " " * 8)
+            continue
         lines.append(f"        gx, gy, gz = {', '.join(grid)}")
         lines.append("        if gx > 0 and gy > 0 and gz > 0:")
-        lines.append(f"            res = launch(funcs[{k_index}], gx, gy, gz, {block}, "
-                     f"{k.smem_bytes}, stream, params, None)")
-        lines.append(f"            if res: fail(res, {k_index}, dev)")
+        lines += launch_line("gx, gy, gz", " " * 12)
     if not outs:
         lines.append("    return None")
     elif len(outs) == 1:
