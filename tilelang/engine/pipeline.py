@@ -16,6 +16,7 @@ from ..transform.layout_inference import infer_layouts
 from ..transform.lower_copy import lower_copies
 from ..transform.lower_elementwise import lower_elementwise_tile_ops
 from ..transform.lower_tile_ops import lower_tile_ops
+from ..transform.parallel_copies import recognise_parallel_copies
 from ..transform.partition_parallel import partition_parallel_loops
 from ..transform.pass_config import PassConfigKey
 from ..transform.pipeline import pipeline_loops
@@ -40,6 +41,7 @@ def _partition(kernel, ctx):
 PASSES = [
     # tile level
     ("inline_pure_lets", _on_body(inline_pure_lets)),          # whole index expressions
+    ("parallel_copies", _on_body(recognise_parallel_copies)),  # global->shared loops -> copy
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
     ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG

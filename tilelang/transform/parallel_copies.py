@@ -1,0 +1,119 @@
+"""Recognise element-wise `T.Parallel` loads of a global tile into shared memory as `T.copy`.
+
+    for k, j in T.Parallel(BK, BN):
+        B_shared[k, j] = B[ko * BK + k, bx * BN + j]      ==   T.copy(B[ko*BK, bx*BN], B_shared)
+
+Written as a loop, the load is synchronous: a `T.Pipelined` loop cannot prefetch it and the
+Hopper path cannot turn it into TMA. As a copy, it gets cp.async stages or TMA like any other.
+
+Expects: tile IR after `inline_pure_lets` (whole index expressions). Guarantees: a parallel
+nest (no annotations) whose whole body is one store `S[i0 + a0, ...] = cast?(G[...])` into a
+shared buffer, where every loop variable appears with coefficient 1 in exactly one index of
+each side, in the same order, no other index depends on the loop, loops start at 0 and the
+shared window is provably inside `S`, becomes one `ir.Copy` of the same elements. The result
+is unchanged: both forms read 0 outside the global tensor (SEMANTICS.md §3.7) and cast per
+element. Anything else is left as written.
+"""
+
+from __future__ import annotations
+
+from ..arith import Analyzer
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator, collect
+
+_SHARED = ("shared", "shared.dyn")
+
+
+def _parallel_nest(loop: ir.For):
+    """(loops, body) of a perfect chain of unannotated parallel loops starting at 0."""
+    loops, s = [], loop
+    while isinstance(s, ir.For) and s.kind == "parallel":
+        if s.annotations or s.step != 1 or not _is_zero(s.start):
+            return None
+        loops.append(s)
+        s = s.body
+    return loops, s
+
+
+def _is_zero(e) -> bool:
+    return isinstance(e, int) and e == 0 or isinstance(e, ir.Const) and e.value == 0
+
+
+def _match_indices(analyzer, indices, loop_vars):
+    """Per index: (loop var or None, start). None if an index is not `start + var` or a loop
+    variable appears twice."""
+    out, used = [], set()
+    for idx in indices:
+        found = None
+        for v in loop_vars:
+            lin = analyzer.detect_linear(idx, v)
+            if lin is None:
+                return None
+            coef, rest = lin
+            if isinstance(coef, int) and coef == 0:
+                continue
+            if found is not None or not (isinstance(coef, int) and coef == 1) or id(v) in used:
+                return None
+            found = (v, rest)
+        if found is None:
+            if any(any(v is lv for lv in loop_vars)
+                   for v in collect(idx, lambda n: isinstance(n, ir.Var))):
+                return None
+            found = (None, idx)
+        if found[0] is not None:
+            used.add(id(found[0]))
+        out.append(found)
+    return out if len(used) == len(loop_vars) else None
+
+
+class _Recognise(Mutator):
+    def __init__(self):
+        self.analyzer = Analyzer()
+
+    def visit_For(self, s):
+        if s.kind == "parallel":
+            copy = self._as_copy(s)
+            if copy is not None:
+                return copy
+            return s  # a parallel nest contains no further parallel nests to recognise
+        return self.generic(s)
+
+    def _as_copy(self, loop):
+        nest = _parallel_nest(loop)
+        if nest is None:
+            return None
+        loops, body = nest
+        if not isinstance(body, ir.Store) or body.buffer.scope not in _SHARED:
+            return None
+        value = body.value
+        if isinstance(value, ir.Cast):
+            value = value.value
+        if not isinstance(value, ir.Load) or value.buffer.scope != "global":
+            return None
+        if not all(isinstance(lp.extent, (int, ir.Const)) for lp in loops):
+            return None
+        extent = {lp.var: int(lp.extent.value if isinstance(lp.extent, ir.Const)
+                              else lp.extent) for lp in loops}
+        loop_vars = [lp.var for lp in loops]
+        dst = _match_indices(self.analyzer, body.indices, loop_vars)
+        src = _match_indices(self.analyzer, value.indices, loop_vars)
+        if dst is None or src is None:
+            return None
+        order_dst = [id(v) for v, _ in dst if v is not None]
+        if order_dst != [id(v) for v, _ in src if v is not None]:
+            return None  # a transposing load: the copy pairs dimensions in order
+        dst_region = []
+        for (v, start), size in zip(dst, body.buffer.shape):
+            n = extent[v] if v is not None else 1
+            if not (isinstance(size, int)
+                    and self.analyzer.prove(ir.compare("ge", start, 0))
+                    and self.analyzer.prove(ir.compare("le", start + n, size))):
+                return None  # the shared window must lie inside the tile
+            dst_region.append((start, n))
+        src_region = tuple((start, extent[v] if v is not None else 1) for v, start in src)
+        return ir.Copy(ir.BufferRegion(value.buffer, src_region),
+                       ir.BufferRegion(body.buffer, tuple(dst_region)), (), loc=loop.loc)
+
+
+def recognise_parallel_copies(stmt):
+    return _Recognise().visit(stmt)
