@@ -160,6 +160,8 @@ def unroll(start, stop=None, step=None, *, explicit=False, unroll_factor=None,
 
 
 def vectorized(start, stop=None, step=None, **_):
+    """A per-thread loop the compiler may turn into vector instructions (same results as
+    T.serial)."""
     return _Vectorized(_range_dims(start, stop, step, "T.vectorized"))
 
 
@@ -210,9 +212,11 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
 
 
 def Persistent(*args, **kwargs):
+    """Persistent-kernel tile loops (not supported yet: raises a located error)."""
     raise error(NotImplementedError, "T.Persistent is not supported yet")
 
 
 def thread_binding(*args, **kwargs):
+    """TVM-style thread-bound loops (not supported: use T.get_thread_binding())."""
     raise error(NotImplementedError, "T.thread_binding loops are not supported; use "
                                      "T.get_thread_binding()")

@@ -153,6 +153,7 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
 
 
 def async_copy(src, dst, **kwargs):
+    """`T.copy`: copies global->shared are asynchronous wherever the pipeline allows anyway."""
     copy(src, dst, **kwargs)
 
 
@@ -229,6 +230,7 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
 
 
 def gemm_v1(*args, **kwargs):
+    """`T.gemm` (the reference's first gemm implementation; same results here)."""
     gemm(*args, **kwargs)
 
 
@@ -236,6 +238,7 @@ gemm_v2 = gemm_v1
 
 
 def wgmma_gemm(*args, **kwargs):
+    """`T.gemm`; on sm_90a it uses wgmma whenever the warp partition allows."""
     gemm(*args, **kwargs)
 
 
@@ -268,38 +271,49 @@ def _reduce(kind, src, dst, dim, clear, nan_propagate=False):
 
 
 def reduce_max(src, dst, dim=-1, clear=True, nan_propagate=False):
+    """Maximum of `src` along `dim` into `dst` (the dim removed or kept as 1). `clear=False`
+    folds the previous contents of `dst` in."""
     _reduce("max", src, dst, dim, clear, nan_propagate)
 
 
 def reduce_min(src, dst, dim=-1, clear=True, nan_propagate=False):
+    """Minimum of `src` along `dim` into `dst`; see T.reduce_max."""
     _reduce("min", src, dst, dim, clear, nan_propagate)
 
 
 def reduce_sum(src, dst, dim=-1, clear=True):
+    """Sum of `src` along `dim` into `dst`; `clear=False` adds to what `dst` holds."""
     _reduce("sum", src, dst, dim, clear)
 
 
 def reduce_abssum(src, dst, dim=-1):
+    """Sum of absolute values of `src` along `dim` into `dst`."""
     _reduce("abssum", src, dst, dim, True)
 
 
 def reduce_absmax(src, dst, dim=-1, clear=True):
+    """Largest absolute value of `src` along `dim` into `dst`."""
     _reduce("absmax", src, dst, dim, clear)
 
 
 def reduce_bitand(src, dst, dim=-1, clear=True):
+    """Bitwise AND of an integer `src` along `dim` into `dst`."""
     _reduce("bitand", src, dst, dim, clear)
 
 
 def reduce_bitor(src, dst, dim=-1, clear=True):
+    """Bitwise OR of an integer `src` along `dim` into `dst`."""
     _reduce("bitor", src, dst, dim, clear)
 
 
 def reduce_bitxor(src, dst, dim=-1, clear=True):
+    """Bitwise XOR of an integer `src` along `dim` into `dst`."""
     _reduce("bitxor", src, dst, dim, clear)
 
 
 def reduce(src, dst, reduce_type="sum", dim=-1, clear=True):
+    """Reduction named by `reduce_type` ("sum", "max", "min", "abssum", "absmax", "bitand",
+    "bitor", "bitxor") of `src` along `dim` into `dst`."""
     _reduce(reduce_type, src, dst, dim, clear)
 
 
@@ -326,6 +340,7 @@ def cumsum(src, dst=None, dim=0, reverse=False):
 
 
 def cummax(src, dst=None, dim=0, reverse=False):
+    """Inclusive running maximum along `dim`; `reverse=True` runs from the end."""
     _scan("max", src, dst, dim, reverse)
 
 
@@ -388,10 +403,12 @@ def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False, 
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False, **kwargs):
+    """Atomic `dst = max(dst, value)` on one element or, element-wise, on a tile."""
     return _atomic("max", dst, value, memory_order, return_prev)
 
 
 def atomic_min(dst, value, memory_order=None, return_prev=False, **kwargs):
+    """Atomic `dst = min(dst, value)` on one element or, element-wise, on a tile."""
     return _atomic("min", dst, value, memory_order, return_prev)
 
 
@@ -408,14 +425,17 @@ def _atomic_vec(name, lanes, dst, value, return_prev=False):
 
 
 def atomic_addx2(dst, value, return_prev=False):
+    """Atomic add of 2 consecutive elements in one instruction (fp16/bf16 pairs; float32 pairs on sm_90)."""
     return _atomic_vec("atomic_addx2", 2, dst, value, return_prev)
 
 
 def atomic_addx4(dst, value, return_prev=False):
+    """Atomic add of 4 consecutive float32 elements at once (sm_90)."""
     return _atomic_vec("atomic_addx4", 4, dst, value, return_prev)
 
 
 def atomic_load(src, memory_order="seq_cst"):
+    """Read one global element atomically with the given memory order."""
     e = _element(src)
     if e is None:
         raise error(TypeError, "T.atomic_load needs an element such as B[i]")
@@ -423,6 +443,7 @@ def atomic_load(src, memory_order="seq_cst"):
 
 
 def atomic_store(dst, value, memory_order="seq_cst"):
+    """Write one global element atomically with the given memory order."""
     e = _element(dst)
     if e is None:
         raise error(TypeError, "T.atomic_store needs an element such as B[i]")

@@ -140,8 +140,10 @@ class StridedTensor(Tensor):
         return _spec_from_subscript(params, kind="strided")
 
 
-def _scoped(scope):
+def _scoped(scope, doc):
     class _Scoped(Tensor):
+        __doc__ = doc
+
         def __new__(cls, shape, dtype="float32", **_):
             return TensorSpec(shape, dtype, scope=scope)
 
@@ -150,9 +152,10 @@ def _scoped(scope):
     return _Scoped
 
 
-SharedBuffer = _scoped("shared.dyn")
-FragmentBuffer = _scoped("local.fragment")
-LocalBuffer = _scoped("local")
+SharedBuffer = _scoped("shared.dyn", "Annotation of a macro parameter that takes a shared tile.")
+FragmentBuffer = _scoped("local.fragment",
+                         "Annotation of a macro parameter that takes a register fragment.")
+LocalBuffer = _scoped("local", "Annotation of a macro parameter that takes a per-thread array.")
 
 
 class HandleType:
@@ -224,6 +227,12 @@ def match_buffer(handle_value, shape, dtype="float32", strides=None, **_ignored)
             b.params[i] = buf
             return buf
     raise error(TypeError, f"{handle_value.name} is not a parameter of this function")
+
+
+def make_tensor(ptr, shape, dtype="float32", strides=None):
+    """A tensor view of a `T.ptr` / `T.handle` parameter with the given shape, dtype and
+    (optional) strides; the same as `T.match_buffer(ptr, shape, dtype, strides)`."""
+    return match_buffer(ptr, shape, dtype, strides)
 
 
 def is_placeholder(value) -> bool:
