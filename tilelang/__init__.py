@@ -10,6 +10,40 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import logging as _logging
+
+logger = _logging.getLogger("tilelang")
+
+
+def set_log_level(level):
+    """Set the level of `tilelang.logger`: a name (`"DEBUG"`, `"info"`, ...) or a `logging`
+    level number."""
+    if isinstance(level, str):
+        name = level.strip().upper()
+        value = _logging.getLevelName(name)
+        if not isinstance(value, int):
+            raise ValueError(f"unknown log level {level!r}; use DEBUG, INFO, WARNING, ERROR or "
+                             "CRITICAL")
+        level = value
+    logger.setLevel(level)
+
+
+def _init_logger():
+    # as the reference: messages of the "tilelang" logger go to stderr with their own format,
+    # level INFO, not through the root logger
+    if not any(getattr(h, "_tilelang", False) for h in logger.handlers):
+        handler = _logging.StreamHandler()
+        handler._tilelang = True
+        handler.setFormatter(_logging.Formatter(
+            "%(asctime)s  [TileLang:%(name)s:%(levelname)s]: %(message)s", "%Y-%m-%d %H:%M:%S"))
+        logger.addHandler(handler)
+    logger.propagate = False
+    set_log_level("INFO")
+
+
+_init_logger()
+del _init_logger
+
 from . import language  # noqa: F401,E402
 from .env import env, disable_cache, enable_cache, is_cache_enabled  # noqa: F401,E402
 from .jit import jit, lazy_jit, compile, lower, JITKernel  # noqa: F401,E402,A004
@@ -29,6 +63,7 @@ _LAZY = {
     "intrinsics": ("tilelang.intrinsics", None),
     "tools": ("tilelang.tools", None),
     "carver": ("tilelang.carver", None),
+    "utils": ("tilelang.utils", None),
     # reference top-level names (`from .math import *`, layouts, dtypes)
     "cdiv": ("tilelang.math", "cdiv"),
     "next_power_of_2": ("tilelang.math", "next_power_of_2"),

@@ -20,6 +20,39 @@ _FAST = {"exp": "fast_exp", "exp2": "fast_exp2", "log": "fast_log", "log2": "fas
          "sigmoid": "fast_sigmoid"}
 
 
+# fast-math intrinsics: CUDA's approximate float32 functions; other types use the accurate ones
+_FAST_INTRINSICS = {"__exp": ("__expf", "exp"), "__exp10": ("__exp10f", "exp10"),
+                    "__log": ("__logf", "log"), "__log2": ("__log2f", "log2"),
+                    "__log10": ("__log10f", "log10"), "__sin": ("__sinf", "sin"),
+                    "__cos": ("__cosf", "cos"), "__tan": ("__tanf", "tan")}
+
+_WARP_REDUCE_OPS = {"warp_reduce_sum": "SumOp", "warp_reduce_max": "MaxOp",
+                    "warp_reduce_min": "MinOp", "warp_reduce_bitand": "BitAndOp",
+                    "warp_reduce_bitor": "BitOrOp"}
+
+
+def _bit_count(p, c: ir.Call) -> str:
+    """popcount / clz on the unsigned bits of the operand's width (__popc/__popcll,
+    __clz/__clzll); narrow types are zero-extended to 32 bits."""
+    from .cuda import ctype
+
+    src = c.args[0].dtype
+    x = p.expr(c.args[0])
+    if src.bits == 64:
+        bits = f"(unsigned long long)({x})"
+        text = f"__popcll({bits})" if c.op == "popcount" else f"__clzll((long long){bits})"
+    else:
+        narrow = {8: "unsigned char", 16: "unsigned short"}.get(src.bits)
+        bits = f"(unsigned int)({x})" if narrow is None else f"(unsigned int)({narrow})({x})"
+        if c.op == "popcount":
+            text = f"__popc({bits})"
+        else:
+            text = f"__clz((int){bits})"
+            if src.bits < 32:
+                text = f"({text} - {32 - src.bits})"
+    return f"(({ctype(c.dtype)}){text})"
+
+
 def _address(p, e) -> str:
     """`&buf[index]` of a Load (the element an atomic or extern call points at)."""
     if isinstance(e, ir.Load):
@@ -37,6 +70,14 @@ def render_call(p, c: ir.Call) -> str:
         if p.fast_math and op in _FAST and c.dtype.name == "float32":
             fn = _FAST[op]
         return f"tl::{fn}({', '.join(p.expr(a) for a in c.args)})"
+    if op in _FAST_INTRINSICS:
+        fast, accurate = _FAST_INTRINSICS[op]
+        fn = fast if c.dtype.name == "float32" else f"tl::{accurate}"
+        return f"{fn}({p.expr(c.args[0])})"
+    if op in ("popcount", "clz"):
+        return _bit_count(p, c)
+    if op in _WARP_REDUCE_OPS:
+        return f"tl::warp_allreduce<tl::{_WARP_REDUCE_OPS[op]}, 31u>({p.expr(c.args[0])})"
     if op == "fast_exp":
         return f"tl::fast_exp({p.expr(c.args[0])})"
     if op in ("shfl_xor", "shfl_down", "shfl_up", "shfl_sync"):

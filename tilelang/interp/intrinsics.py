@@ -59,6 +59,9 @@ MATH_UNARY = {
     "sinh": np.sinh, "cosh": np.cosh, "erf": _erf_np, "sigmoid": _sigmoid, "rsqrt": _rsqrt,
     "floor": np.floor, "ceil": np.ceil, "round": _round_half_away, "trunc": np.trunc,
     "nearbyint": np.rint, "rcp": _rcp, "fast_exp": np.exp,
+    # fast-math intrinsics (approximate on the GPU): computed accurately here
+    "__exp": np.exp, "__exp10": _exp10, "__log": np.log, "__log2": np.log2,
+    "__log10": np.log10, "__sin": np.sin, "__cos": np.cos, "__tan": np.tan,
 }
 _MATH_BINARY = {"pow": np.power, "fmod": np.fmod, "atan2": np.arctan2}
 _PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
@@ -96,6 +99,10 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return lambda ctx: reinterpret_bits(fa(ctx), src, dst)
     if op in ("shfl_xor", "shfl_down", "shfl_up", "shfl_sync"):
         return _shuffle(c, e)
+    if op in _WARP_REDUCE:
+        return _warp_reduce(c, e)
+    if op in ("popcount", "clz"):
+        return _bit_count(c, e)
     if op in _ATOMICS:
         return _atomic(c, e, _ATOMICS[op], want_value)
     if op in ("atomic_addx2", "atomic_addx4"):
@@ -192,7 +199,80 @@ def _shuffle(c, e):
     return f
 
 
-# ---- atomics ---------------------------------------------------------------------------------------
+# ---- warp all-reductions -------------------------------------------------------------------------
+
+# combine of each warp reduction: (for floats, for integers); max/min ignore a NaN operand
+_WARP_REDUCE = {"warp_reduce_sum": (np.add, np.add), "warp_reduce_max": (np.fmax, np.maximum),
+                "warp_reduce_min": (np.fmin, np.minimum),
+                "warp_reduce_bitand": (None, np.bitwise_and),
+                "warp_reduce_bitor": (None, np.bitwise_or)}
+
+
+def _warp_reduce(c, e):
+    """The xor butterfly of tl::warp_allreduce (offsets 16, 8, 4, 2, 1), so float sums round
+    exactly as on the GPU; every lane of a warp ends with the result."""
+    dt = e.dtype
+    fv = c.as_type(e.args[0], dt)
+    op = _WARP_REDUCE[e.op][0 if dt.is_float else 1]
+    if op is None:
+        raise NotImplementedError(f"T.{e.op} needs an integer value, got {dt}")
+    narrow = dt.name in NARROW_FLOATS
+    storage = dt.numpy
+
+    def f(ctx):
+        v = fv(ctx)
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"T.{e.op} inside T.Parallel is not supported "
+                                                 "(warp reductions combine per-thread values)")
+        n = ctx.nthreads
+        if n % 32:
+            raise fail(ctx, ValueError, f"T.{e.op} needs whole warps: the block has {n} threads, "
+                                        "not a multiple of 32")
+        lanes = np.array(np.broadcast_to(np.asarray(v, storage), (n,))).reshape(-1, 32)
+        idx = np.arange(32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for off in (16, 8, 4, 2, 1):
+                lanes = op(lanes, lanes[:, idx ^ off]).astype(storage, copy=False)
+                if narrow:
+                    lanes = round_to(lanes, dt)
+        return lanes.reshape(n)
+    return f
+
+
+# ---- bit counting --------------------------------------------------------------------------------
+
+def _popcount_bits(u, bits):
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(u)
+    one = np.array(1, u.dtype)
+    return sum(((u >> np.array(k, u.dtype)) & one).astype(np.int64) for k in range(bits))
+
+
+def _clz_bits(u, bits):
+    """Leading zeros of unsigned `u` in a `bits`-wide word: bits minus the bit length."""
+    length = np.zeros(np.shape(u), np.int64)
+    for k in range(bits):
+        length = np.where((u >> np.array(k, u.dtype)) != 0, k + 1, length)
+    return bits - length
+
+
+def _bit_count(c, e):
+    src = e.args[0].dtype
+    fa = c.expr(e.args[0])
+    udt = np.dtype(f"uint{src.bits}")
+    out = e.dtype.numpy
+    bits = src.bits
+    is_pop = e.op == "popcount"
+
+    def f(ctx):
+        v = np.asarray(fa(ctx), src.numpy)
+        u = np.ascontiguousarray(v).view(udt)
+        r = _popcount_bits(u, bits) if is_pop else _clz_bits(u, bits)
+        return _scalar(np.asarray(r).astype(out))
+    return f
+
+
+# ---- atomics -------------------------------------------------------------------------------------
 
 def _element(c, load, what):
     if not isinstance(load, ir.Load):

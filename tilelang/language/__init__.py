@@ -10,8 +10,9 @@ from .alloc import (alloc_barrier, alloc_fragment, alloc_global, alloc_local, al
                     alloc_tmem, alloc_var)
 from .indexing import Ref
 from .kernel import (Kernel, get_block_binding, get_block_bindings, get_block_extent,
-                     get_lane_idx, get_thread_binding, get_thread_bindings, get_thread_extent,
-                     get_warp_group_idx, get_warp_idx, get_warp_idx_sync)
+                     get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
+                     get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx,
+                     get_warp_idx_sync)
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, parallel, serial,
                     thread_binding, unroll, vectorized)
 from .macro import Var, macro
@@ -22,8 +23,14 @@ from .math import (Cast, Select, abs, acos, asin, atan, atan2, bitwise_and, bitw
                    log1p, log2, log10, max, max_value, min, min_value, nearbyint, pow, rcp,
                    reinterpret, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
+from .math import clz, likely, popcount
+# fast-math intrinsics: module-level names, so no name mangling (T.__exp works in kernels)
+from .math import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan
 from .misc import (barrier_arrive, barrier_wait, fence_proxy_async, mbarrier_arrive,
                    mbarrier_expect_tx, mbarrier_wait_parity, wait_wgmma, ws)
+from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
+                   warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
+                   warp_reduce_sum)
 from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout,
                    annotate_padding, annotate_restrict_buffers, annotate_safe_value,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
@@ -38,8 +45,8 @@ from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, ato
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
-                    handle, int8, int16, int32, int64, long, match_buffer, ptr, short,
-                    symbolic, uint8, uint16, uint32, uint64)
+                    handle, int8, int16, int32, int64, long, make_tensor, match_buffer, ptr,
+                    short, symbolic, uint8, uint16, uint32, uint64)
 from .types import float_ as float
 from .types import int_ as int
 

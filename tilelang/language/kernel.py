@@ -139,6 +139,19 @@ def get_block_extent(dim: int = 0):
     return k.grid[dim] if dim < len(k.grid) else 1
 
 
+def get_thread_extents() -> list:
+    """The block's thread extents `[x, y, z]` (1 for dimensions not given in `threads=`)."""
+    k = _kernel_obj()
+    return [k.threads[d] if d < len(k.threads) else 1 for d in range(3)]
+
+
+def get_block_extents() -> list:
+    """The grid's extents `[x, y, z]` of the enclosing `T.Kernel` (1 for dimensions not
+    launched; symbolic sizes stay expressions)."""
+    k = _kernel_obj()
+    return [k.grid[d] if d < len(k.grid) else 1 for d in range(3)]
+
+
 def get_lane_idx(warp_size: int = 32):
     return get_thread_binding(0) % warp_size
 

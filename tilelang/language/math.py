@@ -194,17 +194,72 @@ def reinterpret(value, dtype=None):
 
 
 def fast_exp(x):
+    """`e**x` with the fast hardware approximation (float32; other types are converted)."""
     e = ir.as_expr(x)
     return ir.Call("fast_exp", (ir.cast_to(e, "float32"),), DType("float32"))
-
-
-def __exp(x):  # noqa: N802 - reference intrinsic spellings
-    return fast_exp(x)
 
 
 def __exp2(x):  # noqa: N802
     return exp2(x)
 
 
-def __log(x):  # noqa: N802
-    return log(x)
+# ---- fast-math intrinsics (the reference's T.__exp, T.__log, ...) --------------------------------
+# On float32 they lower to CUDA's approximate intrinsics (__expf, __logf, __sinf, ...: a few ulp
+# of error, larger for big |x| in the trigonometric ones); other float types use the accurate
+# functions. The interpreter computes them accurately.
+
+def _fast_unary(op, cuda_name, what):
+    def fn(x):
+        e = ir.as_expr(x)
+        if not e.dtype.is_float:
+            e = ir.cast_to(e, "float32")
+        return ir.Call(op, (e,), e.dtype)
+    fn.__name__ = op
+    fn.__qualname__ = op
+    fn.__doc__ = (f"{what} with CUDA's fast approximate `{cuda_name}` on float32 (other float "
+                  "types: the accurate function; integers are converted to float32).")
+    return fn
+
+
+__exp = _fast_unary("__exp", "__expf", "`e**x`")
+__exp10 = _fast_unary("__exp10", "__exp10f", "`10**x`")
+__log = _fast_unary("__log", "__logf", "Natural logarithm")
+__log2 = _fast_unary("__log2", "__log2f", "Base-2 logarithm")
+__log10 = _fast_unary("__log10", "__log10f", "Base-10 logarithm")
+__sin = _fast_unary("__sin", "__sinf", "Sine")
+__cos = _fast_unary("__cos", "__cosf", "Cosine")
+__tan = _fast_unary("__tan", "__tanf", "Tangent")
+
+
+# ---- branch hints and bit counting ---------------------------------------------------------------
+
+def likely(cond):
+    """Branch hint: `cond` is expected to hold. Returns `cond` unchanged (the generated code is
+    the same with or without the hint)."""
+    return cond
+
+
+def _int_operand(x, what):
+    e = ir.as_expr(x)
+    if not e.dtype.is_int or e.dtype.lanes != 1:
+        raise error(TypeError, f"T.{what} needs a scalar integer, got {e.dtype}")
+    return e
+
+
+def popcount(x):
+    """Number of set bits in the integer `x` (its two's-complement bits, in the width of its
+    type; the result has the type of `x`). CUDA `__popc` / `__popcll`."""
+    e = _int_operand(x, "popcount")
+    if isinstance(e, ir.Const):
+        return ir.const(bin(int(e.value) & ((1 << e.dtype.bits) - 1)).count("1"), e.dtype)
+    return ir.Call("popcount", (e,), e.dtype)
+
+
+def clz(x):
+    """Number of leading zero bits of the integer `x` in the width of its type (`clz(0)` is the
+    width), as int32. CUDA `__clz` / `__clzll`."""
+    e = _int_operand(x, "clz")
+    if isinstance(e, ir.Const):
+        bits = e.dtype.bits
+        return ir.const(bits - (int(e.value) & ((1 << bits) - 1)).bit_length(), "int32")
+    return ir.Call("clz", (e,), DType("int32"))

@@ -92,6 +92,18 @@ def dec_max_nreg(reg_count: int):
     set_max_nreg(reg_count, 0)
 
 
+def annotate_producer_reg_dealloc(reg_count: int = 24):
+    """sm_90 register hint for a producer warpgroup: lower its register limit to `reg_count`
+    (`setmaxnreg.dec`, the same as `T.dec_max_nreg`). A no-op on the CPU interpreter."""
+    dec_max_nreg(reg_count)
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240):
+    """sm_90 register hint for a consumer warpgroup: raise its register limit to `reg_count`
+    (`setmaxnreg.inc`, the same as `T.inc_max_nreg`). A no-op on the CPU interpreter."""
+    inc_max_nreg(reg_count)
+
+
 # ---- synchronisation and warp primitives ---------------------------------------------------------
 
 
@@ -130,6 +142,112 @@ def shfl_up(value, offset, width=32, mask=None):
 def shfl_sync(value, src_lane, width=32, mask=None):
     """The value held by lane `src_lane` of the warp (broadcast)."""
     return _shfl("shfl_sync", value, src_lane, width)
+
+
+# ---- warp all-reductions ----------------------------------------------------------------------
+
+def _warp_reduce(kind, value):
+    v = ir.as_expr(value)
+    dt = v.dtype
+    ok = dt.lanes == 1 and (dt.is_int or (kind in ("sum", "max", "min") and dt.is_float
+                                          and not dt.is_float8))
+    if not ok:
+        kinds = "an integer" if kind in ("bitand", "bitor") else "an integer or float"
+        raise error(TypeError, f"T.warp_reduce_{kind} needs {kinds} scalar, got {dt}")
+    return ir.Call(f"warp_reduce_{kind}", (v,), dt)
+
+
+def warp_reduce_sum(value):
+    """Sum of `value` over the 32 lanes of the warp; every lane gets the result (xor-shuffle
+    butterfly). All lanes of the warp must call it, outside `T.Parallel`."""
+    return _warp_reduce("sum", value)
+
+
+def warp_reduce_max(value):
+    """Maximum of `value` over the 32 lanes of the warp (a NaN lane is ignored, as `T.max`);
+    every lane gets the result. All lanes of the warp must call it, outside `T.Parallel`."""
+    return _warp_reduce("max", value)
+
+
+def warp_reduce_min(value):
+    """Minimum of `value` over the 32 lanes of the warp (a NaN lane is ignored, as `T.min`);
+    every lane gets the result. All lanes of the warp must call it, outside `T.Parallel`."""
+    return _warp_reduce("min", value)
+
+
+def warp_reduce_bitand(value):
+    """Bitwise and of the integer `value` over the 32 lanes of the warp; every lane gets the
+    result. All lanes of the warp must call it, outside `T.Parallel`."""
+    return _warp_reduce("bitand", value)
+
+
+def warp_reduce_bitor(value):
+    """Bitwise or of the integer `value` over the 32 lanes of the warp; every lane gets the
+    result. All lanes of the warp must call it, outside `T.Parallel`."""
+    return _warp_reduce("bitor", value)
+
+
+# ---- logical reductions over a buffer ---------------------------------------------------------
+
+_MAX_LOGICAL_ELEMS = 1024
+
+
+def _region_truths(arg, what):
+    if isinstance(arg, ir.Buffer):
+        region = ir.BufferRegion.full(arg)
+    elif isinstance(arg, ir.BufferRegion):
+        region = arg
+    else:
+        raise error(TypeError, f"T.{what} takes a buffer or a buffer region such as "
+                               f"A[i, 0:8], got {arg!r}")
+    buf = region.buffer
+    extents = []
+    for ext in region.extents:
+        e = ext.value if isinstance(ext, ir.Const) else ext
+        if not isinstance(e, int):
+            raise error(ValueError, f"T.{what} needs a region of static size, got extent {ext}")
+        extents.append(e)
+    count = 1
+    for e in extents:
+        count *= e
+    if count > _MAX_LOGICAL_ELEMS:
+        raise error(ValueError, f"T.{what} reads each element in one thread; {count} elements "
+                                f"is more than {_MAX_LOGICAL_ELEMS} (reduce with T.reduce_* "
+                                "instead)")
+    import itertools
+
+    truths = []
+    for offs in itertools.product(*(range(e) for e in extents)):
+        idx = tuple(ir.binary("add", s, o) if o else ir.as_expr(s)
+                    for s, o in zip(region.starts, offs))
+        load = ir.Load(buf, idx, buf.dtype)
+        truths.append(load if buf.dtype.is_bool else ir.compare("ne", load,
+                                                                ir.const(0, buf.dtype)))
+    return truths
+
+
+def _balanced(op, items):
+    # a balanced tree keeps the expression depth logarithmic in the element count
+    while len(items) > 1:
+        items = [op(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
+
+
+def any_of(buffer):
+    """True when any element of `buffer` (a buffer or a static region such as `A[i, 0:8]`) is
+    true (non-zero). Each thread reads every element itself: use it on locals, shared tiles or
+    global rows, not on fragments."""
+    truths = _region_truths(buffer, "any_of")
+    return _balanced(ir.logical_or, truths) if truths else ir.const(False)
+
+
+def all_of(buffer):
+    """True when every element of `buffer` (a buffer or a static region such as `A[i, 0:8]`)
+    is true (non-zero). Each thread reads every element itself: use it on locals, shared tiles
+    or global rows, not on fragments."""
+    truths = _region_truths(buffer, "all_of")
+    return _balanced(ir.logical_and, truths) if truths else ir.const(True)
 
 
 def device_assert(cond, msg=""):
