@@ -113,3 +113,32 @@ def test_interpreter_refuses_with_a_clear_error():
 @requires_compiler
 def test_generated_cuda_compiles_for_sm90a():
     compile_cuda(tilelang.lower(K.ws_stream(5000, 8), target="cuda -arch=sm_90a"), "sm_90a")
+
+
+def _named_sync_kernel(count=128):
+    @T.prim_func
+    def f(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+        with T.Kernel(1, threads=256):
+            S = T.alloc_shared((256,), "float32")
+            tx = T.get_thread_binding()
+            S[tx] = A[tx] * 3.0
+            T.sync_threads(1, count)
+            B[tx] = S[tx ^ 1]
+    return f
+
+
+def test_named_barrier_lowers_to_bar_sync_and_interprets():
+    import numpy as np
+    import torch
+
+    src = tilelang.lower(_named_sync_kernel(), target="cuda -arch=sm_90a")
+    assert "tl::named_barrier_sync(1, 128)" in src
+    a = torch.randn(256)
+    b = torch.full((256,), float("nan"))
+    tilelang.compile(_named_sync_kernel(), target="cpu")(a, b)
+    np.testing.assert_allclose(b.numpy(), (a * 3).numpy()[np.arange(256) ^ 1], rtol=1e-6)
+
+
+def test_named_barrier_needs_whole_warps():
+    with pytest.raises(KernelError, match="multiple of 32"):
+        tilelang.lower(_named_sync_kernel(100), target="cuda -arch=sm_90a")

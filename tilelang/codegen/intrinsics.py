@@ -84,6 +84,8 @@ def render_call(p, c: ir.Call) -> str:
         v, off, width = (p.expr(a) for a in c.args)
         return f"tl::{op}({v}, {off}, {width})"
     if op == "sync_threads":
+        if c.args:  # a named barrier for part of the block
+            return f"tl::named_barrier_sync({p.expr(c.args[0])}, {p.expr(c.args[1])})"
         return "__syncthreads()"
     if op == "sync_warp":
         return "__syncwarp()"

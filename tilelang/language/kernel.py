@@ -106,6 +106,7 @@ def _kernel_obj() -> Kernel:
 
 
 def get_thread_binding(dim: int = 0):
+    """The thread index along `dim` (threadIdx.x/y/z) inside the enclosing T.Kernel."""
     k = _kernel_obj()
     if not 0 <= dim < 3:
         raise error(ValueError, "thread binding dimension must be 0, 1 or 2")
@@ -115,10 +116,12 @@ def get_thread_binding(dim: int = 0):
 
 
 def get_thread_bindings():
+    """The thread indices of every launched dimension."""
     return list(_kernel_obj().thread_vars)
 
 
 def get_block_binding(dim: int = 0):
+    """The block index along `dim` (blockIdx, after T.use_swizzle's renumbering)."""
     k = _kernel_obj()
     if dim >= len(k.block_vars):
         return ir.const(0)
@@ -126,15 +129,18 @@ def get_block_binding(dim: int = 0):
 
 
 def get_block_bindings():
+    """The block indices of every launched grid dimension."""
     return list(_kernel_obj().block_vars)
 
 
 def get_thread_extent(dim: int = 0) -> int:
+    """The number of threads along `dim` (1 for dimensions not given)."""
     k = _kernel_obj()
     return k.threads[dim] if dim < len(k.threads) else 1
 
 
 def get_block_extent(dim: int = 0):
+    """The grid size along `dim` (1 for dimensions not launched)."""
     k = _kernel_obj()
     return k.grid[dim] if dim < len(k.grid) else 1
 
@@ -153,10 +159,12 @@ def get_block_extents() -> list:
 
 
 def get_lane_idx(warp_size: int = 32):
+    """This thread's lane within its warp."""
     return get_thread_binding(0) % warp_size
 
 
 def get_warp_idx_sync(warp_size: int = 32):
+    """This thread's warp within the block (threadIdx.x // 32)."""
     return get_thread_binding(0) // warp_size
 
 
@@ -164,4 +172,5 @@ get_warp_idx = get_warp_idx_sync
 
 
 def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):
+    """This thread's warpgroup (4 warps, 128 threads) within the block."""
     return get_thread_binding(0) // (warp_size * warps_per_group)

@@ -37,6 +37,7 @@ def sqrt(x):
 
 
 def abs(x):  # noqa: A001 - the T.abs name
+    """Absolute value."""
     e = ir.as_expr(x)
     if isinstance(e, ir.Const):
         return ir.const(-e.value if e.value < 0 else e.value, e.dtype)
@@ -47,18 +48,21 @@ fabs = abs
 
 
 def max(a, b, *rest):  # noqa: A001
+    """Largest of two or more values."""
     if rest:
         raise error(TypeError, "T.max takes exactly two arguments")
     return ir.binary("max", a, b)
 
 
 def min(a, b, *rest):  # noqa: A001
+    """Smallest of two or more values."""
     if rest:
         raise error(TypeError, "T.min takes exactly two arguments")
     return ir.binary("min", a, b)
 
 
 def pow(a, b):  # noqa: A001
+    """`a` raised to `b`."""
     ea, eb = ir.as_expr(a), ir.as_expr(b)
     dt = ir.promote(ea.dtype, eb.dtype)
     if not dt.is_float:
@@ -67,26 +71,31 @@ def pow(a, b):  # noqa: A001
 
 
 def fmod(a, b):
+    """Floating-point remainder with the sign of `a` (C fmod)."""
     ea, eb = ir.as_expr(a), ir.as_expr(b)
     dt = ir.promote(ea.dtype, eb.dtype)
     return ir.Call("fmod", (ir.cast_to(ea, dt), ir.cast_to(eb, dt)), dt)
 
 
 def atan2(a, b):
+    """Arc tangent of a/b using both signs for the quadrant."""
     ea, eb = ir.as_expr(a), ir.as_expr(b)
     dt = ir.promote(ea.dtype, eb.dtype)
     return ir.Call("atan2", (ir.cast_to(ea, dt), ir.cast_to(eb, dt)), dt)
 
 
 def isnan(x):
+    """True where `x` is NaN."""
     return ir.Call("isnan", (ir.as_expr(x),), DType("bool"))
 
 
 def isinf(x):
+    """True where `x` is +inf or -inf."""
     return ir.Call("isinf", (ir.as_expr(x),), DType("bool"))
 
 
 def isfinite(x):
+    """True where `x` is neither infinite nor NaN."""
     return ir.Call("isfinite", (ir.as_expr(x),), DType("bool"))
 
 
@@ -96,20 +105,24 @@ def if_then_else(cond, a, b):
 
 
 def Select(cond, a, b):  # noqa: N802
+    """`a` where `cond` holds, else `b`; both are evaluated (T.if_then_else)."""
     return ir.select(cond, a, b)
 
 
 def infinity(dtype="float32"):
+    """Positive infinity of a floating dtype."""
     dt = DType(dtype)
     return ir.const(_pymath.inf, dt)
 
 
 def max_value(dtype):
+    """The largest finite value of `dtype`."""
     dt = DType(dtype)
     return ir.const(dt.max_value(), dt)
 
 
 def min_value(dtype):
+    """The lowest finite value of `dtype`."""
     dt = DType(dtype)
     return ir.const(dt.min_value(), dt)
 
@@ -122,22 +135,26 @@ def ceildiv(a, b):
 
 
 def floordiv(a, b):
+    """Division rounding towards negative infinity (Python's `//`)."""
     if isinstance(a, int) and isinstance(b, int):
         return a // b
     return ir.binary("floordiv", a, b)
 
 
 def floormod(a, b):
+    """Remainder with the sign of the divisor (Python's `%`)."""
     if isinstance(a, int) and isinstance(b, int):
         return a % b
     return ir.binary("floormod", a, b)
 
 
 def truncdiv(a, b):
+    """Division rounding towards zero (C's `/`); T.div is the same."""
     return ir.binary("truncdiv", a, b)
 
 
 def truncmod(a, b):
+    """Remainder with the sign of the dividend (C's `%`)."""
     return ir.binary("truncmod", a, b)
 
 
@@ -154,30 +171,37 @@ Cast = cast
 
 
 def clamp(x, lo, hi):
+    """`min(max(x, lo), hi)`."""
     return ir.binary("min", ir.binary("max", x, lo), hi)
 
 
 def bitwise_and(a, b):
+    """Bitwise AND of integers (`a & b`)."""
     return ir.binary("bitand", a, b)
 
 
 def bitwise_or(a, b):
+    """Bitwise OR of integers (`a | b`)."""
     return ir.binary("bitor", a, b)
 
 
 def bitwise_xor(a, b):
+    """Bitwise XOR of integers (`a ^ b`)."""
     return ir.binary("bitxor", a, b)
 
 
 def bitwise_not(a):
+    """Bitwise NOT of an integer (`~a`)."""
     return ir.unary("bitnot", a)
 
 
 def shift_left(a, b):
+    """`a << b` on integers."""
     return ir.binary("shl", a, b)
 
 
 def shift_right(a, b):
+    """`a >> b` on integers (arithmetic for signed types)."""
     return ir.binary("shr", a, b)
 
 

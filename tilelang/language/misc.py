@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..frontend.builder import current_builder, emit, error
 from ..ir import nodes as ir
 from ..ir.dtype import DType
@@ -60,6 +62,8 @@ def annotate_safe_value(safe_value_map: dict):
 
 
 def annotate_padding(padding_map: dict):
+    """The reference's older name of T.annotate_safe_value: the value out-of-bounds global
+    loads of each buffer read instead of 0."""
     annotate_safe_value(padding_map)
 
 
@@ -72,23 +76,29 @@ def annotate_restrict_buffers(*args, **kwargs):
 
 
 def no_set_max_nreg():
+    """Keep the automatic warp-specialised pipeline from rebalancing registers (setmaxnreg)."""
     _kernel_attrs().append(("no_set_max_nreg", True))
 
 
 def disable_warp_group_reg_alloc():
+    """Alias of T.no_set_max_nreg."""
     no_set_max_nreg()
 
 
 def set_max_nreg(reg_count: int, is_inc: int):
+    """sm_90 `setmaxnreg`: raise (`is_inc=1`) or lower (0) this warpgroup's register limit to
+    `reg_count` (a multiple of 8 in [24, 256]). A no-op on the CPU interpreter."""
     emit(ir.Evaluate, ir.Call("set_max_nreg", (ir.const(reg_count), ir.const(is_inc)),
                               DType("int32")))
 
 
 def inc_max_nreg(reg_count: int):
+    """`T.set_max_nreg(reg_count, 1)`."""
     set_max_nreg(reg_count, 1)
 
 
 def dec_max_nreg(reg_count: int):
+    """`T.set_max_nreg(reg_count, 0)`."""
     set_max_nreg(reg_count, 0)
 
 
@@ -108,14 +118,32 @@ def annotate_consumer_reg_alloc(reg_count: int = 240):
 
 
 def sync_threads(barrier_id=None, arrive_count=None):
-    emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
+    """Block-wide barrier (`__syncthreads()`). With `barrier_id` (1-15): a named barrier for
+    `arrive_count` threads (default: the whole block), e.g. one warpgroup inside a T.ws role."""
+    if barrier_id is None:
+        emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
+        return
+    if not isinstance(barrier_id, int) or not 0 <= barrier_id < 16:
+        raise error(ValueError, f"T.sync_threads barrier_id must be an int in [0, 16), got "
+                                f"{barrier_id!r}")
+    if arrive_count is None:
+        from .kernel import get_thread_extents
+
+        arrive_count = math.prod(get_thread_extents())
+    if not isinstance(arrive_count, int) or arrive_count <= 0 or arrive_count % 32:
+        raise error(ValueError, f"T.sync_threads arrive_count must be a positive multiple of "
+                                f"32 (whole warps), got {arrive_count!r}")
+    emit(ir.Evaluate, ir.Call("sync_threads", (ir.const(barrier_id), ir.const(arrive_count)),
+                              DType("int32")))
 
 
 def sync_warp(mask=None):
+    """Barrier of the threads of one warp (`__syncwarp()`)."""
     emit(ir.Evaluate, ir.Call("sync_warp", (), DType("int32")))
 
 
 def sync_global():
+    """Grid-wide barrier (not supported: raises a located error)."""
     raise error(NotImplementedError, "T.sync_global (grid-wide barrier) is not supported")
 
 
@@ -251,6 +279,8 @@ def all_of(buffer):
 
 
 def device_assert(cond, msg=""):
+    """Check `cond` in every thread that reaches it; a failure stops the kernel with
+    `msg` (the interpreter raises AssertionError at this line)."""
     emit(ir.Assert, ir.as_expr(cond), str(msg))
 
 
@@ -352,6 +382,7 @@ def call_extern(dtype, func_name: str, *args):
 
 
 def call_intrin(dtype, name, *args):
+    """`T.call_extern` under the reference's other name: a call of a CUDA function."""
     return call_extern(dtype, str(name), *args)
 
 
@@ -378,11 +409,13 @@ def access_ptr(buffer, access_mask="r", offset=0, extent=None, *args, **kwargs):
 
 
 def ptx(*args, **kwargs):
+    """Inline PTX (not supported: use T.import_source with an asm() device function)."""
     raise error(NotImplementedError, "inline PTX through T.ptx is not supported; use "
                                      "T.import_source with an asm() device function")
 
 
 def evaluate(value):
+    """Evaluate an expression for its side effects (e.g. a T.call_extern returning void)."""
     emit(ir.Evaluate, ir.as_expr(value))
 
 

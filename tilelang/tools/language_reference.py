@@ -1,0 +1,115 @@
+"""Generate docs/language.md, the reference of the `T` namespace, from its docstrings.
+
+    python -m tilelang.tools.language_reference > docs/language.md
+
+Names are grouped by the submodule that defines them; a name bound to the same object as an
+earlier one is listed as an alias. tests/language/test_language_reference.py keeps the file
+in step with the code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+SECTIONS = [
+    ("tilelang.language.kernel", "Kernels and thread indices",
+     "A `with T.Kernel(...)` block describes what one thread block does; these read the "
+     "block and thread coordinates inside it."),
+    ("tilelang.language.alloc", "Memory",
+     "Block-level buffers: shared-memory tiles, register fragments (distributed over the "
+     "block's threads by layout inference), per-thread locals and mbarriers."),
+    ("tilelang.language.loops", "Loops",
+     "`T.Parallel` nests are split over the threads; `T.Pipelined` overlaps copies with "
+     "compute; the others are ordinary per-thread loops."),
+    ("tilelang.language.tile_ops", "Tile operations",
+     "Operations on whole tiles (buffers or regions): copies, GEMM, reductions, scans, "
+     "fills and atomics."),
+    ("tilelang.language.math", "Scalar math",
+     "Element-wise operations on kernel values; they follow CUDA's semantics for the operand "
+     "dtype (see SEMANTICS.md for literal typing)."),
+    ("tilelang.language.misc", "Synchronisation, annotations and escape hatches",
+     "Barriers, Hopper pipeline controls, layout and scheduling annotations, printing, and "
+     "ways to inject CUDA."),
+    ("tilelang.language.types", "Types and parameters",
+     "Parameter annotations (`T.Tensor`, `T.StridedTensor`, scalars), dtypes and symbolic "
+     "sizes."),
+    ("tilelang.language.macro", "Macros", "Reusable pieces of kernel code."),
+]
+OTHER = ("", "Other names", "")
+
+
+def _first_paragraph(doc: str) -> str:
+    para = doc.strip().split("\n\n")[0]
+    return " ".join(line.strip() for line in para.splitlines())
+
+
+def _signature(name: str, obj) -> str:
+    try:
+        sig = str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return name
+    return f"{name}{sig}"
+
+
+def _entries():
+    import tilelang.language as T
+
+    by_section: dict = {}
+    seen: dict = {}
+    for name in sorted(n for n in dir(T) if not n.startswith("_")):
+        obj = getattr(T, name)
+        if inspect.ismodule(obj):
+            continue
+        module = getattr(obj, "__module__", "") or ""
+        section = next((s for s in SECTIONS if module == s[0]), OTHER)
+        key = id(obj)
+        if key in seen and (callable(obj) or isinstance(obj, type)):
+            by_section.setdefault(section, []).append((name, None, seen[key]))
+            continue
+        seen.setdefault(key, name)
+        by_section.setdefault(section, []).append((name, obj, None))
+    return by_section
+
+
+def render() -> str:
+    out = ["# The `T` language reference", "",
+           "Generated from the docstrings by `python -m tilelang.tools.language_reference`; "
+           "do not edit by hand. `import tilelang.language as T`. For how programs behave "
+           "see docs/tutorial.md and ../shared/SEMANTICS.md; for what differs from the "
+           "reference TileLang see docs/compatibility.md.", ""]
+    by_section = _entries()
+    for section in SECTIONS + [OTHER]:
+        items = by_section.get(section)
+        if not items:
+            continue
+        _, title, blurb = section
+        out += [f"## {title}", ""]
+        if blurb:
+            out += [blurb, ""]
+        for name, obj, alias_of in items:
+            if alias_of is not None:
+                out += [f"- **`T.{name}`** — alias of `T.{alias_of}`."]
+                continue
+            doc = inspect.getdoc(obj) if (callable(obj) or isinstance(obj, type)) else None
+            if doc is None and not callable(obj):
+                out += [f"- **`T.{name}`** — `{obj!r}`."]
+                continue
+            head = _signature(name, obj) if callable(obj) else name
+            out += [f"- **`T.{head}`** — {_first_paragraph(doc or 'undocumented')}"]
+        out.append("")
+    return "\n".join(out)
+
+
+def undocumented() -> list:
+    """Public callables of the T namespace without a docstring of their own."""
+    missing = []
+    for items in _entries().values():
+        for name, obj, alias_of in items:
+            if alias_of is None and callable(obj) and not (obj.__doc__ or "").strip():
+                missing.append(name)
+    return missing
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())
