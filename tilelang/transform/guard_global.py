@@ -48,26 +48,45 @@ class _Guard(ScopedMutator):
         cond = self.condition(s.buffer, idx)
         return s2 if cond is None else ir.If(cond, s2, None, loc=s.loc)
 
+    def _atomic(self, c):
+        rest = tuple(self.visit(a) for a in c.args[1:])
+        if all(a is b for a, b in zip(rest, c.args[1:])):
+            return c
+        return ir.Call(c.op, (c.args[0],) + rest, c.dtype, c.attrs)
+
+    def _atomic_condition(self, c):
+        target = c.args[0]
+        if target.buffer.scope != "global":
+            return None
+        return self.condition(target.buffer, target.indices)
+
     def visit_Call(self, c):
         if c.op in ("address_of", "access_ptr"):
             return c  # a pointer, not an access
-        if c.op.startswith("atomic_") and c.args and isinstance(c.args[0], ir.Load):
-            rest = tuple(self.visit(a) for a in c.args[1:])
-            return ir.Call(c.op, (c.args[0],) + rest, c.dtype, c.attrs)
+        if _is_atomic(c):
+            # an atomic whose result is used (return_prev, atomic_load): skipped out of
+            # bounds, reading 0 like a load (a statement atomic is guarded by visit_Evaluate)
+            out = self._atomic(c)
+            cond = self._atomic_condition(c)
+            if cond is None or c.dtype.name == "void":
+                return out
+            return ir.Select(cond, out, ir.const(0, c.dtype), c.dtype)
         return self.generic(c)
 
     def visit_Evaluate(self, s):
-        value = self.visit(s.value)
-        out = s if value is s.value else ir.Evaluate(value, loc=s.loc)
         c = s.value
-        if isinstance(c, ir.Call) and c.op.startswith("atomic_") and isinstance(c.args[0],
-                                                                                ir.Load):
-            target = c.args[0]
-            if target.buffer.scope == "global":
-                cond = self.condition(target.buffer, target.indices)
-                if cond is not None:
-                    return ir.If(cond, out, None, loc=s.loc)
-        return out
+        if not _is_atomic(c):
+            value = self.visit(c)
+            return s if value is c else ir.Evaluate(value, loc=s.loc)
+        value = self._atomic(c)
+        out = s if value is c else ir.Evaluate(value, loc=s.loc)
+        cond = self._atomic_condition(c)
+        return out if cond is None else ir.If(cond, out, None, loc=s.loc)
+
+
+def _is_atomic(c) -> bool:
+    return (isinstance(c, ir.Call) and c.op.startswith("atomic_") and bool(c.args)
+            and isinstance(c.args[0], ir.Load))
 
 
 def guard_global_accesses(kernel: ir.Kernel, ctx) -> ir.Kernel:

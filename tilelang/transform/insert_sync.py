@@ -8,8 +8,10 @@ later write), every thread passes a barrier — in straight-line code, across lo
 branches. Barriers go only where every thread reaches them: never inside a branch or loop
 whose condition depends on the thread index; such a region is fenced before and after
 instead. Consecutive `T.ws` roles (Attr "warp_role") are synchronised by the user's mbarriers:
-fenced as one region, with nothing between or inside them. Copies issued by the pipeliner (marked async) are ordered by its own wait+barrier
-and are ignored here.
+fenced as one region, with nothing between or inside them. Copies issued by the pipeliner
+(marked async) are ordered with their readers by its own wait+barrier and are not recorded as
+writes here; they still wait for earlier readers and writers of the memory they overwrite (a
+prologue whose stages reuse the memory of a tile read just before it gets a barrier first).
 """
 
 from __future__ import annotations
@@ -112,7 +114,14 @@ class SyncInserter:
 
     def effects(self, node):
         """(reads, writes): shared buffers a statement (recursively) reads and writes."""
-        reads, writes = set(), set()
+        reads, writes, _ = self.all_effects(node)
+        return reads, writes
+
+    def all_effects(self, node):
+        """(reads, writes, async_writes). Async writes (the pipeliner's cp.async) must not
+        start before earlier accesses of their memory are done, but are not recorded: the
+        pipeliner's wait+barrier orders them with their readers."""
+        reads, writes, async_writes = set(), set(), set()
         for n in _accesses(node):
             if isinstance(n, ir.Load) and n.buffer.scope in SHARED:
                 reads.add(n.buffer)
@@ -120,7 +129,13 @@ class SyncInserter:
                 writes.add(n.buffer)
             elif isinstance(n, ir.Call) and n.op == "call_extern":
                 name = n.args[0]
-                if dict(n.attrs).get("async") or name.startswith(_SYNC_CALLS):
+                if name.startswith(_SYNC_CALLS):
+                    continue
+                if dict(n.attrs).get("async"):
+                    if name.startswith(_WRITE_CALLS):
+                        dst = _call_buffers(n)[0]
+                        if dst is not None and dst.scope in SHARED:
+                            async_writes.add(dst)
                     continue
                 bufs = _call_buffers(n)
                 shared = [b for b in bufs if b is not None and b.scope in SHARED]
@@ -137,7 +152,7 @@ class SyncInserter:
                     reads.update(shared)
                     writes.update(shared)
         # loads nested in address_of() of a call are pointers, not reads
-        return reads, writes
+        return reads, writes, async_writes
 
     def conflicts(self, state: State, reads, writes, waw: bool = True) -> bool:
         """RAW and WAR hazards (and WAW between distinct statements) on shared memory."""
@@ -191,8 +206,8 @@ class SyncInserter:
             return items, state
         if isinstance(s, ir.LetStmt):
             pre = []
-            r, w = self.effects(s.value)
-            if self.conflicts(state, r, w):
+            r, w, a = self.all_effects(s.value)
+            if self.conflicts(state, r, w | a):
                 pre, state = self._fenced_barrier(), State()
             state = State(state.reads | r, state.writes | w)
             body, state = self.block(s.body, state)
@@ -218,9 +233,9 @@ class SyncInserter:
             return ir.If(s.cond, then, other, loc=s.loc), st1.union(st2)
         if isinstance(s, ir.If):
             return self.branch(s, state)
-        r, w = self.effects(s)
+        r, w, a = self.all_effects(s)
         pre = []
-        if self.conflicts(state, r, w, self.waw):
+        if self.conflicts(state, r, w | a, self.waw):
             pre, state = self._fenced_barrier(), State()
             if _is_async_proxy_reader(s) or self.fence_all:
                 # wgmma reads shared memory through the async proxy: order the writers'
@@ -233,9 +248,9 @@ class SyncInserter:
 
     def _summary(self, s, state, waw=True):
         """Treat a region as one statement: fence before it if needed."""
-        r, w = self.effects(s)
+        r, w, a = self.all_effects(s)
         pre = []
-        if self.conflicts(state, r, w, waw):
+        if self.conflicts(state, r, w | a, waw):
             pre, state = self._fenced_barrier(), State()
         return pre, State(state.reads | r, state.writes | w)
 
@@ -244,9 +259,9 @@ class SyncInserter:
         if not self.uniform(cond):
             pre, state = self._summary(s, state)
             return pre + [s], state
-        r, w = self.effects(s)
+        r, w, a = self.all_effects(s)
         pre = []
-        if self.conflicts(state, r, w):
+        if self.conflicts(state, r, w | a):
             pre, state = self._fenced_barrier(), State()
         _, end1 = self.block(s.body, state)
         # iterations of one loop: hazards carried from the end of the body to its start

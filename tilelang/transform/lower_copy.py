@@ -93,6 +93,12 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     esize = src.buffer.dtype.bytes
     bytes_ = V * esize
     gbuf = src.buffer
+    if _wide_indices(gbuf, ctx):
+        # the bounds below are computed from these indices: int64 from the leaves up, or a
+        # dimension of 2^31+ elements overflows them (widen_indices only rewrites accesses)
+        from .widen_indices import _Widen
+
+        src_index = [_Widen().visit(ir.as_expr(i)) for i in src_index]
     # bounds: outer dims must be in range; the inner dim gives the number of valid elements
     conds = []
     for d, (i, n) in enumerate(zip(src_index, gbuf.shape)):
@@ -139,7 +145,7 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
                        ir.DType("void"))
     body = ir.Evaluate(call, loc=s.loc)
     if nbytes is not None:
-        body = ir.LetStmt(nbytes, src_bytes, body, loc=s.loc)
+        body = ir.LetStmt(nbytes, ir.cast_to(src_bytes, INT), body, loc=s.loc)
     if trips * T != _prod(chunk_ext):
         body = ir.If(ir.compare("lt", chunk, _prod(chunk_ext)), body, None, loc=s.loc)
     stmt = body if trips == 1 else ir.For(c, ir.const(0), ir.const(trips), "unroll", body,
@@ -149,6 +155,14 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
                 ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_wait<0>",), ir.DType("void")))]
         stmt = ir.Seq((stmt,) + tuple(wait))
     return stmt
+
+
+def _wide_indices(gbuf, ctx) -> bool:
+    from .pass_config import PassConfigKey
+    from .widen_indices import needs_int64
+
+    bits = ctx.configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH.value)
+    return needs_int64(gbuf) or (bits is not None and int(bits) == 64)
 
 
 def _prod(xs):

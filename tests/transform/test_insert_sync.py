@@ -1,0 +1,321 @@
+"""insert_barriers: between a write of shared bytes and a later access of overlapping bytes
+(and between a read and a later write) every thread passes a __syncthreads: in straight-line
+code, across loop iterations and around branches; never inside a thread-dependent branch or
+loop. Checked with an independent hazard finder that linearises the kernel (loops run twice)
+and looks for conflicting accesses without a barrier between them."""
+
+
+import tilelang
+import tilelang.language as T
+from tilelang.ir import nodes as ir
+from tilelang.runtime import compile_cuda
+from tilelang.transform.pass_config import PassConfigKey
+
+from transform_helpers import (SM80, SM90, externs, gemm_with_epilogue, nodes, pipelined_gemm,
+                               requires_compiler, run_passes, show, two_phases)
+
+SHARED = ("shared", "shared.dyn")
+_WRITERS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
+
+
+def _is_barrier(s):
+    return isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and \
+        s.value.op == "call_extern" and s.value.args[0] == "__syncthreads"
+
+
+def _thread_dependent(expr, ctx):
+    return any(v in set(ctx.kernel.thread_vars) for v in nodes(expr, ir.Var))
+
+
+def _accesses(stmt):
+    """(reads, writes, async writes) of shared buffers under `stmt`."""
+    reads, writes, async_writes = set(), set(), set()
+
+    def pointee(a):
+        if isinstance(a, ir.Call) and a.op == "address_of" and isinstance(a.args[0], ir.Load):
+            return a.args[0].buffer
+        return None
+
+    stack = [stmt]
+    from tilelang.ir.visitor import children
+
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Call) and n.op == "address_of":
+            continue
+        if isinstance(n, ir.Load) and n.buffer.scope in SHARED:
+            reads.add(n.buffer)
+        elif isinstance(n, ir.Store) and n.buffer.scope in SHARED:
+            writes.add(n.buffer)
+        elif isinstance(n, ir.Call) and n.op == "call_extern":
+            bufs = [pointee(a) for a in n.args[1:]]
+            shared = [b for b in bufs if b is not None and b.scope in SHARED]
+            if shared and n.args[0].startswith(_WRITERS):
+                if bufs[0] is not None and bufs[0].scope in SHARED:
+                    (async_writes if dict(n.attrs).get("async") else writes).add(bufs[0])
+                reads.update(b for b in bufs[1:] if b is not None and b.scope in SHARED)
+            elif shared:
+                reads.update(shared)  # gemm templates and the like read their operands
+        stack.extend(children(n))
+    return reads, writes, async_writes
+
+
+def _events(k, ctx):
+    """Linearised execution: ("barrier",) or ("access", unit id, reads, writes, async)."""
+    out, errors = [], []
+
+    def unit(s, uid):
+        r, w, a = _accesses(s)
+        if r or w or a:
+            out.append(("access", uid, r, w, a))
+
+    def walk(s, uniform=True):
+        if _is_barrier(s):
+            if not uniform:
+                errors.append("barrier inside a thread-dependent region")
+            out.append(("barrier",))
+        elif isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x, uniform)
+        elif isinstance(s, (ir.Allocate,)):
+            walk(s.body, uniform)
+        elif isinstance(s, ir.Attr):
+            if s.key == "partitioned":
+                unit(s, id(s))
+                walk_barriers_only(s.body, False)
+            else:
+                walk(s.body, uniform)
+        elif isinstance(s, ir.LetStmt):
+            unit(ir.Evaluate(s.value), id(s))
+            walk(s.body, uniform)
+        elif isinstance(s, ir.For) and s.annotation("partitioned"):
+            unit(s, id(s))  # one T.Parallel nest: iterations are independent
+            walk_barriers_only(s.body, False)
+        elif isinstance(s, (ir.For, ir.While)):
+            cond = s.cond if isinstance(s, ir.While) else s.extent
+            if _thread_dependent(cond, ctx) or not uniform:
+                unit(s, id(s))
+                walk_barriers_only(s.body, False)
+            else:
+                n = s.extent.value if isinstance(s, ir.For) and isinstance(
+                    s.extent, ir.Const) else 2
+                for _ in range(min(n, 2)):
+                    walk(s.body, uniform)
+        elif isinstance(s, ir.If):
+            if _thread_dependent(s.cond, ctx) or not uniform:
+                unit(s, id(s))
+                walk_barriers_only(s, False)
+            else:
+                walk(s.then_body, uniform)  # the superset of the accesses
+        else:
+            unit(s, id(s))
+
+    def walk_barriers_only(s, uniform):
+        for b in nodes(s, ir.Evaluate, _is_barrier):
+            errors.append(f"barrier inside a thread-dependent region: {show(s)[:200]}")
+
+    walk(k.body)
+    return out, errors
+
+
+def hazards(k, ctx):
+    """Pairs of conflicting accesses of overlapping bytes with no barrier between them."""
+    ranges = {b: (off, off + b.numel() * b.dtype.bytes) for b, off in ctx.shared_plan.items()}
+
+    def overlap(x, y):
+        rx, ry = ranges.get(x), ranges.get(y)
+        if rx is None or ry is None:
+            return x is y
+        return rx[0] < ry[1] and ry[0] < rx[1]
+
+    def hit(xs, ys):
+        return any(overlap(x, y) for x in xs for y in ys)
+
+    events, errors = _events(k, ctx)
+    found = list(errors)
+    since = []  # accesses since the last barrier
+    for e in events:
+        if e[0] == "barrier":
+            since = []
+            continue
+        _, uid, r, w, a = e
+        for _, uid0, r0, w0, a0 in since:
+            raw = hit(w0, r)
+            war = hit(r0, w | a)
+            waw = hit(w0, w | a) and uid0 != uid
+            if raw or war or waw:
+                found.append(("RAW" if raw else "WAR" if war else "WAW",
+                              sorted(b.name for b in r0 | w0), sorted(b.name for b in r | w | a)))
+        since.append(e)
+    return found
+
+
+def _check(func, target=SM80, configs=None):
+    k, ctx = run_passes(func, "insert_sync", target, configs)
+    assert hazards(k, ctx) == [], show(k)
+    return k, ctx
+
+
+def _barriers(k):
+    return len(nodes(k, ir.Evaluate, _is_barrier))
+
+
+# ---- kernels --------------------------------------------------------------------------------
+
+
+def _exchange():
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128,), "float32")
+            for i in T.Parallel(128):
+                S[i] = A[i] * 2.0
+            for i in T.Parallel(128):
+                B[i] = S[127 - i]       # another thread's element
+    return f
+
+
+def _branches_and_loops():
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding(0)
+            S = T.alloc_shared((128,), "float32")
+            if tx < 32:                  # thread-dependent: fenced around, never inside
+                S[tx] = A[tx]
+                S[tx + 32] = S[tx] * 2.0
+            for t in T.serial(3):        # loop-carried: read at the end, written at the top
+                for i in T.Parallel(128):
+                    S[i] = S[i] + 1.0
+                for i in T.Parallel(128):
+                    B[i] = S[127 - i]
+            for k in T.serial(tx):       # thread-dependent trip count
+                S[tx] = 1.0
+            B[tx] = S[(tx + 1) % 128]
+    return f
+
+
+def _independent():
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128,), "float32")
+            T.copy(A, S)
+            for i in T.Parallel(128):
+                B[i] = S[127 - i]
+            for i in T.Parallel(128):
+                B[i] += S[i]             # read after read: nothing to order
+    return f
+
+
+def test_write_then_read_by_other_threads_gets_a_barrier_between():
+    k, _ = _check(_exchange())
+    assert _barriers(k) == 1
+    # order: writer loop, barrier, reader loop
+    seq = [s for s in _top_level(k) if _is_barrier(s) or isinstance(s, ir.For)]
+    assert [("B" if _is_barrier(s) else "L") for s in seq] == ["L", "B", "L"]
+
+
+def _top_level(k):
+    out = []
+
+    def walk(s):
+        if isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x)
+        elif isinstance(s, ir.Allocate):
+            walk(s.body)
+        else:
+            out.append(s)
+
+    walk(k.body)
+    return out
+
+
+def test_reads_after_reads_need_nothing_more():
+    k, _ = _check(_independent())
+    assert _barriers(k) == 1  # only after the copy into S
+
+
+def test_thread_dependent_regions_are_fenced_outside():
+    k, ctx = _check(_branches_and_loops())
+    for s in nodes(k, ir.If, lambda s: _thread_dependent(s.cond, ctx)):
+        assert not nodes(s, ir.Evaluate, _is_barrier)
+    for s in nodes(k, ir.For, lambda s: _thread_dependent(s.extent, ctx)):
+        assert not nodes(s, ir.Evaluate, _is_barrier)
+    # the loop-carried WAR gets a barrier inside the uniform loop
+    (loop,) = nodes(k, ir.For, lambda s: s.var.name == "t")
+    assert nodes(loop.body, ir.Evaluate, _is_barrier)
+
+
+def test_buffers_sharing_bytes_are_ordered():
+    """X and Y have disjoint lifetimes and share bytes: the copy into Y must wait for the
+    transposed reads of X."""
+    k, ctx = _check(two_phases(False))
+    ranges = {b.name: off for b, off in ctx.shared_plan.items()}
+    assert ranges["X"] == ranges["Y"]
+    assert _barriers(k) >= 3  # X ready, X done (before Y is written), Y ready
+
+
+def test_pipeline_prologue_waits_for_readers_of_reused_bytes():
+    """Regression: the prologue's cp.async into stage buffers that reuse the bytes of a tile
+    read just before the loop was issued with no barrier after those reads."""
+
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((256, 64), "float16"),
+          C: T.Tensor((64, 64), "float16"), D: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            X = T.alloc_shared((64, 64), "float16")
+            S = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.copy(A[0, 0], X)
+            for i, j in T.Parallel(64, 64):
+                C[i, j] = X[j, i]
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(B[k * 64, 0], S)
+                for i, j in T.Parallel(64, 64):
+                    acc[i, j] += S[i, j]
+            T.copy(acc, D)
+
+    k, ctx = _check(f)
+    r = {b.name: (o, o + b.numel() * b.dtype.bytes) for b, o in ctx.shared_plan.items()}
+    assert r["X"][0] < r["S"][1] and r["S"][0] < r["X"][1]  # the bytes are reused
+    prologue = next(s for s in _top_level(k) if isinstance(s, ir.For) and s.var.name == "s")
+    seq = _top_level(k)
+    i = next(j for j, s in enumerate(seq) if s is prologue)
+    assert any(_is_barrier(s) for s in seq[:i][-2:]), show(k)
+
+
+def test_plain_pipelined_gemm_keeps_one_barrier_per_iteration():
+    k, _ = _check(pipelined_gemm(4 * 32, 3))
+    (main,) = nodes(k, ir.For, lambda s: s.annotation("pipelined_from") is not None)
+    assert len(nodes(main, ir.Evaluate, _is_barrier)) == 1
+    assert _barriers(k) == 1  # none before the prologue: nothing was read before it
+
+
+def test_wgmma_kernels_fence_the_async_proxy():
+    k, ctx = _check(gemm_with_epilogue(), SM90,
+                    {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True})
+    assert ctx.uses_wgmma
+    names = externs(k)
+    for i, n in enumerate(names):
+        if n == "__syncthreads":
+            assert names[i - 1] == "tl::fence_proxy_async", names[max(0, i - 3):i + 1]
+
+
+def test_the_checker_sees_missing_barriers():
+    for func in (_exchange(), _branches_and_loops()):
+        k, ctx = run_passes(func, "plan_shared", SM80)
+        assert hazards(k, ctx)
+
+
+def test_disabled_by_pass_config():
+    k, _ = run_passes(_exchange(), "insert_sync", SM80,
+                      {PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    assert _barriers(k) == 0
+
+
+@requires_compiler
+def test_synchronised_kernel_compiles():
+    compile_cuda(tilelang.lower(_branches_and_loops(), target=SM80), "sm_80", name="sync")

@@ -1,0 +1,233 @@
+"""infer_layouts: every fragment gets a Fragment, every shared buffer a Layout, every
+parallel loop touching a fragment a loop layout; gemm accumulators get the instruction's
+register layout (mma.sync on sm_80, wgmma on sm_90a), reductions the projection of their
+source, annotations win, and conflicts are located errors naming both sides."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tilelang.language as T
+from tilelang import layout as L
+from tilelang.errors import KernelError
+from tilelang.ir import nodes as ir
+
+from transform_helpers import SM80, SM90, nodes, run_passes
+
+
+def _gemm_kernel(bm=64, bn=64, bk=32, threads=128):
+    @T.prim_func
+    def f(A: T.Tensor((128, 128), "float16"), B: T.Tensor((128, 128), "float16"),
+          C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(T.ceildiv(128, bn), T.ceildiv(128, bm), threads=threads) as (bx, by):
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            rs = T.alloc_fragment((bm,), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(128, bk), num_stages=2):
+                T.copy(A[by * bm, ko * bk], As)
+                T.copy(B[ko * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            T.reduce_sum(Cl, rs, dim=1)
+            for i, j in T.Parallel(bm, bn):
+                Cl[i, j] = Cl[i, j] / rs[i]
+            T.copy(Cl, C[by * bm, bx * bn])
+    return f
+
+
+def _layouts(func, target=SM80):
+    k, ctx = run_passes(func, "infer_layouts", target)
+    return k, ctx, {b.name: lay for b, lay in ctx.layouts.items()}
+
+
+def _each_element_once(frag: L.Fragment):
+    """Every element of the shape is held by exactly `replication` (thread, value) slots."""
+    table = frag.coord_table().reshape(-1, frag.ndim)
+    counts = np.zeros(frag.shape, np.int64)
+    np.add.at(counts, tuple(table.T), 1)
+    return np.all(counts == frag.replication)
+
+
+def test_mma_accumulator_matches_the_ptx_fragment_on_sm80():
+    _, ctx, lay = _layouts(_gemm_kernel())
+    C = lay["Cl"]
+    assert isinstance(C, L.Fragment) and C.shape == (64, 64)
+    assert C.num_threads == 128 and C.num_values == 64 * 64 // 128
+    assert _each_element_once(C) and C.replication == 1
+    # mma.sync m16n8 C/D fragment (PTX ISA): lane l holds rows l/4 and l/4 + 8, columns
+    # 2*(l%4) and 2*(l%4) + 1 of each 16x8 tile
+    for lane in range(32):
+        got = {tuple(int(x) for x in C.coords(lane, v)) for v in range(4)}
+        r, c = lane // 4, 2 * (lane % 4)
+        assert got == {(r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1)}, lane
+    # the gemm's warp partition is recorded and the four warps tile 64x64 as 2x2
+    (backend, part), = ctx.gemm_info.values()
+    assert backend.__name__.endswith("gemm_sm80") and tuple(part[:2]) == (2, 2)
+    warp_origin = {tuple(int(x) for x in C.coords(32 * w, 0)) for w in range(4)}
+    assert warp_origin == {(0, 0), (0, 32), (32, 0), (32, 32)}
+
+
+def test_wgmma_accumulator_on_sm90():
+    _, ctx, lay = _layouts(_gemm_kernel(), SM90)
+    C = lay["Cl"]
+    (backend, _), = ctx.gemm_info.values()
+    assert backend.__name__.endswith("gemm_sm90")
+    assert _each_element_once(C)
+    # wgmma m64nN D fragment: warp w of the warpgroup holds rows 16w..16w+15, laid out per
+    # warp like the mma.sync accumulator
+    for t in range(128):
+        w, lane = divmod(t, 32)
+        r, c = 16 * w + lane // 4, 2 * (lane % 4)
+        got = {tuple(int(x) for x in C.coords(t, v)) for v in range(4)}
+        assert got == {(r, c), (r, c + 1), (r + 8, c), (r + 8, c + 1)}, t
+
+
+def test_gemm_shared_operands_are_swizzled():
+    for target in (SM80, SM90):
+        _, _, lay = _layouts(_gemm_kernel(), target)
+        for name in ("As", "Bs"):
+            assert getattr(lay[name], "swizzle_bytes", None), (target, name, lay[name])
+
+
+def test_reduction_output_is_the_projection_of_its_source():
+    _, _, lay = _layouts(_gemm_kernel())
+    C, r = lay["Cl"], lay["rs"]
+    assert r.shape == (64,) and r.num_threads == 128
+    # every thread holds, in rs, exactly the rows it holds of Cl
+    ct, rt = C.coord_table(), r.coord_table()
+    for t in range(128):
+        assert set(ct[t, :, 0].tolist()) == set(rt[t, :, 0].tolist()), t
+    # the 4 lanes of a quad (and the 2 warps along N) share rows: rs is replicated
+    assert r.replication == 8
+
+
+def test_loops_over_a_fragment_carry_its_layout():
+    k, _, lay = _layouts(_gemm_kernel())
+    outer = [s for s in nodes(k, ir.For, lambda s: s.kind == "parallel")
+             if s.annotation("loop_layout") is not None]
+    # clear, the scaling loop, the copy out: all over Cl's index space, all in Cl's layout
+    assert len(outer) == 3
+    for loop in outer:
+        assert L.fragment_equal(loop.annotation("loop_layout"), lay["Cl"])
+
+
+def test_annotation_wins_and_defaults_fill_the_rest():
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float32"), D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float32")
+            F = T.alloc_fragment((64, 64), "float32")
+            r = T.alloc_fragment((64,), "float32")
+            T.annotate_layout({S: L.make_padded_layout((64, 64), 4)})
+            T.copy(A, S)
+            T.copy(S, F)
+            T.reduce_max(F, r, dim=1)
+            for i, j in T.Parallel(64, 64):
+                D[i, j] = F[i, j] - r[i]
+
+    k, _, lay = _layouts(f)
+    assert L.layout_equal(lay["S"], L.make_padded_layout((64, 64), 4))
+    assert lay["S"].physical_size == 64 * 68
+    F = lay["F"]
+    assert L.fragment_equal(F, L.elementwise_fragment((64, 64), 128, 4))
+    assert _each_element_once(F)
+    ft, rt = F.coord_table(), lay["r"].coord_table()
+    for t in range(128):
+        assert set(ft[t, :, 0].tolist()) == set(rt[t, :, 0].tolist())
+
+
+def test_unannotated_shared_tiles_default_to_row_major():
+    @T.prim_func
+    def f(A: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((32, 32), "float32")
+            T.copy(A, S)
+            for i, j in T.Parallel(32, 32):
+                A[i, j] = S[j, i]
+
+    _, _, lay = _layouts(f)
+    assert lay["S"].is_row_major()
+
+
+def _marked_line(fn):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if "# <-" in line)
+
+
+def _two_accumulators():
+    @T.prim_func
+    def f(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"),
+          D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((64, 32), "float16")
+            Bs = T.alloc_shared((32, 64), "float16")
+            C1 = T.alloc_fragment((64, 64), "float32")
+            C2 = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, C1, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            T.gemm(As, Bs, C2, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
+            for i, j in T.Parallel(64, 64):  # <-
+                D[i, j] = C1[i, j] + C2[i, j]
+    return f
+
+
+def _annotated_accumulator():
+    @T.prim_func
+    def f(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"),
+          D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((64, 32), "float16")
+            Bs = T.alloc_shared((32, 64), "float16")
+            C = T.alloc_fragment((64, 64), "float32")
+            T.annotate_layout({C: L.elementwise_fragment((64, 64), 128, 4)})
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, C, clear_accum=True)  # <-
+            T.copy(C, D)
+    return f
+
+
+@pytest.mark.parametrize("builder,words", [
+    (_two_accumulators, ["layout conflict", "C1", "C2"]),
+    (_annotated_accumulator, ["layout conflict for C", "T.gemm accumulator",
+                              "T.annotate_layout"]),
+], ids=["two-accumulators-in-one-loop", "annotation-vs-gemm"])
+def test_conflicts_are_located_errors(builder, words):
+    with pytest.raises(KernelError) as info:
+        run_passes(builder(), "infer_layouts", SM80)
+    text = str(info.value)
+    for w in words:
+        assert w in text, text
+    assert info.value.loc is not None and info.value.loc.filename == __file__
+    assert info.value.loc.lineno == _marked_line(builder), text
+
+
+def test_a_loop_writing_one_layout_reads_the_other_through_shared_memory():
+    """Not a conflict: the loop runs in the layout of the fragment it writes and the other
+    fragment is staged through a shared scratch tile first."""
+
+    @T.prim_func
+    def f(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"),
+          D: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((64, 32), "float16")
+            Bs = T.alloc_shared((32, 64), "float16")
+            C1 = T.alloc_fragment((64, 64), "float32")
+            C2 = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, C1, clear_accum=True, policy=T.GemmWarpPolicy.FullRow)
+            T.gemm(As, Bs, C2, clear_accum=True, policy=T.GemmWarpPolicy.FullCol)
+            for i, j in T.Parallel(64, 64):
+                C1[i, j] = C1[i, j] + C2[i, j]
+            T.copy(C1, D)
+
+    k, ctx, lay = _layouts(f)
+    assert [b.name for b in ctx.scratch_shared] == ["C2_shared"]
+    loop = next(s for s in nodes(k, ir.For, lambda s: s.kind == "parallel")
+                if nodes(s, ir.Store, lambda st: st.buffer.name == "C1")
+                and nodes(s, ir.Load, lambda e: e.buffer.name == "C2_shared"))
+    assert L.fragment_equal(loop.annotation("loop_layout"), lay["C1"])

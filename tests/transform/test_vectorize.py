@@ -1,0 +1,153 @@
+"""vectorize_value_loop (called by partition_parallel): global/shared loads and unconditional
+stores contiguous and aligned in the lane index move as one 4/8/16-byte access through a
+register array; a vector that may leave the tensor is guarded as a whole with an element-wise
+fallback; anything else stays scalar. The accesses are enumerated for every thread."""
+
+import re
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang.ir import nodes as ir
+from tilelang.runtime import compile_cuda
+from tilelang.transform.numeric import eval_index
+from tilelang.transform.pass_config import PassConfigKey
+
+from transform_helpers import (SM80, SM90, gemm_with_epilogue, nodes, requires_compiler,
+                               requires_gpu, run_passes, show)
+
+
+def _rows(M, N, bn=128, dtype="float16"):
+    @T.prim_func
+    def f(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), M, threads=128) as (bx, by):
+            for i, j in T.Parallel(1, bn):
+                B[by + i, bx * bn + j] = A[by + i, bx * bn + j]
+    return f
+
+
+def _flat(N, block=1024, off=0, dtype="float16"):
+    @T.prim_func
+    def f(A: T.Tensor((N + off,), dtype), B: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                B[bx * block + i] = A[bx * block + i + off] * 2.0
+    return f
+
+
+def _vector_calls(k):
+    out = []
+    for c in nodes(k, ir.Call, lambda c: c.op == "call_extern"):
+        m = re.match(r"tl::copy_vec<(\d+)>", c.args[0])
+        if m:
+            dst, src = (a.args[0] for a in c.args[1:3])
+            mem = src if dst.buffer.scope == "local" else dst
+            out.append((int(m.group(1)), "load" if mem is src else "store", mem))
+    return out
+
+
+def _env(k, ctx):
+    (loop,) = [s for s in nodes(k, ir.For, lambda s: s.var.name == "vo")] or [None]
+    env = {ctx.kernel.thread_vars[0]: np.arange(ctx.num_threads)[:, None]}
+    if loop is not None:
+        env[loop.var] = np.arange(loop.extent.value)[None, :]
+    return env
+
+
+@pytest.mark.parametrize("target", [SM80, SM90])
+def test_contiguous_fp16_rows_move_in_128_bit_accesses(target):
+    k, ctx = run_passes(_rows(64, 1024, bn=1024), "partition_parallel", target)
+    calls = _vector_calls(k)
+    assert sorted((w, kind, m.buffer.name) for w, kind, m in calls) == \
+        [(16, "load", "A"), (16, "store", "B")]
+    # each thread's vectors: aligned, and together the 1024 elements of the row, once
+    for _, _, mem in calls:
+        env = _env(k, ctx)
+        env.update({v: 0 for v in ctx.kernel.block_vars})
+        base = np.broadcast_to(eval_index(mem.indices[-1], env), (128, 1))
+        assert np.all(base % 8 == 0)
+        covered = np.sort((base[..., None] + np.arange(8)).ravel())
+        np.testing.assert_array_equal(covered, np.arange(1024))
+    # no scalar access of A or B is left
+    scalar = nodes(k, (ir.Load, ir.Store), lambda n: n.buffer.name in ("A", "B"))
+    assert all(any(n is m for _, _, m in calls) for n in scalar)
+
+
+@pytest.mark.parametrize("N", [99, 1001])
+def test_ragged_row_stride_stays_scalar(N):
+    k, _ = run_passes(_rows(64, N, bn=128), "partition_parallel", SM80)
+    assert not _vector_calls(k), show(k)
+
+
+def test_vector_that_may_leave_the_tensor_falls_back_per_element():
+    k, ctx = run_passes(_flat(1000), "partition_parallel", SM80)
+    guarded = [s for s in nodes(k, ir.If) if _vector_calls(s.then_body)]
+    assert len(guarded) == 2  # the load of A and the store of B
+    env = _env(k, ctx)
+    env[ctx.kernel.block_vars[0]] = 0
+    for s in guarded:
+        ((w, kind, mem),) = _vector_calls(s.then_body)
+        base = eval_index(mem.indices[0], env)
+        full = np.broadcast_to(eval_index(s.cond, env), np.shape(base))
+        # the vector path exactly when all 8 elements are inside the tensor
+        np.testing.assert_array_equal(full, base + 8 <= 1000)
+        # the fallback moves the same 8 elements one by one
+        (lane,) = nodes(s.else_body, ir.For)
+        assert lane.extent.value == 8 and not _vector_calls(s.else_body)
+
+
+def test_misaligned_access_stays_scalar_and_the_other_side_vectorises():
+    k, _ = run_passes(_flat(4096, off=1), "partition_parallel", SM80)
+    calls = _vector_calls(k)
+    assert [(kind, m.buffer.name) for _, kind, m in calls] == [("store", "B")]
+    assert nodes(k, ir.Load, lambda e: e.buffer.name == "A")
+
+
+def test_read_modify_write_is_not_staged():
+    @T.prim_func
+    def f(A: T.Tensor((1024,), "float32"), B: T.Tensor((1024,), "float32")):
+        with T.Kernel(1, threads=128):
+            for i in T.Parallel(1024):
+                B[i] = B[i] + A[i]
+
+    k, _ = run_passes(f, "partition_parallel", SM80)
+    names = [(kind, m.buffer.name) for _, kind, m in _vector_calls(k)]
+    assert ("load", "A") in names
+    assert all(name != "B" for _, name in names)
+
+
+def test_shared_memory_accesses_vectorise_through_the_layout():
+    k, _ = run_passes(gemm_with_epilogue(), "partition_parallel", SM80)
+    calls = _vector_calls(k)
+    assert any(kind == "load" and m.buffer.name == "Cs" and w == 16 for w, kind, m in calls)
+    assert any(kind == "store" and m.buffer.name == "C" and w == 16 for w, kind, m in calls)
+
+
+def test_disabled_by_pass_config():
+    k, _ = run_passes(_rows(64, 1024, bn=1024), "partition_parallel", SM80,
+                      {PassConfigKey.TIR_DISABLE_VECTORIZE: True})
+    assert not _vector_calls(k)
+
+
+@requires_compiler
+def test_vectorised_kernels_compile():
+    for i, f in enumerate((_flat(1000), _rows(64, 1024, bn=1024), _rows(64, 99))):
+        compile_cuda(tilelang.lower(f, target=SM90), "sm_90a", name=f"vec{i}")
+
+
+@requires_gpu
+@pytest.mark.parametrize("make", [lambda: _flat(1000), lambda: _flat(99, block=256),
+                                  lambda: _flat(4096, off=1)])
+def test_vectorised_kernels_compute_what_the_scalar_loop_does(make):
+    import torch
+
+    f = make()
+    A0 = f.params[0]
+    n_a, n_b = A0.shape[0], f.params[1].shape[0]
+    A = torch.randn(n_a, dtype=torch.float16, device="cuda")
+    B = torch.full((n_b,), 7.0, dtype=torch.float16, device="cuda")
+    tilelang.compile(f, target="cuda")(A, B)
+    off = n_a - n_b
+    np.testing.assert_array_equal(B.cpu().numpy(), (A.cpu().float() * 2).half().numpy()[off:])
