@@ -61,7 +61,13 @@ class KernelError(TileLangError):
             return self.message
         return f"{self.message}\n{self.loc.render()}"
 
+    def __str__(self):  # not the builtin base's (KeyError would print the repr)
+        return self._render()
+
     def __reduce__(self):
+        base = type(self).__dict__.get("_located_base")
+        if base is not None:  # classes made by `located` are not module attributes
+            return (_rebuild_located, (base, self.message, self.loc))
         return (type(self), (self.message, self.loc))
 
 
@@ -75,11 +81,15 @@ def located(base: type) -> type:
     cls = _LOCATED.get(base)
     if cls is None:
         try:
-            cls = type(f"Kernel{base.__name__}", (KernelError, base), {})
+            cls = type(f"Kernel{base.__name__}", (KernelError, base), {"_located_base": base})
         except TypeError:  # builtins with incompatible layouts
             cls = KernelError
         _LOCATED[base] = cls
     return cls
+
+
+def _rebuild_located(base, message, loc):
+    return located(base)(message, loc)
 
 
 KernelTypeError = located(TypeError)

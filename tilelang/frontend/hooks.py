@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 
+from ..errors import KernelNotSupportedError
 from ..ir import nodes as ir
 from .builder import Builder, current_builder, current_loc, error
 
@@ -157,14 +158,19 @@ def _reads_memory(e) -> bool:
 
 
 class If:
-    """`with If(cond) as br: if br.then(): ... if br.otherwise(): ...`"""
+    """`with If(cond) as br: if br.then(): ... if br.otherwise(): ...`
 
-    def __init__(self, cond):
+    The rewrite passes `check_exits=True` and closes each branch with `br.end()`, so a branch
+    left early by a Python `break`/`continue`/`return` is an error rather than silently cut."""
+
+    def __init__(self, cond, check_exits=False):
         self.truth = concrete_truth(cond)
         self.cond = cond
         self.builder = None
         self.then_stmt = None
         self.open = None
+        self.check_exits = check_exits
+        self.ended = True
 
     def __enter__(self):
         if self.truth is None:
@@ -177,6 +183,7 @@ class If:
             return self.truth
         self.builder.push("then")
         self.open = "then"
+        self.ended = not self.check_exits
         return True
 
     def otherwise(self) -> bool:
@@ -185,12 +192,22 @@ class If:
         _, self.then_stmt = self.builder.pop("then")
         self.builder.push("else")
         self.open = "else"
+        self.ended = not self.check_exits
         return True
+
+    def end(self):
+        """The open branch ran to its end (not left by a Python break/continue/return)."""
+        self.ended = True
 
     def __exit__(self, exc_type, *rest):
         if self.truth is not None or exc_type is not None:
             return False
         b = self.builder
+        if not self.ended:
+            raise error(KernelNotSupportedError, "a `break`, `continue` or `return` that leaves a "
+                        "Python-level loop or function cannot depend on a condition on a kernel "
+                        "value (it would be taken at trace time); use a kernel loop (T.serial, "
+                        "while) or a T.alloc_var flag", self.loc)
         if self.open == "then":
             _, self.then_stmt = b.pop("then")
             else_stmt = None

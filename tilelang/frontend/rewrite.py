@@ -4,7 +4,8 @@ The rewritten function is ordinary Python that runs once per trace. Constructs w
 depends on whether a value is symbolic are routed through the helpers in `frontend.hooks`
 (bound to the name `__tl__` inside the rewritten code):
 
-    if c: A else: B           with __tl__.If(c) as br:  if br.then(): A / if br.otherwise(): B
+    if c: A else: B           with __tl__.If(c, True) as br:  if br.then(): A; br.end()
+                                                              if br.otherwise(): B; br.end()
     for i, j in it: ...       for i, j in __tl__.loop(it, ('i', 'j')): ...   (range -> serial)
     while c: ...              for _ in __tl__.while_(lambda: c): ...
     break / continue          if __tl__.brk(): break / if __tl__.cont(): continue
@@ -88,16 +89,20 @@ class _Rewriter(ast.NodeTransformer):
     def visit_If(self, node: ast.If):
         self.generic_visit(node)
         br = self._tmp("if")
-        then = ast.If(test=ast.Call(func=ast.Attribute(value=ast.Name(id=br, ctx=ast.Load()),
-                                                       attr="then", ctx=ast.Load()),
-                                    args=[], keywords=[]), body=node.body, orelse=[])
+
+        def method(attr):
+            return ast.Call(func=ast.Attribute(value=ast.Name(id=br, ctx=ast.Load()),
+                                               attr=attr, ctx=ast.Load()), args=[], keywords=[])
+
+        # `br.end()` closes each branch: a branch left by a Python-level break/continue/return
+        # never reaches it, which `If.__exit__` reports for kernel conditions
+        then = ast.If(test=method("then"), body=node.body + [ast.Expr(value=method("end"))],
+                      orelse=[])
         body = [then]
         if node.orelse:
-            body.append(ast.If(
-                test=ast.Call(func=ast.Attribute(value=ast.Name(id=br, ctx=ast.Load()),
-                                                 attr="otherwise", ctx=ast.Load()),
-                              args=[], keywords=[]), body=node.orelse, orelse=[]))
-        new = ast.With(items=[ast.withitem(context_expr=_call("If", node.test),
+            body.append(ast.If(test=method("otherwise"),
+                               body=node.orelse + [ast.Expr(value=method("end"))], orelse=[]))
+        new = ast.With(items=[ast.withitem(context_expr=_call("If", node.test, _const(True)),
                                            optional_vars=ast.Name(id=br, ctx=ast.Store()))],
                        body=body)
         return ast.copy_location(new, node)
@@ -255,7 +260,9 @@ def _strip_signature(fn: ast.FunctionDef):
 
 def _build_maker(func: Callable):
     code = func.__code__
-    cached = _CACHE.get(code)
+    # code objects compare by value, not by file: equal functions of two files are two entries
+    key = (code.co_filename, code)
+    cached = _CACHE.get(key)
     if cached is not None:
         return cached
     try:
@@ -264,23 +271,31 @@ def _build_maker(func: Callable):
         warnings.warn(f"source of {func.__qualname__} is unavailable; tracing it without the "
                       "control-flow rewrite (conditions on kernel values will fail)",
                       stacklevel=4)
-        _CACHE[code] = None
+        _CACHE[key] = None
         return None
     source = "".join(lines)
     dedented = textwrap.dedent(source)
     indent = len(source.splitlines()[0]) - len(dedented.splitlines()[0])
-    tree = ast.parse(dedented)
-    fn = tree.body[0]
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        _CACHE[code] = None
+    try:
+        fn = ast.parse(dedented).body[0]
+    except SyntaxError:
+        fn = None
+    if fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        _CACHE[key] = None  # e.g. a lambda
+        return None
+    if fn is None or fn.name != code.co_name:
+        # the file changed since the function was defined: its lines are another function's
+        warnings.warn(f"source of {func.__qualname__} in {code.co_filename} no longer matches "
+                      "the function (edited since it was loaded?); tracing it without the "
+                      "control-flow rewrite", stacklevel=4)
         return None
     if indent:
-        for n in ast.walk(tree):
+        for n in ast.walk(fn):
             if hasattr(n, "col_offset"):
                 n.col_offset += indent
                 if getattr(n, "end_col_offset", None) is not None:
                     n.end_col_offset += indent
-    ast.increment_lineno(tree, firstline - 1)
+    ast.increment_lineno(fn, firstline - 1)
     _strip_signature(fn)
     fn = _Rewriter().visit(fn)
     freevars = list(code.co_freevars)
@@ -296,8 +311,8 @@ def _build_maker(func: Callable):
     ast.fix_missing_locations(module)
     compiled = compile(module, code.co_filename, "exec")
     _register_codes(compiled)
-    _CACHE[code] = (compiled, freevars)
-    return _CACHE[code]
+    _CACHE[key] = (compiled, freevars)
+    return _CACHE[key]
 
 
 def rewrite(func: Callable) -> Callable:

@@ -66,8 +66,9 @@ def canonical_dtype_name(value) -> str:
         if name in _KINDS:
             return name
         base, _, lanes = name.rpartition("x")
-        if base in _KINDS and lanes.isdigit():
-            return name
+        if base in _KINDS and lanes.isdigit() and int(lanes) >= 1:
+            # one spelling per type: "float16x1" is float16, "int8x04" is int8x4
+            return base if int(lanes) == 1 else f"{base}x{int(lanes)}"
         raise ValueError(f"unknown dtype {value!r}")
     if value is float:
         return "float32"

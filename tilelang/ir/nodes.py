@@ -701,6 +701,8 @@ _FOLD = {
 
 
 def _fold_binary(op, a, b, dtype):
+    if op in ("shl", "shr") and b < 0:
+        return None  # undefined in C; Python would raise: keep the expression as written
     if op in _FOLD:
         return _FOLD[op](a, b)
     if op == "div":

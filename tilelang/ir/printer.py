@@ -16,6 +16,7 @@ _BIN = {"add": ("+", 5), "sub": ("-", 5), "mul": ("*", 6), "div": ("/", 6),
         "floordiv": ("//", 6), "floormod": ("%", 6), "bitand": ("&", 3), "bitor": ("|", 1),
         "bitxor": ("^", 2), "shl": ("<<", 4), "shr": (">>", 4)}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_ATOMICS = ("atomic_add", "atomic_max", "atomic_min")
 _FUNC_BIN = {"min": "T.min", "max": "T.max", "truncdiv": "T.truncdiv", "truncmod": "T.truncmod",
              "pow": "T.pow"}
 
@@ -112,15 +113,16 @@ class Printer:
                 f"-T.infinity({_dtype_str(dt)})"
         return f"T.{dt.name}({v!r})"
 
-    def call(self, c: ir.Call) -> str:
+    def call(self, c: ir.Call, statement: bool = False) -> str:
         args = [self.expr(a) for a in c.args]
         attrs = dict(c.attrs)
         if c.op == "call_extern":
             return f"T.call_extern({_dtype_str(c.dtype)}, {', '.join(args)})"
-        if c.op in ("atomic_add", "atomic_max", "atomic_min"):
+        if c.op in _ATOMICS:
             mo = attrs.get("memory_order", "relaxed")
             extra = f", memory_order={mo!r}" if mo != "relaxed" else ""
-            return f"T.{c.op}({args[0]}, {args[1]}{extra}, return_prev=True)"
+            extra += "" if statement else ", return_prev=True"
+            return f"T.{c.op}({args[0]}, {args[1]}{extra})"
         if c.op == "address_of":
             return f"T.address_of({args[0]})"
         if c.op == "access_ptr":
@@ -173,6 +175,10 @@ class Printer:
             self.stmt(x, ind)
 
     def s_Evaluate(self, s, ind):
+        if isinstance(s.value, ir.Call) and s.value.op in _ATOMICS:
+            # as a statement the old value is unused: `return_prev=True` would re-trace as a let
+            self.line(ind, self.call(s.value, statement=True))
+            return
         self.line(ind, self.expr(s.value))
 
     def s_Store(self, s, ind):
