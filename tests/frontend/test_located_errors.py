@@ -50,6 +50,9 @@ def test_copy_shape_mismatch():
     col = src.index("T.copy")
     assert e.value.loc.col == col
     assert "      | " + " " * col + "^" * len("T.copy(A, S)") in text.splitlines()
+    # the traceback stops where tracing began: no frames of the T ops or the IR below it
+    files = [fr.filename for fr in traceback.extract_tb(e.value.__traceback__)]
+    assert not any("/tilelang/language/" in p or "/tilelang/ir/" in p for p in files), files
 
 
 def test_undefined_name():

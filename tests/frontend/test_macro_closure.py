@@ -138,9 +138,6 @@ def test_macro_ref_parameter_writes_through_plain_parameter_on_element_does_not(
     assert a.tolist() == [1.0, 11.0, 1.5, 1.0]
 
 
-@pytest.mark.xfail(strict=True, reason="SEMANTICS.md section 14: a plain macro parameter is a "
-                   "value, so rebinding it leaves the caller's alloc_var unchanged; here the "
-                   "alloc_var buffer itself is passed and `v = v + amount` stores through")
 def test_macro_plain_parameter_rebinding_leaves_callers_alloc_var_unchanged():
     @T.prim_func
     def f(A: T.Tensor((2,), T.float32)):

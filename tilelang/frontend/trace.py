@@ -28,8 +28,9 @@ def trace(func: Callable, args=(), kwargs=None, name: Optional[str] = None,
             setup(b)
         try:
             ret = rewritten(*args, **(kwargs or {}))
-        except KernelError:
-            raise
+        except KernelError as err:
+            # the message already points at the user's line; compiler frames are noise
+            raise err.with_traceback(None) from None
         except RecursionError:
             raise
         except Exception as exc:  # re-raise at the user's line, keeping the builtin type

@@ -10,10 +10,16 @@ from __future__ import annotations
 import functools
 import inspect
 
+from ..frontend.builder import current_builder
 from ..frontend.rewrite import rewrite
+from ..ir import nodes as ir
 from .indexing import Ref
 
 Var = Ref  # `v: T.Var` is accepted as a synonym of `v: T.Ref` in macro signatures
+
+
+def _is_var(x) -> bool:
+    return isinstance(x, ir.Buffer) and x.scope == "local.var"
 
 
 class Macro:
@@ -37,12 +43,16 @@ class Macro:
 
     def __call__(self, *args, **kwargs):
         fn = self._prepare()
-        if self._ref_params:
+        if self._ref_params or any(_is_var(a) for a in (*args, *kwargs.values())):
             bound = self._signature.bind(*args, **kwargs)
-            for name in self._ref_params:
-                if name in bound.arguments:
-                    bound.arguments[name] = Ref.make(bound.arguments[name], f"parameter "
-                                                                            f"{name!r}")
+            for name, value in bound.arguments.items():
+                if name in self._ref_params:
+                    bound.arguments[name] = Ref.make(value, f"parameter {name!r}")
+                elif _is_var(value):
+                    # a plain parameter is a value (SEMANTICS §14): the macro gets the
+                    # variable's current value, so rebinding it leaves the caller's alone
+                    bound.arguments[name] = current_builder().let(
+                        name, ir.Load(value, (ir.const(0),), value.dtype))
             args, kwargs = bound.args, bound.kwargs
         return fn(*args, **kwargs)
 
