@@ -220,3 +220,15 @@ def test_subclass_of_located_error_pickles_as_itself():
 
 class _MyError(located(ValueError)):
     pass
+
+
+def test_break_inside_parallel_is_rejected():
+    with pytest.raises(KernelNotSupportedError) as e:
+        @T.prim_func
+        def f(A: T.Tensor((64,), T.float32)):
+            with T.Kernel(1, threads=64):
+                for i in T.Parallel(64):
+                    if A[i] < 0:
+                        break  # <- parallel break
+                    A[i] = A[i] * 2.0
+    check_located(e.value, "parallel break", "continue")

@@ -289,6 +289,9 @@ def brk() -> bool:
     if _innermost_loop_is_ir():
         from .builder import emit
 
+        if Builder.current().innermost_loop_kind() == "parallel":
+            raise error(KernelNotSupportedError, "`break` inside T.Parallel: its iterations run "
+                        "on different threads in no order; use `continue` or a condition")
         emit(ir.Break)
         return False
     return True
