@@ -14,14 +14,14 @@ _FLOAT_UNARY = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1"
                 "floor", "ceil", "round", "trunc", "nearbyint", "rcp")
 
 
-def _float_unary(op):
+def _float_unary(op, doc=None):
     def fn(x):
         e = ir.as_expr(x)
         if not e.dtype.is_float:
             e = ir.cast_to(e, "float32")
         return ir.Call(op, (e,), e.dtype)
-    fn.__name__ = op
-    fn.__doc__ = f"Element-wise {op} (integers are converted to float32)."
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = doc or f"Element-wise {op} (integers are converted to float32)."
     return fn
 
 
@@ -233,16 +233,9 @@ def __exp2(x):  # noqa: N802
 # functions. The interpreter computes them accurately.
 
 def _fast_unary(op, cuda_name, what):
-    def fn(x):
-        e = ir.as_expr(x)
-        if not e.dtype.is_float:
-            e = ir.cast_to(e, "float32")
-        return ir.Call(op, (e,), e.dtype)
-    fn.__name__ = op
-    fn.__qualname__ = op
-    fn.__doc__ = (f"{what} with CUDA's fast approximate `{cuda_name}` on float32 (other float "
-                  "types: the accurate function; integers are converted to float32).")
-    return fn
+    return _float_unary(op, f"{what} with CUDA's fast approximate `{cuda_name}` on float32 "
+                            "(other float types: the accurate function; integers are converted "
+                            "to float32).")
 
 
 __exp = _fast_unary("__exp", "__expf", "`e**x`")
