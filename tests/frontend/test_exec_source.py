@@ -54,6 +54,8 @@ def test_exec_kernel_warns_and_still_traces_and_runs():
     with pytest.warns(UserWarning, match="source of axpb is unavailable") as rec:
         f = exec_source(SIMPLE, SCALE=3.0)["axpb"]
     assert "without the control-flow rewrite" in str(rec[0].message)
+    # attributed to the kernel's own definition, not to a compiler file
+    assert rec[0].filename == "<generated>" and rec[0].lineno >= 1
     assert isinstance(f, ir.PrimFunc) and f.name == "axpb"
     # no rewrite: `x = ...` is a plain Python name, so the expression is inlined (no let)
     assert collect(f.body, lambda n: isinstance(n, ir.LetStmt)) == []

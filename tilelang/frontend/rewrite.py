@@ -258,6 +258,11 @@ def _strip_signature(fn: ast.FunctionDef):
     fn.decorator_list = []
 
 
+def _warn_at(code, message: str):
+    """A warning attributed to the user's function definition, not to the compiler."""
+    warnings.warn_explicit(message, UserWarning, code.co_filename, code.co_firstlineno)
+
+
 def _build_maker(func: Callable):
     code = func.__code__
     # code objects compare by value, not by file: equal functions of two files are two entries
@@ -268,9 +273,8 @@ def _build_maker(func: Callable):
     try:
         lines, firstline = inspect.getsourcelines(func)
     except (OSError, TypeError):
-        warnings.warn(f"source of {func.__qualname__} is unavailable; tracing it without the "
-                      "control-flow rewrite (conditions on kernel values will fail)",
-                      stacklevel=4)
+        _warn_at(code, f"source of {func.__qualname__} is unavailable; tracing it without the "
+                       "control-flow rewrite (conditions on kernel values will fail)")
         _CACHE[key] = None
         return None
     source = "".join(lines)
@@ -285,9 +289,10 @@ def _build_maker(func: Callable):
         return None
     if fn is None or fn.name != code.co_name:
         # the file changed since the function was defined: its lines are another function's
-        warnings.warn(f"source of {func.__qualname__} in {code.co_filename} no longer matches "
-                      "the function (edited since it was loaded?); tracing it without the "
-                      "control-flow rewrite", stacklevel=4)
+        _warn_at(code, f"source of {func.__qualname__} in {code.co_filename} no longer matches "
+                       "the function (edited since it was loaded?); tracing it without the "
+                       "control-flow rewrite")
+        _CACHE[key] = None
         return None
     if indent:
         for n in ast.walk(fn):
