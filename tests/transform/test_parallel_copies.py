@@ -113,3 +113,15 @@ def test_pipelined_gemm_load_goes_through_tma_on_hopper():
     src80 = tilelang.lower(ex.matmul_swizzle.get_tir(1000, 1000, 1000), target="cuda -arch=sm_80")
     assert "cp_async" in src80.split("B_shared")[-1] or src80.count("cp_async") >= 2
     compile_cuda(src80, "sm_80")
+
+
+def test_intermediate_rounding_is_not_dropped():
+    @T.prim_func
+    def f(B: T.Tensor((64, 64), "float32"), C: T.Tensor((32, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((32, 64), "float32")
+            for k, j in T.Parallel(32, 64):
+                S[k, j] = T.cast(B[k, j], "float16")  # rounds to half, stored as float
+            T.copy(S, C)
+
+    assert [c.dst.buffer.name for c in _copies_after_pass(f)] == ["C"]

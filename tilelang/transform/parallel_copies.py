@@ -87,6 +87,8 @@ class _Recognise(Mutator):
             return None
         value = body.value
         if isinstance(value, ir.Cast):
+            if value.dtype != body.buffer.dtype:
+                return None  # an intermediate rounding (e.g. through float16) the copy would skip
             value = value.value
         if not isinstance(value, ir.Load) or value.buffer.scope != "global":
             return None
