@@ -1,8 +1,10 @@
 """Reference-style programs run unchanged: kernels from compat_programs.py called the way the
-reference docs call them, checked against torch in float32. Each runs on the CPU target, and on
-the GPU (marked gpu) where there is one."""
+reference docs call them, checked against torch in float32 (float64 for the attention and
+quantised programs). Each runs on the CPU target, and on the GPU (marked gpu) where there is
+one; a kernel with injected CUDA is refused by the CPU target and compiled for sm_80/sm_90a."""
 
 import itertools
+import math
 import sys
 from pathlib import Path
 
@@ -17,10 +19,23 @@ import tilelang  # noqa: E402
 import tilelang.language as T  # noqa: E402
 import tilelang.testing  # noqa: E402
 from tilelang.autotuner import AutoTuner, autotune  # noqa: E402
+from tilelang.runtime import compile_cuda, toolkit  # noqa: E402
 
 DEVICES = ["cpu", pytest.param("cuda", marks=[
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
+
+
+requires_compiler = pytest.mark.skipif(
+    toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+    reason="no CUDA compiler (NVRTC or nvcc) installed")
+
+
+def rel_err(out, ref):
+    """Relative error in float64 (after checking nothing was left unwritten)."""
+    assert not torch.isnan(out).any(), "NaN in the output"
+    out, ref = out.double(), ref.double()
+    return ((out - ref).norm() / ref.norm()).item()
 
 
 @pytest.fixture(autouse=True)
@@ -116,3 +131,145 @@ def test_autotune_example_style(device, capsys):
     torch.testing.assert_close(kernel(a, b).float(), a.float() @ b.float().T, rtol=1e-2,
                                atol=1e-2)
     assert "4 configurations, 4 ok" in capsys.readouterr().out
+
+
+# ---- FlashAttention forward (T.macro pieces, T.Pipelined, online softmax) ----------------------
+def attention_ref(q, k, v, is_causal):
+    """softmax(Q K^T / sqrt(d)) V in float64; causal: query i (the last seq_q positions of the
+    sequence) sees keys 0 .. i + seq_kv - seq_q."""
+    q, k, v = (x.double() for x in (q, k, v))
+    s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if is_causal:
+        seq_q, seq_kv = s.shape[-2:]
+        visible = torch.ones(seq_q, seq_kv, dtype=torch.bool, device=s.device).tril(
+            seq_kv - seq_q)
+        s = s.masked_fill(~visible, -math.inf)
+    return torch.softmax(s, dim=-1) @ v
+
+
+FA_CASES = [
+    # (device, batch, heads, seq_q, seq_kv, dim, is_causal, tile config)
+    ("cpu", 1, 2, 80, 80, 64, False, {}),
+    ("cpu", 1, 2, 80, 80, 64, True, {}),
+    ("cpu", 1, 2, 64, 100, 64, True, {}),      # past_len 36, ragged last key tile
+    ("cpu", 1, 2, 72, 128, 64, False, {}),
+    ("cuda", 2, 4, 512, 512, 64, False, {}),
+    ("cuda", 2, 4, 512, 512, 64, True, {}),
+    ("cuda", 2, 4, 512, 512, 128, False, dict(block_M=128, num_stages=2, threads=256)),
+    ("cuda", 2, 4, 512, 512, 128, True, dict(block_M=128, num_stages=2, threads=256)),
+    ("cuda", 2, 4, 448, 500, 128, True, dict(block_M=128, num_stages=2, threads=256)),
+]
+
+
+def _on(device, *values):
+    return values if device == "cpu" else pytest.param(*values, marks=DEVICES[1].marks)
+
+
+@pytest.mark.parametrize("device,B,H,seq_q,seq_kv,D,causal,cfg",
+                         [_on(c[0], *c) for c in FA_CASES])
+def test_flash_attention_bhsd_macros(device, B, H, seq_q, seq_kv, D, causal, cfg):
+    kernel = P.flashattn_bhsd(B, H, seq_q, seq_kv, D, causal, **cfg)
+    q = torch.randn(B, H, seq_q, D, device=device, dtype=torch.float16)
+    k = torch.randn(B, H, seq_kv, D, device=device, dtype=torch.float16)
+    v = torch.randn(B, H, seq_kv, D, device=device, dtype=torch.float16)
+    out = kernel(q, k, v)
+    assert out.shape == q.shape and out.dtype == torch.float16 and out.device == q.device
+    assert rel_err(out, attention_ref(q, k, v, causal)) < 2e-3
+
+
+# ---- dequantising GEMM: T.import_source + T.call_extern ---------------------------------------
+DQ_CPU = (64, 128, 256, 64, 64, 64, {})
+DQ_GPU = (200, 512, 1024, 128, 128, 64, dict(num_stages=3))
+
+
+def _dequant_inputs(M, N, K, device):
+    a = torch.randn(M, K, device=device, dtype=torch.float16)
+    packed = torch.randint(0, 256, (N, K // 2), device=device, dtype=torch.uint8)
+    scale = (torch.rand(N, device=device) + 0.5).half()
+    c = torch.full((M, N), float("nan"), device=device, dtype=torch.float16)
+    return a, packed, scale, c
+
+
+def _dequant_ref(a, packed, scale):
+    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(packed.shape[0], -1)
+    w = (codes.double() - 8) * scale.double()[:, None]
+    return a.double() @ w.t()
+
+
+def test_dequant_gemm_injected_cuda_is_refused_on_cpu():
+    M, N, K, bm, bn, bk, cfg = DQ_CPU
+    msg = ("kernel main contains injected CUDA (T.call_extern of `decode_u4s8_to_f16`) and "
+           "runs only on the GPU; the CPU interpreter cannot execute it")
+    func = P.dequant_gemm_u4.get_tir(M, N, K, bm, bn, bk, **cfg)
+    with pytest.raises(NotImplementedError) as info:
+        tilelang.compile(func, target="cpu")
+    assert str(info.value) == msg
+    # called the reference way on CPU tensors: the same error, and nothing was written
+    a, packed, scale, c = _dequant_inputs(M, N, K, "cpu")
+    with pytest.raises(NotImplementedError) as info:
+        P.dequant_gemm_u4(M, N, K, bm, bn, bk, **cfg)(a, packed, scale, c)
+    assert str(info.value) == msg
+    assert torch.isnan(c).all()
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_dequant_gemm_injected_cuda_lowers(arch):
+    M, N, K, bm, bn, bk, cfg = DQ_GPU
+    src = tilelang.lower(P.dequant_gemm_u4.get_tir(M, N, K, bm, bn, bk, **cfg),
+                         target=f"cuda -arch={arch}")
+    # the device function is emitted once, before the kernel that calls it
+    assert src.count("__device__ void decode_u4s8_to_f16(") == 1
+    call = "decode_u4s8_to_f16((&B_local[0]), (&B_dequantize_local[0]), 8);"
+    assert call in src
+    assert src.index("__device__ void decode_u4s8_to_f16(") < src.index("__global__")
+
+
+@requires_compiler
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_dequant_gemm_injected_cuda_compiles(arch):
+    M, N, K, bm, bn, bk, cfg = DQ_GPU
+    func = P.dequant_gemm_u4.get_tir(M, N, K, bm, bn, bk, **cfg)
+    compile_cuda(tilelang.lower(func, target=f"cuda -arch={arch}"), arch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_dequant_gemm_injected_cuda_on_gpu():
+    M, N, K, bm, bn, bk, cfg = DQ_GPU
+    kernel = P.dequant_gemm_u4(M, N, K, bm, bn, bk, **cfg)
+    a, packed, scale, c = _dequant_inputs(M, N, K, "cuda")
+    kernel(a, packed, scale, c)
+    assert rel_err(c, _dequant_ref(a, packed, scale)) < 2e-3
+
+
+# ---- MLA decode: split-KV kernel + combine kernel, T.alloc_global workspaces -------------------
+def mla_ref(q, q_pe, kv, k_pe):
+    """Every head attends to the one latent cache: keys KV ++ K_pe, values KV (float64)."""
+    qf = torch.cat([q, q_pe], dim=-1).double()               # B, H, dim + pe
+    kf = torch.cat([kv, k_pe], dim=-1).double()[:, :, 0]     # B, S, dim + pe
+    p = torch.softmax(qf @ kf.transpose(1, 2) / math.sqrt(qf.shape[-1]), dim=-1)
+    return p @ kv.double()[:, :, 0]                          # B, H, dim
+
+
+MLA_CASES = [
+    # (device, batch, heads, seqlen_kv, dim, pe_dim, block_N, block_H, num_split, threads)
+    ("cpu", 2, 16, 200, 64, 16, 32, 16, 2, 128),  # splits of 100 keys: the last tile masked
+    ("cpu", 1, 32, 128, 64, 16, 32, 16, 4, 128),
+    ("cuda", 2, 128, 2000, 256, 64, 64, 64, 4, 256),
+    ("cuda", 4, 64, 4096, 256, 64, 64, 64, 8, 256),
+]
+
+
+@pytest.mark.parametrize("device,B,H,S,D,PE,block_N,block_H,num_split,threads",
+                         [_on(c[0], *c) for c in MLA_CASES])
+def test_mla_decode_split_kv_two_kernels(device, B, H, S, D, PE, block_N, block_H, num_split,
+                                         threads):
+    kernel = P.mla_decode_split(B, H, 1, S, D, PE, block_N, block_H, num_split,
+                                threads=threads)
+    q = torch.randn(B, H, D, device=device, dtype=torch.float16)
+    q_pe = torch.randn(B, H, PE, device=device, dtype=torch.float16)
+    kv = torch.randn(B, S, 1, D, device=device, dtype=torch.float16)
+    k_pe = torch.randn(B, S, 1, PE, device=device, dtype=torch.float16)
+    out = kernel(q, q_pe, kv, k_pe)
+    assert out.shape == (B, H, D) and out.device == q.device
+    assert rel_err(out, mla_ref(q, q_pe, kv, k_pe)) < 2e-3
