@@ -64,6 +64,10 @@ _LAZY = {
     "tools": ("tilelang.tools", None),
     "carver": ("tilelang.carver", None),
     "utils": ("tilelang.utils", None),
+    "runtime": ("tilelang.runtime", None),
+    "interp": ("tilelang.interp", None),
+    "ir": ("tilelang.ir", None),
+    "transform": ("tilelang.transform", None),
     # reference top-level names (`from .math import *`, layouts, dtypes)
     "cdiv": ("tilelang.math", "cdiv"),
     "next_power_of_2": ("tilelang.math", "next_power_of_2"),
