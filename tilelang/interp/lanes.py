@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import located
 
 __all__ = ["EMPTY", "VARYING", "LaneSpace", "Ctx", "mask_and", "mask_andnot", "mask_or",
-           "is_varying", "collapse", "scalar", "fail"]
+           "is_varying", "collapse", "scalar", "fail", "at_statement"]
 
 
 class _Empty:
@@ -154,3 +154,15 @@ def fail(ctx, exc_type, message):
         bx, by, bz = ctx.block
         where = f" (in block ({bx}, {by}, {bz}))"
     return located(exc_type)(message + where, ctx.loc if ctx is not None else None)
+
+
+def at_statement(stmt, run):
+    """Wrap a compiled statement `run(ctx, mask)` so that errors it raises point at `stmt`."""
+    loc = stmt.loc
+
+    def f(ctx, mask):
+        ctx.mask = mask
+        ctx.loc = loc
+        run(ctx, mask)
+        return mask
+    return f

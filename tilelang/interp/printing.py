@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from ..ir import nodes as ir
-from .lanes import fail
+from .lanes import at_statement, fail
 from .memory import LocalStore
 
 __all__ = ["compile_print", "format_value"]
@@ -55,7 +55,6 @@ def _head(ctx, msg, thread):
 
 
 def compile_print(c, s: ir.Print):
-    loc = s.loc
     value = s.value
     if value is None:
         run = _print_msg(s)
@@ -63,13 +62,7 @@ def compile_print(c, s: ir.Print):
         run = _print_buffer(s)
     else:
         run = _print_expr(c, s)
-
-    def f(ctx, mask):
-        ctx.mask = mask
-        ctx.loc = loc
-        run(ctx, mask)
-        return mask
-    return f
+    return at_statement(s, run)
 
 
 def _print_msg(s):

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.dtype import DType
-from .lanes import VARYING, collapse, fail
+from .lanes import VARYING, at_statement, collapse, fail
 from .memory import LocalStore, scope_name
 from .numerics import NARROW_FLOATS, const_value, convert, round_to, tf32
 
@@ -161,17 +161,6 @@ def compile_tile_op(c, s):
     }[type(s)](c, s)
 
 
-def _located(s, run):
-    loc = s.loc
-
-    def f(ctx, mask):
-        ctx.mask = mask
-        ctx.loc = loc
-        run(ctx, mask)
-        return mask
-    return f
-
-
 def _copy(c, s):
     src, dst = Region(c, s.src), Region(c, s.dst)
     sdt, ddt = src.buf.dtype, dst.buf.dtype
@@ -182,7 +171,7 @@ def _copy(c, s):
         if tile.size == 0:
             return
         dst.write(ctx, convert(tile, sdt, ddt), "T.copy")
-    return _located(s, run)
+    return at_statement(s, run)
 
 
 def _fill(c, s):
@@ -194,7 +183,7 @@ def _fill(c, s):
         v = uniform_value(ctx, fv(ctx), "T.fill value")
         _, exts = dst.eval(ctx, "T.fill")
         dst.write(ctx, np.full(exts, v, dtype=dst.buf.dtype.numpy), "T.fill")
-    return _located(s, run)
+    return at_statement(s, run)
 
 
 # ---- gemm --------------------------------------------------------------------------------------
@@ -235,7 +224,7 @@ def _gemm(c, s):
             old = C.read(ctx, "T.gemm")
             prod = convert(old, cdt, kind).reshape(prod.shape) + prod
         C.write(ctx, convert(prod, kind, cdt), "T.gemm")
-    return _located(s, run)
+    return at_statement(s, run)
 
 
 # ---- reductions and scans ------------------------------------------------------------------------
@@ -297,7 +286,7 @@ def _reduce(c, s):
         if narrow:
             r = round_to(r, ddt)
         darr[...] = np.reshape(r, darr.shape)
-    return _located(s, run)
+    return at_statement(s, run)
 
 
 def _cumsum(c, s):
@@ -319,7 +308,7 @@ def _cumsum(c, s):
             r = np.flip(r, axis=dim)
         darr = tile_array(ctx, dst, what)
         darr[...] = convert(r, acc, ddt)
-    return _located(s, run)
+    return at_statement(s, run)
 
 
 # ---- tile atomics ----------------------------------------------------------------------------
@@ -358,4 +347,4 @@ def _atomic_tile(c, s):
             new = op(old, v)
             return round_to(new, ddt) if ddt.name in NARROW_FLOATS else new
         dst.update(ctx, rmw, what)
-    return _located(s, run)
+    return at_statement(s, run)

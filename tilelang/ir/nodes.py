@@ -635,6 +635,15 @@ def _convert_scalar(value, dtype: DType):
     return value
 
 
+def int_value(e):
+    """The Python int of a literal or an integer Const; None for anything symbolic."""
+    if isinstance(e, int) and not isinstance(e, bool):
+        return e
+    if isinstance(e, Const) and e.dtype.is_int:
+        return e.value
+    return None
+
+
 def as_expr(value) -> Expr:
     """Convert a Python value or an expression-like object to an Expr."""
     if isinstance(value, Expr):

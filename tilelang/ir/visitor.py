@@ -50,6 +50,22 @@ class Visitor:
             self.visit(child)
 
 
+class LocatedVisitor(Visitor):
+    """A Visitor that keeps `self.loc`: the source location of the innermost statement being
+    visited that has one (for located errors)."""
+
+    loc = None
+
+    def visit(self, node):
+        if isinstance(node, ir.Stmt) and node.loc is not None:
+            old, self.loc = self.loc, node.loc
+            try:
+                return super().visit(node)
+            finally:
+                self.loc = old
+        return super().visit(node)
+
+
 class Mutator:
     """Rebuilding walk. Override `visit_<Class>` returning a replacement node."""
 

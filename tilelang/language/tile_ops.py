@@ -25,14 +25,6 @@ def _check_tile_context(what: str):
     return b
 
 
-def _const_int(v):
-    if isinstance(v, int):
-        return v
-    if isinstance(v, ir.Const) and v.dtype.is_int:
-        return v.value
-    return None
-
-
 def to_region(x, what: str):
     """Buffer -> full region; BufferRegion -> itself; Load -> None (a start point)."""
     if isinstance(x, ir.BufferRegion):
@@ -57,7 +49,7 @@ def _start_point(x):
 
 
 def _non_unit(extents):
-    return [(d, e) for d, e in enumerate(extents) if _const_int(e) != 1]
+    return [(d, e) for d, e in enumerate(extents) if ir.int_value(e) != 1]
 
 
 def _region_from_start(buffer, indices, other_extents, what):
@@ -75,7 +67,7 @@ def _with_extents(region: ir.BufferRegion, extents_non_unit):
     """Replace the non-unit extents of `region`, in order, by `extents_non_unit`."""
     new, k = [], 0
     for start, extent in region.region:
-        if _const_int(extent) == 1:
+        if ir.int_value(extent) == 1:
             new.append((start, extent))
         else:
             new.append((start, extents_non_unit[k]))
@@ -111,7 +103,7 @@ def pair_regions(src, dst, what="T.copy"):
     base = d_nu if base_is_dst else s_nu
     if base_is_dst:
         for (_, se), (_, de) in zip(s_nu, d_nu):
-            si, di = _const_int(se), _const_int(de)
+            si, di = ir.int_value(se), ir.int_value(de)
             if si is not None and di is not None and di < si:
                 raise error(ValueError, f"{what}: Selected loop range is smaller than original "
                                         f"src range at matched non-1 dimension: {_fmt_ext(dst_r)}"
@@ -187,7 +179,7 @@ class GemmWarpPolicy:
 
 
 def _gemm_shape(region: ir.BufferRegion, name: str):
-    ext = [_const_int(e) for e in region.extents]
+    ext = [ir.int_value(e) for e in region.extents]
     if any(e is None for e in ext):
         raise error(ValueError, f"T.gemm operand {name} ({region.buffer.name}) must have static "
                                 f"extents, got {list(region.extents)}")

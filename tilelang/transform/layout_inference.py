@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..errors import located
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator, Visitor
+from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
 from .fragment_ops import extend_fragment, insert_unit_dim, replicated_fragment
 
@@ -89,19 +89,10 @@ class Collected:
     fragments: list = field(default_factory=list)
 
 
-class _Collect(Visitor):
+class _Collect(LocatedVisitor):
     def __init__(self, out: Collected):
         self.out = out
         self.loop: LoopInfo = None
-        self.loc = None
-
-    def visit(self, node):
-        if isinstance(node, ir.Stmt) and node.loc is not None:
-            old, self.loc = self.loc, node.loc
-            super().visit(node)
-            self.loc = old
-            return
-        super().visit(node)
 
     def visit_For(self, s):
         if s.kind == "parallel" and self.loop is None:

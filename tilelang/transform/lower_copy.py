@@ -22,14 +22,6 @@ from .lower_elementwise import copy_as_loop, non_unit_extents
 INT = ir.DType("int32")
 
 
-def _const(e):
-    if isinstance(e, int):
-        return e
-    if isinstance(e, ir.Const):
-        return e.value
-    return None
-
-
 def _vector_width(s: ir.Copy, ctx, analyzer: Analyzer) -> int:
     src, dst = s.src, s.dst
     esize = src.buffer.dtype.bytes
@@ -37,7 +29,7 @@ def _vector_width(s: ir.Copy, ctx, analyzer: Analyzer) -> int:
         return 1
     s_ext = [e for e in src.extents]
     d_ext = [e for e in dst.extents]
-    inner_s, inner_d = _const(s_ext[-1]), _const(d_ext[-1])
+    inner_s, inner_d = ir.int_value(s_ext[-1]), ir.int_value(d_ext[-1])
     if inner_s is None or inner_d is None or inner_s != inner_d or inner_s == 1:
         return 1
     gstrides = src.buffer.effective_strides()
@@ -70,7 +62,7 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     if V == 1:
         return copy_as_loop(s)
     src, dst = s.src, s.dst
-    extents = [_const(e) for e in non_unit_extents(src)]
+    extents = [ir.int_value(e) for e in non_unit_extents(src)]
     if any(e is None for e in extents):
         return copy_as_loop(s)
     T = ctx.num_threads
@@ -176,7 +168,7 @@ def _region_index(region: ir.BufferRegion, idx):
     it = iter(idx)
     out = []
     for start, extent in region.region:
-        if _const(extent) == 1:
+        if ir.int_value(extent) == 1:
             out.append(ir.as_expr(start))
         else:
             out.append(ir.binary("add", start, next(it)))

@@ -28,15 +28,11 @@ def _parallel_nest(loop: ir.For):
     """(loops, body) of a perfect chain of unannotated parallel loops starting at 0."""
     loops, s = [], loop
     while isinstance(s, ir.For) and s.kind == "parallel":
-        if s.annotations or s.step != 1 or not _is_zero(s.start):
+        if s.annotations or s.step != 1 or ir.int_value(s.start) != 0:
             return None
         loops.append(s)
         s = s.body
     return loops, s
-
-
-def _is_zero(e) -> bool:
-    return isinstance(e, int) and e == 0 or isinstance(e, ir.Const) and e.value == 0
 
 
 def _match_indices(analyzer, indices, loop_vars):
@@ -92,10 +88,9 @@ class _Recognise(Mutator):
             value = value.value
         if not isinstance(value, ir.Load) or value.buffer.scope != "global":
             return None
-        if not all(isinstance(lp.extent, (int, ir.Const)) for lp in loops):
+        extent = {lp.var: ir.int_value(lp.extent) for lp in loops}
+        if None in extent.values():
             return None
-        extent = {lp.var: int(lp.extent.value if isinstance(lp.extent, ir.Const)
-                              else lp.extent) for lp in loops}
         loop_vars = [lp.var for lp in loops]
         dst = _match_indices(self.analyzer, body.indices, loop_vars)
         src = _match_indices(self.analyzer, value.indices, loop_vars)

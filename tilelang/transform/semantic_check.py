@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from ..errors import located
 from ..ir import nodes as ir
-from ..ir.visitor import Visitor, collect
+from ..ir.visitor import LocatedVisitor, collect
 
 
 def _err(loc, exc, msg):
     raise located(exc)(msg, loc)
 
 
-class _Scopes(Visitor):
+class _Scopes(LocatedVisitor):
     def __init__(self, params):
         self.scope: list[set] = [set()]
         for p in params:
@@ -31,7 +31,6 @@ class _Scopes(Visitor):
                 for s in list(p.shape) + list(p.strides or ()):
                     if isinstance(s, ir.Expr):
                         self.scope[0].update(collect(s, lambda n: isinstance(n, ir.Var)))
-        self.loc = None
         self.defined_anywhere: dict = {}
 
     def defined(self, v):
@@ -42,14 +41,6 @@ class _Scopes(Visitor):
 
     def pop(self):
         self.scope.pop()
-
-    def visit(self, node):
-        if isinstance(node, ir.Stmt) and node.loc is not None:
-            old, self.loc = self.loc, node.loc
-            super().visit(node)
-            self.loc = old
-            return
-        super().visit(node)
 
     def visit_Var(self, v):
         if not self.defined(v):
@@ -107,18 +98,9 @@ class _Scopes(Visitor):
         self.pop()
 
 
-class _FragmentRules(Visitor):
+class _FragmentRules(LocatedVisitor):
     def __init__(self):
         self.parallel_vars: list = []  # stack of (vars, symbolic_extent, accesses dict)
-        self.loc = None
-
-    def visit(self, node):
-        if isinstance(node, ir.Stmt) and node.loc is not None:
-            old, self.loc = self.loc, node.loc
-            super().visit(node)
-            self.loc = old
-            return
-        super().visit(node)
 
     def visit_For(self, s):
         if s.kind != "parallel" or (self.parallel_vars and self.parallel_vars[-1]["open"]):

@@ -63,14 +63,6 @@ class TmaDescriptor:
     param: ir.Var = None
 
 
-def _const(e):
-    if isinstance(e, int):
-        return e
-    if isinstance(e, ir.Const):
-        return e.value
-    return None
-
-
 class _Plan:
     def __init__(self, copy: ir.Copy, deps, swizzle, block_elems, n_blocks, box):
         self.copy = copy
@@ -102,8 +94,8 @@ def tma_plan(copy: ir.Copy, layout, deps):
     if (row_elems * esize) % 16:
         return None
     # the destination must be the whole tile of one stage
-    if any(_const(st) != 0 for st in dst.starts) or \
-            [_const(e) for e in dst.extents] != list(s.shape):
+    if any(ir.int_value(st) != 0 for st in dst.starts) or \
+            [ir.int_value(e) for e in dst.extents] != list(s.shape):
         return None
     if len(s.shape) < 1:
         return None
@@ -120,7 +112,7 @@ def tma_plan(copy: ir.Copy, layout, deps):
         if (cols * esize) % 16:
             return None
     n_blocks = cols // block_elems
-    ext = [_const(e) for e in src.extents]
+    ext = [ir.int_value(e) for e in src.extents]
     if any(e is None for e in ext) or ext[-1] != cols:
         return None
     box = list(ext)
