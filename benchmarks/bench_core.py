@@ -101,15 +101,18 @@ def softmax(M, N, rows):
     row(f"softmax {M}x{N} fp16 rows={rows}", ms, t, 2 * M * N * 2, "GB/s")
 
 
-def flash(B, H, S, D, causal, bm, bn, stages, threads):
-    k = tilelang.compile(K.flash_fwd(B, H, S, D, causal, bm, bn, stages, threads), out_idx=[3])
+def flash(B, H, S, D, causal, bm, bn, stages, threads, mma_sync=False):
+    configs = {tilelang.PassConfigKey.TL_DISABLE_WGMMA: True} if mma_sync else None
+    k = tilelang.compile(K.flash_fwd(B, H, S, D, causal, bm, bn, stages, threads), out_idx=[3],
+                         pass_configs=configs)
     q, kk, v = (torch.randn(B, S, H, D, device="cuda").half() for _ in range(3))
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, kk, v))
     ms = bench(lambda: k(q, kk, v))
     t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt,
                                                                        is_causal=causal))
     flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-    row(f"flash fwd B{B}H{H}S{S}D{D} c={int(causal)} {bm}/{bn} s{stages} t{threads}", ms, t,
+    tag = " mma.sync" if mma_sync else ""
+    row(f"flash fwd B{B}H{H}S{S}D{D} c={int(causal)} {bm}/{bn} s{stages} t{threads}{tag}", ms, t,
         flops, "TFLOP/s")
 
 
@@ -162,6 +165,8 @@ def main():
         ("flash", lambda: flash(8, 32, 4096, 128, False, 64, 64, 1, 128)),
         ("flash", lambda: flash(8, 32, 4096, 128, False, 128, 64, 2, 256)),
         ("flash", lambda: flash(8, 32, 4096, 128, True, 128, 64, 2, 256)),
+        ("flash_mma", lambda: flash(8, 32, 4096, 128, False, 128, 64, 2, 256, mma_sync=True)),
+        ("flash_mma", lambda: flash(8, 32, 4096, 128, False, 128, 128, 2, 256, mma_sync=True)),
         ("overheads", overheads),
     ]
     for name, job in jobs:

@@ -148,6 +148,8 @@ def test_many_calls_of_one_kernel_keep_memory_flat():
 
 
 # ---- GPU ---------------------------------------------------------------------------------
+# Free device memory is device-wide: run these with the GPU to this process alone
+# (scripts/device_session.sh runs them after the fuzzer, not beside it).
 
 @pytest.mark.gpu
 def test_gpu_memory_flat_over_compile_call_drop_cycles():

@@ -55,6 +55,7 @@ def accumulator_layout(g: ir.Gemm, part, ctx):
 
 
 def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
+    _check_dtypes(g, ctx)  # before asking for an operand layout the dtype may not have
     frag = _replicate(L.mma_a_fragment(M, K, part[0], part[1], g.A.buffer.dtype.bits), part[2])
     return _match_rank(frag, g.A.buffer)
 
