@@ -55,7 +55,7 @@ def make_fast_call(adapter, plan, slow):
     g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
          "raw_stream": raw_stream, "launch": driver.fast_launcher(),
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
-         "fail": adapter.launch_failed, "vp": __import__("ctypes").c_void_p}
+         "fail": adapter.launch_failed, "STREAMS": {}, "stream_arg": _stream_arg}
     names: dict = {}
     lines = ["def call(args):", f"    if len(args) != {len(plan.inputs)}: return slow(args)"]
     arg_names = [f"a{i}" for i in range(len(plan.inputs))]
@@ -112,7 +112,8 @@ def make_fast_call(adapter, plan, slow):
             return None
     lines.append("    funcs = FUNCS.get(dev)")
     lines.append("    if funcs is None: return slow(args)")
-    lines.append("    device = DEVS[dev]")
+    if plan.outputs or module.workspaces:
+        lines.append("    device = DEVS[dev]")
     outs = []
     for j, p in enumerate(plan.outputs):
         g[f"ODT{j}"] = p.dtype.torch
@@ -139,8 +140,12 @@ def make_fast_call(adapter, plan, slow):
             g[f"TMA{j}"] = d
             lines.append(f"    t{j} = encode_tma(TMA{j}, {by_index[index]}, {swizzle})")
             values.append(f"t{j}")
-    lines.append("    stream = vp(raw_stream(dev))")
-    lines.append("    with lock:")
+    lines.append("    s = raw_stream(dev)")
+    lines.append("    stream = STREAMS.get(s)")
+    lines.append("    if stream is None: stream = stream_arg(STREAMS, s)")
+    # one parameter block per signature: pack and launch must not interleave across threads
+    lines.append("    lock.acquire()")
+    lines.append("    try:")
     lines.append(f"        pack(({', '.join(values)}{',' if len(values) == 1 else ''}))")
     for k_index, k in enumerate(module.kernels):
         grid = [py_expr(x, names) for x in k.grid]
@@ -158,6 +163,8 @@ def make_fast_call(adapter, plan, slow):
         lines.append(f"        gx, gy, gz = {', '.join(grid)}")
         lines.append("        if gx > 0 and gy > 0 and gz > 0:")
         lines += launch_line("gx, gy, gz", " " * 12)
+    lines.append("    finally:")
+    lines.append("        lock.release()")
     if not outs:
         lines.append("    return None")
     elif len(outs) == 1:
@@ -179,6 +186,17 @@ def make_fast_call(adapter, plan, slow):
 
     call.register = register
     return call
+
+
+def _stream_arg(cache: dict, stream: int):
+    """The c_void_p cuLaunchKernel gets for a raw stream handle, made once per stream (a
+    handful per process; the cache is cleared if a program cycles through many)."""
+    import ctypes
+
+    if len(cache) > 64:
+        cache.clear()
+    arg = cache[stream] = ctypes.c_void_p(stream)
+    return arg
 
 
 def ctypes_handle(handle):

@@ -1,0 +1,70 @@
+"""Where the host time of one tiny-kernel call goes (issue 4's host-overhead target).
+
+    python benchmarks/host_overhead.py
+
+Times, per call, with the GPU kept busy only by the calls themselves (a 1-block kernel, so the
+launch queue never fills): the driver's cuLaunchKernel alone (parameters packed once), the
+generated fast call `kernel._fast(args)`, the user-facing `kernel(a, b, c)`, and `torch.add`
+in the same loop shape. Median and best of 30 batches of 2000 calls each.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import tilelang  # noqa: E402
+from tests.gpu import kernels as K  # noqa: E402
+
+
+def per_call_us(fn, batches=30, n=2000):
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t0) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(times), min(times)
+
+
+def main():
+    n = 1024
+    kernel = tilelang.compile(K.vector_add(n, block=n))
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty_like(a)
+    kernel(a, b, c)
+    torch.testing.assert_close(c, a + b)
+    fast = kernel._fast
+    g = fast.__globals__
+    launch, funcs, params = g["launch"], g["FUNCS"][a.get_device()], g["params"]
+    g["pack"]((a.data_ptr(), b.data_ptr(), c.data_ptr()))
+    import ctypes
+    stream = ctypes.c_void_p(torch._C._cuda_getCurrentRawStream(a.get_device()))
+    block = [int(x) for x in fast.source.split("launch(funcs[0], ")[1].split(",")[:7]]
+    args = (a, b, c)
+    rows = [
+        ("cuLaunchKernel only (ctypes, packed once)",
+         lambda: launch(funcs[0], *block, stream, params, None)),
+        ("generated fast call kernel._fast(args)", lambda: fast(args)),
+        ("kernel(a, b, c)", lambda: kernel(a, b, c)),
+        ("torch.add(a, b, out=c)", lambda: torch.add(a, b, out=c)),
+        ("torch._C._cuda_getCurrentRawStream", lambda: torch._C._cuda_getCurrentRawStream(0)),
+    ]
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    for name, fn in rows:
+        med, best = per_call_us(fn)
+        print(f"{name:44s} median {med:6.2f} us   best {best:6.2f} us", flush=True)
+    torch.testing.assert_close(c, a + b)
+
+
+if __name__ == "__main__":
+    main()
