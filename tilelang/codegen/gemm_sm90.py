@@ -1,9 +1,12 @@
 """`T.gemm` on wgmma (sm_90a): warpgroup partition, layouts, and the template call.
 
-Chosen for a gemm when the target is sm_90a, the operands are float16/bfloat16 accumulating
-into float32, the block is whole warpgroups and the tile splits into m64 x N (N <= 256)
-instructions; otherwise the mma.sync backend (gemm_sm80) handles it. The Fragments built here
-and the register conventions of tl/gemm_sm90.cuh describe the same maps.
+Chosen for a gemm when the target is sm_90a, the operands are float16/bfloat16 (one type) or
+8-bit floats (float8_e4m3 / float8_e5m2, any mix) accumulating into float32, the block is whole
+warpgroups and the tile splits into m64 x N (N <= 256) x 32-byte-K instructions; otherwise the
+mma.sync backend (gemm_sm80) handles it. 8-bit wgmma has no transpose, so fp8 gemms qualify
+only with both operands K-major in shared memory (A not transposed, B transposed: N x K) or A
+in registers; other fp8 layouts stay on mma.sync with a note in the verbose log. The Fragments
+built here and the register conventions of tl/gemm_sm90.cuh describe the same maps.
 """
 
 from __future__ import annotations
@@ -15,6 +18,30 @@ from .. import layout as L
 from . import gemm_sm80
 
 WGMMA_TYPES = {"float16", "bfloat16"}
+FP8_TYPES = {"float8_e4m3", "float8_e5m2"}
+
+
+def k_step(dtype) -> int:
+    """K elements of one wgmma: 32 bytes of a K-major row (16 f16/bf16, 32 fp8)."""
+    return 256 // dtype.bits
+
+
+def _operand_types_ok(g: ir.Gemm, ctx) -> bool:
+    a, b = g.A.buffer.dtype.name, g.B.buffer.dtype.name
+    if a in WGMMA_TYPES:
+        return b == a
+    if a in FP8_TYPES and b in FP8_TYPES:
+        if g.trans_A or not g.trans_B:
+            _note_once(ctx, f"T.gemm {g.A.buffer.name} x {g.B.buffer.name}: fp8 wgmma needs "
+                       "K-major operands (transpose_A=False, transpose_B=True); using mma.sync")
+            return False
+        return True
+    return False
+
+
+def _note_once(ctx, text):
+    if text not in ctx.notes:
+        ctx.note(text)
 
 
 def partition(g: ir.Gemm, M, N, num_warps, ctx):
@@ -44,19 +71,18 @@ def eligible(g: ir.Gemm, M, N, num_warps, ctx):
     if not ctx.target.is_hopper or ctx.wgmma_disabled:
         return None
     a, b, c = g.A.buffer, g.B.buffer, g.C.buffer
-    if a.dtype.name not in WGMMA_TYPES or b.dtype is not a.dtype or c.dtype.name != "float32":
+    if c.dtype.name != "float32" or not _operand_types_ok(g, ctx):
         return None
     if b.scope not in ("shared", "shared.dyn"):
         return None
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
-    if K % 16:
+    if K % k_step(a.dtype):
         return None
     for region, buf in ((g.A, a), (g.B, b)):
         if buf.scope == "local.fragment":
             continue
         if L.swizzle_mode(buf.shape, buf.dtype.bits) is None:
             return None
-        ann = dict(ctx.kernel.attrs) if False else None
         for k, v in ctx.kernel.attrs:
             if k == "layout" and v[0] is buf:
                 return None  # a user layout: keep the general path
@@ -81,11 +107,18 @@ def _accumulator(M, N, wgm, wgn) -> Fragment:
 
 
 def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
-    """A in registers: the accumulator order of an M x K tile, replicated over WGN."""
+    """A in registers, replicated over WGN: for 16-bit types the accumulator order of an
+    M x K tile; for fp8 the 8-bit wgmma A layout (16 elements per thread per k32 step)."""
     wgm, wgn = part
     mr = M // (64 * wgm)
-    threads = [(4, (0, 2)), (8, (1, 0)), (4, (16, 0)), (wgm, (64, 0)), (wgn, (0, 0))]
-    values = [(2, (0, 1)), (2, (8, 0)), (K // 8, (0, 8)), (mr, (64 * wgm, 0))]
+    if g.A.buffer.dtype.bits == 8:
+        # element i of a k32 step: row g + 8*((i>>2)&1), col 4q + (i&3) + 16*(i>>3)
+        threads = [(4, (0, 4)), (8, (1, 0)), (4, (16, 0)), (wgm, (64, 0)), (wgn, (0, 0))]
+        values = [(4, (0, 1)), (2, (8, 0)), (2, (0, 16)), (K // 32, (0, 32)),
+                  (mr, (64 * wgm, 0))]
+    else:
+        threads = [(4, (0, 2)), (8, (1, 0)), (4, (16, 0)), (wgm, (64, 0)), (wgn, (0, 0))]
+        values = [(2, (0, 1)), (2, (8, 0)), (K // 8, (0, 8)), (mr, (64 * wgm, 0))]
     return gemm_sm80._match_rank(Fragment((M, K), threads, values), g.A.buffer)
 
 

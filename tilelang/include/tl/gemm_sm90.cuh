@@ -2,7 +2,10 @@
 //
 // The warpgroups of the block form a WGM x WGN grid (warpgroup g has gm = g % WGM,
 // gn = g / WGM); warpgroup (gm, gn) computes rows {64*(gm + WGM*mr) .. +64 : mr < MR} and
-// columns [gn*WN, (gn+1)*WN) with one m64 x WN x 16 wgmma per (mr, k-step), WN = N / WGN.
+// columns [gn*WN, (gn+1)*WN) with one m64 x WN x kK wgmma per (mr, k-step), WN = N / WGN.
+// One wgmma reads 32 bytes of K: kK = 16 for f16/bf16, 32 for fp8 (e4m3/e5m2, any mix of A
+// and B; both K-major, i.e. TransA = false and TransB = true, since 8-bit wgmma has no
+// transpose).
 //
 // Register conventions (binding: tilelang/codegen/gemm_sm90.py builds the same Fragments):
 //   C: register r = c + 4 * (nt + NT * mr), NT = WN / 8, holds
@@ -11,6 +14,9 @@
 //   A in registers (wgmma_gemm_rs): element i + 8 * (kt + KT * mr) holds
 //        row = 64*(gm + WGM*mr) + 16*w + g + 8*((i>>1)&1),  col = 16*kt + 2q + (i&1) + 8*(i>>2)
 //      which is the C order of a tile with N = K (an attention score tile feeds the next gemm).
+//      fp8 A (16 elements per thread per k32 step, 4 per register): element i + 16 * (kt +
+//      KT * mr) holds row = 64*(gm + WGM*mr) + 16*w + g + 8*((i>>2)&1),
+//      col = 32*kt + 4q + (i&3) + 16*(i>>3).
 //
 // Shared operands use `SmemTile` layouts (tl/gemm_sm80.cuh) with a 32/64/128-byte swizzle,
 // stored [column block][row][Swz bytes]; the tile base must be 1024-byte aligned (the planner
@@ -19,6 +25,7 @@
 #pragma once
 #include "common.cuh"
 #include "wgmma.cuh"
+#include "wgmma_ops_fp8.cuh"
 
 namespace tl {
 namespace detail {
@@ -50,6 +57,35 @@ TL_DEVICE uint64_t desc_mnmajor(const T* base, int k0, int n0) {
                         Rows * Swz, 8 * Swz);
 }
 
+// K elements one wgmma consumes (32 bytes of K-major operand).
+template <typename T>
+inline constexpr int kWgmmaK = 32 / int(sizeof(T));
+
+// One m64 x N x kWgmmaK<TA> wgmma on f32 accumulators: f16/bf16 (transposes allowed) or fp8.
+template <int N, int TransA, int TransB, typename TA, typename TB>
+TL_DEVICE void wgmma_ss_any(float* d, uint64_t da, uint64_t db, int scale_d) {
+  if constexpr (is_fp8_v<TA>) {
+    static_assert(is_fp8_v<TB>, "wgmma: an fp8 A needs an fp8 B");
+    static_assert(TransA == 0 && TransB == 0, "wgmma: fp8 operands must be K-major");
+    wgmma_ss_fp8<N, TA, TB>(d, da, db, scale_d);
+  } else {
+    static_assert(is_same_v<TA, TB>, "wgmma: f16/bf16 operands must have one type");
+    wgmma_ss<N, TA, 1, 1, TransA, TransB>(d, da, db, scale_d);
+  }
+}
+
+template <int N, int TransB, typename TA, typename TB>
+TL_DEVICE void wgmma_rs_any(float* d, const uint32_t* a, uint64_t db, int scale_d) {
+  if constexpr (is_fp8_v<TA>) {
+    static_assert(is_fp8_v<TB>, "wgmma: an fp8 A needs an fp8 B");
+    static_assert(TransB == 0, "wgmma: fp8 operands must be K-major");
+    wgmma_rs_fp8<N, TA, TB>(d, a, db, scale_d);
+  } else {
+    static_assert(is_same_v<TA, TB>, "wgmma: f16/bf16 operands must have one type");
+    wgmma_rs<N, TA, 1, 1, TransB>(d, a, db, scale_d);
+  }
+}
+
 }  // namespace detail
 
 #if TL_HAVE_SM90A
@@ -61,10 +97,10 @@ template <int M, int N, int K, int WGM, int WGN, bool TransA, bool TransB, int A
           typename TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
                              TC* C, bool clear_accum, int tid) {
-  constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2;
+  constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, kK = detail::kWgmmaK<TA>;
   static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
                 "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
-  static_assert(K % 16 == 0, "wgmma K step is 16");
+  static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
   const int wg = tid >> 7;
   const int gm = wg % WGM, gn = wg / WGM;
   wgmma_fence_operands(C, MR * kRegs);
@@ -73,13 +109,14 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
   for (int mr = 0; mr < MR; ++mr) {
     const int m0 = 64 * (gm + WGM * mr);
 #pragma unroll
-    for (int k = 0; k < K; k += 16) {
+    for (int k = 0; k < K; k += kK) {
       const uint64_t da = TransA ? detail::desc_mnmajor<TA, ARows, ASwz>(A, a_r0 + k, a_c0 + m0)
                                  : detail::desc_kmajor<TA, ARows, ASwz>(A, a_r0 + m0, a_c0 + k);
       const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
                                  : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
       const int scale_d = (clear_accum && k == 0) ? 0 : 1;
-      wgmma_ss<WN, TA, 1, 1, TransA ? 1 : 0, TransB ? 0 : 1>(C + mr * kRegs, da, db, scale_d);
+      detail::wgmma_ss_any<WN, TransA ? 1 : 0, TransB ? 0 : 1, TA, TB>(C + mr * kRegs, da, db,
+                                                                     scale_d);
     }
   }
   wgmma_commit();
@@ -92,10 +129,11 @@ template <int M, int N, int K, int WGM, int WGN, bool TransB, int BRows, int BCo
           int WgWait = 0, typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C,
                              bool clear_accum, int tid) {
-  constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, KT = K / 16;
+  constexpr int kK = detail::kWgmmaK<TA>;
+  constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, KT = K / kK;
   static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
                 "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
-  static_assert(K % 16 == 0, "wgmma K step is 16");
+  static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
   const int gn = (tid >> 7) / WGM;
   uint32_t* a_regs = const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(A));
   wgmma_fence_operands(a_regs, MR * KT * 4);
@@ -105,12 +143,13 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
   for (int mr = 0; mr < MR; ++mr) {
 #pragma unroll
     for (int kt = 0; kt < KT; ++kt) {
-      const int k = 16 * kt;
+      const int k = kK * kt;
       const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
                                  : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
       const int scale_d = (clear_accum && kt == 0) ? 0 : 1;
-      wgmma_rs<WN, TA, 1, 1, TransB ? 0 : 1>(C + mr * kRegs, a_regs + 4 * (kt + KT * mr), db,
-                                             scale_d);
+      // 4 registers = one k-step of A: 8 f16/bf16 or 16 fp8 elements
+      detail::wgmma_rs_any<WN, TransB ? 0 : 1, TA, TB>(C + mr * kRegs, a_regs + 4 * (kt + KT * mr),
+                                                      db, scale_d);
     }
   }
   wgmma_commit();
