@@ -8,6 +8,12 @@ and `T.gemm` multiplies them on the tensor cores. `T.Pipelined(..., num_stages=3
 the loads of later K-steps with the math of the current one. Out-of-range rows and columns
 (M, N, K not multiples of the tile) read zeros and are not written.
 
+Tile choice for a large GEMM on Hopper (the "bench" size): 128 x 256 tiles with 256 threads
+give each of two warpgroups a 64 x 256 wgmma tile, and block_K = 64 moves 128-byte rows of A
+(a full 128-byte swizzle) per TMA load and halves the number of pipeline steps against
+block_K = 32. The K loop becomes a producer warpgroup issuing TMA loads into a 3-stage ring
+while the two consumer warpgroups run wgmma.
+
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
 
@@ -43,7 +49,8 @@ def matmul(M, N, K, block_M=128, block_N=128, block_K=32, num_stages=3, threads=
 SIZES = {
     "small": (200, 136, 72, dict(block_M=64, block_N=64, block_K=32)),
     "medium": (1000, 1000, 1000, dict()),
-    "bench": (8192, 8192, 8192, dict(block_M=128, block_N=256, block_K=32, threads=256)),
+    "bench": (8192, 8192, 8192, dict(block_M=128, block_N=256, block_K=64, num_stages=3,
+                                     threads=256)),
 }
 
 
