@@ -23,6 +23,7 @@ import weakref
 from typing import Sequence
 
 from . import driver
+from .cubin_info import resource_usage
 from .stream import current_device, current_stream_handle
 
 # name -> (struct code, size, alignment)
@@ -227,12 +228,21 @@ class CudaKernelFunction:
     def attribute(self, attr: int, device: int | None = None) -> int:
         return driver.func_get_attribute(self.function_handle(device), attr)
 
+    def _cubin_usage(self):
+        """(registers, local bytes) read from the cubin itself: no GPU needed."""
+        try:
+            return resource_usage(self.cubin).get(self.name)
+        except (ValueError, IndexError, struct.error):
+            return None
+
     def num_regs(self, device: int | None = None) -> int:
-        return self.attribute(driver.FUNC_NUM_REGS, device)
+        usage = self._cubin_usage() if device is None else None
+        return usage[0] if usage else self.attribute(driver.FUNC_NUM_REGS, device)
 
     def local_bytes(self, device: int | None = None) -> int:
         """Per-thread local memory (register spills and local arrays)."""
-        return self.attribute(driver.FUNC_LOCAL_SIZE_BYTES, device)
+        usage = self._cubin_usage() if device is None else None
+        return usage[1] if usage else self.attribute(driver.FUNC_LOCAL_SIZE_BYTES, device)
 
     def max_threads_per_block(self, device: int | None = None) -> int:
         return self.attribute(driver.FUNC_MAX_THREADS_PER_BLOCK, device)
