@@ -1,0 +1,72 @@
+"""fp16 GEMM tile configs at 4096^3 and 8192^3 (issue 5's targets), cuBLAS in the same run.
+
+    python benchmarks/sweeps/gemm.py [--cpu]
+
+One line per config: name, time (ms), TFLOP/s, cuBLAS time (ms), ratio (cuBLAS / ours), max
+error relative to the fp32 product. `--cpu` runs one config at a tiny size (plumbing only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))
+import tilelang  # noqa: E402
+from tests.gpu import kernels as K  # noqa: E402
+
+# (block_M, block_N, block_K, stages, threads)
+CONFIGS = [
+    (128, 256, 64, 3, 256),
+    (128, 256, 64, 4, 256),
+    (256, 128, 64, 3, 256),
+    (128, 128, 64, 4, 256),
+    (128, 128, 64, 4, 128),
+    (128, 256, 32, 4, 256),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cpu", action="store_true")
+    args = ap.parse_args()
+    if args.cpu:
+        sizes, configs, device = [(96, 80, 64)], [(32, 32, 32, 2, 128)], "cpu"
+    else:
+        from bench_core import bench
+        sizes, configs, device = [(4096,) * 3, (8192,) * 3], CONFIGS, "cuda"
+        print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    for M, N, Kd in sizes:
+        a = torch.randn(M, Kd, device=device).half()
+        b = torch.randn(Kd, N, device=device).half()
+        ref = a.float() @ b.float()
+        if not args.cpu:
+            base = bench(lambda: a @ b)
+        for bm, bn, bk, stages, threads in configs:
+            name = f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}"
+            try:
+                kern = tilelang.compile(
+                    K.gemm(M, N, Kd, bm, bn, bk, out_dtype="float16", num_stages=stages,
+                           threads=threads), out_idx=[2], target="cpu" if args.cpu else "auto")
+                out = kern(a, b)
+                err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
+                if not err < 1e-2:
+                    print(f"{name:44s} FAILED relative error {err:.2e}", flush=True)
+                    continue
+                if args.cpu:
+                    print(f"{name:44s} ok (cpu) max_err {err:.1e}", flush=True)
+                    continue
+                ms = bench(lambda: kern(a, b))
+                print(f"{name:44s} {ms:8.4f} ms {2 * M * N * Kd / ms / 1e9:7.1f} TFLOP/s  cuBLAS "
+                      f"{base:8.4f} ms  ratio {base / ms:5.2f}  max_err {err:.1e}", flush=True)
+            except Exception as e:  # noqa: BLE001 - keep going
+                print(f"{name:44s} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
