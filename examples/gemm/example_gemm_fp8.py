@@ -4,9 +4,11 @@ bfloat16 result.
     python examples/gemm/example_gemm_fp8.py
 
 The layout is the one FP8 tensor cores want: both A (M x K) and B (N x K) are K-major, so the
-kernel multiplies with `transpose_B=True`. The per-tensor scale (the product of the two
-quantisation scales) is a run-time scalar applied to the accumulator before the store, which
-is what `torch._scaled_mm` computes with scalar scales. FP8 tensor cores need sm_89 or newer.
+kernel multiplies with `transpose_B=True`; on sm_90a that T.gemm is an m64nNk32 wgmma
+(e4m3 x e4m3 -> f32) reading 128-byte-swizzled tiles that TMA loads (128 fp8 = 128 bytes of
+K per row). The per-tensor scale (the product of the two quantisation scales) is a run-time
+scalar applied to the accumulator before the store, which is what `torch._scaled_mm` computes
+with scalar scales. FP8 tensor cores need sm_89 or newer.
 
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
@@ -21,7 +23,7 @@ ARCHS = ("sm_89", "sm_90a")  # FP8 tensor cores: Ada and Hopper (none on sm_80)
 
 
 @tilelang.jit(out_idx=[2])
-def matmul_fp8(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
+def matmul_fp8(M, N, K, block_M=128, block_N=128, block_K=128, num_stages=4, threads=128,
                dtype="float8_e4m3", accum_dtype="float32", out_dtype="bfloat16"):
 
     @T.prim_func
@@ -48,7 +50,9 @@ def matmul_fp8(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, thre
 SIZES = {
     "small": (200, 136, 96, dict(block_M=64, block_N=64)),
     "medium": (1000, 1000, 1008, dict()),
-    "bench": (8192, 8192, 8192, dict(block_N=256, block_K=128, threads=256)),
+    # two consumer warpgroups, each one m64n256k32 wgmma per 32 of K; 4 x 48 KB stages
+    # (benchmarks/sweeps/fp8_gemm.py compares the neighbours)
+    "bench": (8192, 8192, 8192, dict(block_N=256, block_K=128, num_stages=4, threads=256)),
 }
 
 

@@ -108,7 +108,7 @@ def test_fp8_a_fragment_matches_hardware(M, K, wgm, wgn):
     # HARDWARE §5 (8-bit A, K = 32): element i of thread t (w = warp in the warpgroup,
     # lane = 4g + q) is at row 16w + g + 8*((i>>2)&1), col 4q + (i&3) + 16*(i>>3); value
     # i + 16*(kt + KT*mr), warpgroup wg -> (gm, gn) = (wg % WGM, wg / WGM), gn replicates.
-    KT, MR = K // 32, M // (64 * wgm)
+    KT = K // 32
     for t in range(frag.num_threads):
         wg, lane, w = t // 128, t % 32, (t // 32) % 4
         g, q, gm = lane // 4, lane % 4, wg % wgm
