@@ -116,6 +116,10 @@ class NestPartitioner:
         self.compact = True
         self._plan_accesses(self.body)
         v = ir.Var("v")
+        if self.compact and self.nest.annotation("async_gather"):
+            gathered = self.try_async_gather()
+            if gathered is not None:
+                return gathered
         if self.compact:
             vectorized = self.try_vectorize()
             if vectorized is not None:
@@ -221,6 +225,38 @@ class NestPartitioner:
         return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step, 1,
                       PARTITIONED, loc=self.nest.loc)
 
+    def try_async_gather(self):
+        """A gather the pipeliner issues ahead (annotation async_gather) as cp.async groups
+        (transform/async_gather.py); None keeps the synchronous form."""
+        from .async_gather import lower_async_gather
+
+        Lp = self.layout
+        if self.ctx.target.sm < 80 or Lp.guard_dims or Lp.replication > 1 or \
+                self.analyzer is None:
+            return None
+        inner = len(Lp.shape) - 1
+        unit = tuple(1 if d == inner else 0 for d in range(len(Lp.shape)))
+        vec = 1
+        if Lp.value_modes and tuple(Lp.value_modes[0].strides) == unit:
+            vec = Lp.value_modes[0].extent
+        vo, vi = ir.Var("vo"), ir.Var("vi")
+        v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
+        body = self.instantiate(v)
+        with self.analyzer.scope():
+            for var, t in zip(self.ctx.kernel.thread_vars, self.ctx.kernel.threads):
+                self.analyzer.bind(var, 0, t)
+            self.analyzer.bind(vo, 0, Lp.num_values // vec)
+            self.analyzer.bind(vi, 0, vec)
+            out = lower_async_gather(self.ctx, body, vo, vi, vec, self.analyzer)
+        name = next(iter(collect_stores(self.body)), None)
+        if out is None:
+            self.ctx.note(f"gather into {name}: no provable cp.async width; synchronous loads")
+            return None
+        step, w = out
+        self.ctx.note(f"gather into {name}: cp.async, {w} elements per copy")
+        return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step, 1,
+                      PARTITIONED, loc=self.nest.loc)
+
     # ---- instantiation ------------------------------------------------------------------------
     def instantiate(self, v) -> ir.Stmt:
         Lp = self.layout
@@ -280,6 +316,13 @@ class NestPartitioner:
         body = ir.If(ir.compare("lt", flat, total), body, None, loc=self.nest.loc)
         trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
         return ir.For(k, ir.const(0), trips, "serial", body, 1, PARTITIONED, loc=self.nest.loc)
+
+
+def collect_stores(body):
+    """Names of the buffers a statement stores into."""
+    from ..ir.visitor import collect
+
+    return [n.buffer.name for n in collect(body, lambda n: isinstance(n, ir.Store))]
 
 
 def _one_writer(body, representative, registers=()):

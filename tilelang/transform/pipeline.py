@@ -1,6 +1,8 @@
 """Software pipelining of `T.Pipelined` loops with cp.async (sm_80+).
 
 Expects: tile IR after layout inference; global→shared `Copy` nodes still present.
+Producers are those copies and gather nests (`T.Parallel` loads of global data into a shared
+tile that are not a window, e.g. an im2col tile; see transform/async_gather.py).
 
 Guarantees: a pipelined loop of n iterations with S = num_stages >= 2 whose body contains
 global→shared copies that depend only on the loop variable and loop-invariant values becomes
@@ -14,8 +16,11 @@ global→shared copies that depend only on the loop variable and loop-invariant 
         rest of the body, reading stage k % S
     wait_group(0)
 
-Each copy destination gets a leading stage dimension (`S` buffers in one allocation). The
-results are those of the serial loop (SEMANTICS §7). Loops with num_stages <= 1, without such
+Each copy destination gets a leading stage dimension (`S` buffers in one allocation). Issued
+gather nests carry the annotation ("async_gather", True): partition_parallel lowers them to
+cp.async with zero-fill where it can prove the vector width, else to synchronous stores, which
+are just as correct at that point of the schedule (the barrier after the next wait orders
+them). The results are those of the serial loop (SEMANTICS §7). Loops with num_stages <= 1, without such
 copies, or whose copy destinations are used outside the loop run as serial loops with
 synchronous copies.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, Visitor, collect, substitute
 from ..layout import Layout
+from .async_gather import ASYNC_GATHER, gather_parts
 from .lower_elementwise import is_global_to_shared
 
 VOID = ir.DType("void")
@@ -186,11 +192,15 @@ class Pipeliner:
                         _whole_buffer_user(loop.body, dst):
                     continue
                 producers.append((idx, st, deps))
+            elif self._gather_producer(st, items, outside, written):
+                deps = self._deps_of(_gather_exprs(st), lets, written)
+                if deps is not None:
+                    producers.append((idx, st, deps))
         if not producers:
             return serial
         mapping = {}
         for _, st, _ in producers:
-            b = st.dst.buffer
+            b = _destination(st)
             if b not in mapping:
                 nb = ir.Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
                 mapping[b] = nb
@@ -206,8 +216,11 @@ class Pipeliner:
             out = []
             for _, st, deps in producers:
                 sub = {k: iter_expr}
-                stmt = substitute(ir.Copy(st.src, st.dst, st.options + (("async", True),),
-                                          loc=st.loc), sub)
+                if isinstance(st, ir.Copy):
+                    stmt = ir.Copy(st.src, st.dst, st.options + (("async", True),), loc=st.loc)
+                else:
+                    stmt = ir.with_fields(st, annotations=st.annotations + (ASYNC_GATHER,))
+                stmt = substitute(stmt, sub)
                 stmt = _Rebuffer(mapping, stage_expr).visit(stmt)
                 for let in reversed(deps):
                     stmt = ir.LetStmt(let[1], substitute(let[2], sub), stmt, loc=let[3])
@@ -233,12 +246,38 @@ class Pipeliner:
             body_rest))
         main = ir.For(k, start, n, "serial", steady, 1, (("pipelined_from", S),), loc=loop.loc)
         drain = _call("tl::cp_async_wait<0>")
+        n_gathers = sum(1 for _, st, _ in producers if not isinstance(st, ir.Copy))
         self.ctx.note(f"pipelined loop over {k.name}: {S} stages, {len(producers)} async "
-                      f"copies ({', '.join(b.name for b in mapping)})")
+                      f"copies ({', '.join(b.name for b in mapping)})"
+                      + (f", {n_gathers} of them gathers" if n_gathers else ""))
         return ir.Seq((prologue, main, drain))
+
+    def _gather_producer(self, st, items, outside, written) -> bool:
+        """A gather nest may be issued iterations ahead: it reads nothing the loop writes, its
+        tile is written by nothing else and used only inside the loop (per stage), and its
+        source has no `T.annotate_safe_value` (cp.async fills zeros)."""
+        parts = gather_parts(st) if isinstance(st, ir.For) else None
+        if parts is None:
+            return False
+        store, load, _ = parts
+        dst = store.buffer
+        if _buffers_read(st) & written or _uses(outside, dst) or \
+                _has_safe_value(self.ctx, load.buffer):
+            return False
+        others = [it for it in items if not isinstance(it, tuple) and it is not st]
+        return not any(dst in _written_buffers(o) for o in others) and \
+            not any(_whole_buffer_user(o, dst) for o in others)
 
     def _let_deps(self, copy, lets, written, k):
         """The lets a copy needs, in order, if all are recomputable for another iteration."""
+        exprs = []
+        for start, extent in list(copy.src.region) + list(copy.dst.region):
+            exprs += [ir.as_expr(start), ir.as_expr(extent)]
+        return self._deps_of(exprs, lets, written)
+
+    def _deps_of(self, exprs, lets, written):
+        """The loop-body lets `exprs` need, in order, if all are recomputable for another
+        iteration (None when one reads memory the loop writes)."""
         needed, order = set(), []
 
         def need(expr):
@@ -252,12 +291,27 @@ class Pipeliner:
                     order.append(let)
 
         try:
-            for start, extent in list(copy.src.region) + list(copy.dst.region):
-                need(ir.as_expr(start))
-                need(ir.as_expr(extent))
+            for e in exprs:
+                need(e)
         except _NotPipelinable:
             return None
         return order
+
+
+def _destination(st) -> ir.Buffer:
+    """The shared tile a producer (a Copy or a gather nest) writes."""
+    if isinstance(st, ir.Copy):
+        return st.dst.buffer
+    return gather_parts(st)[0].buffer
+
+
+def _gather_exprs(loop) -> list:
+    """Every expression of a gather nest (for the loop-body lets it needs)."""
+    return collect(loop, lambda n: isinstance(n, ir.Var))
+
+
+def _has_safe_value(ctx, buf) -> bool:
+    return any(key == "safe_value" and value[0] is buf for key, value in ctx.kernel.attrs)
 
 
 class _NotPipelinable(Exception):

@@ -4,8 +4,10 @@ Expects: tile IR after layout inference. Applies when the target is sm_90a, the 
 warpgroups, warp specialisation and TMA are not disabled by pass config, and the kernel has
 exactly one `T.Pipelined` loop at its top level whose global→shared copies TMA can perform
 (static shapes, 16-byte aligned strides, whole destination tiles, boxes of <= 256 elements,
-no dtype conversion, indices computable by the producer). Otherwise nothing changes and the
-cp.async pipeliner takes the loop.
+no dtype conversion, indices computable by the producer), and the loop gathers nothing into
+shared memory with `T.Parallel` that the pipeliner can issue as cp.async (an im2col tile: TMA
+cannot gather it, and leaving it synchronous in the consumers costs more than the TMA of the
+other operand gains). Otherwise nothing changes and the cp.async pipeliner takes the loop.
 
 Guarantees: the kernel is launched with one more warpgroup, the producer, whose first thread
 issues every TMA load of the loop; the original threads (the consumers, thread indices
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from ..ir import nodes as ir
 from ..ir.visitor import collect, substitute
 from .. import layout as L
+from .async_gather import gather_parts
 from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _rebuild, _whole_buffer_user,
@@ -177,6 +180,13 @@ class WarpSpecializer:
         if not plans:
             return None
         outside = items[:li] + items[li + 1:]
+        pipeliner = Pipeliner(self.ctx)
+        rest_of_kernel = _rebuild(outside)
+        for it in body_items:
+            if not isinstance(it, tuple) and pipeliner._gather_producer(it, body_items,
+                                                                       rest_of_kernel, written):
+                name = gather_parts(it)[0].buffer.name
+                return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not TMA)")
         for p in plans:
             if any(_mentions(o, p.copy.dst.buffer) for o in outside if not isinstance(o, tuple)):
                 return self._why(f"{p.copy.dst.buffer.name} is used outside the loop")
