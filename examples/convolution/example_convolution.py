@@ -10,6 +10,12 @@ decodes (n, oh, ow) and (kh, kw, c) from the tile coordinates, computes the inpu
 into the padding. The filter tile is a plain `T.copy`; `T.gemm` does the rest, and the result
 tile is scattered back to (n, oh, ow, f).
 
+The gather is a producer stage of the pipeline like the filter copy: it is issued
+`num_stages - 1` iterations ahead as cp.async with zero-fill (16-byte copies when C % 8 == 0),
+so neither load waits for global memory (transform/async_gather.py). The defaults (128x256x64
+tiles, 3 stages, two consumer warpgroups on wgmma) are tuned for an H200; see
+benchmarks/sweeps/conv.py for the alternatives.
+
 The input is (N, H, W, C); the filter is given as (KH*KW*C, F), i.e. an HWIO filter
 flattened over its first three dimensions; the output is (N, OH, OW, F).
 
@@ -24,7 +30,7 @@ import tilelang.language as T
 
 @tilelang.jit(out_idx=[2])
 def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=128,
-                block_N=128, block_K=32, num_stages=2, threads=128, dtype="float16",
+                block_N=256, block_K=64, num_stages=3, threads=256, dtype="float16",
                 accum_dtype="float"):
     OH = (H + 2 * padding - dilation * (KH - 1) - 1) // stride + 1
     OW = (W + 2 * padding - dilation * (KW - 1) - 1) // stride + 1
@@ -64,8 +70,9 @@ def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=
 
 # (N, C, H, W, F, KH, KW, stride, padding, dilation, tile config)
 SIZES = {
-    "small": (2, 12, 9, 11, 20, 3, 3, 1, 1, 1, dict(block_M=64, block_N=64)),
-    "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict()),
+    "small": (2, 12, 9, 11, 20, 3, 3, 1, 1, 1, dict(block_M=64, block_N=64, block_K=32,
+                                                     threads=128)),
+    "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict(block_N=128, threads=128)),
     "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict()),
 }
 
