@@ -2,16 +2,26 @@
 
     python examples/flash_attention/example_mha_bwd.py
 
-Three kernels, launched by `FlashAttention.forward` and `FlashAttention.backward`:
+Four kernels, launched by `FlashAttention.forward` and `FlashAttention.backward`, built the
+way FlashAttention-2/3 builds its backward pass:
 
 1. `flash_fwd`: the forward pass that also writes the log-sum-exp of every score row
    (`lse`, base 2 with the softmax scale folded in), so that the backward pass can rebuild the
    probabilities P = exp2(S * scale - lse) tile by tile without another softmax;
-2. `bwd_preprocess`: delta_i = sum_d O[i, d] * dO[i, d] (the row term of the softmax gradient);
-3. `flash_bwd`: one block per key tile. It keeps dK and dV of its keys in registers and walks
-   over the query tiles: P^T = exp2(K Q^T * scale - lse), dV += P^T dO, dP^T = V dO^T,
-   dS^T = P^T * (dP^T - delta) / sqrt(d), dK += dS^T Q. The contribution dS K to dQ of every
-   key tile is summed with `T.atomic_add` into a float32 dQ (zeroed first).
+2. `bwd_preprocess`: delta_i = sum_d O[i, d] * dO[i, d] (the row term of the softmax
+   gradient), and the float32 dQ accumulator zeroed;
+3. `flash_bwd`: one block per (key tile, head, batch). K and V of its block_M keys stay in
+   shared memory and dK, dV in registers while it walks over the query tiles (T.Pipelined:
+   on Hopper a producer warpgroup streams Q, dO, lse and delta with TMA):
+   P^T = exp2(K Q^T * scale - lse), dP^T = V dO^T, dV += P^T dO, dS^T = P^T * (dP^T - delta),
+   dK += dS^T Q. The key tile's share dS K of dQ needs the dS^T rows of every warpgroup, so
+   dS^T goes through shared memory; the result is added to the accumulator with 2-wide float
+   atomics. With a causal mask, query tiles that end before the key tile are skipped. Keys
+   run along M in every gemm, so P^T and dS^T are used straight from the registers as the A
+   operand of the dV and dK gemms (wgmma on sm_90a, with two consumer warpgroups of 64 keys
+   each at the default 128 x 64 tiles);
+4. `bwd_postprocess`: dQ = accumulator / sqrt(d) in float16 (the 1/sqrt(d) factor of dS is
+   applied once, to dK and dQ, rather than to every dS element).
 
 Tensors are laid out (batch, seq, heads, dim).
 
@@ -91,13 +101,16 @@ def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
     return main
 
 
-@tilelang.jit(out_idx=[2])
+@tilelang.jit(out_idx=[2, 3])
 def bwd_preprocess(batch, heads, seq_len, dim, block=64, dtype="float16", accum_dtype="float"):
+    """Delta[b, h, i] = sum_d O[b, i, h, d] * dO[b, i, h, d], and the float32 dQ accumulator
+    zeroed (the main kernel adds into it)."""
     shape = [batch, seq_len, heads, dim]
 
     @T.prim_func
     def main(O: T.Tensor(shape, dtype), dO: T.Tensor(shape, dtype),
-             Delta: T.Tensor([batch, heads, seq_len], accum_dtype)):
+             Delta: T.Tensor([batch, heads, seq_len], accum_dtype),
+             dQ_accum: T.Tensor(shape, accum_dtype)):
         with T.Kernel(T.ceildiv(seq_len, block), heads, batch, threads=128) as (bx, by, bz):
             o = T.alloc_fragment([block, dim], accum_dtype)
             do = T.alloc_fragment([block, dim], accum_dtype)
@@ -108,13 +121,27 @@ def bwd_preprocess(batch, heads, seq_len, dim, block=64, dtype="float16", accum_
                 o[i, j] = o[i, j] * do[i, j]
             T.reduce_sum(o, delta, dim=1)
             T.copy(delta, Delta[bz, by, bx * block:(bx + 1) * block])
+            T.clear(do)
+            T.copy(do, dQ_accum[bz, bx * block:(bx + 1) * block, by, :])
 
     return main
 
 
 @tilelang.jit
-def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-              threads=128, dtype="float16", accum_dtype="float"):
+def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=64, num_stages=2,
+              threads=256, dq_mode="atomic2", overlap=True, dtype="float16",
+              accum_dtype="float"):
+    """dK, dV (written) and dQ * sqrt(d) (added into a zeroed float32 accumulator) of one key
+    tile per block.
+
+    dq_mode: how the key tile's share of dQ reaches the float32 accumulator. "atomic2": the
+    gemm accumulator's column pairs with 2-wide float atomics, straight from the registers;
+    "shared": staged in shared memory and added with 4-wide atomics along whole rows (one more
+    barrier); "atomic": element by element.
+    overlap: leave the dV and dK gemms in flight (wgmma `wg_wait=1`) while the next gemm is
+    issued, instead of waiting for each gemm (sm_90a; elsewhere the gemms are synchronous)."""
+    if dq_mode == "shared":
+        assert block_N * dim // 4 % threads == 0, "dQ tile must split into float4s per thread"
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape = [batch, seq_len, heads, dim]
@@ -134,13 +161,18 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
             delta = T.alloc_shared([block_N], accum_dtype)
             dsT_shared = T.alloc_shared([block_M, block_N], dtype)
             qkT = T.alloc_fragment([block_M, block_N], accum_dtype)
-            dsT = T.alloc_fragment([block_M, block_N], accum_dtype)
-            qkT_cast = T.alloc_fragment([block_M, block_N], dtype)
+            dpT = T.alloc_fragment([block_M, block_N], accum_dtype)
+            pT_cast = T.alloc_fragment([block_M, block_N], dtype)
             dsT_cast = T.alloc_fragment([block_M, block_N], dtype)
             dv = T.alloc_fragment([block_M, dim], accum_dtype)
             dk = T.alloc_fragment([block_M, dim], accum_dtype)
             dq = T.alloc_fragment([block_N, dim], accum_dtype)
+            if dq_mode == "shared":
+                dq_shared = T.alloc_shared([block_N, dim], accum_dtype)
+                # rows 512 bytes apart would put a warp's stores into the same banks
+                T.annotate_layout({dq_shared: tilelang.layout.make_swizzled_layout(dq_shared)})
 
+            tx = T.get_thread_binding()
             T.copy(K[bz, bx * block_M:(bx + 1) * block_M, by, :], K_shared)
             T.copy(V[bz, bx * block_M:(bx + 1) * block_M, by, :], V_shared)
             T.clear(dv)
@@ -149,56 +181,103 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
             first = T.floordiv(bx * block_M, block_N) if is_causal else 0
             for k in T.Pipelined(first, T.ceildiv(seq_len, block_N), num_stages=num_stages):
                 T.copy(Q[bz, k * block_N:(k + 1) * block_N, by, :], q)
-                T.clear(qkT)
-                T.gemm(K_shared, q, qkT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(lse[bz, by, k * block_N:(k + 1) * block_N], lse_shared)
-                for i, j in T.Parallel(block_M, block_N):
-                    qkT[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
-                if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        qkT[i, j] = T.if_then_else(bx * block_M + i <= k * block_N + j,
-                                                   qkT[i, j], 0)
                 T.copy(dO[bz, k * block_N:(k + 1) * block_N, by, :], do)
-                T.clear(dsT)
-                T.gemm(V_shared, do, dsT, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(qkT, qkT_cast)
-                T.gemm(qkT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
-
+                T.copy(lse[bz, by, k * block_N:(k + 1) * block_N], lse_shared)
                 T.copy(Delta[bz, by, k * block_N:(k + 1) * block_N], delta)
+                # S^T = K Q^T and dP^T = V dO^T: keys along M, so P^T and dS^T stay in the
+                # registers as the A operands of dV += P^T dO and dK += dS^T Q. P^T is
+                # rounded to float16 before dP^T is computed, which keeps only one float32
+                # score tile alive next to dK and dV (register pressure).
+                T.gemm(K_shared, q, qkT, transpose_B=True, clear_accum=True,
+                       policy=T.GemmWarpPolicy.FullRow)
                 for i, j in T.Parallel(block_M, block_N):
-                    dsT_cast[i, j] = qkT[i, j] * (dsT[i, j] - delta[j]) * sm_scale
-                T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow)
-
+                    if is_causal:
+                        pT_cast[i, j] = T.if_then_else(
+                            bx * block_M + i <= k * block_N + j,
+                            T.exp2(qkT[i, j] * scale - lse_shared[j]), 0)
+                    else:
+                        pT_cast[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                if overlap:
+                    # dV += P^T dO stays in flight while dP^T is computed (both wait there)
+                    T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow, wg_wait=1)
+                    T.gemm(V_shared, do, dpT, transpose_B=True, clear_accum=True,
+                           policy=T.GemmWarpPolicy.FullRow)
+                else:
+                    T.gemm(V_shared, do, dpT, transpose_B=True, clear_accum=True,
+                           policy=T.GemmWarpPolicy.FullRow)
+                    T.gemm(pT_cast, do, dv, policy=T.GemmWarpPolicy.FullRow)
+                # dS^T without the 1/sqrt(d) factor: it is applied once to dK and dQ
+                for i, j in T.Parallel(block_M, block_N):
+                    dsT_cast[i, j] = pT_cast[i, j] * (dpT[i, j] - delta[j])
+                # dQ (this key tile's share) = dS K needs the dS^T rows of every warpgroup:
+                # through shared memory, stored before dK's gemm reads dS^T from registers
                 T.copy(dsT_cast, dsT_shared)
-                T.clear(dq)
-                T.gemm(dsT_shared, K_shared, dq, transpose_A=True)
-                for i, j in T.Parallel(block_N, dim):
-                    T.atomic_add(dQ[bz, k * block_N + i, by, j], dq[i, j])
+                # with `overlap`, dK += dS^T Q runs across the barrier that publishes dS^T
+                T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow,
+                       wg_wait=1 if overlap else 0)
+                T.gemm(dsT_shared, K_shared, dq, transpose_A=True, clear_accum=True)
+                if dq_mode == "shared":
+                    T.copy(dq, dq_shared)
+                    # lane l of a warp adds columns 4l..4l+3: one instruction adds whole
+                    # 512-byte rows (rows past seq_len are skipped: such atomics do nothing)
+                    for r in T.unroll(block_N * dim // 4 // threads):
+                        i = (r * threads + tx) // (dim // 4)
+                        j = (r * threads + tx) % (dim // 4)
+                        T.atomic_addx4(dQ[bz, k * block_N + i, by, j * 4], dq_shared[i, j * 4])
+                elif dq_mode == "atomic2":
+                    # the accumulator holds column pairs (2j, 2j + 1) in consecutive registers
+                    for i, j in T.Parallel(block_N, dim):
+                        if j % 2 == 0:
+                            T.atomic_addx2(dQ[bz, k * block_N + i, by, j], dq[i, j])
+                else:
+                    for i, j in T.Parallel(block_N, dim):
+                        T.atomic_add(dQ[bz, k * block_N + i, by, j], dq[i, j])
 
+            for i, j in T.Parallel(block_M, dim):
+                dk[i, j] *= sm_scale
             T.copy(dv, dV[bz, bx * block_M:(bx + 1) * block_M, by, :])
             T.copy(dk, dK[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
     return main
 
 
+@tilelang.jit(out_idx=[1])
+def bwd_postprocess(batch, heads, seq_len, dim, block=64, dtype="float16", accum_dtype="float"):
+    """dQ = dQ_accum / sqrt(d) in the input precision."""
+    sm_scale = (1.0 / dim) ** 0.5
+    shape = [batch, seq_len, heads, dim]
+
+    @T.prim_func
+    def main(dQ_accum: T.Tensor(shape, accum_dtype), dQ: T.Tensor(shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block), heads, batch, threads=128) as (bx, by, bz):
+            acc = T.alloc_fragment([block, dim], accum_dtype)
+            out = T.alloc_fragment([block, dim], dtype)
+            T.copy(dQ_accum[bz, bx * block:(bx + 1) * block, by, :], acc)
+            for i, j in T.Parallel(block, dim):
+                out[i, j] = acc[i, j] * sm_scale
+            T.copy(out, dQ[bz, bx * block:(bx + 1) * block, by, :])
+
+    return main
+
+
 class FlashAttention:
-    """The three kernels for one problem shape, with torch-style forward/backward calls."""
+    """The kernels for one problem shape, with torch-style forward/backward calls."""
 
     def __init__(self, batch, heads, seq_len, dim, is_causal, fwd_cfg=None, bwd_cfg=None):
         args = (batch, heads, seq_len, dim)
         self.fwd = flash_fwd(*args, is_causal, **(fwd_cfg or {}))
         self.prep = bwd_preprocess(*args)
         self.bwd = flash_bwd(*args, is_causal, **(bwd_cfg or {}))
+        self.post = bwd_postprocess(*args)
 
     def forward(self, q, k, v):
         return self.fwd(q, k, v)  # (O, lse)
 
     def backward(self, q, k, v, o, lse, do):
-        delta = self.prep(o, do)
-        dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+        delta, dq_accum = self.prep(o, do)
         dk, dv = torch.empty_like(k), torch.empty_like(v)
-        self.bwd(q, k, v, do, lse, delta, dq, dk, dv)
-        return dq.to(q.dtype), dk, dv
+        self.bwd(q, k, v, do, lse, delta, dq_accum, dk, dv)
+        return self.post(dq_accum), dk, dv
 
 
 def ref_grads(q, k, v, do, is_causal):
@@ -213,14 +292,20 @@ def ref_grads(q, k, v, do, is_causal):
     return (o.detach(), *torch.autograd.grad(o, (q, k, v), do.double()))
 
 
-# (batch, heads, seq_len, dim, forward tiles, backward tiles)
+# (batch, heads, seq_len, dim, forward tiles, backward tiles (Hopper))
 SIZES = {
     "small": (1, 2, 200, 64, dict(), dict()),
-    "medium": (2, 4, 1000, 128, dict(block_M=128, num_stages=2, threads=256),
-               dict(block_N=32, num_stages=2)),
-    "bench": (8, 32, 4096, 128, dict(block_M=128, num_stages=2, threads=256),
-              dict(block_N=32, num_stages=2)),
+    "medium": (2, 4, 1000, 128, dict(block_M=128, num_stages=2, threads=256), dict()),
+    "bench": (8, 32, 4096, 128, dict(block_M=128, num_stages=2, threads=256), dict()),
 }
+
+
+def fit_config(cfg, arch):
+    """Before Hopper there are 164 KB of shared memory per block, not 227 KB: 32-row query
+    tiles."""
+    if int(arch.split("_")[1].rstrip("a")) < 90:
+        return dict(cfg, block_N=32)
+    return cfg
 
 
 def check(out, ref, tol):
@@ -230,9 +315,11 @@ def check(out, ref, tol):
     return err
 
 
-def programs(size="bench"):
+def programs(size="bench", arch="sm_90a"):
     B, H, S, D, fcfg, bcfg = SIZES[size]
-    out = [("bwd_preprocess", bwd_preprocess.get_tir(B, H, S, D))]
+    bcfg = fit_config(bcfg, arch)
+    out = [("bwd_preprocess", bwd_preprocess.get_tir(B, H, S, D)),
+           ("bwd_postprocess", bwd_postprocess.get_tir(B, H, S, D))]
     for c in (False, True):
         out.append((f"fwd_lse_causal{int(c)}", flash_fwd.get_tir(B, H, S, D, c, **fcfg)))
         out.append((f"bwd_causal{int(c)}", flash_bwd.get_tir(B, H, S, D, c, **bcfg)))
@@ -245,6 +332,8 @@ def run(device=None, size="small"):
     [{name, tilelang, baseline, baseline_name, flops, error}]."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     B, H, S, D, fcfg, bcfg = SIZES[size]
+    if device == "cuda":
+        bcfg = fit_config(bcfg, "sm_%d%d" % torch.cuda.get_device_capability())
     q, k, v, do = (torch.randn(B, S, H, D, device=device, dtype=torch.float16)
                    for _ in range(4))
     cases = []
