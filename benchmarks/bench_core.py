@@ -125,20 +125,10 @@ def overheads():
     a, b = torch.randn(1 << 20, device="cuda"), torch.randn(1 << 20, device="cuda")
     c = torch.empty_like(a)
     k2 = tilelang.compile(K.vector_add(1 << 20, block=1024))
-    for _ in range(100):
-        k2(a, b, c)
-    torch.cuda.synchronize()
-    n = 2000
-    t0 = time.perf_counter()
-    for _ in range(n):
-        k2(a, b, c)
-    host = (time.perf_counter() - t0) / n
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        torch.add(a, b, out=c)
-    thost = (time.perf_counter() - t0) / n
-    torch.cuda.synchronize()
+    from host_overhead import per_call_us
+
+    host = per_call_us(lambda: k2(a, b, c))[0] * 1e-6
+    thost = per_call_us(lambda: torch.add(a, b, out=c))[0] * 1e-6
     imp = subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); "
                           "import tilelang; print(time.perf_counter()-t)"],
                          capture_output=True, text=True).stdout.strip()
