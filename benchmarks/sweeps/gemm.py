@@ -20,7 +20,33 @@ sys.path.insert(0, os.path.join(HERE, "..", ".."))
 import tilelang  # noqa: E402
 from tests.gpu import kernels as K  # noqa: E402
 
-# (block_M, block_N, block_K, stages, threads)
+
+
+def gemm_staged_epilogue(M, N, K, block_M, block_N, block_K, num_stages, threads):
+    """The same GEMM with the result staged through shared memory, so the global stores are
+    whole coalesced rows (does the epilogue matter at this size?)."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), "float16")
+            B_shared = T.alloc_shared((block_K, block_N), "float16")
+            C_shared = T.alloc_shared((block_M, block_N), "float16")
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C_shared)
+            T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
+# (block_M, block_N, block_K, stages, threads[, staged epilogue])
 CONFIGS = [
     (128, 256, 64, 3, 256),
     (128, 256, 64, 4, 256),
@@ -28,6 +54,8 @@ CONFIGS = [
     (128, 128, 64, 4, 256),
     (128, 128, 64, 4, 128),
     (128, 256, 32, 4, 256),
+    (128, 256, 64, 3, 256, "staged"),
+    (128, 128, 64, 4, 256, "staged"),
 ]
 
 
@@ -36,7 +64,8 @@ def main():
     ap.add_argument("--cpu", action="store_true")
     args = ap.parse_args()
     if args.cpu:
-        sizes, configs, device = [(96, 80, 64)], [(32, 32, 32, 2, 128)], "cpu"
+        sizes, configs, device = [(96, 80, 64)], [(32, 32, 32, 2, 128),
+                                                  (32, 32, 32, 2, 128, "staged")], "cpu"
     else:
         from bench_core import bench
         sizes, configs, device = [(4096,) * 3, (8192,) * 3], CONFIGS, "cuda"
@@ -47,12 +76,15 @@ def main():
         ref = a.float() @ b.float()
         if not args.cpu:
             base = bench(lambda: a @ b)
-        for bm, bn, bk, stages, threads in configs:
-            name = f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}"
+        for bm, bn, bk, stages, threads, *staged in configs:
+            name = f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}" + \
+                (" staged-epilogue" if staged else "")
             try:
-                kern = tilelang.compile(
-                    K.gemm(M, N, Kd, bm, bn, bk, out_dtype="float16", num_stages=stages,
-                           threads=threads), out_idx=[2], target="cpu" if args.cpu else "auto")
+                func = (gemm_staged_epilogue(M, N, Kd, bm, bn, bk, stages, threads) if staged
+                        else K.gemm(M, N, Kd, bm, bn, bk, out_dtype="float16",
+                                    num_stages=stages, threads=threads))
+                kern = tilelang.compile(func, out_idx=[2],
+                                        target="cpu" if args.cpu else "auto")
                 out = kern(a, b)
                 err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
                 if not err < 1e-2:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable, Optional
 
+from .annotations import decorator_scope, resolve_annotations
 from ..errors import KernelError, located
 from ..ir import nodes as ir
 from ..ir.dtype import DType
@@ -79,20 +80,14 @@ def param_from_annotation(name: str, annotation):
     return None
 
 
-def _annotations(func):
-    try:
-        return inspect.get_annotations(func, eval_str=True)
-    except Exception:
-        return dict(getattr(func, "__annotations__", {}))
-
-
-def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
+def prim_func(func=None, *, private=False, check_well_formed=True, _scope=None, **_ignored):
     """Trace a kernel whose parameters are all annotated (T.Tensor, T.float32, T.handle, ...)."""
     if func is None:
-        return lambda f: prim_func(f, private=private)
+        scope = decorator_scope()
+        return lambda f: prim_func(f, private=private, _scope=scope)
     if isinstance(func, ir.PrimFunc):
         return func
-    hints = _annotations(func)
+    hints = resolve_annotations(func, decorator_scope() if _scope is None else _scope)
     sig = inspect.signature(func)
     params = []
     for pname, p in sig.parameters.items():

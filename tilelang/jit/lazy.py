@@ -26,6 +26,7 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Optional
 
+from ..frontend.annotations import resolve_annotations
 from ..frontend.builder import error
 from ..ir import nodes as ir
 from ..ir.dtype import DType
@@ -193,10 +194,7 @@ class LazyJIT:
             return
         func = self._py
         sig = inspect.signature(func)
-        try:
-            hints = inspect.get_annotations(func, eval_str=True)
-        except Exception:
-            hints = dict(getattr(func, "__annotations__", {}))
+        hints = resolve_annotations(func)
         params = []
         for i, (name, p) in enumerate(sig.parameters.items()):
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):

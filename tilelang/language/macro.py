@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from ..frontend.annotations import decorator_scope, resolve_annotations
 from ..frontend.builder import current_builder
 from ..frontend.rewrite import rewrite
 from ..ir import nodes as ir
@@ -23,8 +24,9 @@ def _is_var(x) -> bool:
 
 
 class Macro:
-    def __init__(self, func):
+    def __init__(self, func, scope=None):
         self.func = func
+        self._scope = scope  # the decorating frame's locals, for string annotations
         self._rewritten = None
         self._ref_params = None
         functools.update_wrapper(self, func)
@@ -33,10 +35,7 @@ class Macro:
         if self._rewritten is None:
             self._rewritten = rewrite(self.func)
             sig = inspect.signature(self.func)
-            try:
-                hints = inspect.get_annotations(self.func, eval_str=True)
-            except Exception:  # unresolvable string annotations: treat as absent
-                hints = dict(getattr(self.func, "__annotations__", {}))
+            hints = resolve_annotations(self.func, self._scope)
             self._signature = sig
             self._ref_params = {name for name, ann in hints.items() if ann is Ref}
         return self._rewritten
@@ -62,6 +61,7 @@ class Macro:
 
 def macro(func=None, *, hygienic=True):
     """Decorate a function whose body is inlined into kernels at each call."""
+    scope = decorator_scope()
     if func is None:
-        return lambda f: Macro(f)
-    return Macro(func)
+        return lambda f: Macro(f, scope)
+    return Macro(func, scope)
