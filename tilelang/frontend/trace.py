@@ -80,14 +80,18 @@ def param_from_annotation(name: str, annotation):
     return None
 
 
-def prim_func(func=None, *, private=False, check_well_formed=True, _scope=None, **_ignored):
+def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
     """Trace a kernel whose parameters are all annotated (T.Tensor, T.float32, T.handle, ...)."""
+    scope = decorator_scope()
     if func is None:
-        scope = decorator_scope()
-        return lambda f: prim_func(f, private=private, _scope=scope)
+        return lambda f: _trace_prim_func(f, scope)
+    return _trace_prim_func(func, scope)
+
+
+def _trace_prim_func(func, scope: dict):
     if isinstance(func, ir.PrimFunc):
         return func
-    hints = resolve_annotations(func, decorator_scope() if _scope is None else _scope)
+    hints = resolve_annotations(func, scope)
     sig = inspect.signature(func)
     params = []
     for pname, p in sig.parameters.items():
