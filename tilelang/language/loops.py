@@ -211,9 +211,66 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
     return _Pipelined(dims, ann)
 
 
-def Persistent(*args, **kwargs):
-    """Persistent-kernel tile loops (not supported yet: raises a located error)."""
-    raise error(NotImplementedError, "T.Persistent is not supported yet")
+class _Persistent(LoopSpec):
+    """`for bx, by in T.Persistent([TM, TN], wave_size, index)`: block `index` of a
+    `wave_size`-block grid visits tiles index, index + wave_size, ... of the row-major domain.
+    Traced as a serial loop over waves with the tile coordinates bound by lets and the body
+    guarded by `tile < prod(domain)` (the last wave may be partial)."""
+
+    kind = "serial"
+
+    def __init__(self, domain, wave_size, index):
+        super().__init__([])
+        self.domain, self.wave_size, self.index = domain, wave_size, index
+
+    def trace(self, names):
+        b = current_builder(what="a T.Persistent loop")
+        self.check_context(b)
+        loc = current_loc()
+        nd = len(self.domain)
+        if isinstance(names, str):
+            names = (names,)
+        names = names if isinstance(names, tuple) else ()
+        coord_names = [names[d] if d < len(names) and isinstance(names[d], str)
+                       and names[d] != "_" else f"tile{d}" for d in range(nd)]
+        total = self.domain[0]
+        for e in self.domain[1:]:
+            total = total * e
+        waves = (total + self.wave_size - 1) // self.wave_size
+        w = ir.Var(b.fresh_name("wave"))
+        b.push("for", loop_kind=self.kind, var=w)
+        b.loop_kinds.append("ir")
+        tile = ir.as_expr(w * self.wave_size + self.index)
+        b.push("then")
+        coords, rest = [], tile
+        for d in range(nd - 1, -1, -1):  # row-major: the last dimension varies fastest
+            coords.append(rest % self.domain[d] if d > 0 else rest)
+            rest = rest // self.domain[d]
+        coords.reverse()
+        vars_ = [b.let(b.fresh_name(n), ir.as_expr(c)) for n, c in zip(coord_names, coords)]
+        yield vars_[0] if nd == 1 else tuple(vars_)
+        _, then = b.pop("then")
+        b.emit(ir.If(ir.compare("lt", tile, ir.as_expr(total)), then, None, loc=loc))
+        b.loop_kinds.pop()
+        _, body = b.pop("for")
+        b.emit(ir.For(w, ir.const(0), ir.as_expr(waves), self.kind, body, 1, (), loc=loc))
+
+
+def Persistent(domain, wave_size, index, group_size=8):
+    """`for bx, by in T.Persistent([TM, TN], wave_size, index)`: a persistent-kernel tile loop.
+    Block `index` (of `wave_size` launched blocks) runs the body for tiles index,
+    index + wave_size, ... of the domain, numbered row-major. `group_size` (the reference's
+    rasterisation width) is accepted; the visiting order does not change results."""
+    if isinstance(domain, (int, ir.Expr)):
+        domain = [domain]
+    if not isinstance(domain, (list, tuple)) or not domain:
+        raise error(TypeError, "T.Persistent needs a list of tile-grid extents as its domain, "
+                               f"got {domain!r}")
+    dom = [_int_or_expr(d, "T.Persistent domain extent") for d in domain]
+    ws = _int_or_expr(wave_size, "T.Persistent wave_size")
+    if isinstance(ws, int) and ws < 1:
+        raise error(ValueError, f"T.Persistent wave_size must be positive, got {ws}")
+    return _Persistent(dom, ws, _int_or_expr(index, "T.Persistent index"))
 
 
 def thread_binding(*args, **kwargs):

@@ -51,6 +51,16 @@ def _eval(fn, idx, extra=()):
     return [np.array(col, dtype=np.int64) for col in zip(*rows)] if rows else []
 
 
+def _rank_within(t: np.ndarray) -> np.ndarray:
+    """For each position k, the number of earlier positions with the same value t[k]."""
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    starts = np.searchsorted(ts, ts, side="left")
+    rank = np.empty_like(t)
+    rank[order] = np.arange(t.size) - starts
+    return rank
+
+
 def _linearise(cols, what):
     """Row-major linearisation of a multi-output local index (extents inferred as max + 1)."""
     if len(cols) == 1:
@@ -109,11 +119,15 @@ def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=
             out = _eval(lambda *a: _flatten_pair(forward_fn(*a)), idx, extra)
             t, vcols = out[0], out[1:]
         else:
-            if thread_fn is None or index_fn is None:
-                raise ValueError("Fragment needs both forward_thread_fn and forward_index_fn "
-                                 "(or forward_fn)")
+            if thread_fn is None:
+                raise ValueError("Fragment needs forward_thread_fn (or forward_fn)")
             (t,) = _eval(thread_fn, idx, extra)[:1]
-            vcols = _eval(index_fn, idx)
+            if index_fn is None:
+                # The reference accepts a thread function alone: each thread keeps the
+                # elements it owns in row-major order (slot = how many came before).
+                vcols = [_rank_within(t)]
+            else:
+                vcols = _eval(index_fn, idx)
         threads.append(t)
         values.append(_linearise(vcols, "forward_index_fn"))
     t = np.concatenate(threads) if threads else np.zeros(0, np.int64)
