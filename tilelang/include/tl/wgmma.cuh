@@ -18,7 +18,8 @@
 //
 // The wrappers themselves (one per N) are generated: tl/wgmma_ops.cuh (f16/bf16 -> f32;
 // skipped when TL_NO_WGMMA_OPS is defined) and, not included here, tl/wgmma_ops_extra.cuh
-// (f16 -> f16, tf32, e4m3, e5m2 -> f32).
+// (f16 -> f16, tf32, e4m3, e5m2 -> f32) and tl/wgmma_ops_fp8.cuh (e4m3/e5m2 in any A/B mix ->
+// f32 or f16; included by tl/gemm_sm90.cuh).
 #pragma once
 #include "common.cuh"
 
