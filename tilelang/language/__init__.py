@@ -26,8 +26,9 @@ from .math import (Cast, Select, abs, acos, asin, atan, atan2, bitwise_and, bitw
 from .math import clz, likely, popcount
 # fast-math intrinsics: module-level names, so no name mangling (T.__exp works in kernels)
 from .math import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan
-from .misc import (barrier_arrive, barrier_wait, fence_proxy_async, mbarrier_arrive,
-                   mbarrier_expect_tx, mbarrier_wait_parity, wait_wgmma, ws)
+from .misc import (barrier_arrive, barrier_wait, create_list_of_mbarrier, fence_proxy_async,
+                   get_mbarrier, mbarrier_arrive, mbarrier_expect_tx, mbarrier_wait_parity,
+                   wait_wgmma, ws)
 from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
                    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
                    warp_reduce_sum)

@@ -287,7 +287,42 @@ def device_assert(cond, msg=""):
 # ---- explicit Hopper pipelines (mbarriers, warpgroup roles, wgmma waits) ------------------------
 
 
+def create_list_of_mbarrier(*arrive_counts):
+    """The reference's barrier list: `T.create_list_of_mbarrier(128, 128)` makes one mbarrier
+    per count (as T.alloc_barrier([128, 128])); the mbarrier operations then name them by
+    index (`T.mbarrier_arrive(0)`, `T.mbarrier_wait_parity(1, phase)`, `T.get_mbarrier(i)`)."""
+    from .alloc import alloc_barrier
+
+    counts = arrive_counts[0] if len(arrive_counts) == 1 and \
+        isinstance(arrive_counts[0], (list, tuple)) else arrive_counts
+    if not counts:
+        raise error(ValueError, "T.create_list_of_mbarrier needs at least one arrive count")
+    b = current_builder(what="T.create_list_of_mbarrier")
+    if b.kernel.data.get("mbarrier_list") is not None:
+        raise error(ValueError, "T.create_list_of_mbarrier is called twice in one kernel")
+    buf = alloc_barrier([int(c) if isinstance(c, ir.Const) else c for c in counts])
+    b.kernel.data["mbarrier_list"] = buf
+    return buf
+
+
+def get_mbarrier(index):
+    """Barrier `index` of the kernel's T.create_list_of_mbarrier list."""
+    b = current_builder(what="T.get_mbarrier")
+    buf = b.kernel.data.get("mbarrier_list") if b.in_kernel() else None
+    if buf is None:
+        raise error(ValueError, "T.get_mbarrier / an mbarrier named by index needs "
+                                "T.create_list_of_mbarrier(...) earlier in the kernel")
+    idx = ir.as_expr(index)
+    if isinstance(idx, ir.Const) and not 0 <= idx.value < buf.shape[0]:
+        raise error(IndexError, f"mbarrier {idx.value} does not exist: the kernel's list has "
+                                f"{buf.shape[0]}")
+    return ir.Load(buf, (idx,), buf.dtype)
+
+
 def _barrier_ptr(bar, what):
+    if isinstance(bar, int) and not isinstance(bar, bool) or \
+            (isinstance(bar, ir.Expr) and not isinstance(bar, ir.Load) and bar.dtype.is_int):
+        bar = get_mbarrier(bar)  # the reference names list barriers by index
     if isinstance(bar, ir.Buffer):
         bar = ir.Load(bar, (ir.const(0),), bar.dtype)
     if not isinstance(bar, ir.Load) or bar.dtype.name != "uint64":
