@@ -137,3 +137,23 @@ def test_missing_compiler_is_reported(monkeypatch):
     monkeypatch.setattr(toolkit, "nvcc_path", lambda: None)
     with pytest.raises(CudaCompileError, match="nvcc was requested"):
         compile_cuda(SAXPY, "sm_80", compiler="nvcc")
+
+
+@requires_nvcc
+def test_nvcc_fallback_compiles_warp_specialised_hopper_kernels(tmp_path, monkeypatch):
+    """mbarrier pointers are `unsigned long long*` in generated code; the header must take the
+    same type under nvcc, where uint64_t is `unsigned long` (NVRTC's is `unsigned long long`)."""
+    import sys
+    from pathlib import Path
+
+    import tilelang
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.gpu import kernels as K
+
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
+    source = tilelang.lower(K.flash_fwd(2, 2, 256, 128, False, 128, 64, 2, 256),
+                            target="cuda -arch=sm_90a")
+    assert "mbarrier_wait" in source and "tma_load" in source
+    result = compile_cuda(source, "sm_90a", name="main", compiler="nvcc")
+    assert result.cubin[:4] == b"\x7fELF"
