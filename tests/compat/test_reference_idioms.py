@@ -130,3 +130,47 @@ def test_persistent_rejects_bad_domain():
             with T.Kernel(1, threads=32) as pid:
                 for t in T.Persistent("tiles", 1, pid):
                     X[t] = 0.0
+
+
+# ---- a fragment read transposed in a loop laid out by a gemm operand ------------------------
+# (examples/linear_attention/example_mamba_chunk_state.py: xt_local[i, j] = x_local[j, i] * s[j])
+@tilelang.jit(out_idx=[-1])
+def scaled_transpose_gemm(L, M, N, block_K, num_stages=2, dtype="float16", accum="float"):
+
+    @T.prim_func
+    def main(X: T.Tensor((L, M), dtype), S: T.Tensor((L,), accum), B: T.Tensor((L, N), dtype),
+             O: T.Tensor((M, N), accum)):
+        with T.Kernel(1, threads=128) as bx:
+            x_shared = T.alloc_shared((block_K, M), dtype)
+            x_local = T.alloc_fragment((block_K, M), dtype)
+            xt_local = T.alloc_fragment((M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, N), dtype)
+            s_local = T.alloc_fragment((block_K,), accum)
+            acc = T.alloc_fragment((M, N), accum)
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(L, block_K), num_stages=num_stages):
+                T.copy(X[k * block_K, 0], x_shared)
+                T.copy(B[k * block_K, 0], B_shared)
+                for i in T.Parallel(block_K):
+                    s_local[i] = S[k * block_K + i]
+                T.copy(x_shared, x_local)
+                for i, j in T.Parallel(M, block_K):
+                    xt_local[i, j] = x_local[j, i] * s_local[j]
+                T.gemm(xt_local, B_shared, acc)
+            T.copy(acc, O)
+
+    return main
+
+
+@pytest.mark.parametrize("L,M,N,block_K", [(128, 64, 64, 64), (96, 64, 32, 32)])
+def test_transposed_fragment_read_takes_the_gemm_operand_layout(L, M, N, block_K):
+    tilelang.testing.set_random_seed(3)
+    kernel = scaled_transpose_gemm(L, M, N, block_K)
+    x = torch.randn(L, M, dtype=torch.float16)
+    s = torch.rand(L) + 0.5
+    b = torch.randn(L, N, dtype=torch.float16)
+    out = kernel(x, s, b)
+    xt = (x.double() * s.double()[:, None]).half().double().T  # the kernel rounds to half
+    torch.testing.assert_close(out.double(), xt @ b.double(), rtol=1e-3, atol=1e-2)
+    for tgt in CUDA_TARGETS:
+        assert "__global__" in tilelang.lower(kernel.prim_func, target=tgt)

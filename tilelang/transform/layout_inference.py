@@ -241,6 +241,10 @@ class LayoutSolver:
                 changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
                 continue
             dims = _dims_of(index_lists[0], info.vars)
+            if dims is None:
+                # a transposed read (x[j, i] in a loop over i, j) takes the loop layout with
+                # its dims permuted, as in the reference (mamba chunk_state's x_local)
+                dims = _permutation_of(index_lists[0], info.vars)
             if dims is None or len(dims) != buf.ndim:
                 continue
             want = info.layout if dims == list(range(len(info.vars))) else \
@@ -420,6 +424,17 @@ def _dims_of(indices, loop_vars):
         else:
             return None
     if dims != sorted(dims) or len(set(dims)) != len(dims):
+        return None
+    return dims
+
+
+def _permutation_of(indices, loop_vars):
+    """Loop dims of an access whose indices are all the loop variables, each once, in any
+    order (e.g. [j, i] -> [1, 0]); None for any other pattern."""
+    if len(indices) != len(loop_vars):
+        return None
+    dims = [next((d for d, v in enumerate(loop_vars) if v is idx), None) for idx in indices]
+    if None in dims or len(set(dims)) != len(dims):
         return None
     return dims
 
