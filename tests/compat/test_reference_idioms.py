@@ -174,3 +174,66 @@ def test_transposed_fragment_read_takes_the_gemm_operand_layout(L, M, N, block_K
     torch.testing.assert_close(out.double(), xt @ b.double(), rtol=1e-3, atol=1e-2)
     for tgt in CUDA_TARGETS:
         assert "__global__" in tilelang.lower(kernel.prim_func, target=tgt)
+
+
+# ---- `from tvm import DataType` (examples/gemm_splitk, dequantize_gemm) -----------------------
+def test_tvm_datatype_standin():
+    import importlib.util
+    import sys
+
+    import tvm  # the reference's `import tilelang` makes this importable
+    from tvm import DataType
+
+    if importlib.util.find_spec("tvm") is not None and sys.modules["tvm"] is not tilelang.tvm:
+        pytest.skip("a real TVM is installed; the stand-in is not registered")
+    from tilelang import tvm as tl_tvm
+    assert tvm is tl_tvm and DataType is tilelang.DataType
+    assert DataType("float16").bits == 16 and DataType("float").bits == 32
+    assert DataType("int8").is_int() and not DataType("int8").is_float()
+    assert DataType("float8_e4m3").bits == 8 and DataType("float32").lanes == 1
+    assert DataType(T.bfloat16) == "bfloat16" and str(DataType("uint8")) == "uint8"
+    with pytest.raises(AttributeError, match="only tvm.DataType"):
+        tvm.tir.const(0, "int32")
+
+
+@tilelang.jit
+def splitk_by_dtype_width(M, N, K, bm, bn, bk, split_k, dtype="float16", out_dtype="float16"):
+    from tvm import DataType
+    splitK = K // split_k
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), split_k, threads=128) as (bx, by, bz):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bk, bn), dtype)
+            C_s = T.alloc_shared((bm, bn), out_dtype)
+            C_l = T.alloc_fragment((bm, bn), "float")
+            T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(splitK, bk), num_stages=0):
+                T.copy(A[by * bm, bz * splitK + ko * bk], A_s)
+                T.copy(B[bz * splitK + ko * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            if DataType(out_dtype).bits == 16:  # a trace-time branch on the dtype width
+                for i, j in T.Parallel(bm, bn // 2):
+                    T.atomic_addx2(C[by * bm + i, bx * bn + j * 2], C_s[i, j * 2])
+            else:
+                for i, j in T.Parallel(bm, bn):
+                    T.atomic_add(C[by * bm + i, bx * bn + j], C_s[i, j])
+
+    return main
+
+
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+def test_split_k_with_dtype_width_branch(out_dtype):
+    tilelang.testing.set_random_seed(4)
+    M, N, K = 64, 96, 128
+    kernel = splitk_by_dtype_width(M, N, K, 32, 32, 32, 2, out_dtype=out_dtype)
+    a = torch.randn(M, K, dtype=torch.float16) / 4
+    b = torch.randn(K, N, dtype=torch.float16) / 4
+    c = torch.zeros(M, N, dtype=getattr(torch, out_dtype))
+    kernel(a, b, c)
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=2e-2)
+    src = tilelang.lower(kernel.prim_func, target="cuda -arch=sm_80")
+    assert ("tl::atomic_addx2" in src) == (out_dtype == "float16")
