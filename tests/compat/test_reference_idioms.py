@@ -237,3 +237,22 @@ def test_split_k_with_dtype_width_branch(out_dtype):
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=2e-2)
     src = tilelang.lower(kernel.prim_func, target="cuda -arch=sm_80")
     assert ("tl::atomic_addx2" in src) == (out_dtype == "float16")
+
+
+# ---- T.Tensor(shape, dtype, buf.data): a view inside a kernel (examples/convolution) ----------
+def test_tensor_view_inside_kernel_is_a_located_rejection():
+    from tilelang.errors import KernelError
+
+    with pytest.raises(KernelError, match=r"T.Tensor\(shape, dtype, buf.data\)") as e:
+        @T.prim_func
+        def conv_like(W: T.Tensor((3, 3, 8, 16), "float16"), O: T.Tensor((72, 16), "float16")):
+            with T.Kernel(1, threads=128) as bx:
+                w_flat = T.Tensor((72, 16), "float16", W.data)
+                for i, j in T.Parallel(72, 16):
+                    O[i, j] = w_flat[i, j]
+    assert "test_reference_idioms.py" in str(e.value)
+
+
+def test_tensor_annotation_with_data_none_and_strides_still_works():
+    spec = T.Tensor((4, 8), "float32", None, (8, 1))
+    assert spec.strides == (8, 1) and spec.shape == (4, 8)

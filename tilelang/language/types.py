@@ -113,10 +113,27 @@ def _spec_from_subscript(params, kind="tensor", scope="global"):
     return TensorSpec(params[:-1], params[-1], scope=scope)
 
 
+def _inside_kernel() -> bool:
+    b = Builder.current(required=False)
+    return b is not None and b.in_kernel()
+
+
 class Tensor:
     """`T.Tensor(shape, dtype)` / `T.Tensor[shape, dtype]`: a global tensor parameter."""
 
-    def __new__(cls, shape, dtype="float32", strides=None, **_ignored):
+    def __new__(cls, shape, dtype="float32", *args, strides=None, **kwargs):
+        # The reference's third parameter is `data`: T.Tensor(shape, dtype, X.data) inside a
+        # kernel re-views another buffer's memory. Views are not implemented: say so here
+        # rather than fail later on the returned type annotation.
+        data_given = bool(args) or "data" in kwargs
+        data = args[0] if args else kwargs.get("data")
+        if data_given and (data is not None or _inside_kernel()):
+            raise error(NotImplementedError,
+                        "T.Tensor(shape, dtype, buf.data) inside a kernel (a reshaped view of "
+                        "another buffer) is not supported; index the original tensor with the "
+                        "flattened coordinates instead")
+        if args and strides is None and len(args) > 1:
+            strides = args[1]
         return TensorSpec(shape, dtype, strides)
 
     def __class_getitem__(cls, params):
