@@ -109,7 +109,7 @@ def test_conversions_to_other_type_systems():
     assert DType("float8_e4m3").torch is torch.float8_e4m3fn
     assert DType("uint8").torch is torch.uint8
     assert [DType(n).ctype for n in ("int32", "uint64", "bfloat16", "float8_e5m2", "bool")] == [
-        "int", "unsigned long long", "bfloat16_t", "fp8_e5_t", "bool"]
+        "int", "uint64_t", "bfloat16_t", "fp8_e5_t", "bool"]
 
 
 def test_value_ranges():

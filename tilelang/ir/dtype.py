@@ -33,9 +33,11 @@ DTYPE_ALIASES = {
 }
 
 _C_NAMES = {
-    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+    # 64-bit integers by their <cstdint> names: the header's functions (mbarriers, TMA) take
+    # uint64_t*, which is `unsigned long` under nvcc and `unsigned long long` under NVRTC
+    "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "int64_t",
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
-    "uint64": "unsigned long long", "float16": "half_t", "bfloat16": "bfloat16_t",
+    "uint64": "uint64_t", "float16": "half_t", "bfloat16": "bfloat16_t",
     "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
     "handle": "void*", "void": "void",
 }

@@ -30,20 +30,20 @@
 
 namespace tl {
 
-TL_DEVICE void mbarrier_init(unsigned long long* bar, uint32_t count) {
+TL_DEVICE void mbarrier_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
                : "memory");
 }
 
-TL_DEVICE void mbarrier_inval(unsigned long long* bar) {
+TL_DEVICE void mbarrier_inval(uint64_t* bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 
-TL_DEVICE void mbarrier_arrive(unsigned long long* bar) {
+TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
 }
 
-TL_DEVICE bool mbarrier_test_wait_parity(unsigned long long* bar, uint32_t parity) {
+TL_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {
   uint32_t ok;
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -56,26 +56,26 @@ TL_DEVICE bool mbarrier_test_wait_parity(unsigned long long* bar, uint32_t parit
 }
 
 #if TL_HAVE_SM90
-TL_DEVICE void mbarrier_arrive_cnt(unsigned long long* bar, uint32_t count) {
+TL_DEVICE void mbarrier_arrive_cnt(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
                "r"(count)
                : "memory");
 }
 
-TL_DEVICE void mbarrier_arrive_expect_tx(unsigned long long* bar, uint32_t bytes) {
+TL_DEVICE void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
                "r"(bytes)
                : "memory");
 }
 
-TL_DEVICE void mbarrier_expect_tx(unsigned long long* bar, uint32_t bytes) {
+TL_DEVICE void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(
                    smem_addr(bar)),
                "r"(bytes)
                : "memory");
 }
 
-TL_DEVICE bool mbarrier_try_wait_parity(unsigned long long* bar, uint32_t parity) {
+TL_DEVICE bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
   uint32_t ok;
   asm volatile(
       "{\n\t.reg .pred p;\n\t"
@@ -88,7 +88,7 @@ TL_DEVICE bool mbarrier_try_wait_parity(unsigned long long* bar, uint32_t parity
 }
 
 // Arrive on the barrier at the same shared offset in CTA `cta_rank` of this cluster.
-TL_DEVICE void mbarrier_arrive_remote(unsigned long long* bar, uint32_t cta_rank) {
+TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t cta_rank) {
   asm volatile(
       "{\n\t.reg .b32 remote;\n\t"
       "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
@@ -131,7 +131,7 @@ TL_DEVICE uint32_t cluster_size() {
 
 // Block until the phase with parity `parity` has completed (try_wait on sm_90, test_wait
 // before). try_wait may time out and return false, hence the loop (HARDWARE §8).
-TL_DEVICE void mbarrier_wait(unsigned long long* bar, uint32_t parity) {
+TL_DEVICE void mbarrier_wait(uint64_t* bar, uint32_t parity) {
 #if TL_SM90
   asm volatile(
       "{\n\t.reg .pred p;\n"

@@ -28,7 +28,7 @@ namespace tl {
 #if TL_HAVE_SM90
 
 #define TL_TMA_LOAD_(DIMS, PARAMS, COORDS, ...)                                             \
-  TL_DEVICE void tma_load(const void* desc, unsigned long long* bar, void* smem_dst, PARAMS) {        \
+  TL_DEVICE void tma_load(const void* desc, uint64_t* bar, void* smem_dst, PARAMS) {        \
     asm volatile("cp.async.bulk.tensor." #DIMS                                              \
                  "d.shared::cluster.global.mbarrier::complete_tx::bytes"                    \
                  " [%0], [%1, {" COORDS "}], [%2];\n" ::"r"(smem_addr(smem_dst)),           \
@@ -36,7 +36,7 @@ namespace tl {
                  : "memory");                                                               \
   }
 #define TL_TMA_MCAST_(DIMS, PARAMS, COORDS, ...)                                            \
-  TL_DEVICE void tma_load_multicast(const void* desc, unsigned long long* bar, void* smem_dst,        \
+  TL_DEVICE void tma_load_multicast(const void* desc, uint64_t* bar, void* smem_dst,        \
                                     uint16_t cta_mask, PARAMS) {                            \
     asm volatile("cp.async.bulk.tensor." #DIMS                                              \
                  "d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster" \
@@ -111,7 +111,7 @@ TL_DEVICE void prefetch_tma_descriptor(const void* desc) {
 }
 
 // cp.async.bulk (no tensor map): `bytes` a multiple of 16, both addresses 16-byte aligned.
-TL_DEVICE void bulk_load(void* smem_dst, const void* gmem_src, uint32_t bytes, unsigned long long* bar) {
+TL_DEVICE void bulk_load(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
       ::"r"(smem_addr(smem_dst)), "l"(gmem_src), "r"(bytes), "r"(smem_addr(bar))
