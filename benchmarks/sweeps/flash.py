@@ -61,8 +61,9 @@ def main():
             qt.float(), kt.float(), vt.float(), is_causal=causal).transpose(1, 2)
         flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
         if not args.cpu:
+            qc, kc, vc = qt.contiguous(), kt.contiguous(), vt.contiguous()
             base = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
-                qt.contiguous(), kt.contiguous(), vt.contiguous(), is_causal=causal))
+                qc, kc, vc, is_causal=causal))
         for label, bm, bn, stages, threads, configs in variants:
             name = f"{label} {bm}/{bn} s{stages} t{threads} c={int(causal)}"
             try:

@@ -35,7 +35,10 @@ import tilelang  # noqa: E402
 from example_gemm_fp8 import matmul_fp8  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
-TOL = 8e-3  # max |err| / max |ref|: bf16 output rounding (up to 2^-8 relative) plus fp32 sums
+# max |err| / max |ref|: bf16 output rounding (up to 2^-8 relative) plus the FP8 tensor cores'
+# ~14-bit accumulation over K = 8192 without promotion to fp32 (8.6e-3 measured on an H200;
+# torch._scaled_mm promotes, 2e-3). A wrong layout gives errors of order 1.
+TOL = 2e-2
 
 # (block_M, block_N, block_K, num_stages, threads); the example's bench default is marked
 VARIANTS = [

@@ -73,7 +73,9 @@ SIZES = {
     "small": (2, 12, 9, 11, 20, 3, 3, 1, 1, 1, dict(block_M=64, block_N=64, block_K=32,
                                                      threads=128)),
     "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict(block_N=128, threads=128)),
-    "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict()),
+    # best of nine configs on an H200 (benchmarks/sweeps/conv.py, 2026-11-22)
+    "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict(block_M=128, block_N=128, block_K=32,
+                                                         num_stages=4, threads=128)),
 }
 
 

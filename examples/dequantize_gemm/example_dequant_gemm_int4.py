@@ -87,7 +87,9 @@ def dequantize_int4(packed, scale, group_size):
 SIZES = {
     "small": (72, 136, 256, 64, dict(block_M=64, block_N=64, threads=128)),
     "medium": (300, 1000, 2048, 128, dict()),
-    "bench": (256, 8192, 8192, 128, dict()),
+    # best of six tile configs on an H200 (benchmarks/sweeps/gemm_examples.py, 2026-11-22):
+    # 256-row tiles expand each weight once for the whole M = 256
+    "bench": (256, 8192, 8192, 128, dict(block_M=256, block_N=64, block_K=128, num_stages=2)),
 }
 # Ampere has less shared memory per block than Hopper: one stage fewer.
 SM80_CONFIG = dict(num_stages=2)

@@ -107,7 +107,8 @@ def ref_program(q, k, v, is_causal):
 SIZES = {
     "small": (1, 2, 200, 64, dict()),
     "medium": (2, 4, 1000, 128, dict(block_M=128, num_stages=2, threads=256)),
-    "bench": (8, 32, 4096, 128, dict(block_M=128, num_stages=2, threads=256)),
+    # 128-key tiles: 517 TFLOP/s against 455 for 64-key tiles on an H200 (sweeps/flash.py)
+    "bench": (8, 32, 4096, 128, dict(block_M=128, block_N=128, num_stages=2, threads=256)),
 }
 
 

@@ -48,8 +48,10 @@ def _run(M, N, K, seed, wgmma_name, **kw):
     ref = a.double() @ b.double().t()
     assert not torch.isnan(c).any(), "output not fully written"
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    assert err < 1e-5, f"relative error {err:.2e}"
-    torch.testing.assert_close(c.double(), ref, rtol=1e-4, atol=1e-3 * ref.abs().max().item())
+    # Hopper's FP8 tensor cores keep about 14 bits while accumulating (measured on an H200:
+    # 1.4e-4..3.5e-4 here); a wrong layout or descriptor gives errors of order 1
+    assert err < 2e-3, f"relative error {err:.2e}"
+    torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=4e-3 * ref.abs().max().item())
 
 
 @pytest.mark.parametrize("a_dtype,b_dtype", [(E4, E4), (E5, E5), (E4, E5), (E5, E4)])
