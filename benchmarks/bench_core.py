@@ -45,6 +45,19 @@ def bench(fn, warmup=10, rep=50):
     return statistics.median(times)
 
 
+def wall_bench(fn, rep=3, warmup=0):
+    """Median wall-clock time in ms (the CPU-interpreter plumbing checks of run_all and the
+    sweeps: the numbers mean nothing, the code paths are exercised)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
 ROWS = []
 
 

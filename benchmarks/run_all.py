@@ -31,7 +31,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_core import bench  # noqa: E402  (timing helper shared with the core benchmarks)
+from bench_core import bench, wall_bench  # noqa: E402  (timing shared with the core benchmarks)
 
 ROOT = HERE.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*/example_*.py"))
@@ -49,16 +49,6 @@ def rate(case, ms):
     if case.get("flops"):
         return case["flops"] / (ms * 1e-3) / 1e12, "TFLOP/s"
     return case["bytes"] / (ms * 1e-3) / 1e9, "GB/s"
-
-
-def wall_bench(fn, rep=3):
-    """Median wall-clock time in ms (the --cpu plumbing check)."""
-    times = []
-    for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def run_example(path: Path, rep: int, rows: list, cpu: bool = False):

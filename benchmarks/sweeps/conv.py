@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples" / "convolution"))
 
 import example_convolution as ex  # noqa: E402
+from bench_core import wall_bench  # noqa: E402
 
 # block_M, block_N, block_K, num_stages, threads: the old default first, then wgmma-sized tiles
 VARIANTS = [
@@ -38,16 +39,6 @@ VARIANTS = [
 ]
 
 
-def wall(fn, rep=3):
-    """Median wall-clock ms (the --cpu plumbing check)."""
-    times = []
-    for _ in range(rep):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true", help="tiny size on the CPU interpreter")
@@ -57,7 +48,7 @@ def main():
     dev = "cpu" if args.cpu else "cuda"
     if args.cpu:
         N, C, H, W, F, KH, KW, s, p, d = 1, 16, 5, 6, 24, 3, 3, 1, 1, 1
-        timer, target = wall, "cpu"
+        timer, target = wall_bench, "cpu"
     else:
         N, C, H, W, F, KH, KW, s, p, d, _ = ex.SIZES["bench"]
         from bench_core import bench as timer

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "gemm"))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))                 # tilelang from the tree
 
 import tilelang  # noqa: E402
+from bench_core import wall_bench  # noqa: E402
 from example_gemm_fp8 import matmul_fp8  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -57,15 +58,6 @@ VARIANTS = [
 def name_of(v):
     bm, bn, bk, s, t = v
     return f"fp8 {bm}x{bn}x{bk} s{s} t{t}"
-
-
-def wall_bench(fn, rep=3):
-    times = []
-    for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def main(argv=None):

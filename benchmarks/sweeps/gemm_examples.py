@@ -35,6 +35,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(ROOT))
 import tilelang  # noqa: E402
+from bench_core import wall_bench  # noqa: E402
 
 
 def load(rel: str):
@@ -43,17 +44,6 @@ def load(rel: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def wall_bench(fn, rep=3, warmup=1):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(rep):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return sorted(times)[len(times) // 2]
 
 
 def cfg(bm, bn, bk, stages, threads, **extra):
@@ -229,7 +219,7 @@ def sweep(key, cpu, rep):
     device = "cpu" if cpu else "cuda"
     target = "cpu" if cpu else "cuda"
     if cpu:
-        timer = lambda fn, rep: wall_bench(fn)  # noqa: E731
+        timer = lambda fn, rep: wall_bench(fn, warmup=1)  # noqa: E731
     else:
         from bench_core import bench
 

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples" / "flash_attention"))
 
 import example_mha_bwd as ex  # noqa: E402
+from bench_core import wall_bench  # noqa: E402
 
 # (name, flash_bwd options); the example's default first
 VARIANTS = [
@@ -48,16 +49,6 @@ VARIANTS = [
 ]
 CAUSAL_VARIANTS = VARIANTS[:5]
 TOL = 2e-2  # float16 gradients against float64: the example's own check is 1e-2 (norm-wise)
-
-
-def wall(fn, rep=3):
-    """Median wall-clock ms (the --cpu plumbing check)."""
-    times = []
-    for _ in range(rep):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def nan_like(x, dtype=None):
@@ -136,7 +127,7 @@ def main():
         sys.exit("benchmarks/sweeps/mha_bwd.py needs a CUDA GPU (or --cpu for a plumbing check)")
     t0 = time.perf_counter()
     if args.cpu:
-        dev, target, timer = "cpu", "cpu", wall
+        dev, target, timer = "cpu", "cpu", wall_bench
         B, H, S, D, fcfg = 1, 2, 136, 64, dict()
         variants, causal_variants = VARIANTS[:3], CAUSAL_VARIANTS[:1]
     else:
