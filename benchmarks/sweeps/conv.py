@@ -11,9 +11,7 @@ A variant that fails to build or check prints FAILED and the reason; the sweep g
 """
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch

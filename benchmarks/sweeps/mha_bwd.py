@@ -20,7 +20,6 @@ goes on.
 """
 
 import argparse
-import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
