@@ -61,7 +61,17 @@ def _rejected_at_users_line(case, exc: KernelError):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("seed", COMPILE_SEEDS)
 def test_compiles_or_is_rejected_at_the_users_line(seed, arch):
-    case = fuzz.generate(seed)
+    _compiles_or_is_rejected(fuzz.generate(seed), arch)
+
+
+@requires_compiler
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("seed", range(0, 4))
+def test_gathers_compile(seed, arch):
+    _compiles_or_is_rejected(fuzz.generate(seed, "gather"), arch)
+
+
+def _compiles_or_is_rejected(case, arch):
     func = fuzz.load(case)
     try:
         source = tilelang.lower(func, target=f"cuda -arch={arch}")

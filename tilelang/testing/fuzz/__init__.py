@@ -9,7 +9,8 @@
 
 Families (one module each): "ew" element-wise chains with offsets/broadcasting, "reduce"
 reductions over either axis (pipelined accumulation, softmax-style broadcasts), "gemm" all
-transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, block-level).
+transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, block-level),
+"gather" im2col gathers into shared tiles inside pipelined GEMMs (async zero-fill copies).
 `generate(seed)` is deterministic: the same seed gives the same program and inputs on every
 machine, so a failing seed is a reproducer (and `case.source` is the program text).
 """
@@ -20,7 +21,7 @@ import numpy as np
 
 from .case import Case, Param, agree, check, load, write_source  # noqa: F401
 from .run import classify, compile_case, expected, run_case, run_kernel  # noqa: F401
-from . import fam_atomic, fam_elementwise, fam_gemm, fam_reduce
+from . import fam_atomic, fam_elementwise, fam_gather, fam_gemm, fam_reduce
 
 __all__ = ["Case", "Param", "FAMILIES", "generate", "load", "write_source", "check", "agree",
            "expected", "run_case", "run_kernel", "compile_case", "classify"]
@@ -30,9 +31,16 @@ FAMILIES = {
     "reduce": fam_reduce.sample,
     "gemm": fam_gemm.sample,
     "atomic": fam_atomic.sample,
+    "gather": fam_gather.sample,
 }
 # how often each family is drawn when none is asked for
 WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
+
+
+# families added later are drawn from a stream of their own, so the seeds of every earlier
+# finding keep their programs (the checked-in regression seeds stay valid)
+LATER = {"gather": 0.12}
+_LATER_STREAM = 0x6A1
 
 
 def generate(seed: int, family: str | None = None) -> Case:
@@ -41,4 +49,10 @@ def generate(seed: int, family: str | None = None) -> Case:
     if family is None:
         names = list(WEIGHTS)
         family = names[int(rng.choice(len(names), p=[WEIGHTS[n] for n in names]))]
+        u = np.random.default_rng([seed, _LATER_STREAM]).random()
+        for name, weight in LATER.items():
+            if u < weight:
+                family = name
+                break
+            u -= weight
     return FAMILIES[family](rng, seed)
