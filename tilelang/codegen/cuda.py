@@ -88,6 +88,9 @@ class CudaPrinter:
     def name(self, obj) -> str:
         if isinstance(obj, ir.Var) and obj in self.var_names:
             return self.var_names[obj]
+        if isinstance(obj, ir.Buffer) and obj.view_of is not None:
+            # a view (T.Tensor(shape, dtype, X.data)) is X's pointer indexed at its own shape
+            return f"(({ctype(obj.dtype)}*){self.names(obj.view_of)})"
         return self.names(obj)
 
     def expr(self, e, prec: int = 0) -> str:

@@ -3,6 +3,8 @@ NVRTC/nvcc (disk-cached) and wrap it in a `CUDAAdapter` the JITKernel calls."""
 
 from __future__ import annotations
 
+import math
+
 import time
 
 from ..errors import located
@@ -137,7 +139,7 @@ class CUDAAdapter:
     def _tma_source(self, d):
         """(index of the tensor parameter, TMA swizzle enum) of a descriptor."""
         for i, p in enumerate(self.module.params):
-            if p is d.buffer:
+            if p is d.buffer or p is d.buffer.view_of:  # a view T.Tensor(.., X.data) is X's
                 return i, {0: 0, 32: 1, 64: 2, 128: 3}[d.swizzle]
         raise ValueError(f"TMA descriptor {d.name} is not over a parameter")
 
@@ -178,6 +180,9 @@ def encode_tma(d, tensor, swizzle: int) -> bytes:
     """The CUtensorMap of descriptor `d` over `tensor` (cached by address, shape, strides)."""
     from ..runtime.tensor_map import encode_tiled_rowmajor
 
+    if d.buffer.view_of is not None:  # the tensor re-viewed at the view's (static) shape
+        shape = tuple(int(s) for s in d.buffer.shape)
+        tensor = tensor.reshape(-1)[:math.prod(shape)].view(shape)
     return encode_tiled_rowmajor(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
                                  tuple(tensor.stride()), d.box, swizzle=swizzle)
 

@@ -389,6 +389,8 @@ class Program(ExprCompiler):
                  if k == "safe_value"]
         bvars, tvars = s.block_vars, s.thread_vars
         btypes = [v.dtype.numpy.type for v in bvars]
+        views = [(v, [d if isinstance(d, int) else self.expr(d) for d in v.shape])
+                 for k, v in s.attrs if k == "buffer_view"]
 
         def f(hctx, mask):
             hctx.mask = mask
@@ -404,6 +406,10 @@ class Program(ExprCompiler):
             ctx.safe = {b: const_value(uniform_value(hctx, fv(hctx), "safe value"), b.dtype)
                         for b, fv in fsafe}
             gx, gy, gz = grid
+            if views:  # bound once: the views alias the tensors' storage (no copies)
+                hctx.bufs = dict(hctx.bufs)
+                for view, fshape in views:
+                    hctx.bufs[view] = _view_array(hctx, view, fshape)
             for bz in range(gz):
                 for by in range(gy):
                     for bx in range(gx):
@@ -419,3 +425,23 @@ class Program(ExprCompiler):
             return mask
         return f
 
+
+def _view_array(ctx, view, fshape):
+    """The storage of `view` (T.Tensor(shape, dtype, X.data)): X's array re-shaped without a
+    copy, so writes through either name reach the same elements."""
+    try:
+        arr = ctx.bufs[view.view_of]
+    except KeyError:
+        raise fail(ctx, NameError, f"view {view.name}: buffer {view.view_of.name} is not "
+                                   "allocated here") from None
+    shape = tuple(d if isinstance(d, int) else uniform_int(ctx, d(ctx), "view extent")
+                  for d in fshape)
+    n = math.prod(shape)
+    if n > arr.size:
+        raise fail(ctx, ValueError, f"view {view.name} has {n} elements but "
+                                    f"{view.view_of.name} has {arr.size}")
+    flat = arr.reshape(-1)
+    if not np.shares_memory(flat, arr):
+        raise fail(ctx, ValueError, f"view {view.name}: {view.view_of.name} is not "
+                                    "contiguous, so it cannot be re-viewed")
+    return flat[:n].reshape(shape)

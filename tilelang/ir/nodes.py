@@ -224,7 +224,7 @@ class Buffer(ExprOps, Node):
     like the scalar it holds: reading the name reads element 0.
     """
 
-    __slots__ = ("name", "shape", "dtype", "scope", "strides", "data", "elem_offset", "loc",
+    __slots__ = ("name", "shape", "dtype", "scope", "strides", "view_of", "elem_offset", "loc",
                  "__weakref__")
 
     def __init__(self, name, shape, dtype, scope="global", strides=None, data=None,
@@ -234,9 +234,19 @@ class Buffer(ExprOps, Node):
         self.dtype = DType(dtype)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
-        self.data = data
+        # a view (`T.Tensor(shape, dtype, X.data)` in a kernel) names the buffer whose
+        # storage it re-reads at its own shape; None for a buffer with storage of its own
+        if isinstance(data, BufferData):
+            data = data.buffer
+        self.view_of = None if data is None else (data.view_of or data)
         self.elem_offset = elem_offset
         self.loc = loc
+
+    @property
+    def data(self) -> "BufferData":
+        """The storage handle (the reference's `buf.data`): what `T.Tensor(shape, dtype,
+        buf.data)` takes to make a view of this buffer's memory."""
+        return BufferData(self.view_of or self)
 
     # ---- structure ------------------------------------------------------------------------
     @property
@@ -310,6 +320,18 @@ class Buffer(ExprOps, Node):
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype.name}, {self.scope})"
 
     __str__ = __repr__
+
+
+class BufferData:
+    """`buf.data`: the storage of a buffer, as a handle (not an expression)."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __repr__(self):
+        return f"{self.buffer.name}.data"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -123,21 +123,66 @@ class Tensor:
 
     def __new__(cls, shape, dtype="float32", *args, strides=None, **kwargs):
         # The reference's third parameter is `data`: T.Tensor(shape, dtype, X.data) inside a
-        # kernel re-views another buffer's memory. Views are not implemented: say so here
-        # rather than fail later on the returned type annotation.
+        # kernel re-views another buffer's memory at another shape (see make_view).
         data_given = bool(args) or "data" in kwargs
         data = args[0] if args else kwargs.get("data")
         if data_given and (data is not None or _inside_kernel()):
-            raise error(NotImplementedError,
-                        "T.Tensor(shape, dtype, buf.data) inside a kernel (a reshaped view of "
-                        "another buffer) is not supported; index the original tensor with the "
-                        "flattened coordinates instead")
+            if args and len(args) > 1 and strides is None:
+                strides = args[1]
+            return make_view(shape, dtype, data, strides)
         if args and strides is None and len(args) > 1:
             strides = args[1]
         return TensorSpec(shape, dtype, strides)
 
     def __class_getitem__(cls, params):
         return _spec_from_subscript(params)
+
+
+def make_view(shape, dtype, data, strides=None):
+    """`T.Tensor(shape, dtype, X.data)` in a kernel: a buffer over X's memory, row-major at
+    `shape`. The same bytes are read and written through either name. Supported for global
+    tensors of the same dtype (and no more elements than X); the view is registered on the
+    kernel (attr "buffer_view") so the interpreter and codegen bind it to X's storage."""
+    from .alloc import UNNAMED, _shape
+
+    b = current_builder(what="T.Tensor(shape, dtype, buf.data)")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.Tensor(shape, dtype, buf.data) (a view of another "
+                                  "buffer) must be inside `with T.Kernel(...)`")
+    if not isinstance(data, ir.BufferData):
+        raise error(TypeError, f"T.Tensor's third argument must be a buffer's .data (the "
+                               f"storage to view), got {data!r}")
+    root = data.buffer
+    what = f"T.Tensor(shape, dtype, {root.name}.data)"
+    if strides is not None:
+        raise error(NotImplementedError, f"{what} with strides is not supported; views are "
+                                         "row-major")
+    if root.scope != "global":
+        raise error(NotImplementedError, f"{what}: views of {root.scope} buffers are not "
+                                         "supported (only global tensors); allocate the other "
+                                         "shape and T.copy")
+    dt = DType(dtype)
+    if dt != root.dtype:
+        raise error(NotImplementedError, f"{what}: a view as {dt.name} of a {root.dtype.name} "
+                                         "tensor (reinterpreting the bytes) is not supported; "
+                                         "views keep the dtype")
+    if root.strides is not None:
+        raise error(NotImplementedError, f"{what}: {root.name} is strided; views need a "
+                                         "contiguous tensor")
+    shape = _shape(shape, what)
+    n, total = 1, 1
+    for d in shape:
+        n = n * d
+    for d in root.shape:
+        total = total * d
+    if isinstance(n, int) and isinstance(total, int) and n > total:
+        raise error(ValueError, f"{what}: the view has {n} elements but {root.name} has only "
+                                f"{total}")
+    from ..frontend.builder import current_loc
+
+    view = ir.Buffer(UNNAMED, shape, dt, "global", data=data, loc=current_loc())
+    b.kernel.data["attrs"].append(("buffer_view", view))
+    return view
 
 
 class Buffer(Tensor):

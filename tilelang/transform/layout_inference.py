@@ -76,6 +76,7 @@ class LoopInfo:
     restage: object = None  # (src, dst) fragments of a copy between different layouts
     written: set = field(default_factory=set)  # fragments stored to in the loop
     staged_reads: list = field(default_factory=list)  # read fragments staged through smem
+    owner: object = None  # (fragment, indices): iterations run by the threads holding it
 
 
 @dataclass
@@ -230,6 +231,8 @@ class LayoutSolver:
             info.layout = self._loop_layout_from_fragments(info, extents)
         if info.layout is None:
             return False
+        if info.owner is not None:
+            return False  # an owner-run loop lays out no other fragment (see _owner_layout)
         for buf, index_lists in info.accesses.items():
             if buf in self.layouts:
                 continue
@@ -287,6 +290,31 @@ class LayoutSolver:
         if partial:
             buf, dims = partial[0]
             return extend_fragment(self.layouts[buf], dims, extents, self.T)
+        return self._owner_layout(info, extents)
+
+    def _owner_layout(self, info, extents):
+        """A laid-out fragment indexed by loop variables and constants in other dims
+        (lse[k, 0] where element (k, j) lives on thread j): as in the reference, the loop
+        follows the fragment, each iteration running on the threads that hold its element.
+        The layout gives every thread every iteration; partition_parallel guards each one
+        by ownership of the element (annotation "loop_owner")."""
+        for buf, index_lists in info.accesses.items():
+            if buf not in self.layouts or len(index_lists) != 1 and any(
+                    not _same_indices(index_lists[0], other) for other in index_lists[1:]):
+                continue
+            indices = index_lists[0]
+            used = [idx for idx in indices if any(idx is v for v in info.vars)]
+            if len(used) != len({id(u) for u in used}) or not all(
+                    isinstance(idx, ir.Const) or any(idx is v for v in info.vars)
+                    for idx in indices):
+                continue
+            if not used or len(used) == len(indices):
+                continue  # only constants (a broadcast read) or only loop variables: not this
+            info.owner = (buf, tuple(indices))
+            nd = len(extents)  # value modes fastest first: row-major iterations
+            values = [(extents[d], tuple(int(k == d) for k in range(nd)))
+                      for d in reversed(range(nd))]
+            return L.Fragment(tuple(extents), [(self.T, (0,) * nd)], values)
         return None
 
     def _stage_reads(self, info, full):
@@ -428,6 +456,12 @@ def _dims_of(indices, loop_vars):
     return dims
 
 
+def _same_indices(a, b):
+    return len(a) == len(b) and all(
+        x is y or (isinstance(x, ir.Const) and isinstance(y, ir.Const) and x.value == y.value)
+        for x, y in zip(a, b))
+
+
 def _permutation_of(indices, loop_vars):
     """Loop dims of an access whose indices are all the loop variables, each once, in any
     order (e.g. [j, i] -> [1, 0]); None for any other pattern."""
@@ -449,9 +483,12 @@ class _Annotate(Mutator):
         if info is not None and info.restage is not None:
             return self._restage(info)
         if info is not None and info.layout is not None:
-            ann = tuple((k, v) for k, v in s.annotations if k != "loop_layout")
-            loop = ir.For(s.var, s.start, s.extent, s.kind, s.body, s.step,
-                          ann + (("loop_layout", info.layout),), loc=s.loc)
+            ann = tuple((k, v) for k, v in s.annotations if k not in ("loop_layout",
+                                                                       "loop_owner"))
+            ann += (("loop_layout", info.layout),)
+            if info.owner is not None:
+                ann += (("loop_owner", info.owner),)
+            loop = ir.For(s.var, s.start, s.extent, s.kind, s.body, s.step, ann, loc=s.loc)
             if info.staged_reads:
                 return self._stage(info, loop)
             return loop

@@ -26,6 +26,7 @@ from ..errors import located
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
+from ..layout.index import all_of
 from .numeric import eval_index
 from .scoped import ScopedMutator
 from .vectorize import PARTITIONED
@@ -114,6 +115,15 @@ class NestPartitioner:
             np.broadcast_to(np.asarray(guard, bool), (T, Lp.num_values))
         self.slot_fns = {}
         self.compact = True
+        self.owner = self.nest.annotation("loop_owner")
+        if self.owner is not None:
+            # each iteration runs only on the threads holding owner[indices] (layout
+            # inference gave every thread every iteration); unrolled, so the ownership
+            # test is a condition on the thread index alone
+            buf, indices = self.owner
+            owns = self._ownership(buf, indices, self.active)[1]
+            self.active = self.active & owns
+            self.compact = False
         self._plan_accesses(self.body)
         v = ir.Var("v")
         if self.compact and self.nest.annotation("async_gather"):
@@ -152,29 +162,8 @@ class NestPartitioner:
         if key in self.slot_fns:
             return
         P = self.ctx.layouts[buf]
-        env = {var: arr for var, arr in zip(self.vars, self.coord_arrays)}
-        try:
-            idx = [np.broadcast_to(np.asarray(eval_index(i, env), dtype=np.int64),
-                                   self.active.shape) for i in indices]
-        except KeyError as missing:
-            _err(self.nest.loc, f"fragment {buf.name} is indexed with {missing}, which is not "
-                                "a loop variable of this T.Parallel loop; fragment indices "
-                                "must be functions of the parallel loop variables")
         act = self.active
-        for d, (a, n) in enumerate(zip(idx, buf.shape)):
-            bad = act & ((a < 0) | (a >= n))
-            if bad.any():
-                _err(self.nest.loc, f"fragment {buf.name} index out of range in dim {d} "
-                                    f"(shape {list(buf.shape)})")
-        table = P._holder_table()
-        safe = [np.where(act, a, 0) for a in idx]
-        holder = table[(0,) + tuple(safe)]
-        slot = table[(1,) + tuple(safe)]
-        # thread t holds the element if P.coords(t, slot) equals the element's coordinates
-        t = np.broadcast_to(np.arange(self.ctx.num_threads)[:, None], act.shape)
-        back = [np.broadcast_to(np.asarray(c, dtype=np.int64), act.shape)
-                for c in P.coords(t, np.where(act, slot, 0))]
-        owns = np.all([b == a for b, a in zip(back, safe)], axis=0)
+        idx, owns, holder, slot = self._ownership(buf, indices, act)
         if not np.all(owns | ~act):
             tt, vv = np.argwhere(act & ~owns)[0]
             coord = tuple(int(a[tt, vv]) for a in idx)
@@ -193,6 +182,51 @@ class NestPartitioner:
         if fn is None:
             self.compact = False
         self.slot_fns[key] = (fn, per_v)
+
+    def _ownership(self, buf, indices, act):
+        """Per (thread, value) of the loop layout: the element's coordinates, whether the
+        thread holds it, its representative holder and register slot."""
+        P = self.ctx.layouts[buf]
+        env = {var: arr for var, arr in zip(self.vars, self.coord_arrays)}
+        try:
+            idx = [np.broadcast_to(np.asarray(eval_index(i, env), dtype=np.int64),
+                                   act.shape) for i in indices]
+        except KeyError as missing:
+            _err(self.nest.loc, f"fragment {buf.name} is indexed with {missing}, which is not "
+                                "a loop variable of this T.Parallel loop; fragment indices "
+                                "must be functions of the parallel loop variables")
+        for d, (a, n) in enumerate(zip(idx, buf.shape)):
+            bad = act & ((a < 0) | (a >= n))
+            if bad.any():
+                _err(self.nest.loc, f"fragment {buf.name} index out of range in dim {d} "
+                                    f"(shape {list(buf.shape)})")
+        table = P._holder_table()
+        safe = [np.where(act, a, 0) for a in idx]
+        holder = table[(0,) + tuple(safe)]
+        slot = table[(1,) + tuple(safe)]
+        # thread t holds the element if P.coords(t, slot) equals the element's coordinates
+        t = np.broadcast_to(np.arange(self.ctx.num_threads)[:, None], act.shape)
+        back = [np.broadcast_to(np.asarray(c, dtype=np.int64), act.shape)
+                for c in P.coords(t, np.where(act, slot, 0))]
+        owns = np.all([b == a for b, a in zip(back, safe)], axis=0)
+        return idx, owns, holder, slot
+
+    def _owner_guard(self, body, v):
+        """Wrap the (unrolled, v constant) iteration in `this thread holds owner[indices]`;
+        of replicated holders only the representative writes memory."""
+        buf, indices = self.owner
+        P = self.ctx.layouts[buf]
+        tid = self.ctx.tid
+        fn, per_v = self.slot_fns[(buf, tuple(id(i) for i in indices))]
+        env = {var: int(a[0, v]) for var, a in zip(self.vars, self.coord_arrays)}
+        want = [int(eval_index(i, env)) for i in indices]
+        held = P.coords(tid, int(per_v[v]))
+        cond = all_of([ir.compare("eq", ir.as_expr(h), ir.const(w))
+                         for h, w in zip(held, want) if not (isinstance(h, int) and h == w)])
+        if P.replication > 1:
+            body = _one_writer(body, P.is_representative(tid),
+                               set(self.ctx.registers.values()))
+        return body if cond is None else ir.If(cond, body, None, loc=self.nest.loc)
 
     def try_vectorize(self):
         """Split the value loop into vector lanes when its fastest mode walks the innermost
@@ -291,6 +325,10 @@ class NestPartitioner:
                 return mapping.get(var, var)
 
         body = Rewrite().visit(self.body)
+        if self.owner is not None:
+            if not self.active[:, v.value].any():
+                return ir.Seq(())
+            return self._owner_guard(body, v.value)
         if Lp.replication > 1:
             registers = set(self.ctx.registers.values())
             body = _one_writer(body, Lp.is_representative(tid), registers)
@@ -366,30 +404,116 @@ class _Partition(ScopedMutator):
 
 
 class _BlockLevelFragments(Mutator):
-    """Fragment accesses outside parallel loops (index [0] of a replicated fragment)."""
+    """Fragment accesses outside parallel loops. Every thread runs a block-level statement,
+    but an element of a fragment lives only in its holders' registers: an element all threads
+    hold (a replicated fragment) is read and written in place; otherwise only the holders
+    store it, and a read is broadcast from its representative holder through a one-element
+    shared scratch (barriers come from insert_sync)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
+        self.pre = None  # statements the current statement needs first (broadcasts)
+        self.loc = None
 
     def _slot(self, buf, indices, loc):
         P = self.ctx.layouts[buf]
         try:
-            _, slot = P.locate(*indices)
+            holder, slot = P.locate(*indices)
         except ValueError as e:
             _err(loc, f"fragment {buf.name} accessed outside T.Parallel: {e}")
-        return ir.as_expr(slot)
+        return ir.as_expr(holder), ir.as_expr(slot)
+
+    def _held_by_all(self, buf, indices) -> bool:
+        P = self.ctx.layouts[buf]
+        T = self.ctx.num_threads
+        if P.num_threads == T and P.replication == T:
+            return True
+        consts = [i.value if isinstance(i, ir.Const) else None for i in indices]
+        if None in consts or P.num_threads != T:
+            return False
+        slot = P._holder_table()[(1,) + tuple(consts)]
+        back = P.coords(np.arange(T), int(slot))
+        return all(np.all(np.asarray(b) == c) for b, c in zip(back, consts))
+
+    def _holds(self, buf, indices, slot):
+        """Condition: the executing thread holds buf[indices] (at `slot`)."""
+        P = self.ctx.layouts[buf]
+        tid = self.ctx.tid
+        conds = [ir.compare("eq", ir.as_expr(c), ir.as_expr(i))
+                 for c, i in zip(P.coords(tid, slot), indices)]
+        return ir.as_expr(all_of(conds)) if conds else ir.const(True)
 
     def visit_Load(self, e):
-        if e.buffer.scope == "local.fragment":
-            return ir.Load(self.ctx.register_of(e.buffer), (self._slot(e.buffer, e.indices,
-                                                                        None),), e.dtype)
-        return self.generic(e)
+        if e.buffer.scope != "local.fragment":
+            return self.generic(e)
+        indices = tuple(self.visit(i) for i in e.indices)
+        holder, slot = self._slot(e.buffer, indices, self.loc)
+        reg = self.ctx.register_of(e.buffer)
+        if self._held_by_all(e.buffer, indices):
+            return ir.Load(reg, (slot,), e.dtype)
+        if self.pre is None:
+            _err(self.loc, f"fragment {e.buffer.name} is read outside T.Parallel where not "
+                           "every thread holds the element (a while-loop condition); copy it "
+                           "into a T.alloc_var first")
+        scratch = self.ctx.add_scratch_shared(f"{e.buffer.name}_bcast", (1,), e.dtype)
+        self.pre.append(ir.If(ir.compare("eq", self.ctx.tid, holder),
+                              ir.Store(scratch, (ir.const(0),), ir.Load(reg, (slot,), e.dtype),
+                                       loc=self.loc), None, loc=self.loc))
+        self.ctx.note(f"{e.buffer.name}: a block-level read of an element one thread holds is "
+                      "broadcast through shared memory")
+        return ir.Load(scratch, (ir.const(0),), e.dtype)
+
+    def _exprs(self, s, make):
+        """`make()` (the statement's own expressions) with broadcasts collected: (result,
+        statements to run first)."""
+        outer, self.pre, self.loc = (self.pre, self.loc), [], s.loc or self.loc
+        try:
+            out = make()
+            pre = tuple(self.pre)
+        finally:
+            self.pre, self.loc = outer
+        return out, pre
+
+    @staticmethod
+    def _seq(pre, stmt):
+        return ir.Seq(pre + (stmt,)) if pre else stmt
 
     def visit_Store(self, s):
-        if s.buffer.scope == "local.fragment":
-            return ir.Store(self.ctx.register_of(s.buffer),
-                            (self._slot(s.buffer, s.indices, s.loc),), self.visit(s.value),
-                            loc=s.loc)
+        def make():
+            value = self.visit(s.value)
+            indices = tuple(self.visit(i) for i in s.indices)
+            if s.buffer.scope != "local.fragment":
+                return ir.Store(s.buffer, indices, value, loc=s.loc)
+            _, slot = self._slot(s.buffer, indices, s.loc)
+            store = ir.Store(self.ctx.register_of(s.buffer), (slot,), value, loc=s.loc)
+            if self._held_by_all(s.buffer, indices):
+                return store
+            return ir.If(self._holds(s.buffer, indices, slot), store, None, loc=s.loc)
+        return self._seq(*reversed(self._exprs(s, make)))
+
+    def visit_Evaluate(self, s):
+        return self._seq(*reversed(self._exprs(s, lambda: self.generic(s))))
+
+    def visit_Assert(self, s):
+        return self._seq(*reversed(self._exprs(s, lambda: self.generic(s))))
+
+    def visit_If(self, s):
+        cond, pre = self._exprs(s, lambda: self.visit(s.cond))
+        else_body = None if s.else_body is None else self.visit(s.else_body)
+        return self._seq(pre, ir.If(cond, self.visit(s.then_body), else_body, loc=s.loc))
+
+    def visit_LetStmt(self, s):
+        value, pre = self._exprs(s, lambda: self.visit(s.value))
+        return self._seq(pre, ir.LetStmt(s.var, value, self.visit(s.body), loc=s.loc))
+
+    def visit_For(self, s):
+        (start, extent), pre = self._exprs(s, lambda: (self.visit(s.start),
+                                                        self.visit(s.extent)))
+        return self._seq(pre, ir.with_fields(s, start=start, extent=extent,
+                                             body=self.visit(s.body)))
+
+    def visit_While(self, s):
+        self.loc = s.loc or self.loc
         return self.generic(s)
 
 
