@@ -81,7 +81,25 @@ class DataType:
         return hash(self._dt.name)
 
 
+class _TE:
+    """`tvm.te.var(name, dtype)`: the symbolic size of the reference's dynamic-shape examples,
+    the same as `T.dynamic(name, dtype)`."""
+
+    @staticmethod
+    def var(name="v", dtype="int32"):
+        from .language.types import dynamic
+
+        return dynamic(name, dtype)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"tvm.te.{name} is not available: the tvm stand-in provides only "
+                             "tvm.te.var; see docs/compatibility.md")
+
+
+te = _TE()
+
+
 def __getattr__(name):
     raise AttributeError(
         f"tvm.{name} is not available: this TileLang has no TVM underneath and provides only "
-        "tvm.DataType for reference programs; see docs/compatibility.md")
+        "tvm.DataType and tvm.te.var for reference programs; see docs/compatibility.md")

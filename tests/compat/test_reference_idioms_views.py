@@ -195,3 +195,25 @@ def test_view_errors_are_located(case, message):
     with pytest.raises((NotImplementedError, ValueError), match=message) as info:
         build()
     assert "test_reference_idioms_views.py" in str(info.value)
+
+
+# ---- tvm.te.var (the reference's dynamic-shape examples) ---------------------------------------
+def test_tvm_te_var_is_a_dynamic_size():
+    from tilelang import tvm
+
+    M = tvm.te.var("m")
+
+    @T.prim_func
+    def scale_rows(X: T.Tensor((M, 24), "float32"), Y: T.Tensor((M, 24), "float32")):
+        with T.Kernel(T.ceildiv(M, 16), threads=64) as bx:
+            for i, j in T.Parallel(16, 24):
+                Y[bx * 16 + i, j] = X[bx * 16 + i, j] * (j + 1)
+
+    kern = tilelang.compile(scale_rows, target="cpu")
+    for m in (7, 40):  # ragged: the last block is partial
+        x = torch.randn(m, 24)
+        y = torch.zeros(m, 24)
+        kern(x, y)
+        torch.testing.assert_close(y, x * torch.arange(1, 25).float())
+    with pytest.raises(AttributeError, match="tvm.te.placeholder is not available"):
+        tvm.te.placeholder
