@@ -4,7 +4,12 @@ Expects: thread IR whose shared buffers are still logical tiles (indexed by logi
 coordinates) with layouts in `ctx.layouts`. Guarantees: every shared access indexes a flat
 buffer (one per allocation) by the physical offset its layout gives; `ctx.shared_plan` maps
 each flat buffer to its byte offset; buffers whose lifetimes do not overlap share memory
-(first fit, largest first); swizzled tiles are 1024-byte aligned, others 128-byte;
+(first fit, largest first; `tl.disable_shared_memory_reuse` turns sharing off). A use inside
+a loop keeps a buffer live over the whole loop, except that pipeline stage buffers and staged
+epilogue tiles (`fresh_buffers`) are live only around their own uses inside an outer loop
+that holds them all (a persistent GEMM's tile loop): the epilogue tile takes the stages'
+bytes. Ordering those reuses is insert_sync's job (it sees the overlapping byte ranges);
+swizzled tiles are 1024-byte aligned, others 128-byte;
 `ctx.smem_bytes` is the arena size. Exceeding the target's limit is a located error.
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
+from .pass_config import PassConfigKey
 
 SHARED = ("shared", "shared.dyn")
 SMEM_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448,
@@ -28,19 +34,24 @@ def smem_limit(sm: int) -> int:
 
 
 class _Liveness:
-    """First/last position of each shared buffer in a linear walk of the statements; a use
-    inside a loop makes the buffer live over the whole loop."""
+    """First/last position of each shared buffer in a linear walk of the statements. A use
+    inside a loop makes the buffer live over the whole loop (its value may be carried to the
+    next iteration), except for a *fresh* buffer (written before it is read wherever it is
+    used: pipeline stages, staged epilogues) in a loop that holds all of its uses: each
+    iteration defines it anew, so it is live only between its own first and last use there."""
 
-    def __init__(self):
+    def __init__(self, fresh=()):
         self.pos = 0
         self.first: dict = {}
         self.last: dict = {}
-        self.loops: list = []  # (start position, buffers used inside)
+        self.fresh = fresh
+        self.stack: list = []  # open loops: (start position, buffers used inside)
+        self.loops: list = []  # closed loops: (start, end, buffers used inside)
 
     def touch(self, buf):
         self.first.setdefault(buf, self.pos)
         self.last[buf] = self.pos
-        for _, used in self.loops:
+        for _, used in self.stack:
             used.add(buf)
 
     def walk(self, node):
@@ -48,14 +59,13 @@ class _Liveness:
 
         if isinstance(node, (ir.For, ir.While)):
             start = self.pos
-            self.loops.append((start, set()))
+            self.stack.append((start, set()))
             for c in children(node):
                 self.walk(c)
             self.pos += 1
-            _, used = self.loops.pop()
-            for b in used:
-                self.first[b] = min(self.first[b], start)
-                self.last[b] = max(self.last[b], self.pos)
+            _, used = self.stack.pop()
+            self.loops.append((start, self.pos, used))
+            self.pos += 1  # the next statement starts after the loop's end
             return
         if isinstance(node, (ir.Load, ir.Store)) and node.buffer.scope in SHARED:
             self.touch(node.buffer)
@@ -65,6 +75,16 @@ class _Liveness:
             self.pos += 1
         for c in children(node):
             self.walk(c)
+
+    def finish(self):
+        """Extend live ranges over the loops that may carry a buffer between iterations."""
+        raw_first, raw_last = dict(self.first), dict(self.last)
+        for start, end, used in self.loops:
+            for b in used:
+                if b in self.fresh and start <= raw_first[b] and raw_last[b] <= end:
+                    continue
+                self.first[b] = min(self.first[b], start)
+                self.last[b] = max(self.last[b], end)
 
 
 class _Flatten(Mutator):
@@ -92,10 +112,20 @@ class _Flatten(Mutator):
         return self.flat.get(b, b)
 
 
+def fresh_buffers(ctx) -> set:
+    """Shared buffers written before they are read in every region that uses them: the
+    multi-buffered stages of a pipeline (its copies fill a stage before any read of it, and
+    the pipeliner keeps them out of the rest of the kernel) and staged epilogue tiles."""
+    return set(getattr(ctx, "replaced_shared", {}).values()) | \
+        set(getattr(ctx, "fresh_shared", ()))
+
+
 def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
     buffers = [b for b in kernel.allocs if b.scope in SHARED] + list(ctx.scratch_shared)
-    live = _Liveness()
+    live = _Liveness(fresh_buffers(ctx))
     live.walk(kernel.body)
+    live.finish()
+    reuse = not ctx.flag(PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE)
     used = [b for b in buffers if b in live.first]
     flat, sizes = {}, {}
     for b in used:
@@ -113,7 +143,7 @@ def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
         while True:
             off = -(-off // align) * align
             clash = [p for p in placed if p[0] < off + sizes[b] and off < p[1]
-                     and not (p[3] < lo or hi < p[2])]
+                     and (not reuse or not (p[3] < lo or hi < p[2]))]
             if not clash:
                 break
             off = max(p[1] for p in clash)
