@@ -211,7 +211,9 @@ def test_hopper_keeps_the_gather_async_and_does_not_warp_specialise():
     checked, widths = _simulate(func, info, target=SM90)
     assert checked > 0 and widths == {16}
     k, ctx = run_passes(func, "simplify", target=SM90)
-    assert not ctx.tma_descriptors and not any(key == "warp_specialized" for key, _ in k.attrs)
+    # (a TMA store of the staged epilogue is fine: the loads are what must stay cp.async)
+    loads = [d for d in ctx.tma_descriptors if not d.name.endswith("_store_desc")]
+    assert not loads and not any(key == "warp_specialized" for key, _ in k.attrs)
     assert any("gathered by a T.Parallel loop" in n for n in ctx.notes)
 
 

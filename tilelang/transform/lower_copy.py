@@ -1,4 +1,5 @@
-"""Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous).
+"""Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous),
+after staging GEMM epilogues through shared memory (transform/stage_epilogue.py).
 
 Expects: `Copy` nodes with a global source and a shared destination (all other copies are
 parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
@@ -185,4 +186,7 @@ class _Lower(ScopedMutator):
 
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    from .stage_epilogue import stage_epilogues
+
+    kernel = stage_epilogues(kernel, ctx)
     return _Lower(ctx, Analyzer()).visit(kernel)

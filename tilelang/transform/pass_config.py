@@ -70,6 +70,9 @@ class PassConfigKey(str, enum.Enum):
     TL_ENABLE_ASYNC_COPY = "tl.enable_async_copy"
     TL_ENABLE_VECTORIZE_PLANNER_VERBOSE = "tl.enable_vectorize_planner_verbose"
     TL_DISABLE_SHARED_MEMORY_REUSE = "tl.disable_shared_memory_reuse"
+    # this implementation's own keys (not in the reference)
+    TL_DISABLE_STAGED_EPILOGUE = "tl.disable_staged_epilogue"
+    TL_DISABLE_TMA_STORE = "tl.disable_tma_store"
     TL_PASS_PROFILE = "tl.pass_profile"
     TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
@@ -84,7 +87,8 @@ EFFECTIVE = {
     PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS, PassConfigKey.TIR_DISABLE_VECTORIZE,
     PassConfigKey.TL_ENABLE_DUMP_IR, PassConfigKey.TL_DUMP_IR_DIR,
     PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC, PassConfigKey.TIR_USE_ASYNC_COPY,
-    PassConfigKey.TL_CONFIG_INDEX_BITWIDTH,
+    PassConfigKey.TL_CONFIG_INDEX_BITWIDTH, PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE,
+    PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

@@ -1,0 +1,65 @@
+"""GEMM kernels whose epilogue the compiler stages through shared memory (used by the pass
+tests, the GPU tests and benchmarks/sweeps/epilogue.py)."""
+
+import tilelang.language as T
+
+
+def gemm(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, out="float16"):
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), out)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, ko * bk], As)
+                T.copy(B[ko * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C[by * bm, bx * bn])
+    return f
+
+
+def persistent(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, blocks=4):
+    """The tile loop of a persistent GEMM around the pipelined loop and the epilogue."""
+    tm, tn = (M + bm - 1) // bm, (N + bn - 1) // bn
+    waves = (tm * tn + blocks - 1) // blocks
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), "float16")):
+        with T.Kernel(blocks, threads=threads) as bid:
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            for w in T.serial(waves):
+                t = w * blocks + bid
+                if t < tm * tn:
+                    T.clear(Cl)
+                    for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                        T.copy(A[t // tn * bm, ko * bk], As)
+                        T.copy(B[ko * bk, t % tn * bn], Bs)
+                        T.gemm(As, Bs, Cl)
+                    T.copy(Cl, C[t // tn * bm, t % tn * bn])
+    return f
+
+
+def hand_staged(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128):
+    """The user's own staging: fragment -> shared tile -> global."""
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cs = T.alloc_shared((bm, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, ko * bk], As)
+                T.copy(B[ko * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, Cs)
+            T.copy(Cs, C[by * bm, bx * bn])
+    return f
