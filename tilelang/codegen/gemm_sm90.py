@@ -133,7 +133,9 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     c_reg = ctx.register_of(g.C.buffer)
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
-    wait = max(0, int(g.wg_wait))  # T.gemm(..., wg_wait=n): leave n wgmma groups in flight
+    # wg_wait=n >= 0: the template waits until n wgmma groups are in flight; -1: it only
+    # commits (transform/wgmma_wait.py has placed the waits where the result is used)
+    wait = max(-1, int(g.wg_wait))
     b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = gemm_sm80._tile_info(
         g.B, ctx.layouts[g.B.buffer], g.loc)
     tb = "true" if g.trans_B else "false"

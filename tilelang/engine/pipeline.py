@@ -23,6 +23,7 @@ from ..transform.pipeline import pipeline_loops
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.simplify_stmt import simplify_kernel
 from ..transform.warp_specialize import warp_specialize
+from ..transform.wgmma_wait import place_wgmma_waits
 from ..transform.widen_indices import widen_indices
 from .context import KernelContext
 
@@ -46,6 +47,7 @@ PASSES = [
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
     ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages
+    ("wgmma_waits", place_wgmma_waits),                        # sm_90a: waits for async wgmma
     ("lower_copies", lower_copies),                            # global->shared vector copies
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
     # thread level

@@ -26,6 +26,14 @@ Parities follow HARDWARE §8 (a fresh barrier reports parity 1 complete, so the 
 first S waits pass). A zero-trip loop waits on nothing; no barrier waits on a phase that
 never completes. The regions are `Attr("thread_group", ...)` so the barrier pass uses a named
 barrier over the consumers inside them.
+
+With `T.Pipelined(..., order=, stage=, group=)` (checked by overlap_schedule.py; a schedule
+that would change the results is ignored with a note) the consumers run that schedule instead:
+pass t runs each statement group for iteration t - stage, in `order`, after a prologue and
+before an epilogue guarded by the trip count; every TMA tile has its own full/empty ring,
+waited for before its first reader and released after its last; and its wgmma gemms are
+issued asynchronously (wg_wait=-1), leaving the waits to wgmma_wait.py (FlashAttention-3's
+schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from .. import layout as L
 from .async_gather import gather_parts
 from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
+from .overlap_schedule import depth, has_annotation, schedule, touched_buffers
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _rebuild, _whole_buffer_user,
                        _written_buffers, stack_layout)
 
@@ -190,15 +199,44 @@ class WarpSpecializer:
         for p in plans:
             if any(_mentions(o, p.copy.dst.buffer) for o in outside if not isinstance(o, tuple)):
                 return self._why(f"{p.copy.dst.buffer.name} is used outside the loop")
-        return self._build(items, li, loop, stages, plans, body_items)
+        slots = self._overlap_slots(loop, stages, plans, body_items) \
+            if has_annotation(loop) else None
+        return self._build(items, li, loop, stages, plans, body_items, slots)
+
+    def _overlap_slots(self, loop, S, plans, body_items):
+        """The consumer schedule of an order/stage/group annotation (overlap_schedule.py), or
+        None (with a note) when it cannot be honoured: the plain warp-specialised loop then runs,
+        which computes the same."""
+        lets = [it for it in body_items if isinstance(it, tuple)]
+        stmts = [it for it in body_items if not isinstance(it, tuple)]
+        plan_ids = {id(p.copy) for p in plans}
+        compute = [st for st in stmts if id(st) not in plan_ids]
+        if any(collect(st, lambda n, v=let[1]: n is v) for let in lets for st in compute):
+            return self._note_overlap("the loop body binds values the schedule would move")
+        slots, reason = schedule(loop, stmts, plan_ids)
+        if slots is None:
+            return self._note_overlap(reason)
+        if depth(slots) >= S:
+            return self._note_overlap(f"stage {depth(slots)} needs num_stages > {depth(slots)} "
+                                      "(one buffer per iteration in flight)")
+        for p in plans:
+            if not any(p.copy.dst.buffer in touched_buffers(s.stmt) for s in slots):
+                return self._note_overlap(f"nothing reads {p.copy.dst.buffer.name}")
+        return slots
+
+    def _note_overlap(self, reason):
+        self.ctx.note(f"order/stage annotation ignored: {reason}; plain pipelined loop")
+        return None
 
     def _why(self, reason):
         self.ctx.note(f"no warp specialisation: {reason}; using the cp.async pipeline")
         return None
 
     # ---- construction ----------------------------------------------------------------------
-    def _build(self, items, li, loop, S, plans, body_items):
+    def _build(self, items, li, loop, S, plans, body_items, slots=None):
         ctx, T = self.ctx, self.T
+        if slots is not None:
+            return self._build_overlapped(items, li, loop, S, plans, slots)
         tid = ctx.tid
         mapping = {}
         for p in plans:
@@ -263,12 +301,23 @@ class WarpSpecializer:
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
 
+        note = (f"warp-specialised pipeline over {k.name}: {S} stages, TMA loads of "
+                f"{', '.join(p.copy.src.buffer.name for p in plans)} ({total_bytes} B per "
+                f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
+                + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
+        return self._assemble([(full, empty)], S, producer, consumer, note)
+
+    def _assemble(self, rings, S, producer, consumer, note):
+        """The kernel: mbarrier initialisation (`rings`: (full, empty) pairs of S barriers),
+        then the producer and consumer regions."""
+        ctx, T, tid = self.ctx, self.T, self.ctx.tid
         s = ir.Var("s")
+        inits = []
+        for full, empty in rings:
+            inits += [_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
+                      _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(T))]
         init = ir.If(ir.compare("eq", tid, 0), ir.Seq((
-            ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq((
-                _call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
-                _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(T)),
-            ))),
+            ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq(tuple(inits))),
             _call("tl::fence_mbarrier_init"),
             _call("tl::fence_proxy_async"),
         )), None)
@@ -281,12 +330,119 @@ class WarpSpecializer:
             return self._why("multi-dimensional thread blocks")
         allocs = tuple(ctx.replaced_shared.get(b, b) for b in self.kernel.allocs)
         attrs = self.kernel.attrs + (("warp_specialized", (T, PRODUCER_THREADS)),)
-        ctx.note(f"warp-specialised pipeline over {k.name}: {S} stages, TMA loads of "
-                 f"{', '.join(p.copy.src.buffer.name for p in plans)} ({total_bytes} B per "
-                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
-                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
+        ctx.note(note)
         return ir.with_fields(self.kernel, body=body, threads=threads, allocs=allocs,
                               attrs=attrs)
+
+    def _build_overlapped(self, items, li, loop, S, plans, slots):
+        """The consumer runs the order/stage schedule (overlap_schedule.py): pass t of the loop
+        runs each slot for iteration t - stage, in order; a prologue and an epilogue of `D`
+        (the deepest stage) passes, guarded by the trip count, start and drain it. Every
+        shared tile the producer fills has its own mbarrier ring, waited for before the first
+        slot that reads it and released after the last one (the release carries
+        ("releases", tile) so wgmma_wait.py may move it after the wait for a gemm still
+        reading the tile). wgmma gemms of the schedule are issued without waiting (wg_wait=-1);
+        wgmma_wait.py waits for each where its result is next needed."""
+        ctx, T = self.ctx, self.T
+        tid = ctx.tid
+        mapping, rings = {}, {}
+        for p in plans:
+            b = p.copy.dst.buffer
+            if b not in mapping:
+                nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
+                mapping[b] = nb
+                ctx.layouts[nb] = stack_layout(ctx.layouts[b], S)
+                ctx.replaced_shared[b] = nb
+                rings[b] = (ctx.add_scratch_shared(f"{b.name}_full", (S,), U64),
+                            ctx.add_scratch_shared(f"{b.name}_empty", (S,), U64), [])
+            rings[b][2].append(p)
+        k, start, n = loop.var, loop.start, loop.extent
+        D = depth(slots)
+
+        def slot_of(rel):
+            return ir.binary("floormod", rel, S)
+
+        def phase_of(rel):
+            return ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
+
+        # producer: iteration by iteration, each tile on its own ring
+        rel = ir.binary("sub", k, start)
+        issue = []
+        for b, (full, empty, ps) in rings.items():
+            issue += [_call("tl::mbarrier_wait", _addr(empty, (slot_of(rel),)),
+                            ir.binary("bitxor", phase_of(rel), 1)),
+                      _call("tl::mbarrier_arrive_expect_tx", _addr(full, (slot_of(rel),)),
+                            ir.const(sum(p.bytes for p in ps)))]
+            issue += [self._tma_loads(p, mapping, slot_of(rel), full) for p in ps]
+        producer_loop = ir.For(k, start, n, "serial", ir.Seq(tuple(issue)), loc=loop.loc)
+        pre_lets = [it for it in items[:li] if isinstance(it, tuple)
+                    and not (_buffers_read(it[2]) - {b for b in ctx.func.params
+                                                     if isinstance(b, ir.Buffer)})]
+        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", tid, T), producer_loop, None)])
+        regs = self._register_split()
+        if regs is not None:
+            producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
+
+        # consumers
+        from ..codegen import gemm_sm90
+
+        def async_gemms(st):
+            if isinstance(st, ir.Gemm) and st.wg_wait == 0 and \
+                    ctx.gemm_info.get(st.C.buffer, (None,))[0] is gemm_sm90:
+                return ir.with_fields(st, wg_wait=-1)
+            return st
+
+        stmts = {id(sl): async_gemms(sl.stmt) for sl in slots}
+        readers = {b: [sl for sl in slots if b in touched_buffers(sl.stmt)] for b in rings}
+        first = {b: min(r, key=lambda sl: (sl.stage, sl.key)) for b, r in readers.items()}
+        last = {b: max(r, key=lambda sl: (sl.stage, sl.key)) for b, r in readers.items()}
+
+        def instance(sl, rel):
+            """Slot `sl` for iteration start + rel, with its ring waits and releases."""
+            stmt = substitute(stmts[id(sl)], {k: ir.binary("add", start, rel)})
+            out = [_call("tl::mbarrier_wait", _addr(rings[b][0], (slot_of(rel),)),
+                         phase_of(rel)) for b in rings if first[b] is sl]
+            out.append(_Rebuffer(mapping, slot_of(rel)).visit(stmt))
+            for b in rings:
+                if last[b] is sl:
+                    arrive = ir.Call("call_extern", ("tl::mbarrier_arrive", _addr(
+                        rings[b][1], (slot_of(rel),))), VOID, (("releases", (mapping[b],)),))
+                    out.append(ir.Evaluate(arrive))
+            return out
+
+        in_pass = sorted(slots, key=lambda sl: sl.key)
+        parts = []
+        # prologue: passes 0..D-1 run the slots whose iteration has started and exists
+        for p in range(D):
+            for sl in in_pass:
+                if sl.stage <= p:
+                    r = p - sl.stage
+                    parts.append(ir.If(ir.compare("lt", ir.const(r), n),
+                                       ir.Seq(tuple(instance(sl, ir.const(r)))), None))
+        steady = []
+        for sl in in_pass:
+            steady += instance(sl, ir.binary("sub", ir.binary("sub", k, start), sl.stage))
+        parts.append(ir.For(k, ir.binary("add", start, D), ir.binary("sub", n, D), "serial",
+                            ir.Seq(tuple(steady)), 1, (), loc=loop.loc))
+        # epilogue: passes n..n+D-1 finish the last iterations (not before pass D: a loop
+        # shorter than the prologue finished them there)
+        for e in range(D):
+            body = []
+            for sl in in_pass:
+                if sl.stage > e:
+                    body += instance(sl, ir.binary("sub", ir.binary("add", n, e), sl.stage))
+            parts.append(ir.If(ir.compare("ge", ir.binary("add", n, e), D),
+                               ir.Seq(tuple(body)), None))
+        consumer = _rebuild(items[:li] + [_merge_guards(parts)] + items[li + 1:])
+        if regs is not None:
+            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        order = ", ".join(f"{sl.pos}@{sl.stage}" for sl in in_pass)
+        note = (f"warp-specialised overlapped pipeline over {k.name}: {S} stages, schedule "
+                f"(statement@stage) {order}; TMA rings for "
+                f"{', '.join(b.name for b in rings)}, producer warpgroup + {T // 128} consumer "
+                f"warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
+        return self._assemble([(f, e) for f, e, _ in rings.values()], S, producer, consumer,
+                              note)
 
     def _async_mainloop(self, rest) -> bool:
         """A loop body made of wgmma gemms alone (the GEMM mainloop): nothing else reads the
@@ -335,6 +491,24 @@ class WarpSpecializer:
         for let in reversed(p.deps):
             body = ir.LetStmt(let[1], let[2], body, loc=let[3])
         return body
+
+
+def _merge_guards(parts):
+    """Adjacent `if c: ...` with the same condition become one branch (prologue passes)."""
+    out = []
+    for p in parts:
+        if out and isinstance(p, ir.If) and isinstance(out[-1], ir.If) and \
+                p.else_body is None and out[-1].else_body is None and \
+                ir.structural_equal(p.cond, out[-1].cond):
+            out[-1] = ir.If(p.cond, ir.Seq(_stmts(out[-1].then_body) + _stmts(p.then_body)),
+                            None)
+        else:
+            out.append(p)
+    return ir.Seq(tuple(out))
+
+
+def _stmts(s):
+    return s.stmts if isinstance(s, ir.Seq) else (s,)
 
 
 def _mentions(node, buf) -> bool:

@@ -91,7 +91,8 @@ TL_DEVICE void wgmma_rs_any(float* d, const uint32_t* a, uint64_t db, int scale_
 #if TL_HAVE_SM90A
 // C (+)= op(A) @ op(B), A and B in shared memory. Returns after `wgmma.wait_group WgWait`:
 // WgWait = 0 is synchronous (C complete); WgWait = 1 leaves this gemm in flight and only
-// guarantees the previous one finished (a pipelined mainloop then waits once at the end).
+// guarantees the previous one finished (a pipelined mainloop then waits once at the end);
+// WgWait = -1 only commits (the caller waits with tl::wgmma_wait before touching C or A).
 template <int M, int N, int K, int WGM, int WGN, bool TransA, bool TransB, int ARows, int ACols,
           int ASwz, int BRows, int BCols, int BSwz, int WgWait = 0, typename TA, typename TB,
           typename TC>
@@ -120,7 +121,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
     }
   }
   wgmma_commit();
-  wgmma_wait<WgWait>();
+  if constexpr (WgWait >= 0) wgmma_wait<WgWait>();
   wgmma_fence_operands(C, MR * kRegs);
 }
 
@@ -153,7 +154,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
     }
   }
   wgmma_commit();
-  wgmma_wait<WgWait>();
+  if constexpr (WgWait >= 0) wgmma_wait<WgWait>();
   wgmma_fence_operands(C, MR * kRegs);
   wgmma_fence_operands(a_regs, MR * KT * 4);
 }

@@ -4,6 +4,7 @@
 //                                     after any register access to D or A fragments)
 //   tl::wgmma_commit()                wgmma.commit_group.sync.aligned
 //   tl::wgmma_wait<N>()               wgmma.wait_group.sync.aligned N
+//   tl::wgmma_wait_in_place<N>()      the same, not moved by ptxas (see below)
 //   tl::wgmma_fence_operand(x)        empty asm pinning a register ("+f"/"+r") so the
 //                                     compiler cannot move its uses across fence/wait
 //   tl::wgmma_fence_operands(d, n)    the same over an array
@@ -67,6 +68,19 @@ template <int N>
 TL_DEVICE void wgmma_wait() {
   static_assert(N >= 0, "wgmma.wait_group needs N >= 0");
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// wgmma_wait<N> in a basic block of its own. ptxas schedules within basic blocks and hoists a
+// wait above independent work placed before it (a softmax meant to overlap the gemm: it then
+// stalls on the gemm first); a branch it cannot fold keeps the wait where it is written.
+// Both sides wait, so the (block-uniform) condition does not matter.
+template <int N>
+TL_DEVICE void wgmma_wait_in_place() {
+  if (blockIdx.x != 0xffffffffu) {
+    wgmma_wait<N>();
+  } else {
+    wgmma_wait<N>();
+  }
 }
 #endif  // TL_HAVE_SM90A
 

@@ -1,0 +1,247 @@
+"""T.Pipelined(order=, stage=, group=) on sm_90a (transform/overlap_schedule.py, the overlapped
+consumer of warp_specialize.py) and the wgmma wait placement (transform/wgmma_wait.py): checked
+on the generated CUDA (no GPU needed) and on the CPU interpreter."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from tilelang.ir import nodes as ir
+from tilelang.transform.overlap_schedule import schedule
+
+from overlap_kernels import GROUP, ORDER, STAGE, gemm_chain, gemm_chain_ref
+from transform_helpers import SM90, requires_compiler, run_passes
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _example():
+    path = ROOT / "examples" / "flash_attention" / "example_mha_fwd_pipelined.py"
+    spec = importlib.util.spec_from_file_location("example_mha_fwd_pipelined_t", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _consumer(src):
+    return src[src.index("setmaxnreg_inc") if "setmaxnreg_inc" in src else
+               src.index("'consumer'"):]
+
+
+def _steady_loop(src):
+    """The body of the consumer's main loop (from `for (int k` to its closing brace)."""
+    c = _consumer(src)
+    start = c.index("for (int k")
+    depth, i = 0, c.index("{", start)
+    for j in range(i, len(c)):
+        depth += {"{": 1, "}": -1}.get(c[j], 0)
+        if depth == 0:
+            return c[start:j + 1]
+    raise AssertionError("unbalanced loop")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_example_fa3_schedule(causal):
+    """Pass k: S(k) = Q K^T issued, then P(k-1) V(k-1) issued, the softmax of S(k) after
+    waiting for S(k) only (wait<1>), and P(k) written after waiting for P V (wait<0>)."""
+    name, func = _example().programs("bench")[int(causal)]
+    src = tilelang.lower(func, target=SM90)
+    loop = _steady_loop(src)
+    order = [m.group(0) for m in re.finditer(
+        r"wgmma_gemm_ss<[^>]*-1>|wgmma_gemm_rs<[^>]*-1>|wgmma_wait_in_place<\d>|"
+        r"acc_s_cast\[[^]]*\] = |exp2\(acc_s|mbarrier_arrive\(\(&[KV]_shared_empty|"
+        r"acc_o\[[^]]*\] = acc_o\[[^]]*\] \* rescale", loop)]
+    squeezed = [o for i, o in enumerate(order) if i == 0 or o != order[i - 1]]
+    kinds = [("ss" if "gemm_ss" in s else "rs" if "gemm_rs" in s else
+              "wait" + s[-2] if "wait" in s else "relK" if "K_shared_empty" in s else
+              "relV" if "V_shared_empty" in s else "exp" if "exp2" in s else
+              "cast" if "acc_s_cast" in s else "rescale") for s in squeezed]
+    assert kinds == ["ss", "rescale", "rs", "wait1", "relK", "exp", "wait0", "relV", "cast"]
+    # one ring per tile, each waited for once per pass
+    assert loop.count("mbarrier_wait((&K_shared_full") == 1
+    assert loop.count("mbarrier_wait((&V_shared_full") == 1
+    # no wait inside the gemm templates, none left for ptxas to hoist
+    assert "tl::wgmma_wait<" not in _consumer(src)
+    # prologue (softmax of the first tile) and epilogue (P V of the last one)
+    consumer = _consumer(src)
+    before, after = consumer.split(loop)
+    assert before.count("wgmma_gemm_ss<") == 1 and after.count("wgmma_gemm_rs<") == 1
+    assert after.count("wgmma_wait_in_place<0>") >= 1
+
+
+def test_plain_flash_loop_is_unchanged():
+    """Without the annotation nothing waits outside the gemm templates."""
+    src = tilelang.lower(_example().flash_attention_fwd_pipelined.get_tir(
+        1, 2, 256, 64, False, block_M=64, block_N=64, threads=128), target=SM90)
+    assert "wgmma_wait_in_place" in src
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+    from kernels import flash_fwd
+
+    plain = tilelang.lower(flash_fwd(1, 2, 256, 64, False, 64, 64, 2, 128), target=SM90)
+    assert "wgmma_wait_in_place" not in plain and "_full[" not in plain
+    assert re.findall(r"wgmma_gemm_(?:ss|rs)<[^>]*, 0>", plain)
+
+
+@requires_compiler
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_example_compiles_without_spills_or_serialisation(causal):
+    from tilelang.runtime.compiler import compile_cuda
+
+    name, func = _example().programs("bench")[int(causal)]
+    log = compile_cuda(tilelang.lower(func, target=SM90), "sm_90a", verbose=True,
+                       use_cache=False).log
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
+    assert spills and max(spills) == 0, log
+    assert "C7512" not in log and "serialized" not in log, log
+
+
+def test_chain_zero_and_one_iteration_guards():
+    """The prologue and the epilogue run only when the loop has an iteration; the steady loop
+    starts one pass late (blocks with 0, 1, 2, ... iterations share the code)."""
+    src = tilelang.lower(gemm_chain(200, 300, 64), target=SM90)
+    c = _consumer(src)
+    loop = _steady_loop(src)
+    pro, epi = c.split(loop)
+    assert "if (bx > 0)" in pro or "if (0 < bx)" in pro
+    assert "for (int k = 1; k < bx" in loop
+    assert re.search(r"if \((?:bx > 0|1 <= bx|bx >= 1)\)", epi)
+    # the epilogue issues the last P V and waits for it before the results are stored
+    tail = epi[:epi.index("Out[")]
+    assert tail.count("wgmma_gemm_rs<") == 1 and "wgmma_wait_in_place<0>" in tail
+
+
+@pytest.mark.parametrize("M,N", [(64, 64), (200, 300), (256, 100)])
+def test_chain_cpu_matches_reference(M, N):
+    torch.manual_seed(M + N)
+    q, k, v = (torch.randn(n, 64).half() for n in (M, N, N))
+    kern = tilelang.compile(gemm_chain(M, N, 64), target="cpu")
+    out = torch.full((M, 64), float("nan"))
+    kern(q, k, v, out)
+    ref = gemm_chain_ref(q, k, v)
+    assert not out.isnan().any()
+    assert (out.double() - ref).abs().max().item() < 1e-2 * (1 + ref.abs().max().item())
+
+
+def _notes(func):
+    _, ctx = run_passes(func, "wgmma_waits", target=SM90)
+    return ctx.notes
+
+
+def test_illegal_order_is_ignored_with_a_note():
+    """P(k-1) cast after S(k) overwrote S: reordering would change the result, so the plain
+    loop runs (and says why)."""
+    f = gemm_chain(128, 256, 64, stage=[-1, 0, 1, -1, 1], order=[-1, 0, 2, -1, 1])
+    notes = _notes(f)
+    assert any("annotation ignored" in n and "out of order" in n for n in notes), notes
+    src = tilelang.lower(f, target=SM90)
+    assert "_full[" not in src and "wgmma_wait_in_place" not in src
+
+
+@pytest.mark.parametrize("kw,why", [
+    (dict(group=[[0], [1], [2], [3], [4]]), "group must list each"),
+    (dict(order=[-1, 0, 2, -1]), "entries for"),
+    (dict(stage=[-1, 0, -1, -1, 1]), "stage -1 but is not a copy"),
+    (dict(stage=[-1, 1, 1, -1, 2], num_stages=2), "needs num_stages > 2"),
+])
+def test_malformed_annotations_are_ignored(kw, why):
+    notes = _notes(gemm_chain(128, 256, 64, **kw))
+    assert any(why in n for n in notes), notes
+
+
+def test_deeper_stage_with_three_buffers():
+    """Everything one pass later and P V two passes later: stage 2 needs three buffers; the
+    prologue covers two passes, the epilogue two."""
+    f = gemm_chain(256, 512, 64, stage=[-1, 1, 1, -1, 2], num_stages=3)
+    src = tilelang.lower(f, target=SM90)
+    loop = _steady_loop(src)
+    assert "for (int k = 2;" in loop
+    assert _consumer(src).count("wgmma_gemm_rs<") == 3  # epilogue 2 + steady 1
+
+
+def test_schedule_orders_slots_and_rejects_conflicts():
+    f = gemm_chain(128, 256, 64)
+    kernel, _ = run_passes(f, "infer_layouts", target=SM90)
+    loop = next(n for n in __import__("tilelang.ir.visitor", fromlist=["collect"]).collect(
+        kernel.body, lambda n: isinstance(n, ir.For) and n.kind == "pipelined"))
+    stmts = list(loop.body.stmts)
+    producers = {id(s) for s in stmts if isinstance(s, ir.Copy)}
+    slots, why = schedule(loop, stmts, producers)
+    assert why is None
+    assert [(s.pos, s.stage) for s in slots] == [(1, 0), (2, 0), (3, 0), (5, 1)]
+    assert [s.pos for s in sorted(slots, key=lambda s: s.key)] == [1, 2, 5, 3]
+    # P V of an iteration before its P is written
+    bad = ir.with_fields(loop, annotations=tuple(
+        (k, {"order": (-1, 1, 2, -1, 0), "stage": (-1, 0, 0, -1, 0)}.get(k, v))
+        for k, v in loop.annotations))
+    slots, why = schedule(bad, stmts, producers)
+    assert slots is None and "out of order" in why
+
+
+def _wait_kernel(use_explicit_wait, loop_carried=False):
+    @T.prim_func
+    def main(A: T.Tensor((128, 64), "float16"), B: T.Tensor((64, 64), "float16"),
+             C: T.Tensor((128, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((128, 64), "float")
+            other = T.alloc_fragment((128, 64), "float")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.clear(other)
+            if loop_carried:
+                for i in T.serial(3):
+                    for r, c in T.Parallel(128, 64):
+                        acc[r, c] = acc[r, c] * 0.5
+                    T.gemm(A_s, B_s, acc, wg_wait=-1)
+                    for r, c in T.Parallel(128, 64):
+                        other[r, c] = other[r, c] + 1.0
+            else:
+                T.gemm(A_s, B_s, acc, wg_wait=-1)
+                for r, c in T.Parallel(128, 64):
+                    other[r, c] = other[r, c] + 1.0  # independent: overlaps the gemm
+                if use_explicit_wait:
+                    T.wait_wgmma(0)
+                for r, c in T.Parallel(128, 64):
+                    acc[r, c] = acc[r, c] + other[r, c]
+            T.copy(acc, C)
+
+    return main
+
+
+def test_wait_goes_where_the_accumulator_is_next_touched():
+    src = tilelang.lower(_wait_kernel(False), target=SM90)
+    body = src[src.index("wgmma_gemm_ss"):]
+    assert "wgmma_gemm_ss<128, 64, 64, 2, 1, false, false, 128, 64, 128, 64, 64, 128, -1>" in src \
+        or re.search(r"wgmma_gemm_ss<[^>]*-1>", src)
+    i_other = body.index("other[")
+    i_wait = body.index("wgmma_wait_in_place<0>")
+    i_use = body.index("acc[v")
+    assert i_other < i_wait < i_use
+    assert "wgmma_fence_operands(acc" in body[i_wait:i_use]
+
+
+def test_explicit_wait_is_respected():
+    src = tilelang.lower(_wait_kernel(True), target=SM90)
+    assert "tl::wgmma_wait<0>();" in src and "wgmma_wait_in_place" not in src
+
+
+def test_loop_carried_wait():
+    """A gemm left in flight at the end of one iteration is waited for at the start of the
+    next (before its accumulator is scaled) and after the loop."""
+    src = tilelang.lower(_wait_kernel(False, loop_carried=True), target=SM90)
+    loop = src[src.index("for (int i"):]
+    assert loop.index("wgmma_wait_in_place<0>") < loop.index("acc[v") < \
+        loop.index("wgmma_gemm_ss")
+    after = loop[loop.index("wgmma_gemm_ss"):]
+    assert "wgmma_wait_in_place<0>" in after  # drained before C is stored

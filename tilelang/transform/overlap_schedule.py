@@ -1,0 +1,112 @@
+"""The statement schedule of `T.Pipelined(n, order=[...], stage=[...], group=[...])`.
+
+Expects: the top-level statements of a pipelined loop body (tile IR, lets excluded) and the
+ones the producer performs (the copies a TMA producer warpgroup issues). `group` partitions the
+statement indices into groups (default: one statement per group); `stage[g]` says how many
+passes of the loop later group g runs than in the plain loop (-1: a producer copy), `order[g]`
+where it runs within one pass.
+
+Guarantees: `schedule(...)` returns the consumer statements as `Slot`s (statement, stage,
+order key) or None with a reason when the annotation is malformed, leaves a compute statement
+at stage -1, or reorders two statements that touch a common buffer (one writing it) relative to
+the plain loop: the pipelined loop `for t: for slot in order: slot.stmt(iteration t - stage)`
+then computes what the plain loop computes. The check compares, for every conflicting pair and
+every iteration distance that the stages can bring together, the order in the plain loop with
+the order in the pipelined one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from ..ir.visitor import collect
+
+
+@dataclass
+class Slot:
+    stmt: ir.Stmt
+    stage: int
+    order: int
+    pos: int  # index in the plain loop body
+
+    @property
+    def key(self):
+        """Place within one pass of the pipelined loop."""
+        return (self.order, self.pos)
+
+
+def touched_buffers(node) -> set:
+    """Every buffer a statement names (loads, stores, regions, reduction operands)."""
+    return set(collect(node, lambda n: isinstance(n, ir.Buffer)))
+
+
+def written_buffers(node) -> set:
+    from .pipeline import _written_buffers
+
+    return _written_buffers(node)
+
+
+def has_annotation(loop: ir.For) -> bool:
+    return loop.annotation("order") is not None or loop.annotation("stage") is not None
+
+
+def schedule(loop: ir.For, stmts: list, producer_ids: set):
+    """(slots, None) or (None, reason). `stmts`: the loop body's statements without lets;
+    `producer_ids`: id() of those the producer performs."""
+    order, stage = loop.annotation("order"), loop.annotation("stage")
+    group = loop.annotation("group")
+    if order is None or stage is None:
+        return None, "order= and stage= go together"
+    order, stage = list(order), list(stage)
+    n = len(stmts)
+    groups = [list(g) for g in group] if group is not None else [[i] for i in range(n)]
+    if len(order) != len(groups) or len(stage) != len(groups):
+        return None, (f"order/stage have {len(order)}/{len(stage)} entries for "
+                      f"{len(groups)} statement groups")
+    flat = sorted(i for g in groups for i in g)
+    if flat != list(range(n)):
+        return None, f"group must list each of the {n} loop-body statements once"
+    slots = []
+    for g, members in enumerate(groups):
+        for i in members:
+            st = stmts[i]
+            if id(st) in producer_ids:
+                continue  # loaded by the producer ahead of time whatever its stage
+            if stage[g] < 0:
+                return None, f"statement {i} has stage -1 but is not a copy the producer issues"
+            slots.append(Slot(st, int(stage[g]), int(order[g]), i))
+    if not slots:
+        return None, "no statement left for the consumers"
+    reason = _check(slots)
+    if reason:
+        return None, reason
+    return sorted(slots, key=lambda s: (s.stage, s.key)), None
+
+
+def depth(slots) -> int:
+    return max(s.stage for s in slots)
+
+
+def _check(slots):
+    """A reason when the pipelined loop would order a conflicting pair differently."""
+    eff = [(touched_buffers(s.stmt), written_buffers(s.stmt)) for s in slots]
+    span = depth(slots) - min(s.stage for s in slots) + 1
+    for a in range(len(slots)):
+        for b in range(a + 1, len(slots)):
+            sa, sb = slots[a], slots[b]
+            if sa.pos > sb.pos:
+                sa, sb = sb, sa
+            (ta, wa), (tb, wb) = eff[a], eff[b]
+            common = (wa & tb) | (wb & ta)
+            if not common:
+                continue
+            # sa of iteration i against sb of iteration i + d: the plain loop runs sa first
+            # exactly when d >= 0
+            for d in range(-span, span + 1):
+                first = (sa.stage, sa.key) < (d + sb.stage, sb.key)
+                if first != (d >= 0):
+                    name = sorted(b.name for b in common)[0]
+                    return (f"statements {sa.pos} and {sb.pos} both use {name}; order/stage "
+                            f"would run them out of order {abs(d)} iteration(s) apart")
+    return None

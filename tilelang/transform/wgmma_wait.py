@@ -1,0 +1,331 @@
+"""Wait for asynchronous wgmma gemms where their results are needed (sm_90a).
+
+Expects: tile IR after pipelining (Gemm nodes still present, their backend in
+`ctx.gemm_info`). A wgmma gemm with `wg_wait=-1` is issued and committed as one wgmma group
+without waiting (`T.gemm(..., wg_wait=-1)`, or the order/stage schedule of warp_specialize.py);
+one with `wg_wait=n >= 0` waits until at most n groups are in flight; `T.wait_wgmma(n)` does
+the same on its own.
+
+Guarantees: before any statement that touches the accumulator of a gemm still in flight,
+writes its register A operand, writes shared memory or synchronises threads while it still
+reads shared memory, or calls something unknown, a `tl::wgmma_wait_in_place<n>` with the largest n that
+completes that gemm (groups complete in commit order), followed by
+`tl::wgmma_fence_operands` on the accumulators it completes so the compiler cannot move their
+reads above the wait (`wgmma_wait_in_place`: ptxas would otherwise hoist the wait above
+the independent work meant to overlap the gemm). Back-to-back gemms accumulating into the same registers need no wait
+between them. Mbarrier arrivals marked ("releases", tiles) (the consumer handing a shared tile
+back to the TMA producer) move down their statement list to just after the wait that
+completes the gemms reading those tiles, at the latest to its end. Loops are analysed to a
+fixed point (a group issued late in one iteration is still in flight early in the next);
+branches join conservatively; nothing is left in flight at the end of a thread-group region
+or of the kernel. Everything else is unchanged; without wg_wait=-1 gemms this pass only
+proves that nothing needs a wait.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ir import nodes as ir
+from .overlap_schedule import touched_buffers, written_buffers
+
+VOID = ir.DType("void")
+SHARED = ("shared", "shared.dyn")
+_WAIT = re.compile(r"tl::wgmma_wait<(\d+)>$")
+# calls that neither touch registers of a gemm in flight nor publish shared memory
+_QUIET = ("tl::mbarrier_wait", "tl::mbarrier_init", "tl::cp_async_commit", "tl::cp_async_wait",
+          "tl::fence_proxy_async", "tl::fence_mbarrier_init", "tl::setmaxnreg",
+          "tl::wgmma_fence")
+# calls that let other threads touch shared memory this warpgroup's wgmma may still read
+_PUBLISH = ("__syncthreads", "tl::named_barrier", "tl::mbarrier_arrive", "tl::tma_load")
+
+
+class _Group:
+    """A committed wgmma group: its gemm, how many groups are known committed after it, and
+    the buffers it reads and writes until it completes."""
+
+    __slots__ = ("gemm", "after", "reads", "writes", "smem")
+
+    def __init__(self, gemm, after=0):
+        self.gemm = gemm
+        self.after = after
+        self.writes = {gemm.C.buffer}
+        self.reads = {gemm.A.buffer, gemm.B.buffer, gemm.C.buffer}
+        self.smem = {b for b in (gemm.A.buffer, gemm.B.buffer) if b.scope in SHARED}
+
+
+class _State:
+    """The groups possibly in flight, each with the fewest groups committed after it on any
+    path (so `wait<after>` completes it on every path)."""
+
+    def __init__(self, groups=None):
+        self.groups = dict(groups or {})  # gemm -> _Group
+
+    def copy(self):
+        return _State({g: _Group(x.gemm, x.after) for g, x in self.groups.items()})
+
+    def join(self, other):
+        out = self.copy()
+        for g, x in other.groups.items():
+            if g in out.groups:
+                out.groups[g].after = min(out.groups[g].after, x.after)
+            else:
+                out.groups[g] = _Group(x.gemm, x.after)
+        return out
+
+    def key(self):
+        return {(id(g), x.after) for g, x in self.groups.items()}
+
+    def commit(self, gemm):
+        for x in self.groups.values():
+            x.after += 1
+        self.groups[gemm] = _Group(gemm)
+
+    def wait(self, n):
+        """`wgmma.wait_group n`: the groups with at least n younger ones are complete."""
+        done = [x for x in self.groups.values() if x.after >= n]
+        for x in done:
+            del self.groups[x.gemm]
+        return done
+
+
+class _Placer:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.inserted = 0
+
+    def is_wgmma(self, g) -> bool:
+        from ..codegen import gemm_sm90
+
+        return isinstance(g, ir.Gemm) and \
+            self.ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
+
+    # ---- what a statement needs finished -------------------------------------------------
+    def blockers(self, stmt, state):
+        """The in-flight groups `stmt` must wait for."""
+        if not state.groups:
+            return []
+        if isinstance(stmt, ir.Gemm) and self.is_wgmma(stmt):
+            reads = {stmt.A.buffer, stmt.B.buffer, stmt.C.buffer}
+            out = []
+            for x in state.groups.values():
+                chained = x.writes == {stmt.C.buffer} and stmt.C.buffer not in \
+                    (stmt.A.buffer, stmt.B.buffer) and x.gemm.C.buffer not in \
+                    (x.gemm.A.buffer, x.gemm.B.buffer)
+                if chained:
+                    continue  # wgmmas accumulating into the same registers chain in order
+                if (reads & x.writes) or (stmt.C.buffer in x.reads):
+                    out.append(x)
+            return out
+        if isinstance(stmt, ir.Evaluate) and isinstance(stmt.value, ir.Call) and \
+                stmt.value.op == "call_extern":
+            name = stmt.value.args[0] if isinstance(stmt.value.args[0], str) else ""
+            if name.startswith(_QUIET):
+                return []
+            if name.startswith(_PUBLISH):
+                return [x for x in state.groups.values() if x.smem]
+        touched, written = touched_buffers(stmt), written_buffers(stmt)
+        shared_write = any(b.scope in SHARED for b in written) or _async_copy(stmt)
+        out = []
+        for x in state.groups.values():
+            if touched & x.writes or written & x.reads or (shared_write and x.smem):
+                out.append(x)
+            elif _opaque_call(stmt):
+                out.append(x)
+        return out
+
+    def wait_stmts(self, groups, state):
+        """The wait that completes `groups` (and the fences of what it completes)."""
+        n = min(x.after for x in groups)
+        done = state.wait(n)
+        self.inserted += 1
+        return [_extern(f"tl::wgmma_wait_in_place<{n}>")] + self.fences(done)
+
+    def fences(self, done):
+        out = []
+        for x in sorted(done, key=lambda x: x.gemm.C.buffer.name):
+            reg = self.ctx.register_of(x.gemm.C.buffer)
+            out.append(_extern("tl::wgmma_fence_operands", reg, ir.const(reg.shape[0])))
+        return out
+
+    # ---- walking ------------------------------------------------------------------------
+    def seq(self, stmts, state):
+        out, pending = [], []  # pending: deferred releases
+
+        def flush_ready():
+            keep = []
+            for rel, tiles in pending:
+                if any(x.smem & tiles for x in state.groups.values()):
+                    keep.append((rel, tiles))
+                else:
+                    out.append(rel)
+            pending[:] = keep
+
+        for s in stmts:
+            tiles = _releases(s)
+            if tiles is not None:
+                pending.append((s, tiles))
+                flush_ready()
+                continue
+            if not isinstance(s, ir.Seq):
+                blocking = self.blockers(s if not self.interesting(s) or
+                                         isinstance(s, (ir.Gemm, ir.Evaluate)) else _head(s),
+                                         state)
+                if blocking:
+                    out.extend(self.wait_stmts(blocking, state))
+                    flush_ready()  # a release may go right after the wait, before `s`
+            before = len(state.groups)
+            new, state = self.stmt(s, state)
+            out.extend(new)
+            if pending and len(state.groups) < before:
+                flush_ready()
+        if pending:
+            tiles = set().union(*(t for _, t in pending))
+            blocking = [x for x in state.groups.values() if x.smem & tiles]
+            if blocking:
+                out.extend(self.wait_stmts(blocking, state))
+            out.extend(rel for rel, _ in pending)
+        return out, state
+
+    def block(self, s, state):
+        items, state = self.seq(list(s.stmts) if isinstance(s, ir.Seq) else [s], state)
+        return (items[0] if len(items) == 1 else ir.Seq(tuple(items))), state
+
+    def stmt(self, s, state):
+        """(statements replacing s, state after); seq() has already waited for what `_head(s)`
+        needs."""
+        if isinstance(s, ir.Seq):
+            return self.seq(list(s.stmts), state)
+        if not self.interesting(s):
+            return [s], state
+        if isinstance(s, ir.Gemm):
+            pre = []
+            state.commit(s)
+            if s.wg_wait >= 0:  # the template waits itself
+                pre.append(s)
+                return pre + self.fences([x for x in state.wait(s.wg_wait) if x.gemm is not s]), \
+                    state
+            return pre + [s], state
+        if isinstance(s, ir.Evaluate):  # T.wait_wgmma(n)
+            n = int(_WAIT.match(s.value.args[0]).group(1))
+            return [s] + self.fences(state.wait(n)), state
+        if isinstance(s, ir.LetStmt):
+            body, state = self.block(s.body, state)
+            return [ir.LetStmt(s.var, s.value, body, loc=s.loc)], state
+        if isinstance(s, ir.Attr):
+            body, state = self.block(s.body, state)
+            if s.key == "thread_group":
+                body, state = self.drain(body, state)
+            return [ir.Attr(s.key, s.value, body, loc=s.loc)], state
+        if isinstance(s, ir.Allocate):
+            body, state = self.block(s.body, state)
+            return [ir.Allocate(s.buffer, body, s.init, loc=s.loc)], state
+        if isinstance(s, ir.If):
+            then, st1 = self.block(s.then_body, state.copy())
+            if s.else_body is not None:
+                other, st2 = self.block(s.else_body, state.copy())
+            else:
+                other, st2 = None, state
+            return [ir.If(s.cond, then, other, loc=s.loc)], st1.join(st2)
+        if isinstance(s, (ir.For, ir.While)):
+            return self.loop(s, state)
+        raise AssertionError(type(s).__name__)
+
+    def loop(self, s, state):
+        entry = state
+        for _ in range(8):
+            saved = self.inserted
+            _, end = self.block(s.body, entry.copy())
+            self.inserted = saved
+            nxt = state.join(end)
+            if nxt.key() == entry.key():
+                break
+            entry = nxt
+        else:  # no fixed point: start every iteration with nothing in flight
+            body, end = self.block(s.body, state.copy())
+            body, _ = self.drain(body, end)
+            entry = state
+        body, end = self.block(s.body, entry.copy())
+        if isinstance(s, ir.For):
+            new = ir.For(s.var, s.start, s.extent, s.kind, body, s.step, s.annotations, loc=s.loc)
+        else:
+            new = ir.While(s.cond, body, loc=s.loc)
+        return [new], entry.join(end)
+
+    def drain(self, body, state):
+        """Nothing in flight past the end of `body`."""
+        if not state.groups:
+            return body, state
+        tail = self.wait_stmts(list(state.groups.values()), state)
+        return ir.Seq((body,) + tuple(tail)), state
+
+    def interesting(self, s) -> bool:
+        """Statements holding an async-relevant node need structural walking."""
+        from ..ir.visitor import collect
+
+        if isinstance(s, ir.Gemm):
+            return self.is_wgmma(s)
+        if isinstance(s, ir.Evaluate):
+            return isinstance(s.value, ir.Call) and s.value.op == "call_extern" and \
+                isinstance(s.value.args[0], str) and bool(_WAIT.match(s.value.args[0]))
+        if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
+            return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.is_wgmma(n))
+                                or (isinstance(n, ir.Call) and n.op == "call_extern"
+                                    and isinstance(n.args[0], str)
+                                    and (_WAIT.match(n.args[0]) or dict(n.attrs).get(
+                                        "releases")))))
+        return False
+
+
+def _head(s):
+    """What a compound statement does before anything nested in it runs: the value of a let,
+    the condition of a branch or a while loop, the bounds of a for loop."""
+    if isinstance(s, ir.LetStmt):
+        return ir.Evaluate(s.value)
+    if isinstance(s, (ir.If, ir.While)):
+        return ir.Evaluate(s.cond)
+    if isinstance(s, ir.For):
+        return ir.Evaluate(ir.binary("add", s.start, s.extent))
+    return ir.Evaluate(ir.const(0))
+
+
+def _extern(name, *args):
+    return ir.Evaluate(ir.Call("call_extern", (name,) + args, VOID))
+
+
+def _releases(s):
+    if isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call):
+        tiles = dict(s.value.attrs).get("releases")
+        if tiles is not None:
+            return set(tiles)
+    return None
+
+
+def _async_copy(stmt) -> bool:
+    return isinstance(stmt, ir.Copy) and stmt.dst.buffer.scope in SHARED
+
+
+def _opaque_call(stmt) -> bool:
+    """A call_extern this pass knows nothing about (it may touch anything)."""
+    from ..ir.visitor import collect
+
+    for c in collect(stmt, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"):
+        name = c.args[0] if c.args and isinstance(c.args[0], str) else ""
+        if not name.startswith(_QUIET + _PUBLISH) and not name.startswith("tl::wgmma_wait"):
+            return True
+    return False
+
+
+def place_wgmma_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    if not ctx.target.is_hopper or not getattr(ctx, "gemm_info", None):
+        return kernel
+    from ..ir.visitor import collect
+
+    if not collect(kernel.body, lambda n: isinstance(n, ir.Gemm) and n.wg_wait != 0):
+        return kernel  # every gemm waits for itself: nothing can be in flight
+    placer = _Placer(ctx)
+    body, state = placer.block(kernel.body, _State())
+    body, _ = placer.drain(body, state)
+    if placer.inserted:
+        ctx.note(f"{placer.inserted} wgmma wait(s) placed where asynchronous results are used")
+    return ir.with_fields(kernel, body=body)
