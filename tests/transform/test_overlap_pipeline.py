@@ -245,3 +245,39 @@ def test_loop_carried_wait():
         loop.index("wgmma_gemm_ss")
     after = loop[loop.index("wgmma_gemm_ss"):]
     assert "wgmma_wait_in_place<0>" in after  # drained before C is stored
+
+
+def _cuobjdump():
+    import shutil
+
+    return shutil.which("cuobjdump") if shutil.which("nvdisasm") else None
+
+
+@requires_compiler
+@pytest.mark.skipif(_cuobjdump() is None, reason="cuobjdump/nvdisasm not on PATH")
+def test_sass_keeps_the_softmax_between_the_waits():
+    """ptxas schedules within basic blocks; a plain wgmma.wait_group 0 was hoisted above the
+    softmax (every exp2 after the wait for P V). In the steady loop the 64 + 2 exp2 of the
+    softmax must sit between the wait for S (DEPBAR 1) and the wait for P V (DEPBAR 0)."""
+    import os
+    import subprocess
+    import tempfile
+
+    from tilelang.runtime.compiler import compile_cuda
+
+    name, func = _example().programs("bench")[0]
+    cubin = compile_cuda(tilelang.lower(func, target=SM90), "sm_90a", use_cache=False).cubin
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        sass = subprocess.run([_cuobjdump(), "--dump-sass", path], capture_output=True,
+                              text=True, check=True).stdout
+    ops = re.findall(r"(HGMMA|WARPGROUP\.DEPBAR\.LE gsb0, 0x[01]|MUFU\.EX2)", sass)
+    # HGMMA runs: the prologue's S, the steady loop's S and P V (adjacent), the epilogue's P V
+    runs = [i for i, o in enumerate(ops) if o == "HGMMA" and (i == 0 or ops[i - 1] != "HGMMA")]
+    assert len(runs) == 3, ops
+    loop = ops[runs[1]:runs[2]]
+    d1, d0 = loop.index("WARPGROUP.DEPBAR.LE gsb0, 0x1"), loop.index(
+        "WARPGROUP.DEPBAR.LE gsb0, 0x0")
+    assert d1 < d0 and loop[d1:d0].count("MUFU.EX2") >= 64, loop
