@@ -281,3 +281,91 @@ def test_sass_keeps_the_softmax_between_the_waits():
     d1, d0 = loop.index("WARPGROUP.DEPBAR.LE gsb0, 0x1"), loop.index(
         "WARPGROUP.DEPBAR.LE gsb0, 0x0")
     assert d1 < d0 and loop[d1:d0].count("MUFU.EX2") >= 64, loop
+
+
+def _macro_style_flash(causal, block=64, dim=64, seq=256):
+    """The reference's idiom: the loop body built from macros (QK^T, softmax of 8 statements,
+    rescale, PV) and the annotation counting 14 top-level statements."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    shape = [1, 2, seq, dim]
+
+    @T.macro
+    def qk(K, Q_s, K_s, S, k, bx, by, bz):
+        T.copy(K[bz, by, k * block:(k + 1) * block, :], K_s)
+        if causal:
+            for i, j in T.Parallel(block, block):
+                S[i, j] = T.if_then_else(bx * block + i >= k * block + j, 0, -T.infinity("float"))
+        else:
+            T.clear(S)
+        T.gemm(Q_s, K_s, S, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+
+    @T.macro
+    def softmax(S, P, m, m_prev, r, s, l):
+        T.copy(m, m_prev)
+        T.fill(m, -T.infinity("float"))
+        T.reduce_max(S, m, dim=1, clear=False)
+        for i in T.Parallel(block):
+            r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
+        for i, j in T.Parallel(block, block):
+            S[i, j] = T.exp2(S[i, j] * scale - m[i] * scale)
+        T.reduce_sum(S, s, dim=1)
+        for i in T.Parallel(block):
+            l[i] = l[i] * r[i] + s[i]
+        T.copy(S, P)
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"),
+             V: T.Tensor(shape, "float16"), O: T.Tensor(shape, "float16")):
+        with T.Kernel(T.ceildiv(seq, block), 2, 1, threads=128) as (bx, by, bz):
+            Q_s = T.alloc_shared([block, dim], "float16")
+            K_s = T.alloc_shared([block, dim], "float16")
+            V_s = T.alloc_shared([block, dim], "float16")
+            S = T.alloc_fragment([block, block], "float")
+            P = T.alloc_fragment([block, block], "float16")
+            acc = T.alloc_fragment([block, dim], "float")
+            m = T.alloc_fragment([block], "float")
+            m_prev = T.alloc_fragment([block], "float")
+            r = T.alloc_fragment([block], "float")
+            s = T.alloc_fragment([block], "float")
+            l = T.alloc_fragment([block], "float")
+            T.copy(Q[bz, by, bx * block:(bx + 1) * block, :], Q_s)
+            T.fill(acc, 0)
+            T.fill(l, 0)
+            T.fill(m, -T.infinity("float"))
+            n = T.ceildiv((bx + 1) * block, block) if causal else T.ceildiv(seq, block)
+            for k in T.Pipelined(n, num_stages=2, order=[-1, 0, 3, 1, -1, 2],
+                                 stage=[-1, 0, 0, 1, -1, 1],
+                                 group=[[0], [1, 2], [3, 4, 5, 6, 7, 8, 9, 10], [11], [12],
+                                        [13]]):
+                qk(K, Q_s, K_s, S, k, bx, by, bz)
+                softmax(S, P, m, m_prev, r, s, l)
+                for i, j in T.Parallel(block, dim):
+                    acc[i, j] *= r[i]
+                T.copy(V[bz, by, k * block:(k + 1) * block, :], V_s)
+                T.gemm(P, V_s, acc, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block, dim):
+                acc[i, j] /= l[i]
+            T.copy(acc, O[bz, by, bx * block:(bx + 1) * block, :])
+
+    return main
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_reference_macro_idiom_gets_the_overlap(causal):
+    """Without wg_wait=-1 in the source: the annotated loop's gemms become asynchronous, and
+    the interpreter (the plain loop) matches a float64 reference."""
+    f = _macro_style_flash(causal)
+    notes = _notes(f)
+    assert any("overlapped pipeline" in n for n in notes), notes
+    loop = _steady_loop(tilelang.lower(f, target=SM90))
+    assert re.search(r"wgmma_gemm_ss<[^>]*-1>[\s\S]*wgmma_gemm_rs<[^>]*-1>[\s\S]*"
+                     r"wgmma_wait_in_place<1>[\s\S]*exp2[\s\S]*wgmma_wait_in_place<0>", loop)
+    torch.manual_seed(int(causal))
+    q, k, v = (torch.randn(1, 2, 256, 64).half() for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    tilelang.compile(f, target="cpu")(q, k, v, out)
+    s = q.double() @ k.double().transpose(-1, -2) / 8.0
+    if causal:
+        s = s.masked_fill(torch.ones(256, 256, dtype=torch.bool).triu(1), float("-inf"))
+    ref = torch.softmax(s, -1) @ v.double()
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3
