@@ -1,13 +1,14 @@
 """FlashAttention forward, B8 H32 S4096 D128 fp16: the FlashAttention-3-style overlapped schedule
 (examples/flash_attention/example_mha_fwd_pipelined.py: T.Pipelined order/stage/group, async
 wgmma, one TMA ring per tile) in a few tile configs, against the plain warp-specialised kernel
-(tests/gpu/kernels.py::flash_fwd, 128/128 s2 t256) and torch SDPA, in one run.
+(tests/gpu/kernels.py::flash_fwd, 128/128 s2 t256), the example without its schedule
+(no-overlap) and torch SDPA, in one run.
 
     python benchmarks/sweeps/flash_overlap.py [--cpu] [--no-causal]
 
 One line per variant: name, time (ms), TFLOP/s, SDPA time (ms), ratio (SDPA / ours), max error
 against a float32 SDPA reference. Outputs are NaN-poisoned before the checked call. `--cpu`
-runs three variants at a tiny size on the CPU interpreter (plumbing only: the times mean
+runs four variants at a tiny size on the CPU interpreter (plumbing only: the times mean
 nothing).
 """
 
@@ -40,6 +41,7 @@ def _example():
 # (label, builder, block_M, block_N, stages, threads)
 VARIANTS = [
     ("plain", "plain", 128, 128, 2, 256),
+    ("no-overlap", "no-overlap", 128, 128, 2, 256),  # the example without its schedule
     ("overlap", "overlap", 128, 128, 2, 256),
     ("overlap", "overlap", 128, 128, 3, 256),
     ("overlap", "overlap", 128, 64, 2, 256),
@@ -52,7 +54,8 @@ def build(ex, kind, B, H, S, D, causal, bm, bn, stages, threads):
     if kind == "plain":
         return K.flash_fwd(B, H, S, D, causal, bm, bn, stages, threads)
     return ex.flash_attention_fwd_pipelined.get_tir(B, H, S, D, causal, block_M=bm, block_N=bn,
-                                                    num_stages=stages, threads=threads)
+                                                    num_stages=stages, threads=threads,
+                                                    overlap=kind == "overlap")
 
 
 def main():
@@ -64,7 +67,7 @@ def main():
     if args.cpu:
         from bench_core import wall_bench as bench
         B, H, S, D, device, target = 1, 2, 192, 64, "cpu", "cpu"
-        variants = [(lbl, kind, 64, 64, st, 128) for lbl, kind, _, _, st, _ in VARIANTS[:3]]
+        variants = [(lbl, kind, 64, 64, st, 128) for lbl, kind, _, _, st, _ in VARIANTS[:4]]
     else:
         from bench_core import bench
         B, H, S, D, device, target = 8, 32, 4096, 128, "cuda", "auto"

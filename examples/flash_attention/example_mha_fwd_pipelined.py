@@ -43,7 +43,10 @@ ORDER = [-1, 0, 3, 1, -1, 2]  # QK^T(k), rescale(k-1), PV(k-1), softmax(k)
 @tilelang.jit(out_idx=[3])
 def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M=128,
                                   block_N=128, num_stages=2, threads=256, dtype="float16",
-                                  accum_dtype="float"):
+                                  accum_dtype="float", overlap=True):
+    """`overlap=False`: the same loop without the schedule (every gemm waits for itself)."""
+    schedule = dict(order=ORDER, stage=STAGE, group=GROUP) if overlap else {}
+    wg_wait = -1 if overlap else 0
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # 1/sqrt(d) * log2(e): softmax via exp2
     shape = [batch, seq_len, heads, dim]
     ragged = seq_len % block_N != 0  # the last key tile reaches past the end: mask it
@@ -73,8 +76,7 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
             if is_causal:
                 n_tiles = T.min(n_tiles, T.ceildiv((bx + 1) * block_M, block_N))
 
-            for k in T.Pipelined(n_tiles, num_stages=num_stages, order=ORDER, stage=STAGE,
-                                 group=GROUP):
+            for k in T.Pipelined(n_tiles, num_stages=num_stages, **schedule):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)  # 0
                 # 1: scores start at 0 where a key is visible and at -inf where it is masked
                 if is_causal:
@@ -88,7 +90,7 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
                 else:
                     T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,  # 2
-                       policy=T.GemmWarpPolicy.FullRow, wg_wait=-1)
+                       policy=T.GemmWarpPolicy.FullRow, wg_wait=wg_wait)
 
                 # 3-9: online softmax of this tile; P(k) goes to acc_s_cast last, once the
                 # previous P V gemm (which reads acc_s_cast) is done with it
@@ -107,7 +109,7 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
                     acc_o[i, j] *= rescale[i]
                 T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)  # 11
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow,  # 12
-                       wg_wait=-1)
+                       wg_wait=wg_wait)
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]

@@ -53,6 +53,13 @@ def test_flash_overlap_matches_reference(seq_len, causal, cfg):
     assert not out.isnan().any()
     err = ((out.double() - ref).norm() / ref.norm()).item()
     assert err < 5e-3, err
+    # the schedule only moves work between iterations: the same bits as the plain loop
+    plain = tilelang.compile(ex.flash_attention_fwd_pipelined.get_tir(
+        B, H, seq_len, D, causal, overlap=False, **cfg), target="cuda")
+    out2 = torch.full_like(q, float("nan"))
+    plain(q, k, v, out2)
+    torch.cuda.synchronize()
+    assert torch.equal(out, out2)
 
 
 @pytest.mark.parametrize("M,N", [(64, 64), (200, 300), (512, 1000), (640, 130)])
@@ -63,6 +70,7 @@ def test_chain_with_zero_one_and_many_iterations(M, N, stage, num_stages):
     torch.manual_seed(M * 7 + N)
     q, k, v = (torch.randn(n, 64, device="cuda", dtype=torch.float16) for n in (M, N, N))
     ref = gemm_chain_ref(q, k, v)
+    outs = []
     for overlap in (True, False):
         kern = tilelang.compile(gemm_chain(M, N, 64, overlap=overlap, stage=stage,
                                            num_stages=num_stages), target="cuda")
@@ -72,6 +80,8 @@ def test_chain_with_zero_one_and_many_iterations(M, N, stage, num_stages):
         assert not out.isnan().any(), overlap
         torch.testing.assert_close(out.double(), ref, rtol=1e-2, atol=1e-2 * (
             1 + ref.abs().max().item()))
+        outs.append(out)
+    assert torch.equal(*outs)
 
 
 def test_user_async_gemms_in_a_plain_loop():
