@@ -58,6 +58,7 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
+            O_shared = T.alloc_shared([block_M, dim], dtype)
             acc_s = T.alloc_fragment([block_M, block_N], accum_dtype)
             acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
             acc_o = T.alloc_fragment([block_M, dim], accum_dtype)
@@ -113,7 +114,9 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]
-            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            # through shared memory: whole 16-byte vectors per thread on the way out
+            T.copy(acc_o, O_shared)
+            T.copy(O_shared, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
 
     return main
 
