@@ -15,7 +15,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== gpu tests ($(( $(date +%s) - t0 )) s)"
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/gpu_tests.txt" | tail -25
 fi
-sweeps=${*:-"flash gemm conv fp8_gemm gemm_examples mha_bwd"}
+sweeps=${*:-"flash flash_overlap gemm epilogue conv fp8_gemm gemm_examples mha_bwd"}
 for s in $sweeps; do
   timeout 100 python "benchmarks/sweeps/$s.py" > "$OUT/sweep_$s.txt" 2>&1
   echo "== sweep $s ($(( $(date +%s) - t0 )) s)"; cat "$OUT/sweep_$s.txt" | grep -v "^device:"
