@@ -12,6 +12,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
+from tilelang.runtime import toolkit
 from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, externs, gemm_with_epilogue, nodes,
@@ -156,3 +157,32 @@ def test_staged_kernels_compile_without_spills(target):
         k = tilelang.compile(f, out_idx=[2], target=target)
         assert "_epi" in k.get_kernel_source()
         assert k.n_spills == 0
+
+
+@pytest.mark.skipif(toolkit.nvrtc_backend() is None, reason="NVRTC is not installed")
+def test_tma_store_into_a_workspace_has_a_host_source():
+    """A staged epilogue into a `T.alloc_global` workspace gets its tensor map from the
+    workspace allocated for the call (it used to fail: 'not over a parameter')."""
+    M = N = 128
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 64), "float16"), B: T.Tensor((64, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        W = T.alloc_global((M, N), "float32")
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            A_s = T.alloc_shared((M, 64), "float16")
+            B_s = T.alloc_shared((64, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(1, num_stages=1):
+                T.copy(A[0, 0], A_s)
+                T.copy(B[0, 0], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, W[0, 0])
+        with T.Kernel(1, threads=128) as bx:
+            for i, j in T.Parallel(M, N):
+                C[i, j] = W[i, j]
+
+    kernel = tilelang.compile(main, target="cuda -arch=sm_90a")
+    assert "tl::tma_store((&W_store_desc)" in kernel.get_kernel_source()
+    assert any(index < 0 for index, _ in kernel.adapter.tma_sources)

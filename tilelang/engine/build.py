@@ -128,7 +128,8 @@ class CUDAAdapter:
             workspaces.append(t)
             args.append(t.data_ptr())
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
-            args.append(encode_tma(d, full_args[index], swizzle))
+            tensor = full_args[index] if index >= 0 else workspaces[-1 - index]
+            args.append(encode_tma(d, tensor, swizzle))
         for fn, k in zip(self.functions, self.module.kernels):
             grid = tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
                          for g in k.grid)
@@ -137,11 +138,17 @@ class CUDAAdapter:
             fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
 
     def _tma_source(self, d):
-        """(index of the tensor parameter, TMA swizzle enum) of a descriptor."""
+        """(tensor, TMA swizzle enum) of a descriptor: the tensor is parameter `i` for i >= 0,
+        workspace `-1 - i` (a `T.alloc_global` buffer, allocated per call) for i < 0."""
+        swizzle = {0: 0, 32: 1, 64: 2, 128: 3}[d.swizzle]
         for i, p in enumerate(self.module.params):
             if p is d.buffer or p is d.buffer.view_of:  # a view T.Tensor(.., X.data) is X's
-                return i, {0: 0, 32: 1, 64: 2, 128: 3}[d.swizzle]
-        raise ValueError(f"TMA descriptor {d.name} is not over a parameter")
+                return i, swizzle
+        for j, w in enumerate(self.module.workspaces):
+            if w is d.buffer or w is d.buffer.view_of:
+                return -1 - j, swizzle
+        raise ValueError(f"TMA descriptor {d.name} is over neither a parameter nor a "
+                         f"T.alloc_global workspace")
 
     def make_fast_call(self, plan, slow):
         from .host import make_fast_call

@@ -138,7 +138,8 @@ def make_fast_call(adapter, plan, slow):
         g["encode_tma"] = encode_tma
         for j, (d, (index, swizzle)) in enumerate(zip(module.tma, adapter.tma_sources)):
             g[f"TMA{j}"] = d
-            lines.append(f"    t{j} = encode_tma(TMA{j}, {by_index[index]}, {swizzle})")
+            tensor = by_index[index] if index >= 0 else f"w{-1 - index}"
+            lines.append(f"    t{j} = encode_tma(TMA{j}, {tensor}, {swizzle})")
             values.append(f"t{j}")
     lines.append("    s = raw_stream(dev)")
     lines.append("    stream = STREAMS.get(s)")
