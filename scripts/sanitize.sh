@@ -13,7 +13,7 @@
 # `sanitize_kernels.py summarize` prints the reports grouped by tool, kernel/test and kind,
 # and writes $OUT/sanitize_summary.json. Exit status: 0 when no report, 1 otherwise.
 #
-# Environment: TOOLS, FUZZ (default 30), SIZE (example size, default small), PYTEST_TARGETS,
+# Environment: TOOLS, PARTS ("kernels pytest"), FUZZ (default 30), SIZE (example size, default small), PYTEST_TARGETS,
 # PART_TIMEOUT (seconds per tool and part, default 90: 3 tools x 2 parts fit in 10 minutes), SANITIZER (path of compute-sanitizer).
 # PyTorch's caching allocator is disabled (PYTORCH_NO_CUDA_MEMORY_CACHING=1) so memcheck sees
 # each tensor's real bounds, not the slack of a cached block.
@@ -24,7 +24,8 @@ TOOLS=${TOOLS:-"memcheck racecheck synccheck"}
 FUZZ=${FUZZ:-30}
 SIZE=${SIZE:-small}
 PART_TIMEOUT=${PART_TIMEOUT:-90}
-PYTEST_TARGETS=${PYTEST_TARGETS:-"tests/gpu tests/runtime/test_rt_gpu.py tests/reliability/test_bad_inputs.py"}
+PYTEST_TARGETS=${PYTEST_TARGETS:-"tests/gpu tests/runtime/test_rt_gpu_launch.py tests/runtime/test_rt_gpu_device.py tests/reliability/test_bad_inputs.py"}
+PARTS=${PARTS:-"kernels pytest"}
 mkdir -p "$OUT"
 
 find_sanitizer() {
@@ -64,7 +65,7 @@ for tool in $TOOLS; do
     racecheck) extra=(--racecheck-report hazard) ;;
     memcheck) extra=(--leak-check no) ;;
   esac
-  for part in kernels pytest; do
+  for part in $PARTS; do
     log="$OUT/$tool.$part.log"
     echo "TOOL $tool" > "$log"
     t0=$(date +%s)
