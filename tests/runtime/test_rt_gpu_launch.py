@@ -159,6 +159,41 @@ def test_launch_follows_torch_current_stream():
     assert r.item() == 2 * n
 
 
+def test_jit_fast_path_from_fresh_threads():
+    """A compiled kernel whose fast call path is already built, called from new Python threads
+    whose first CUDA call is the launch (no current context there): every call computes."""
+    import tilelang
+    import tilelang.language as T
+
+    @T.prim_func
+    def scale(A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32")):
+        with T.Kernel(T.ceildiv(1000, 128), threads=128) as bx:
+            for i in T.Parallel(128):
+                B[bx * 128 + i] = A[bx * 128 + i] * 3.0
+
+    kernel = tilelang.compile(scale, out_idx=[1], target="cuda")
+    a = torch.randn(1000, device=DEV)
+    torch.testing.assert_close(kernel(a), a * 3.0)  # builds the fast path
+    assert kernel._fast is not None
+    results, errors = [], []
+
+    def work():
+        try:
+            results.append(kernel(a))
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    for _ in range(3):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    torch.cuda.synchronize()
+    assert not errors, errors
+    assert len(results) == 3
+    for out in results:
+        torch.testing.assert_close(out, a * 3.0)
+
+
 def test_launch_from_a_fresh_thread():
     fn = build(ADD, "add", ["ptr", "ptr", "ptr", "int32"])
     a = torch.arange(100, dtype=torch.float32, device=DEV)

@@ -55,7 +55,7 @@ def make_fast_call(adapter, plan, slow):
     g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
          "raw_stream": raw_stream, "launch": driver.fast_launcher(),
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
-         "fail": adapter.launch_failed, "STREAMS": {}, "stream_arg": _stream_arg}
+         "fail": _failure_handler(adapter, driver), "STREAMS": {}, "stream_arg": _stream_arg}
     names: dict = {}
     lines = ["def call(args):", f"    if len(args) != {len(plan.inputs)}: return slow(args)"]
     arg_names = [f"a{i}" for i in range(len(plan.inputs))]
@@ -155,7 +155,7 @@ def make_fast_call(adapter, plan, slow):
         def launch_line(grid_text, indent):
             return [f"{indent}res = launch(funcs[{k_index}], {grid_text}, {block}, "
                     f"{k.smem_bytes}, stream, params, None)",
-                    f"{indent}if res: fail(res, {k_index}, dev)"]
+                    f"{indent}if res and fail(res, {k_index}, dev): return slow(args)"]
 
         if all(g_.lstrip("-").isdigit() for g_ in grid):  # static grid: decided here
             if all(int(g_) > 0 for g_ in grid):
@@ -187,6 +187,21 @@ def make_fast_call(adapter, plan, slow):
 
     call.register = register
     return call
+
+
+def _failure_handler(adapter, driver):
+    """What the fast call does when cuLaunchKernel fails: on a thread with no current CUDA
+    context (a fresh Python thread whose first CUDA call is ours), bind the device's primary
+    context and answer True so the call runs again through the general path; any other
+    error raises with the launch described."""
+
+    def fail(res, k_index, device) -> bool:
+        if res == driver.CUDA_ERROR_INVALID_CONTEXT and driver.bind_if_unbound(device):
+            return True
+        adapter.launch_failed(res, k_index, device)
+        return False
+
+    return fail
 
 
 def _stream_arg(cache: dict, stream: int):

@@ -26,6 +26,8 @@ from . import driver
 from .cubin_info import resource_usage
 from .stream import current_device, current_stream_handle
 
+_thread = threading.local()
+
 # name -> (struct code, size, alignment)
 PARAM_TYPES = {
     "ptr": ("Q", 8, 8), "bool": ("?", 1, 1),
@@ -273,6 +275,14 @@ class CudaKernelFunction:
         gx, gy, gz = grid
         bx, by, bz = block
         layout = self.layout
+        if not getattr(_thread, "has_context", False):
+            # a fresh thread may have no current context: bind one before the first launch
+            # rather than fail and retry (the failed call shows up in compute-sanitizer)
+            _thread.has_context = True
+            try:
+                driver.bind_if_unbound(device)
+            except driver.CudaDriverError:
+                pass  # the launch itself reports what is wrong
         with self._lock:
             layout.pack(args)
             res = self._launch_fn(entry[0], gx, gy, gz, bx, by, bz, smem_bytes, s,
