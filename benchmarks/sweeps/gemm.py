@@ -19,31 +19,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 import tilelang  # noqa: E402
 from tests.gpu import kernels as K  # noqa: E402
+from tests.gpu.epilogue_kernels import hand_staged  # noqa: E402
 
 
-
-def gemm_staged_epilogue(M, N, K, block_M, block_N, block_K, num_stages, threads):
-    """The same GEMM with the result staged through shared memory, so the global stores are
-    whole coalesced rows (does the epilogue matter at this size?)."""
-    import tilelang.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-             C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), "float16")
-            B_shared = T.alloc_shared((block_K, block_N), "float16")
-            C_shared = T.alloc_shared((block_M, block_N), "float16")
-            C_local = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C_shared)
-            T.copy(C_shared, C[by * block_M, bx * block_N])
-
-    return main
 
 
 # (block_M, block_N, block_K, stages, threads[, staged epilogue])
@@ -78,9 +56,9 @@ def main():
             base = bench(lambda: a @ b)
         for bm, bn, bk, stages, threads, *staged in configs:
             name = f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}" + \
-                (" staged-epilogue" if staged else "")
+                (" hand-staged epilogue" if staged else "")
             try:
-                func = (gemm_staged_epilogue(M, N, Kd, bm, bn, bk, stages, threads) if staged
+                func = (hand_staged(M, N, Kd, bm, bn, bk, stages, threads) if staged
                         else K.gemm(M, N, Kd, bm, bn, bk, out_dtype="float16",
                                     num_stages=stages, threads=threads))
                 kern = tilelang.compile(func, out_idx=[2],
