@@ -233,6 +233,13 @@ class WarpSpecializer:
         return None
 
     # ---- construction ----------------------------------------------------------------------
+    def _multi_buffer(self, b: ir.Buffer, S: int) -> ir.Buffer:
+        """`b` with a leading stage dimension of S (its layout stacked S times)."""
+        nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
+        self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], S)
+        self.ctx.replaced_shared[b] = nb
+        return nb
+
     def _build(self, items, li, loop, S, plans, body_items, slots=None):
         ctx, T = self.ctx, self.T
         if slots is not None:
@@ -242,10 +249,7 @@ class WarpSpecializer:
         for p in plans:
             b = p.copy.dst.buffer
             if b not in mapping:
-                nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
-                mapping[b] = nb
-                ctx.layouts[nb] = stack_layout(ctx.layouts[b], S)
-                ctx.replaced_shared[b] = nb
+                mapping[b] = self._multi_buffer(b, S)
         full = ctx.add_scratch_shared("full_bar", (S,), U64)
         empty = ctx.add_scratch_shared("empty_bar", (S,), U64)
         k, start, n = loop.var, loop.start, loop.extent
@@ -349,10 +353,7 @@ class WarpSpecializer:
         for p in plans:
             b = p.copy.dst.buffer
             if b not in mapping:
-                nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
-                mapping[b] = nb
-                ctx.layouts[nb] = stack_layout(ctx.layouts[b], S)
-                ctx.replaced_shared[b] = nb
+                mapping[b] = self._multi_buffer(b, S)
                 rings[b] = (ctx.add_scratch_shared(f"{b.name}_full", (S,), U64),
                             ctx.add_scratch_shared(f"{b.name}_empty", (S,), U64), [])
             rings[b][2].append(p)
