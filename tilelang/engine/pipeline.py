@@ -48,7 +48,7 @@ PASSES = [
     ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages
     ("wgmma_waits", place_wgmma_waits),                        # sm_90a: waits for async wgmma
-    ("lower_copies", lower_copies),                            # global->shared vector copies
+    ("lower_copies", lower_copies),                            # cp.async copies, staged epilogues
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
     # thread level
     ("partition_parallel", _partition),                        # T.Parallel -> per-thread loops
