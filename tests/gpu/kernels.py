@@ -129,20 +129,26 @@ def atomic_k(M, N):
 
 
 def gemm(M, N, K, block_M, block_N, block_K, trans_A=False, trans_B=False, dtype="float16",
-         accum_dtype="float32", out_dtype=None, num_stages=2, threads=128):
+         accum_dtype="float32", out_dtype=None, num_stages=2, threads=128, b_dtype=None,
+         a_in_registers=False):
+    """C = op(A) @ op(B). `b_dtype` defaults to A's dtype (fp8 gemms may mix e4m3 and e5m2);
+    `a_in_registers` copies the A tile into a fragment first (the register-A gemm form)."""
     out_dtype = out_dtype or accum_dtype
+    b_dtype = b_dtype or dtype
     A_shape = (K, M) if trans_A else (M, K)
     B_shape = (N, K) if trans_B else (K, N)
     A_sh = (block_K, block_M) if trans_A else (block_M, block_K)
     B_sh = (block_N, block_K) if trans_B else (block_K, block_N)
 
     @T.prim_func
-    def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, dtype),
+    def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, b_dtype),
              C: T.Tensor((M, N), out_dtype)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared(A_sh, dtype)
-            B_shared = T.alloc_shared(B_sh, dtype)
+            B_shared = T.alloc_shared(B_sh, b_dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            if a_in_registers:
+                A_local = T.alloc_fragment((block_M, block_K), dtype)
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 if trans_A:
@@ -153,7 +159,12 @@ def gemm(M, N, K, block_M, block_N, block_K, trans_A=False, trans_B=False, dtype
                     T.copy(B[bx * block_N, k * block_K], B_shared)
                 else:
                     T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local, transpose_A=trans_A, transpose_B=trans_B)
+                if a_in_registers:
+                    T.copy(A_shared, A_local)
+                    T.gemm(A_local, B_shared, C_local, transpose_B=trans_B)
+                else:
+                    T.gemm(A_shared, B_shared, C_local, transpose_A=trans_A,
+                           transpose_B=trans_B)
             T.copy(C_local, C[by * block_M, bx * block_N])
     return main
 
