@@ -892,6 +892,17 @@ def call(op: str, args, dtype=None, attrs=()) -> Expr:
     return Call(op, args, DType(dtype), tuple(attrs))
 
 
+def extern_stmt(name: str, *args) -> "Evaluate":
+    """A statement calling the void device function `name` (a `tl::` header function)."""
+    return Evaluate(Call("call_extern", (name,) + tuple(args), DType("void")))
+
+
+def address_of(buf: Buffer, indices) -> Expr:
+    """The address of `buf[indices]` (a pointer argument for header functions)."""
+    return Call("address_of", (Load(buf, tuple(as_expr(i) for i in indices), buf.dtype),),
+                DType("handle"))
+
+
 # =============================================================================================
 # Structural equality
 # =============================================================================================

@@ -56,10 +56,10 @@ def extend_fragment(frag: Fragment, dims, extents, num_threads: int) -> Fragment
 def replicated_fragment(shape, num_threads: int) -> Fragment:
     """Every thread holds the whole (small) tile: block-level scalars in fragments."""
     nd = len(shape)
-    values, stride = [], 1
+    values = []
     for d in reversed(range(nd)):
         if shape[d] > 1:
             values.append((shape[d], tuple(1 if k == d else 0 for k in range(nd))))
     if not values:
         values = [(1, (0,) * nd)]
-    return Fragment(tuple(shape), [(num_threads, (0,) * nd)], list(reversed(values))[::-1])
+    return Fragment(tuple(shape), [(num_threads, (0,) * nd)], values)

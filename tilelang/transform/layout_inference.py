@@ -179,7 +179,7 @@ class LayoutSolver:
                 self.assign(buf, layout, "T.annotate_layout", self.kernel.loc)
 
     def gemm(self, g: ir.Gemm):
-        A, B, C = g.A.buffer, g.B.buffer, g.C.buffer
+        A, C = g.A.buffer, g.C.buffer
         M, N = [e for e in g.C.extents][-2:]
         K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
         if C.scope != "local.fragment":
@@ -194,7 +194,7 @@ class LayoutSolver:
                         f"16x8 mma tiles (policy {g.policy}); use a tile whose M is a multiple "
                         "of 16 and N a multiple of 8 per warp")
         self.ctx.gemm_info[g.C.buffer] = part
-        self.assign(C, self.ctx.accumulator_layout(g, part), f"T.gemm accumulator", g.loc)
+        self.assign(C, self.ctx.accumulator_layout(g, part), "T.gemm accumulator", g.loc)
         if A.scope == "local.fragment":
             if g.trans_A:
                 _err(g.loc, "T.gemm with A in registers does not support transpose_A")

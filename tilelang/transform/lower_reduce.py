@@ -212,9 +212,7 @@ class ReduceLowering:
                            init_value(r.kind, dt))
         layout = ctx.layouts.get(dst) if dst.scope == "local.fragment" else None
         if layout is not None and keepdim:
-            from .. import layout as L
-
-            layout = None if layout is None else layout.project(
+            layout = layout.project(
                 [d for d in range(dst.ndim) if d != r.dim])
         nest = _parallel(vars_, out_shape, body, layout, r.loc)
         return ir.Seq(tuple(pre) + (nest,))

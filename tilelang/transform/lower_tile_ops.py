@@ -21,8 +21,7 @@ def c_string(text: str) -> str:
     return json.dumps(text)
 
 
-def _extern(name, *args):
-    return ir.Evaluate(ir.Call("call_extern", (name,) + args, VOID))
+_extern = ir.extern_stmt
 
 
 class _Lower(Mutator):

@@ -36,8 +36,7 @@ from .lower_elementwise import is_global_to_shared
 VOID = ir.DType("void")
 
 
-def _call(name, *args):
-    return ir.Evaluate(ir.Call("call_extern", (name,) + args, VOID))
+_call = ir.extern_stmt
 
 
 def stack_layout(layout, stages: int):

@@ -44,13 +44,9 @@ VOID = ir.DType("void")
 MIN_BYTES = 4096
 
 
-def _call(name, *args):
-    return ir.Evaluate(ir.Call("call_extern", (name,) + tuple(args), VOID))
+_call = ir.extern_stmt
 
-
-def _addr(buf, idx):
-    return ir.Call("address_of", (ir.Load(buf, tuple(ir.as_expr(i) for i in idx), buf.dtype),),
-                   ir.DType("handle"))
+_addr = ir.address_of
 
 
 def _epilogue_nest(s):

@@ -35,8 +35,7 @@ def _flat_offset(ctx, buf, indices):
     return ir.as_expr(layout.forward(*indices))
 
 
-def _address(buf, indices):
-    return ir.Call("address_of", (ir.Load(buf, tuple(indices), buf.dtype),), ir.DType("handle"))
+_address = ir.address_of
 
 
 class _Access:

@@ -55,13 +55,9 @@ U64 = ir.DType("uint64")
 PRODUCER_THREADS = 128
 
 
-def _call(name, *args):
-    return ir.Evaluate(ir.Call("call_extern", (name,) + tuple(args), VOID))
+_call = ir.extern_stmt
 
-
-def _addr(buf, idx):
-    return ir.Call("address_of", (ir.Load(buf, tuple(ir.as_expr(i) for i in idx), buf.dtype),),
-                   ir.DType("handle"))
+_addr = ir.address_of
 
 
 @dataclass

@@ -289,8 +289,7 @@ def _head(s):
     return ir.Evaluate(ir.const(0))
 
 
-def _extern(name, *args):
-    return ir.Evaluate(ir.Call("call_extern", (name,) + args, VOID))
+_extern = ir.extern_stmt
 
 
 def _releases(s):
