@@ -236,11 +236,25 @@ class WarpSpecializer:
         self.ctx.replaced_shared[b] = nb
         return nb
 
+    def _producer(self, items_before, producer_loop):
+        """The producer warpgroup's code: the lets it needs (those reading only parameters),
+        then one thread running `producer_loop`, after giving registers back. Returns it with
+        the (producer, consumer) register split, or None when none is made."""
+        ctx = self.ctx
+        params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
+        pre_lets = [it for it in items_before if isinstance(it, tuple)
+                    and not (_buffers_read(it[2]) - params)]
+        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", ctx.tid, self.T), producer_loop,
+                                              None)])
+        regs = self._register_split()
+        if regs is not None:
+            producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
+        return producer, regs
+
     def _build(self, items, li, loop, S, plans, body_items, slots=None):
         ctx, T = self.ctx, self.T
         if slots is not None:
             return self._build_overlapped(items, li, loop, S, plans, slots)
-        tid = ctx.tid
         mapping = {}
         for p in plans:
             b = p.copy.dst.buffer
@@ -265,13 +279,7 @@ class WarpSpecializer:
                   ir.const(total_bytes)),
         ) + tuple(issue))
         producer_loop = ir.For(k, start, n, "serial", producer_body, loc=loop.loc)
-        pre_lets = [it for it in items[:li] if isinstance(it, tuple)
-                    and not (_buffers_read(it[2]) - {b for b in ctx.func.params
-                                                     if isinstance(b, ir.Buffer)})]
-        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", tid, T), producer_loop, None)])
-        regs = self._register_split()
-        if regs is not None:
-            producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
+        producer, regs = self._producer(items[:li], producer_loop)
 
         # consumers: the loop without its copies, between the barrier waits
         plan_ids = {id(p.copy) for p in plans}
@@ -344,7 +352,6 @@ class WarpSpecializer:
         reading the tile). wgmma gemms of the schedule are issued without waiting (wg_wait=-1);
         wgmma_wait.py waits for each where its result is next needed."""
         ctx, T = self.ctx, self.T
-        tid = ctx.tid
         mapping, rings = {}, {}
         for p in plans:
             b = p.copy.dst.buffer
@@ -372,13 +379,7 @@ class WarpSpecializer:
                             ir.const(sum(p.bytes for p in ps)))]
             issue += [self._tma_loads(p, mapping, slot_of(rel), full) for p in ps]
         producer_loop = ir.For(k, start, n, "serial", ir.Seq(tuple(issue)), loc=loop.loc)
-        pre_lets = [it for it in items[:li] if isinstance(it, tuple)
-                    and not (_buffers_read(it[2]) - {b for b in ctx.func.params
-                                                     if isinstance(b, ir.Buffer)})]
-        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", tid, T), producer_loop, None)])
-        regs = self._register_split()
-        if regs is not None:
-            producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
+        producer, regs = self._producer(items[:li], producer_loop)
 
         # consumers
         from ..codegen import gemm_sm90
