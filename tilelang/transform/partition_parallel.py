@@ -245,15 +245,8 @@ class NestPartitioner:
         vec = first.extent
         if vec < 2 or tuple(first.strides) != unit:
             return None
-        vo, vi = ir.Var("vo"), ir.Var("vi")
-        v = ir.binary("add", ir.binary("mul", vo, vec), vi)
-        body = self.instantiate(v)
-        with self.analyzer.scope():
-            for var, t in zip(self.ctx.kernel.thread_vars, self.ctx.kernel.threads):
-                self.analyzer.bind(var, 0, t)
-            self.analyzer.bind(vo, 0, Lp.num_values // vec)
-            self.analyzer.bind(vi, 0, vec)
-            step = vectorize_value_loop(self.ctx, body, vo, vi, vec, self.analyzer)
+        vo, step = self._per_value_group(vec, lambda body, vo, vi: vectorize_value_loop(
+            self.ctx, body, vo, vi, vec, self.analyzer))
         if step is None:
             return None
         return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step, 1,
@@ -273,15 +266,8 @@ class NestPartitioner:
         vec = 1
         if Lp.value_modes and tuple(Lp.value_modes[0].strides) == unit:
             vec = Lp.value_modes[0].extent
-        vo, vi = ir.Var("vo"), ir.Var("vi")
-        v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
-        body = self.instantiate(v)
-        with self.analyzer.scope():
-            for var, t in zip(self.ctx.kernel.thread_vars, self.ctx.kernel.threads):
-                self.analyzer.bind(var, 0, t)
-            self.analyzer.bind(vo, 0, Lp.num_values // vec)
-            self.analyzer.bind(vi, 0, vec)
-            out = lower_async_gather(self.ctx, body, vo, vi, vec, self.analyzer)
+        vo, out = self._per_value_group(vec, lambda body, vo, vi: lower_async_gather(
+            self.ctx, body, vo, vi, vec, self.analyzer))
         name = next(iter(collect_stores(self.body)), None)
         if out is None:
             self.ctx.note(f"gather into {name}: no provable cp.async width; synchronous loads")
@@ -290,6 +276,19 @@ class NestPartitioner:
         self.ctx.note(f"gather into {name}: cp.async, {w} elements per copy")
         return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step, 1,
                       PARTITIONED, loc=self.nest.loc)
+
+    def _per_value_group(self, vec: int, lower):
+        """(vo, lower(body, vo, vi)): the body instantiated for value index v = vo * vec + vi,
+        lowered with the analyzer knowing the thread and value ranges."""
+        vo, vi = ir.Var("vo"), ir.Var("vi")
+        v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
+        body = self.instantiate(v)
+        with self.analyzer.scope():
+            for var, t in zip(self.ctx.kernel.thread_vars, self.ctx.kernel.threads):
+                self.analyzer.bind(var, 0, t)
+            self.analyzer.bind(vo, 0, self.layout.num_values // vec)
+            self.analyzer.bind(vi, 0, vec)
+            return vo, lower(body, vo, vi)
 
     # ---- instantiation ------------------------------------------------------------------------
     def instantiate(self, v) -> ir.Stmt:
