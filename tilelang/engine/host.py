@@ -45,17 +45,16 @@ def make_fast_call(adapter, plan, slow):
 
     from ..runtime import driver
     from ..runtime.launcher import ArgLayout
-    from ..runtime.stream import current_stream_handle
+    from ..runtime.stream import cached_stream_arg, current_stream_handle
 
     module = adapter.module
-    sig = module.params + module.symbols + module.workspaces
     layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
     # torch's own accessor when it has one: one C call instead of a Python wrapper around it
     raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or current_stream_handle
     g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
          "raw_stream": raw_stream, "launch": driver.fast_launcher(),
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
-         "fail": _failure_handler(adapter, driver), "STREAMS": {}, "stream_arg": _stream_arg}
+         "fail": _failure_handler(adapter, driver), "STREAMS": {}, "stream_arg": cached_stream_arg}
     names: dict = {}
     lines = ["def call(args):", f"    if len(args) != {len(plan.inputs)}: return slow(args)"]
     arg_names = [f"a{i}" for i in range(len(plan.inputs))]
@@ -202,17 +201,6 @@ def _failure_handler(adapter, driver):
         return False
 
     return fail
-
-
-def _stream_arg(cache: dict, stream: int):
-    """The c_void_p cuLaunchKernel gets for a raw stream handle, made once per stream (a
-    handful per process; the cache is cleared if a program cycles through many)."""
-    import ctypes
-
-    if len(cache) > 64:
-        cache.clear()
-    arg = cache[stream] = ctypes.c_void_p(stream)
-    return arg
 
 
 def ctypes_handle(handle):

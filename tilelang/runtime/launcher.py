@@ -24,7 +24,7 @@ from typing import Sequence
 
 from . import driver
 from .cubin_info import resource_usage
-from .stream import current_device, current_stream_handle
+from .stream import cached_stream_arg, current_device, current_stream_handle
 
 _thread = threading.local()
 
@@ -253,10 +253,7 @@ class CudaKernelFunction:
     def _stream_arg(self, stream, device):
         if stream is None:
             return ctypes.c_void_p(current_stream_handle(device))
-        if len(self._streams) > 64:
-            self._streams.clear()
-        s = self._streams[stream] = ctypes.c_void_p(stream)
-        return s
+        return cached_stream_arg(self._streams, stream)
 
     def launch(self, grid, block, smem_bytes: int, stream, args, device: int | None = None):
         """Launch on `stream` (a raw cudaStream_t int; None = torch's current stream)."""

@@ -33,6 +33,17 @@ def current_stream_handle(device_index: int | None = None) -> int:
     return _raw_stream(device_index)
 
 
+def cached_stream_arg(cache: dict, stream: int):
+    """The c_void_p cuLaunchKernel takes for raw stream handle `stream`, made once per stream
+    and kept in `cache` (a handful per process; cleared if a program cycles through many)."""
+    import ctypes
+
+    if len(cache) > 64:
+        cache.clear()
+    arg = cache[stream] = ctypes.c_void_p(stream)
+    return arg
+
+
 def current_device() -> int:
     if _get_device is None:
         _bind()
