@@ -2,7 +2,8 @@
 (examples/flash_attention/example_mha_fwd_pipelined.py: T.Pipelined order/stage/group, async
 wgmma, one TMA ring per tile) in a few tile configs, against the plain warp-specialised kernel
 (tests/gpu/kernels.py::flash_fwd, 128/128 s2 t256), the example without its schedule
-(no-overlap) and torch SDPA, in one run.
+(no-overlap) and torch SDPA, in one run; each variant with the consumer warpgroups taking
+turns to issue their gemms (transform/pingpong.py, "pp") and without ("free").
 
     python benchmarks/sweeps/flash_overlap.py [--cpu] [--no-causal]
 
@@ -41,13 +42,14 @@ def _example():
 # (label, builder, block_M, block_N, stages, threads)
 VARIANTS = [
     ("plain", "plain", 128, 128, 2, 256),
+    ("plain", "plain", 192, 128, 2, 384),
     ("no-overlap", "no-overlap", 128, 128, 2, 256),  # the example without its schedule
     ("overlap", "overlap", 128, 128, 2, 256),
     ("overlap", "overlap", 128, 128, 3, 256),
     ("overlap", "overlap", 128, 64, 2, 256),
-    ("overlap", "overlap", 128, 64, 3, 256),
-    ("overlap", "overlap", 64, 128, 2, 128),
+    ("overlap", "overlap", 192, 128, 2, 384),
 ]
+PINGPONG_OFF = {"tl.disable_warpgroup_pingpong": True}
 
 
 def build(ex, kind, B, H, S, D, causal, bm, bn, stages, threads):
@@ -77,7 +79,7 @@ def main():
     q, k, v = (torch.randn(B, S, H, D, device=device).half() for _ in range(3))
     # SDPA wants (batch, heads, seq, dim): made contiguous once, outside the timed lambda
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
-    print(f"{'name':34s} {'time_ms':>9s} {'TFLOP/s':>8s} {'sdpa_ms':>9s} {'ratio':>6s} "
+    print(f"{'name':40s} {'time_ms':>9s} {'TFLOP/s':>8s} {'sdpa_ms':>9s} {'ratio':>6s} "
           f"{'max_err':>8s}", flush=True)
     for causal in [False] if args.no_causal else [False, True]:
         ref = torch.nn.functional.scaled_dot_product_attention(
@@ -85,12 +87,17 @@ def main():
         flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
         base = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
             qt, kt, vt, is_causal=causal))
-        for label, kind, bm, bn, stages, threads in variants:
-            name = f"{label} {bm}/{bn} s{stages} t{threads} c={int(causal)}"
+        for (label, kind, bm, bn, stages, threads), pp in ((v, pp) for v in variants
+                                                           for pp in (True, False)):
+            if threads == 128 and not pp:
+                continue  # one consumer warpgroup: nothing to take turns with
+            name = (f"{label} {bm}/{bn} s{stages} t{threads} c={int(causal)} "
+                    f"{'pp' if pp else 'free'}")
             try:
                 t0 = time.perf_counter()
                 kern = tilelang.compile(build(ex, kind, B, H, S, D, causal, bm, bn, stages,
-                                              threads), target=target)
+                                              threads), target=target,
+                                        pass_configs=None if pp else PINGPONG_OFF)
                 compile_s = time.perf_counter() - t0
                 out = torch.full_like(q, float("nan"))
                 kern(q, k, v, out)
@@ -98,13 +105,13 @@ def main():
                     torch.cuda.synchronize()
                 err = (out.float() - ref).abs().max().item()  # NaN fails the check below
                 if not err < 2e-2:
-                    print(f"{name:34s} FAILED max error {err:.3e}", flush=True)
+                    print(f"{name:40s} FAILED max error {err:.3e}", flush=True)
                     continue
                 ms = bench(lambda: kern(q, k, v, out))
-                print(f"{name:34s} {ms:9.4f} {flops / ms / 1e9:8.1f} {base:9.4f} "
+                print(f"{name:40s} {ms:9.4f} {flops / ms / 1e9:8.1f} {base:9.4f} "
                       f"{base / ms:6.2f} {err:8.1e}   (compile {compile_s:.1f}s)", flush=True)
             except Exception as e:  # noqa: BLE001 - keep going: one failure must not hide the rest
-                print(f"{name:34s} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+                print(f"{name:40s} FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
 
 
 if __name__ == "__main__":

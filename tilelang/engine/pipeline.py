@@ -19,6 +19,7 @@ from ..transform.lower_tile_ops import lower_tile_ops
 from ..transform.parallel_copies import recognise_parallel_copies
 from ..transform.partition_parallel import partition_parallel_loops
 from ..transform.pass_config import PassConfigKey
+from ..transform.pingpong import schedule_warpgroup_turns
 from ..transform.pipeline import pipeline_loops
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.simplify_stmt import simplify_kernel
@@ -47,6 +48,7 @@ PASSES = [
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
     ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages
+    ("pingpong", schedule_warpgroup_turns),                    # sm_90a: warpgroups take turns
     ("wgmma_waits", place_wgmma_waits),                        # sm_90a: waits for async wgmma
     ("lower_copies", lower_copies),                            # cp.async copies, staged epilogues
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print

@@ -25,7 +25,7 @@ _READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma")
 _WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
 # synchronisation primitives and asynchronous-proxy traffic ordered by mbarriers
 _SYNC_CALLS = ("tl::mbarrier", "tl::tma_load", "tl::fence", "tl::named_barrier",
-               "tl::setmaxnreg")
+               "tl::setmaxnreg", "tl::wg_turn")
 
 
 def _fence_proxy_async() -> ir.Stmt:

@@ -35,7 +35,7 @@ _WAIT = re.compile(r"tl::wgmma_wait<(\d+)>$")
 # calls that neither touch registers of a gemm in flight nor publish shared memory
 _QUIET = ("tl::mbarrier_wait", "tl::mbarrier_init", "tl::cp_async_commit", "tl::cp_async_wait",
           "tl::fence_proxy_async", "tl::fence_mbarrier_init", "tl::setmaxnreg",
-          "tl::wgmma_fence")
+          "tl::wgmma_fence", "tl::wg_turn")
 # calls that let other threads touch shared memory this warpgroup's wgmma may still read
 _PUBLISH = ("__syncthreads", "tl::named_barrier", "tl::mbarrier_arrive", "tl::tma_load")
 

@@ -154,4 +154,26 @@ TL_DEVICE void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+// Consumer warpgroups taking turns to issue wgmma (transform/pingpong.py): warpgroup w
+// (threads 128w..128w+127) owns named barrier First + w. Waiting on it takes the turn;
+// arriving on the next warpgroup's passes it on. Each barrier counts 256 threads: the 128 that
+// wait and the 128 that pass. `start` gives warpgroup 0 the first turn, `finish` takes the one
+// the last warpgroup passes at the end, so every barrier is balanced when the kernel exits.
+template <int First, int N>
+TL_DEVICE void wg_turn_wait() {
+  named_barrier_sync(First + threadIdx.x / 128, 256);
+}
+template <int First, int N>
+TL_DEVICE void wg_turn_pass() {
+  named_barrier_arrive(First + (threadIdx.x / 128 + 1) % N, 256);
+}
+template <int First, int N>
+TL_DEVICE void wg_turn_start() {
+  if (threadIdx.x / 128 == N - 1) named_barrier_arrive(First, 256);
+}
+template <int First, int N>
+TL_DEVICE void wg_turn_finish() {
+  if (threadIdx.x / 128 == 0) named_barrier_sync(First, 256);
+}
+
 }  // namespace tl
