@@ -1,5 +1,6 @@
 """Consumer warpgroups taking turns to issue wgmma (transform/pingpong.py) on the GPU (sm_90a):
-FlashAttention with 2 and 3 consumer warpgroups, ragged and causal, and a two-gemm chain whose
+FlashAttention-3's schedule (examples/flash_attention/example_mha_fwd_pipelined.py) with 2
+and 3 consumer warpgroups, ragged and causal, and a two-gemm chain whose
 blocks run 0, 1, 2, ... iterations (a turn left unbalanced would hang or corrupt the next
 block). Outputs are NaN-poisoned; the turns only reorder when warpgroups issue, so the result
 must be bit-identical to the kernel compiled without them."""
@@ -45,20 +46,17 @@ def _run(func, configs, *inputs, out_like):
 
 @pytest.mark.parametrize("seq_len", [64, 100, 257, 1000])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("example,cfg", [
-    ("example_mha_fwd", dict(block_M=128, block_N=128, num_stages=2, threads=256)),
-    ("example_mha_fwd", dict(block_M=192, block_N=64, num_stages=2, threads=384)),
-    ("example_mha_fwd_pipelined", dict(block_M=128, block_N=128, num_stages=2, threads=256)),
-])
-def test_attention_with_turns_matches_reference(example, cfg, seq_len, causal):
+@pytest.mark.parametrize("cfg", [dict(block_M=128, block_N=128, num_stages=2, threads=256),
+                                 dict(block_M=192, block_N=128, num_stages=2, threads=384),
+                                 dict(block_M=128, block_N=64, num_stages=3, threads=256)])
+def test_attention_with_turns_matches_reference(cfg, seq_len, causal):
     _need_sm90()
-    ex = _example(example)
+    ex = _example("example_mha_fwd_pipelined")
     B, H, D = 2, 3, 128
     torch.manual_seed(seq_len + 11 * causal)
     q, k, v = (torch.randn(B, seq_len, H, D, device="cuda", dtype=torch.float16)
                for _ in range(3))
-    factory = getattr(ex, "flash_attention_fwd_pipelined", None) or ex.flash_attention_fwd
-    func = factory.get_tir(B, H, seq_len, D, causal, **cfg)
+    func = ex.flash_attention_fwd_pipelined.get_tir(B, H, seq_len, D, causal, **cfg)
     kern, out = _run(func, None, q, k, v, out_like=q)
     assert "wg_turn_wait" in kern.get_kernel_source()
     assert not out.isnan().any()
@@ -71,13 +69,12 @@ def test_attention_with_turns_matches_reference(example, cfg, seq_len, causal):
 
 
 @pytest.mark.parametrize("M,N", [(128, 64), (300, 500), (1024, 1000)])
-@pytest.mark.parametrize("overlap", [False, True])
-def test_chain_with_zero_one_and_many_iterations(M, N, overlap):
+def test_chain_with_zero_one_and_many_iterations(M, N):
     """Block b runs min(b, key tiles) iterations: 0 for block 0, 1 for block 1, ..."""
     _need_sm90()
     torch.manual_seed(M + 3 * N)
     q, k, v = (torch.randn(n, 64, device="cuda", dtype=torch.float16) for n in (M, N, N))
-    func = gemm_chain(M, N, 64, block_M=128, threads=256, overlap=overlap)
+    func = gemm_chain(M, N, 64, block_M=128, threads=256)
     out_like = torch.empty(M, 64, device="cuda")
     kern, out = _run(func, None, q, k, v, out_like=out_like)
     assert "wg_turn_wait" in kern.get_kernel_source()

@@ -50,25 +50,33 @@ def _bursts(src):
         pos = j
 
 
-def test_attention_loop_takes_turns_around_each_gemm():
-    src = tilelang.lower(_mha(), target=SM90)
+def _pipelined(causal=False, **cfg):
+    cfg = cfg or dict(block_M=128, block_N=128, num_stages=2, threads=256)
+    ex = _example("example_mha_fwd_pipelined")
+    return ex.flash_attention_fwd_pipelined.get_tir(2, 4, 1000, 128, causal, **cfg)
+
+
+def _no_barrier_in_a_turn(src):
+    for b in _bursts(src):
+        assert "named_barrier" not in b and "__syncthreads" not in b, b
+
+
+def test_fa3_schedule_takes_turns():
+    src = tilelang.lower(_pipelined(), target=SM90)
     calls = _turn_calls(src)
-    assert calls, "no warpgroup turns in a 2-warpgroup FlashAttention kernel"
     kinds = [c[0] for c in calls]
     # the first turn is handed out once, before anything else; the last one taken at the end
     assert kinds[0] == "start" and kinds[-1] == "finish"
     assert kinds.count("start") == kinds.count("finish") == 1
-    assert kinds.count("wait") == kinds.count("pass") == 2  # S = Q K^T and O += P V
+    # prologue S(0), the steady loop's burst, epilogue P(n-1) V(n-1)
+    assert kinds.count("wait") == kinds.count("pass") == 3
     assert {(c[1], c[2]) for c in calls} == {("2", "2")}
-    bursts = _bursts(src)
-    assert len(bursts) == 2
-    for b in bursts:
-        assert b.count("tl::wgmma_gemm") == 1
-        # issued without waiting inside the turn: the wait comes after the pass
-        assert "wgmma_wait" not in b and b.rstrip().endswith("tx);")
-        assert re.search(r"tl::wgmma_gemm_\w+<[^>]*, -1>", b)
-    # the softmax runs outside any turn
-    assert all("exp2" not in b and "shfl" not in b for b in bursts)
+    for b in _bursts(src):
+        # issued without waiting inside the turn: the waits come after the pass
+        assert "wgmma_wait" not in b
+        assert all(g.endswith(", -1") for g in re.findall(r"tl::wgmma_gemm_\w+<([^>]*)>", b))
+        assert "exp2" not in b and "shfl" not in b  # the softmax runs outside any turn
+    _no_barrier_in_a_turn(src)
 
 
 def test_fa3_schedule_issues_both_gemms_in_one_turn():
@@ -83,12 +91,11 @@ def test_fa3_schedule_issues_both_gemms_in_one_turn():
     assert "named_barrier" not in burst and "__syncthreads" not in burst
 
 
-@pytest.mark.parametrize("overlap", [False, True])
-def test_every_barrier_balanced_on_every_path(overlap):
+def test_every_barrier_balanced_on_every_path():
     """Warpgroup w waits on barrier 2+w and passes to 2+(w+1)%n the same number of times;
     start adds one pass to barrier 2 and finish one wait on it."""
-    k, _ = run_passes(gemm_chain(300, 500, 64, block_M=128, threads=256, overlap=overlap),
-                      "pingpong", target=SM90)
+    k, _ = run_passes(gemm_chain(300, 500, 64, block_M=128, threads=256), "pingpong",
+                      target=SM90)
     names = externs(k.body, "tl::wg_turn")
     assert names.count("tl::wg_turn_wait<2, 2>") == names.count("tl::wg_turn_pass<2, 2>") > 0
     assert names.count("tl::wg_turn_start<2, 2>") == 1
@@ -99,13 +106,28 @@ def test_every_barrier_balanced_on_every_path(overlap):
 
 
 def test_three_warpgroups_rotate():
-    src = tilelang.lower(_mha(block_M=192, block_N=64, num_stages=2, threads=384), target=SM90)
+    src = tilelang.lower(_pipelined(block_M=192, block_N=128, num_stages=2, threads=384),
+                         target=SM90)
     assert {(c[1], c[2]) for c in _turn_calls(src)} == {("2", "3")}
+    _no_barrier_in_a_turn(src)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_no_consumer_barrier_inside_a_turn(causal):
+    """The Q tile's barrier before the first S = Q K^T goes before the turn is taken: the
+    other warpgroups are waiting for the turn and would never reach it."""
+    for cfg in (dict(), dict(block_M=128, block_N=64, num_stages=3, threads=256)):
+        src = tilelang.lower(_pipelined(causal, **cfg), target=SM90)
+        assert "wg_turn_wait" in src
+        _no_barrier_in_a_turn(src)
 
 
 @pytest.mark.parametrize("why,func,target,configs", [
-    ("turned off", lambda: _mha(), SM90, OFF),
-    ("sm_80 has no wgmma", lambda: _mha(), SM80, None),
+    ("turned off", lambda: _pipelined(), SM90, OFF),
+    ("sm_80 has no wgmma", lambda: _pipelined(), SM80, None),
+    ("a burst on each side of the softmax", lambda: _mha(), SM90, None),
+    ("one consumer warpgroup", lambda: _pipelined(block_M=64, block_N=64, num_stages=2,
+                                                  threads=128), SM90, None),
     ("one consumer warpgroup", lambda: _mha(block_M=64, block_N=64, num_stages=2,
                                             threads=128), SM90, None),
     ("no warp specialisation", lambda: _mha(block_M=128, block_N=64, num_stages=1,
@@ -127,13 +149,13 @@ def test_gemm_main_loop_left_alone():
 
 @requires_compiler
 def test_verbose_note(capsys):
-    tilelang.compile(_mha(), target=SM90, verbose=True)
+    tilelang.compile(_pipelined(), target=SM90, verbose=True)
     assert "warpgroup ping-pong: 2 consumer warpgroups" in capsys.readouterr().err
 
 
 @requires_compiler
 @pytest.mark.parametrize("causal", [False, True])
 def test_compiles_for_sm90a(causal):
-    kern = tilelang.compile(_mha(causal), target=SM90)
+    kern = tilelang.compile(_pipelined(causal), target=SM90)
     assert "wg_turn_wait" in kern.get_kernel_source()
     assert kern.n_spills == 0
