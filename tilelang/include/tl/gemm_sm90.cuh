@@ -22,10 +22,28 @@
 // stored [column block][row][Swz bytes]; the tile base must be 1024-byte aligned (the planner
 // aligns swizzled tiles). A K-major operand (A not transposed, B transposed) is described with
 // SBO = 8 rows; an MN-major one (f16/bf16 only) with LBO = one column block, SBO = 8 rows.
+//
+// Generated kernels that define TL_WGMMA_SELECT (see tl/wgmma.cuh) get the 8-bit float
+// wrappers only with TL_WGMMA_FP8; without it, an fp8 gemm is a static_assert.
 #pragma once
 #include "common.cuh"
 #include "wgmma.cuh"
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_FP8)
 #include "wgmma_ops_fp8.cuh"
+#else
+namespace tl {
+#if TL_HAVE_SM90A
+template <int N, class TA, class TB, int ScaleA = 1, int ScaleB = 1>
+TL_DEVICE void wgmma_ss_fp8(float*, uint64_t, uint64_t, int) {
+  static_assert(N < 0, "8-bit wgmma wrappers left out (TL_WGMMA_SELECT without TL_WGMMA_FP8)");
+}
+template <int N, class TA, class TB, int ScaleA = 1, int ScaleB = 1>
+TL_DEVICE void wgmma_rs_fp8(float*, const uint32_t*, uint64_t, int) {
+  static_assert(N < 0, "8-bit wgmma wrappers left out (TL_WGMMA_SELECT without TL_WGMMA_FP8)");
+}
+#endif
+}  // namespace tl
+#endif
 
 namespace tl {
 namespace detail {

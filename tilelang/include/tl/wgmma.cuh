@@ -21,6 +21,12 @@
 // skipped when TL_NO_WGMMA_OPS is defined) and, not included here, tl/wgmma_ops_extra.cuh
 // (f16 -> f16, tf32, e4m3, e5m2 -> f32) and tl/wgmma_ops_fp8.cuh (e4m3/e5m2 in any A/B mix ->
 // f32 or f16; included by tl/gemm_sm90.cuh).
+//
+// Shape selection: a source that defines TL_WGMMA_SELECT before including tl.cuh gets only
+// the shapes it names with TL_WGMMA_N<N> (N = the warpgroup's tile width, 8..256) and the
+// 8-bit float wrappers only with TL_WGMMA_FP8; dispatching to anything left out is a
+// static_assert. Generated kernels do this (codegen/module.py): parsing every shape is most
+// of the headers' NVRTC time. Without TL_WGMMA_SELECT everything is defined.
 #pragma once
 #include "common.cuh"
 

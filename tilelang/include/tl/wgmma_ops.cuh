@@ -10,6 +10,9 @@
 //   (f16 accumulators: wgmma_ss_f16acc / wgmma_rs_f16acc).
 // Callers keep wgmma.fence / commit_group / wait_group discipline (tl/wgmma.cuh).
 // Operand types: f16->f32, bf16->f32.
+// A source that defines TL_WGMMA_SELECT gets only the shapes it names with TL_WGMMA_N<N>
+// (generated kernels do: parsing all 32 shapes is most of the header cost); dispatching to
+// a left-out N is a static_assert.
 #pragma once
 #include "common.cuh"
 
@@ -18,6 +21,7 @@ namespace tl {
 #if TL_HAVE_SM90A
 
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n8k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -28,7 +32,9 @@ TL_DEVICE void wgmma_m64n8k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t des
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n16k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -40,7 +46,9 @@ TL_DEVICE void wgmma_m64n16k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n24k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -52,7 +60,9 @@ TL_DEVICE void wgmma_m64n24k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n32k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -65,7 +75,9 @@ TL_DEVICE void wgmma_m64n32k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n40k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -78,7 +90,9 @@ TL_DEVICE void wgmma_m64n40k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n48k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -92,7 +106,9 @@ TL_DEVICE void wgmma_m64n48k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n56k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -107,7 +123,9 @@ TL_DEVICE void wgmma_m64n56k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n64k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -122,7 +140,9 @@ TL_DEVICE void wgmma_m64n64k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n72k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -138,7 +158,9 @@ TL_DEVICE void wgmma_m64n72k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n80k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -155,7 +177,9 @@ TL_DEVICE void wgmma_m64n80k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n88k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -172,7 +196,9 @@ TL_DEVICE void wgmma_m64n88k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n96k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -190,7 +216,9 @@ TL_DEVICE void wgmma_m64n96k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n104k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -209,7 +237,9 @@ TL_DEVICE void wgmma_m64n104k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n112k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -228,7 +258,9 @@ TL_DEVICE void wgmma_m64n112k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n120k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -248,7 +280,9 @@ TL_DEVICE void wgmma_m64n120k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n128k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -269,7 +303,9 @@ TL_DEVICE void wgmma_m64n128k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n136k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -290,7 +326,9 @@ TL_DEVICE void wgmma_m64n136k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n144k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -312,7 +350,9 @@ TL_DEVICE void wgmma_m64n144k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n152k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -335,7 +375,9 @@ TL_DEVICE void wgmma_m64n152k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n160k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -358,7 +400,9 @@ TL_DEVICE void wgmma_m64n160k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n168k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -382,7 +426,9 @@ TL_DEVICE void wgmma_m64n168k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n176k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -407,7 +453,9 @@ TL_DEVICE void wgmma_m64n176k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n184k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -432,7 +480,9 @@ TL_DEVICE void wgmma_m64n184k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n192k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -458,7 +508,9 @@ TL_DEVICE void wgmma_m64n192k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n200k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -485,7 +537,9 @@ TL_DEVICE void wgmma_m64n200k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n208k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -512,7 +566,9 @@ TL_DEVICE void wgmma_m64n208k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n216k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -540,7 +596,9 @@ TL_DEVICE void wgmma_m64n216k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n224k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -569,7 +627,9 @@ TL_DEVICE void wgmma_m64n224k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n232k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -598,7 +658,9 @@ TL_DEVICE void wgmma_m64n232k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n240k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -628,7 +690,9 @@ TL_DEVICE void wgmma_m64n240k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n248k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -659,7 +723,9 @@ TL_DEVICE void wgmma_m64n248k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n256k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -690,7 +756,9 @@ TL_DEVICE void wgmma_m64n256k16_ss_f32_f16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n8k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -701,7 +769,9 @@ TL_DEVICE void wgmma_m64n8k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t d
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n16k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -713,7 +783,9 @@ TL_DEVICE void wgmma_m64n16k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n24k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -725,7 +797,9 @@ TL_DEVICE void wgmma_m64n24k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n32k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -738,7 +812,9 @@ TL_DEVICE void wgmma_m64n32k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n40k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -751,7 +827,9 @@ TL_DEVICE void wgmma_m64n40k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n48k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -765,7 +843,9 @@ TL_DEVICE void wgmma_m64n48k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n56k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -780,7 +860,9 @@ TL_DEVICE void wgmma_m64n56k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n64k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -795,7 +877,9 @@ TL_DEVICE void wgmma_m64n64k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n72k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -811,7 +895,9 @@ TL_DEVICE void wgmma_m64n72k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n80k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -828,7 +914,9 @@ TL_DEVICE void wgmma_m64n80k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n88k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -845,7 +933,9 @@ TL_DEVICE void wgmma_m64n88k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n96k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -863,7 +953,9 @@ TL_DEVICE void wgmma_m64n96k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t 
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n104k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -882,7 +974,9 @@ TL_DEVICE void wgmma_m64n104k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n112k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -901,7 +995,9 @@ TL_DEVICE void wgmma_m64n112k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n120k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -921,7 +1017,9 @@ TL_DEVICE void wgmma_m64n120k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n128k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -942,7 +1040,9 @@ TL_DEVICE void wgmma_m64n128k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n136k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -963,7 +1063,9 @@ TL_DEVICE void wgmma_m64n136k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n144k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -985,7 +1087,9 @@ TL_DEVICE void wgmma_m64n144k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n152k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1008,7 +1112,9 @@ TL_DEVICE void wgmma_m64n152k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n160k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1031,7 +1137,9 @@ TL_DEVICE void wgmma_m64n160k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n168k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1055,7 +1163,9 @@ TL_DEVICE void wgmma_m64n168k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n176k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1080,7 +1190,9 @@ TL_DEVICE void wgmma_m64n176k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n184k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1105,7 +1217,9 @@ TL_DEVICE void wgmma_m64n184k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n192k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1131,7 +1245,9 @@ TL_DEVICE void wgmma_m64n192k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n200k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1158,7 +1274,9 @@ TL_DEVICE void wgmma_m64n200k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n208k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1185,7 +1303,9 @@ TL_DEVICE void wgmma_m64n208k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n216k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1213,7 +1333,9 @@ TL_DEVICE void wgmma_m64n216k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n224k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1242,7 +1364,9 @@ TL_DEVICE void wgmma_m64n224k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n232k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1271,7 +1395,9 @@ TL_DEVICE void wgmma_m64n232k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n240k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1301,7 +1427,9 @@ TL_DEVICE void wgmma_m64n240k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n248k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1332,7 +1460,9 @@ TL_DEVICE void wgmma_m64n248k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n256k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1363,7 +1493,9 @@ TL_DEVICE void wgmma_m64n256k16_rs_f32_f16(float* d, const uint32_t* a, uint64_t
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n8k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1374,7 +1506,9 @@ TL_DEVICE void wgmma_m64n8k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t de
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n16k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1386,7 +1520,9 @@ TL_DEVICE void wgmma_m64n16k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n24k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1398,7 +1534,9 @@ TL_DEVICE void wgmma_m64n24k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n32k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1411,7 +1549,9 @@ TL_DEVICE void wgmma_m64n32k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n40k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1424,7 +1564,9 @@ TL_DEVICE void wgmma_m64n40k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n48k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1438,7 +1580,9 @@ TL_DEVICE void wgmma_m64n48k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n56k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1453,7 +1597,9 @@ TL_DEVICE void wgmma_m64n56k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n64k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1468,7 +1614,9 @@ TL_DEVICE void wgmma_m64n64k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n72k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1484,7 +1632,9 @@ TL_DEVICE void wgmma_m64n72k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n80k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1501,7 +1651,9 @@ TL_DEVICE void wgmma_m64n80k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n88k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1518,7 +1670,9 @@ TL_DEVICE void wgmma_m64n88k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n96k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1536,7 +1690,9 @@ TL_DEVICE void wgmma_m64n96k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n104k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1555,7 +1711,9 @@ TL_DEVICE void wgmma_m64n104k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n112k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1574,7 +1732,9 @@ TL_DEVICE void wgmma_m64n112k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n120k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1594,7 +1754,9 @@ TL_DEVICE void wgmma_m64n120k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n128k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1615,7 +1777,9 @@ TL_DEVICE void wgmma_m64n128k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n136k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1636,7 +1800,9 @@ TL_DEVICE void wgmma_m64n136k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n144k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1658,7 +1824,9 @@ TL_DEVICE void wgmma_m64n144k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n152k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1681,7 +1849,9 @@ TL_DEVICE void wgmma_m64n152k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n160k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1704,7 +1874,9 @@ TL_DEVICE void wgmma_m64n160k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n168k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1728,7 +1900,9 @@ TL_DEVICE void wgmma_m64n168k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n176k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1753,7 +1927,9 @@ TL_DEVICE void wgmma_m64n176k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n184k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1778,7 +1954,9 @@ TL_DEVICE void wgmma_m64n184k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n192k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1804,7 +1982,9 @@ TL_DEVICE void wgmma_m64n192k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n200k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1831,7 +2011,9 @@ TL_DEVICE void wgmma_m64n200k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n208k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1858,7 +2040,9 @@ TL_DEVICE void wgmma_m64n208k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n216k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1886,7 +2070,9 @@ TL_DEVICE void wgmma_m64n216k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n224k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1915,7 +2101,9 @@ TL_DEVICE void wgmma_m64n224k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n232k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1944,7 +2132,9 @@ TL_DEVICE void wgmma_m64n232k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n240k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1974,7 +2164,9 @@ TL_DEVICE void wgmma_m64n240k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n248k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2005,7 +2197,9 @@ TL_DEVICE void wgmma_m64n248k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n256k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2036,7 +2230,9 @@ TL_DEVICE void wgmma_m64n256k16_ss_f32_bf16(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n8k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2047,7 +2243,9 @@ TL_DEVICE void wgmma_m64n8k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n16k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2059,7 +2257,9 @@ TL_DEVICE void wgmma_m64n16k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n24k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2071,7 +2271,9 @@ TL_DEVICE void wgmma_m64n24k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n32k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2084,7 +2286,9 @@ TL_DEVICE void wgmma_m64n32k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n40k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2097,7 +2301,9 @@ TL_DEVICE void wgmma_m64n40k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n48k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2111,7 +2317,9 @@ TL_DEVICE void wgmma_m64n48k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n56k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2126,7 +2334,9 @@ TL_DEVICE void wgmma_m64n56k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n64k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2141,7 +2351,9 @@ TL_DEVICE void wgmma_m64n64k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n72k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2157,7 +2369,9 @@ TL_DEVICE void wgmma_m64n72k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n80k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2174,7 +2388,9 @@ TL_DEVICE void wgmma_m64n80k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n88k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2191,7 +2407,9 @@ TL_DEVICE void wgmma_m64n88k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n96k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2209,7 +2427,9 @@ TL_DEVICE void wgmma_m64n96k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n104k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2228,7 +2448,9 @@ TL_DEVICE void wgmma_m64n104k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n112k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2247,7 +2469,9 @@ TL_DEVICE void wgmma_m64n112k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n120k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2267,7 +2491,9 @@ TL_DEVICE void wgmma_m64n120k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n128k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2288,7 +2514,9 @@ TL_DEVICE void wgmma_m64n128k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n136k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2309,7 +2537,9 @@ TL_DEVICE void wgmma_m64n136k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n144k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2331,7 +2561,9 @@ TL_DEVICE void wgmma_m64n144k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n152k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2354,7 +2586,9 @@ TL_DEVICE void wgmma_m64n152k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n160k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2377,7 +2611,9 @@ TL_DEVICE void wgmma_m64n160k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n168k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2401,7 +2637,9 @@ TL_DEVICE void wgmma_m64n168k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n176k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2426,7 +2664,9 @@ TL_DEVICE void wgmma_m64n176k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n184k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2451,7 +2691,9 @@ TL_DEVICE void wgmma_m64n184k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n192k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2477,7 +2719,9 @@ TL_DEVICE void wgmma_m64n192k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n200k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2504,7 +2748,9 @@ TL_DEVICE void wgmma_m64n200k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n208k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2531,7 +2777,9 @@ TL_DEVICE void wgmma_m64n208k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n216k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2559,7 +2807,9 @@ TL_DEVICE void wgmma_m64n216k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n224k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2588,7 +2838,9 @@ TL_DEVICE void wgmma_m64n224k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n232k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2617,7 +2869,9 @@ TL_DEVICE void wgmma_m64n232k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n240k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2647,7 +2901,9 @@ TL_DEVICE void wgmma_m64n240k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n248k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2678,7 +2934,9 @@ TL_DEVICE void wgmma_m64n248k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n256k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2709,76 +2967,215 @@ TL_DEVICE void wgmma_m64n256k16_rs_f32_bf16(float* d, const uint32_t* a, uint64_
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
 template <int N, class AB, int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_ss(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<AB, half_t>) {
-    if constexpr (N == 8) wgmma_m64n8k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k16_ss_f32_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<AB, bfloat16_t>) {
-    if constexpr (N == 8) wgmma_m64n8k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k16_ss_f32_bf16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<AB, void>, "wgmma_ss: unsupported A/B type");
   }
@@ -2788,71 +3185,209 @@ template <int N, class AB, int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_rs(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<AB, half_t>) {
-    if constexpr (N == 8) wgmma_m64n8k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k16_rs_f32_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<AB, bfloat16_t>) {
-    if constexpr (N == 8) wgmma_m64n8k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k16_rs_f32_bf16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<AB, void>, "wgmma_rs: unsupported A/B type");
   }

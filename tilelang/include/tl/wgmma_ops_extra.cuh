@@ -10,6 +10,9 @@
 //   (f16 accumulators: wgmma_ss_f16acc_ext / wgmma_rs_f16acc_ext).
 // Callers keep wgmma.fence / commit_group / wait_group discipline (tl/wgmma.cuh).
 // Operand types: f16->f16, tf32->f32, e4m3->f32, e5m2->f32.
+// A source that defines TL_WGMMA_SELECT gets only the shapes it names with TL_WGMMA_N<N>
+// (generated kernels do: parsing all 32 shapes is most of the header cost); dispatching to
+// a left-out N is a static_assert.
 #pragma once
 #include "common.cuh"
 
@@ -23,6 +26,7 @@ struct tfloat32_t {
 #if TL_HAVE_SM90A
 
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n8k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -33,7 +37,9 @@ TL_DEVICE void wgmma_m64n8k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t 
       : "+r"(d[0]), "+r"(d[1])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n16k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -44,7 +50,9 @@ TL_DEVICE void wgmma_m64n16k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n24k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -55,7 +63,9 @@ TL_DEVICE void wgmma_m64n24k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n32k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -67,7 +77,9 @@ TL_DEVICE void wgmma_m64n32k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n40k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -79,7 +91,9 @@ TL_DEVICE void wgmma_m64n40k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n48k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -91,7 +105,9 @@ TL_DEVICE void wgmma_m64n48k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n56k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -103,7 +119,9 @@ TL_DEVICE void wgmma_m64n56k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n64k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -116,7 +134,9 @@ TL_DEVICE void wgmma_m64n64k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[14]), "+r"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n72k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -129,7 +149,9 @@ TL_DEVICE void wgmma_m64n72k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n80k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -142,7 +164,9 @@ TL_DEVICE void wgmma_m64n80k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n88k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -156,7 +180,9 @@ TL_DEVICE void wgmma_m64n88k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[20]), "+r"(d[21])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n96k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -170,7 +196,9 @@ TL_DEVICE void wgmma_m64n96k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n104k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -184,7 +212,9 @@ TL_DEVICE void wgmma_m64n104k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n112k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -199,7 +229,9 @@ TL_DEVICE void wgmma_m64n112k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[26]), "+r"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n120k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -214,7 +246,9 @@ TL_DEVICE void wgmma_m64n120k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n128k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -229,7 +263,9 @@ TL_DEVICE void wgmma_m64n128k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n136k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -245,7 +281,9 @@ TL_DEVICE void wgmma_m64n136k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[32]), "+r"(d[33])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n144k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -261,7 +299,9 @@ TL_DEVICE void wgmma_m64n144k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n152k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -277,7 +317,9 @@ TL_DEVICE void wgmma_m64n152k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n160k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -294,7 +336,9 @@ TL_DEVICE void wgmma_m64n160k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[38]), "+r"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n168k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -311,7 +355,9 @@ TL_DEVICE void wgmma_m64n168k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n176k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -328,7 +374,9 @@ TL_DEVICE void wgmma_m64n176k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n184k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -346,7 +394,9 @@ TL_DEVICE void wgmma_m64n184k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[44]), "+r"(d[45])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n192k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -364,7 +414,9 @@ TL_DEVICE void wgmma_m64n192k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n200k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -382,7 +434,9 @@ TL_DEVICE void wgmma_m64n200k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n208k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -401,7 +455,9 @@ TL_DEVICE void wgmma_m64n208k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[50]), "+r"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n216k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -420,7 +476,9 @@ TL_DEVICE void wgmma_m64n216k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n224k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -439,7 +497,9 @@ TL_DEVICE void wgmma_m64n224k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n232k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -459,7 +519,9 @@ TL_DEVICE void wgmma_m64n232k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[56]), "+r"(d[57])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n240k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -479,7 +541,9 @@ TL_DEVICE void wgmma_m64n240k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n248k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -499,7 +563,9 @@ TL_DEVICE void wgmma_m64n248k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_m64n256k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -520,7 +586,9 @@ TL_DEVICE void wgmma_m64n256k16_ss_f16_f16(uint32_t* d, uint64_t desc_a, uint64_
         "+r"(d[62]), "+r"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransA), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n8k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -531,7 +599,9 @@ TL_DEVICE void wgmma_m64n8k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n16k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -542,7 +612,9 @@ TL_DEVICE void wgmma_m64n16k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n24k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -553,7 +625,9 @@ TL_DEVICE void wgmma_m64n24k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n32k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -565,7 +639,9 @@ TL_DEVICE void wgmma_m64n32k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n40k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -577,7 +653,9 @@ TL_DEVICE void wgmma_m64n40k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n48k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -589,7 +667,9 @@ TL_DEVICE void wgmma_m64n48k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n56k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -601,7 +681,9 @@ TL_DEVICE void wgmma_m64n56k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n64k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -614,7 +696,9 @@ TL_DEVICE void wgmma_m64n64k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[14]), "+r"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n72k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -627,7 +711,9 @@ TL_DEVICE void wgmma_m64n72k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n80k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -640,7 +726,9 @@ TL_DEVICE void wgmma_m64n80k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n88k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -654,7 +742,9 @@ TL_DEVICE void wgmma_m64n88k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[20]), "+r"(d[21])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n96k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -668,7 +758,9 @@ TL_DEVICE void wgmma_m64n96k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n104k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -682,7 +774,9 @@ TL_DEVICE void wgmma_m64n104k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n112k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -697,7 +791,9 @@ TL_DEVICE void wgmma_m64n112k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[26]), "+r"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n120k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -712,7 +808,9 @@ TL_DEVICE void wgmma_m64n120k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n128k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -727,7 +825,9 @@ TL_DEVICE void wgmma_m64n128k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n136k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -743,7 +843,9 @@ TL_DEVICE void wgmma_m64n136k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[32]), "+r"(d[33])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n144k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -759,7 +861,9 @@ TL_DEVICE void wgmma_m64n144k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n152k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -775,7 +879,9 @@ TL_DEVICE void wgmma_m64n152k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n160k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -792,7 +898,9 @@ TL_DEVICE void wgmma_m64n160k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[38]), "+r"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n168k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -809,7 +917,9 @@ TL_DEVICE void wgmma_m64n168k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n176k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -826,7 +936,9 @@ TL_DEVICE void wgmma_m64n176k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n184k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -844,7 +956,9 @@ TL_DEVICE void wgmma_m64n184k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[44]), "+r"(d[45])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n192k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -862,7 +976,9 @@ TL_DEVICE void wgmma_m64n192k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n200k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -880,7 +996,9 @@ TL_DEVICE void wgmma_m64n200k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n208k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -899,7 +1017,9 @@ TL_DEVICE void wgmma_m64n208k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[50]), "+r"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n216k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -918,7 +1038,9 @@ TL_DEVICE void wgmma_m64n216k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n224k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -937,7 +1059,9 @@ TL_DEVICE void wgmma_m64n224k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n232k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -957,7 +1081,9 @@ TL_DEVICE void wgmma_m64n232k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[56]), "+r"(d[57])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n240k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -977,7 +1103,9 @@ TL_DEVICE void wgmma_m64n240k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n248k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -997,7 +1125,9 @@ TL_DEVICE void wgmma_m64n248k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_m64n256k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1018,7 +1148,9 @@ TL_DEVICE void wgmma_m64n256k16_rs_f16_f16(uint32_t* d, const uint32_t* a, uint6
         "+r"(d[62]), "+r"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB), "n"(TransB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1029,7 +1161,9 @@ TL_DEVICE void wgmma_m64n8k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t des
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1041,7 +1175,9 @@ TL_DEVICE void wgmma_m64n16k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1053,7 +1189,9 @@ TL_DEVICE void wgmma_m64n24k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1066,7 +1204,9 @@ TL_DEVICE void wgmma_m64n32k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1079,7 +1219,9 @@ TL_DEVICE void wgmma_m64n40k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1093,7 +1235,9 @@ TL_DEVICE void wgmma_m64n48k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1108,7 +1252,9 @@ TL_DEVICE void wgmma_m64n56k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1123,7 +1269,9 @@ TL_DEVICE void wgmma_m64n64k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1139,7 +1287,9 @@ TL_DEVICE void wgmma_m64n72k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1156,7 +1306,9 @@ TL_DEVICE void wgmma_m64n80k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1173,7 +1325,9 @@ TL_DEVICE void wgmma_m64n88k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1191,7 +1345,9 @@ TL_DEVICE void wgmma_m64n96k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t de
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1210,7 +1366,9 @@ TL_DEVICE void wgmma_m64n104k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1229,7 +1387,9 @@ TL_DEVICE void wgmma_m64n112k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1249,7 +1409,9 @@ TL_DEVICE void wgmma_m64n120k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1270,7 +1432,9 @@ TL_DEVICE void wgmma_m64n128k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1291,7 +1455,9 @@ TL_DEVICE void wgmma_m64n136k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1313,7 +1479,9 @@ TL_DEVICE void wgmma_m64n144k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1336,7 +1504,9 @@ TL_DEVICE void wgmma_m64n152k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1359,7 +1529,9 @@ TL_DEVICE void wgmma_m64n160k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1383,7 +1555,9 @@ TL_DEVICE void wgmma_m64n168k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1408,7 +1582,9 @@ TL_DEVICE void wgmma_m64n176k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1433,7 +1609,9 @@ TL_DEVICE void wgmma_m64n184k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1459,7 +1637,9 @@ TL_DEVICE void wgmma_m64n192k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1486,7 +1666,9 @@ TL_DEVICE void wgmma_m64n200k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1513,7 +1695,9 @@ TL_DEVICE void wgmma_m64n208k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1541,7 +1725,9 @@ TL_DEVICE void wgmma_m64n216k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1570,7 +1756,9 @@ TL_DEVICE void wgmma_m64n224k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1599,7 +1787,9 @@ TL_DEVICE void wgmma_m64n232k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1629,7 +1819,9 @@ TL_DEVICE void wgmma_m64n240k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1660,7 +1852,9 @@ TL_DEVICE void wgmma_m64n248k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1691,7 +1885,9 @@ TL_DEVICE void wgmma_m64n256k8_ss_f32_tf32(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1702,7 +1898,9 @@ TL_DEVICE void wgmma_m64n8k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t d
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1714,7 +1912,9 @@ TL_DEVICE void wgmma_m64n16k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1726,7 +1926,9 @@ TL_DEVICE void wgmma_m64n24k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1739,7 +1941,9 @@ TL_DEVICE void wgmma_m64n32k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1752,7 +1956,9 @@ TL_DEVICE void wgmma_m64n40k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1766,7 +1972,9 @@ TL_DEVICE void wgmma_m64n48k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1781,7 +1989,9 @@ TL_DEVICE void wgmma_m64n56k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1796,7 +2006,9 @@ TL_DEVICE void wgmma_m64n64k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1812,7 +2024,9 @@ TL_DEVICE void wgmma_m64n72k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1829,7 +2043,9 @@ TL_DEVICE void wgmma_m64n80k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1846,7 +2062,9 @@ TL_DEVICE void wgmma_m64n88k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1864,7 +2082,9 @@ TL_DEVICE void wgmma_m64n96k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t 
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1883,7 +2103,9 @@ TL_DEVICE void wgmma_m64n104k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1902,7 +2124,9 @@ TL_DEVICE void wgmma_m64n112k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1922,7 +2146,9 @@ TL_DEVICE void wgmma_m64n120k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1943,7 +2169,9 @@ TL_DEVICE void wgmma_m64n128k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1964,7 +2192,9 @@ TL_DEVICE void wgmma_m64n136k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1986,7 +2216,9 @@ TL_DEVICE void wgmma_m64n144k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2009,7 +2241,9 @@ TL_DEVICE void wgmma_m64n152k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2032,7 +2266,9 @@ TL_DEVICE void wgmma_m64n160k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2056,7 +2292,9 @@ TL_DEVICE void wgmma_m64n168k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2081,7 +2319,9 @@ TL_DEVICE void wgmma_m64n176k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2106,7 +2346,9 @@ TL_DEVICE void wgmma_m64n184k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2132,7 +2374,9 @@ TL_DEVICE void wgmma_m64n192k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2159,7 +2403,9 @@ TL_DEVICE void wgmma_m64n200k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2186,7 +2432,9 @@ TL_DEVICE void wgmma_m64n208k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2214,7 +2462,9 @@ TL_DEVICE void wgmma_m64n216k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2243,7 +2493,9 @@ TL_DEVICE void wgmma_m64n224k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2272,7 +2524,9 @@ TL_DEVICE void wgmma_m64n232k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2302,7 +2556,9 @@ TL_DEVICE void wgmma_m64n240k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2333,7 +2589,9 @@ TL_DEVICE void wgmma_m64n248k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2364,7 +2622,9 @@ TL_DEVICE void wgmma_m64n256k8_rs_f32_tf32(float* d, const uint32_t* a, uint64_t
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2375,7 +2635,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t de
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2387,7 +2649,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2399,7 +2663,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2412,7 +2678,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2425,7 +2693,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2439,7 +2709,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2454,7 +2726,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2469,7 +2743,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2485,7 +2761,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2502,7 +2780,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2519,7 +2799,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2537,7 +2819,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2556,7 +2840,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2575,7 +2861,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2595,7 +2883,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2616,7 +2906,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2637,7 +2929,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2659,7 +2953,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2682,7 +2978,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2705,7 +3003,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2729,7 +3029,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2754,7 +3056,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2779,7 +3083,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2805,7 +3111,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2832,7 +3140,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2859,7 +3169,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2887,7 +3199,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2916,7 +3230,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2945,7 +3261,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2975,7 +3293,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3006,7 +3326,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3037,7 +3359,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f32_e4m3(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3048,7 +3372,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3060,7 +3386,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3072,7 +3400,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3085,7 +3415,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3098,7 +3430,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3112,7 +3446,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3127,7 +3463,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3142,7 +3480,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3158,7 +3498,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3175,7 +3517,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3192,7 +3536,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3210,7 +3556,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3229,7 +3577,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3248,7 +3598,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3268,7 +3620,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3289,7 +3643,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3310,7 +3666,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3332,7 +3690,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3355,7 +3715,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3378,7 +3740,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3402,7 +3766,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3427,7 +3793,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3452,7 +3820,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3478,7 +3848,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3505,7 +3877,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3532,7 +3906,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3560,7 +3936,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3589,7 +3967,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3618,7 +3998,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3648,7 +4030,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3679,7 +4063,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3710,7 +4096,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f32_e4m3(float* d, const uint32_t* a, uint64_
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3721,7 +4109,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t de
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3733,7 +4123,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3745,7 +4137,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3758,7 +4152,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3771,7 +4167,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3785,7 +4183,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3800,7 +4200,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3815,7 +4217,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3831,7 +4235,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3848,7 +4254,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3865,7 +4273,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3883,7 +4293,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t d
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3902,7 +4314,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3921,7 +4335,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3941,7 +4357,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3962,7 +4380,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3983,7 +4403,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4005,7 +4427,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4028,7 +4452,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4051,7 +4477,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4075,7 +4503,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4100,7 +4530,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4125,7 +4557,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4151,7 +4585,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4178,7 +4614,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4205,7 +4643,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4233,7 +4673,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4262,7 +4704,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4291,7 +4735,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4321,7 +4767,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4352,7 +4800,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4383,7 +4833,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f32_e5m2(float* d, uint64_t desc_a, uint64_t 
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4394,7 +4846,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4406,7 +4860,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4418,7 +4874,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4431,7 +4889,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4444,7 +4904,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4458,7 +4920,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4473,7 +4937,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4488,7 +4954,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4504,7 +4972,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4521,7 +4991,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4538,7 +5010,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4556,7 +5030,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4575,7 +5051,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4594,7 +5072,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4614,7 +5094,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4635,7 +5117,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4656,7 +5140,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4678,7 +5164,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4701,7 +5189,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4724,7 +5214,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4748,7 +5240,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4773,7 +5267,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4798,7 +5294,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4824,7 +5322,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4851,7 +5351,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4878,7 +5380,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4906,7 +5410,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4935,7 +5441,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4964,7 +5472,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4994,7 +5504,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5025,7 +5537,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5056,43 +5570,113 @@ TL_DEVICE void wgmma_m64n256k32_rs_f32_e5m2(float* d, const uint32_t* a, uint64_
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
 template <int N, class AB, int ScaleA = 1, int ScaleB = 1, int TransA = 0, int TransB = 0>
 TL_DEVICE void wgmma_ss_f16acc_ext(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<AB, half_t>) {
-    if constexpr (N == 8) wgmma_m64n8k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k16_ss_f16_f16<ScaleA, ScaleB, TransA, TransB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<AB, void>, "wgmma_ss: unsupported A/B type");
   }
@@ -5103,106 +5687,313 @@ TL_DEVICE void wgmma_ss_ext(float* d, uint64_t desc_a, uint64_t desc_b, int scal
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<AB, tfloat32_t>) {
     static_assert(TransA == 0 && TransB == 0, "wgmma: tf32 operands must be K-major (no transpose)");
-    if constexpr (N == 8) wgmma_m64n8k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k8_ss_f32_tf32<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<AB, fp8_e4_t>) {
     static_assert(TransA == 0 && TransB == 0, "wgmma: e4m3 operands must be K-major (no transpose)");
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f32_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<AB, fp8_e5_t>) {
     static_assert(TransA == 0 && TransB == 0, "wgmma: e5m2 operands must be K-major (no transpose)");
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f32_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<AB, void>, "wgmma_ss: unsupported A/B type");
   }
@@ -5212,38 +6003,107 @@ template <int N, class AB, int ScaleA = 1, int ScaleB = 1, int TransB = 0>
 TL_DEVICE void wgmma_rs_f16acc_ext(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<AB, half_t>) {
-    if constexpr (N == 8) wgmma_m64n8k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k16_rs_f16_f16<ScaleA, ScaleB, TransB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<AB, void>, "wgmma_rs: unsupported A/B type");
   }
@@ -5254,106 +6114,313 @@ TL_DEVICE void wgmma_rs_ext(float* d, const uint32_t* a, uint64_t desc_b, int sc
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<AB, tfloat32_t>) {
     static_assert(TransB == 0, "wgmma: tf32 operands must be K-major (no transpose)");
-    if constexpr (N == 8) wgmma_m64n8k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k8_rs_f32_tf32<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<AB, fp8_e4_t>) {
     static_assert(TransB == 0, "wgmma: e4m3 operands must be K-major (no transpose)");
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f32_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<AB, fp8_e5_t>) {
     static_assert(TransB == 0, "wgmma: e5m2 operands must be K-major (no transpose)");
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f32_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<AB, void>, "wgmma_rs: unsupported A/B type");
   }

@@ -11,6 +11,9 @@
 //   wgmma_ss_fp8_f16acc / wgmma_rs_fp8_f16acc). A suffix <a>_<b> names both types.
 // Callers keep wgmma.fence / commit_group / wait_group discipline (tl/wgmma.cuh).
 // Operand types: e4m3/e5m2 x e4m3/e5m2 (any mix) -> f32 or f16.
+// A source that defines TL_WGMMA_SELECT gets only the shapes it names with TL_WGMMA_N<N>
+// (generated kernels do: parsing all 32 shapes is most of the header cost); dispatching to
+// a left-out N is a static_assert.
 #pragma once
 #include "common.cuh"
 
@@ -19,6 +22,7 @@ namespace tl {
 #if TL_HAVE_SM90A
 
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -29,7 +33,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -41,7 +47,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -53,7 +61,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -66,7 +76,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -79,7 +91,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -93,7 +107,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -108,7 +124,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -123,7 +141,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -139,7 +159,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -156,7 +178,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -173,7 +197,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -191,7 +217,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -210,7 +238,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -229,7 +259,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -249,7 +281,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -270,7 +304,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -291,7 +327,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -313,7 +351,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -336,7 +376,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -359,7 +401,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -383,7 +427,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -408,7 +454,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -433,7 +481,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -459,7 +509,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -486,7 +538,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -513,7 +567,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -541,7 +597,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -570,7 +628,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -599,7 +659,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -629,7 +691,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -660,7 +724,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -691,7 +757,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f32_e4m3_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -702,7 +770,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -714,7 +784,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -726,7 +798,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -739,7 +813,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -752,7 +828,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -766,7 +844,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -781,7 +861,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -796,7 +878,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -812,7 +896,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -829,7 +915,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -846,7 +934,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -864,7 +954,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -883,7 +975,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -902,7 +996,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -922,7 +1018,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -943,7 +1041,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -964,7 +1064,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -986,7 +1088,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1009,7 +1113,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1032,7 +1138,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1056,7 +1164,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1081,7 +1191,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1106,7 +1218,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1132,7 +1246,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1159,7 +1275,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1186,7 +1304,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1214,7 +1334,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1243,7 +1365,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1272,7 +1396,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1302,7 +1428,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1333,7 +1461,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1364,7 +1494,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f32_e4m3_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1375,7 +1507,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1387,7 +1521,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1399,7 +1535,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1412,7 +1550,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1425,7 +1565,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1439,7 +1581,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1454,7 +1598,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1469,7 +1615,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1485,7 +1633,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1502,7 +1652,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1519,7 +1671,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1537,7 +1691,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1556,7 +1712,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1575,7 +1733,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1595,7 +1755,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1616,7 +1778,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1637,7 +1801,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1659,7 +1825,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1682,7 +1850,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1705,7 +1875,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1729,7 +1901,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1754,7 +1928,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1779,7 +1955,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1805,7 +1983,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1832,7 +2012,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1859,7 +2041,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1887,7 +2071,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1916,7 +2102,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1945,7 +2133,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -1975,7 +2165,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2006,7 +2198,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2037,7 +2231,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f32_e4m3_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2048,7 +2244,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2060,7 +2258,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2072,7 +2272,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2085,7 +2287,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2098,7 +2302,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2112,7 +2318,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2127,7 +2335,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2142,7 +2352,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2158,7 +2370,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2175,7 +2389,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2192,7 +2408,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2210,7 +2428,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2229,7 +2449,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2248,7 +2470,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2268,7 +2492,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2289,7 +2515,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2310,7 +2538,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2332,7 +2562,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2355,7 +2587,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2378,7 +2612,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2402,7 +2638,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2427,7 +2665,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2452,7 +2692,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2478,7 +2720,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2505,7 +2749,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2532,7 +2778,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2560,7 +2808,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2589,7 +2839,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2618,7 +2870,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2648,7 +2902,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2679,7 +2935,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2710,7 +2968,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f32_e4m3_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2721,7 +2981,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2733,7 +2995,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2745,7 +3009,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2758,7 +3024,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2771,7 +3039,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2785,7 +3055,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2800,7 +3072,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2815,7 +3089,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2831,7 +3107,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2848,7 +3126,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2865,7 +3145,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2883,7 +3165,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint6
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2902,7 +3186,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2921,7 +3207,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2941,7 +3229,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2962,7 +3252,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -2983,7 +3275,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3005,7 +3299,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3028,7 +3324,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3051,7 +3349,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3075,7 +3375,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3100,7 +3402,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3125,7 +3429,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3151,7 +3457,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3178,7 +3486,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3205,7 +3515,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3233,7 +3545,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3262,7 +3576,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3291,7 +3607,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3321,7 +3639,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3352,7 +3672,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3383,7 +3705,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f32_e5m2_e4m3(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3394,7 +3718,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3406,7 +3732,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3418,7 +3746,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3431,7 +3761,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3444,7 +3776,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3458,7 +3792,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3473,7 +3809,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3488,7 +3826,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3504,7 +3844,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3521,7 +3863,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3538,7 +3882,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3556,7 +3902,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uin
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3575,7 +3923,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3594,7 +3944,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3614,7 +3966,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3635,7 +3989,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3656,7 +4012,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3678,7 +4036,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3701,7 +4061,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3724,7 +4086,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3748,7 +4112,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3773,7 +4139,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3798,7 +4166,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3824,7 +4194,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3851,7 +4223,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3878,7 +4252,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3906,7 +4282,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3935,7 +4313,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3964,7 +4344,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -3994,7 +4376,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4025,7 +4409,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4056,7 +4442,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f32_e5m2_e4m3(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4067,7 +4455,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4079,7 +4469,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4091,7 +4483,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4104,7 +4498,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4117,7 +4513,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4131,7 +4529,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4146,7 +4546,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4161,7 +4563,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4177,7 +4581,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4194,7 +4600,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4211,7 +4619,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4229,7 +4639,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint6
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4248,7 +4660,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4267,7 +4681,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4287,7 +4703,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4308,7 +4726,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4329,7 +4749,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4351,7 +4773,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4374,7 +4798,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4397,7 +4823,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4421,7 +4849,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4446,7 +4876,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4471,7 +4903,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4497,7 +4931,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4524,7 +4960,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4551,7 +4989,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4579,7 +5019,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4608,7 +5050,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4637,7 +5081,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4667,7 +5113,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4698,7 +5146,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4729,7 +5179,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f32_e5m2_e5m2(float* d, uint64_t desc_a, uint
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4740,7 +5192,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4752,7 +5206,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4764,7 +5220,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4777,7 +5235,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4790,7 +5250,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4804,7 +5266,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4819,7 +5283,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4834,7 +5300,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4850,7 +5318,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4867,7 +5337,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4884,7 +5356,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4902,7 +5376,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uin
         "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4921,7 +5397,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4940,7 +5418,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4960,7 +5440,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -4981,7 +5463,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5002,7 +5486,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5024,7 +5510,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5047,7 +5535,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5070,7 +5560,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5094,7 +5586,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5119,7 +5613,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5144,7 +5640,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5170,7 +5668,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5197,7 +5697,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5224,7 +5726,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5252,7 +5756,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5281,7 +5787,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5310,7 +5818,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5340,7 +5850,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5371,7 +5883,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5402,7 +5916,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f32_e5m2_e5m2(float* d, const uint32_t* a, ui
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5413,7 +5929,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uin
       : "+r"(d[0]), "+r"(d[1])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5424,7 +5942,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5435,7 +5955,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5447,7 +5969,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5459,7 +5983,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5471,7 +5997,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5483,7 +6011,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5496,7 +6026,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5509,7 +6041,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5522,7 +6056,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5536,7 +6072,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5550,7 +6088,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5564,7 +6104,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5579,7 +6121,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5594,7 +6138,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5609,7 +6155,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5625,7 +6173,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5641,7 +6191,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5657,7 +6209,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5674,7 +6228,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5691,7 +6247,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5708,7 +6266,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5726,7 +6286,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5744,7 +6306,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5762,7 +6326,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5781,7 +6347,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5800,7 +6368,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5819,7 +6389,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5839,7 +6411,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5859,7 +6433,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5879,7 +6455,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5900,7 +6478,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f16_e4m3_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[62]), "+r"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5911,7 +6491,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, u
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5922,7 +6504,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5933,7 +6517,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5945,7 +6531,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5957,7 +6545,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5969,7 +6559,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5981,7 +6573,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -5994,7 +6588,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6007,7 +6603,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6020,7 +6618,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6034,7 +6634,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6048,7 +6650,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6062,7 +6666,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6077,7 +6683,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6092,7 +6700,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6107,7 +6717,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6123,7 +6735,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6139,7 +6753,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6155,7 +6771,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6172,7 +6790,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6189,7 +6809,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6206,7 +6828,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6224,7 +6848,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6242,7 +6868,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6260,7 +6888,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6279,7 +6909,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6298,7 +6930,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6317,7 +6951,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6337,7 +6973,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6357,7 +6995,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6377,7 +7017,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6398,7 +7040,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f16_e4m3_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[62]), "+r"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6409,7 +7053,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uin
       : "+r"(d[0]), "+r"(d[1])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6420,7 +7066,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6431,7 +7079,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6443,7 +7093,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6455,7 +7107,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6467,7 +7121,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6479,7 +7135,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6492,7 +7150,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6505,7 +7165,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6518,7 +7180,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6532,7 +7196,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6546,7 +7212,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6560,7 +7228,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6575,7 +7245,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6590,7 +7262,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6605,7 +7279,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6621,7 +7297,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6637,7 +7315,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6653,7 +7333,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6670,7 +7352,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6687,7 +7371,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6704,7 +7390,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6722,7 +7410,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6740,7 +7430,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6758,7 +7450,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6777,7 +7471,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6796,7 +7492,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6815,7 +7513,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6835,7 +7535,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6855,7 +7557,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6875,7 +7579,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6896,7 +7602,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f16_e4m3_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[62]), "+r"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6907,7 +7615,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, u
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6918,7 +7628,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6929,7 +7641,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6941,7 +7655,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6953,7 +7669,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6965,7 +7683,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6977,7 +7697,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -6990,7 +7712,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7003,7 +7727,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7016,7 +7742,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7030,7 +7758,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7044,7 +7774,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7058,7 +7790,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7073,7 +7807,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7088,7 +7824,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7103,7 +7841,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7119,7 +7859,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7135,7 +7877,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7151,7 +7895,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7168,7 +7914,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7185,7 +7933,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7202,7 +7952,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7220,7 +7972,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7238,7 +7992,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7256,7 +8012,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7275,7 +8033,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7294,7 +8054,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7313,7 +8075,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7333,7 +8097,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7353,7 +8119,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7373,7 +8141,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7394,7 +8164,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f16_e4m3_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[62]), "+r"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7405,7 +8177,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uin
       : "+r"(d[0]), "+r"(d[1])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7416,7 +8190,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7427,7 +8203,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7439,7 +8217,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7451,7 +8231,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7463,7 +8245,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7475,7 +8259,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7488,7 +8274,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7501,7 +8289,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7514,7 +8304,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7528,7 +8320,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7542,7 +8336,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7556,7 +8352,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7571,7 +8369,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7586,7 +8386,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7601,7 +8403,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7617,7 +8421,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7633,7 +8439,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7649,7 +8457,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7666,7 +8476,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7683,7 +8495,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7700,7 +8514,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7718,7 +8534,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7736,7 +8554,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7754,7 +8574,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7773,7 +8595,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7792,7 +8616,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7811,7 +8637,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7831,7 +8659,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7851,7 +8681,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7871,7 +8703,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7892,7 +8726,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f16_e5m2_e4m3(uint32_t* d, uint64_t desc_a, u
         "+r"(d[62]), "+r"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7903,7 +8739,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, u
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7914,7 +8752,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7925,7 +8765,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7937,7 +8779,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7949,7 +8793,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7961,7 +8807,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7973,7 +8821,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7986,7 +8836,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -7999,7 +8851,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8012,7 +8866,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8026,7 +8882,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8040,7 +8898,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8054,7 +8914,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8069,7 +8931,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8084,7 +8948,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8099,7 +8965,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8115,7 +8983,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8131,7 +9001,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8147,7 +9019,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8164,7 +9038,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8181,7 +9057,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8198,7 +9076,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8216,7 +9096,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8234,7 +9116,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8252,7 +9136,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8271,7 +9157,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8290,7 +9178,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8309,7 +9199,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8329,7 +9221,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8349,7 +9243,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8369,7 +9265,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8390,7 +9288,9 @@ TL_DEVICE void wgmma_m64n256k32_rs_f16_e5m2_e4m3(uint32_t* d, const uint32_t* a,
         "+r"(d[62]), "+r"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8401,7 +9301,9 @@ TL_DEVICE void wgmma_m64n8k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uin
       : "+r"(d[0]), "+r"(d[1])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8412,7 +9314,9 @@ TL_DEVICE void wgmma_m64n16k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8423,7 +9327,9 @@ TL_DEVICE void wgmma_m64n24k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8435,7 +9341,9 @@ TL_DEVICE void wgmma_m64n32k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8447,7 +9355,9 @@ TL_DEVICE void wgmma_m64n40k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8459,7 +9369,9 @@ TL_DEVICE void wgmma_m64n48k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8471,7 +9383,9 @@ TL_DEVICE void wgmma_m64n56k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8484,7 +9398,9 @@ TL_DEVICE void wgmma_m64n64k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8497,7 +9413,9 @@ TL_DEVICE void wgmma_m64n72k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8510,7 +9428,9 @@ TL_DEVICE void wgmma_m64n80k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8524,7 +9444,9 @@ TL_DEVICE void wgmma_m64n88k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8538,7 +9460,9 @@ TL_DEVICE void wgmma_m64n96k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, ui
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8552,7 +9476,9 @@ TL_DEVICE void wgmma_m64n104k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8567,7 +9493,9 @@ TL_DEVICE void wgmma_m64n112k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8582,7 +9510,9 @@ TL_DEVICE void wgmma_m64n120k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8597,7 +9527,9 @@ TL_DEVICE void wgmma_m64n128k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8613,7 +9545,9 @@ TL_DEVICE void wgmma_m64n136k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8629,7 +9563,9 @@ TL_DEVICE void wgmma_m64n144k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8645,7 +9581,9 @@ TL_DEVICE void wgmma_m64n152k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8662,7 +9600,9 @@ TL_DEVICE void wgmma_m64n160k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8679,7 +9619,9 @@ TL_DEVICE void wgmma_m64n168k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8696,7 +9638,9 @@ TL_DEVICE void wgmma_m64n176k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8714,7 +9658,9 @@ TL_DEVICE void wgmma_m64n184k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8732,7 +9678,9 @@ TL_DEVICE void wgmma_m64n192k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8750,7 +9698,9 @@ TL_DEVICE void wgmma_m64n200k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8769,7 +9719,9 @@ TL_DEVICE void wgmma_m64n208k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8788,7 +9740,9 @@ TL_DEVICE void wgmma_m64n216k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8807,7 +9761,9 @@ TL_DEVICE void wgmma_m64n224k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8827,7 +9783,9 @@ TL_DEVICE void wgmma_m64n232k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8847,7 +9805,9 @@ TL_DEVICE void wgmma_m64n240k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8867,7 +9827,9 @@ TL_DEVICE void wgmma_m64n248k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8888,7 +9850,9 @@ TL_DEVICE void wgmma_m64n256k32_ss_f16_e5m2_e5m2(uint32_t* d, uint64_t desc_a, u
         "+r"(d[62]), "+r"(d[63])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n8k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8899,7 +9863,9 @@ TL_DEVICE void wgmma_m64n8k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, u
       : "+r"(d[0]), "+r"(d[1])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n16k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8910,7 +9876,9 @@ TL_DEVICE void wgmma_m64n16k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n24k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8921,7 +9889,9 @@ TL_DEVICE void wgmma_m64n24k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n32k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8933,7 +9903,9 @@ TL_DEVICE void wgmma_m64n32k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n40k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8945,7 +9917,9 @@ TL_DEVICE void wgmma_m64n40k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n48k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8957,7 +9931,9 @@ TL_DEVICE void wgmma_m64n48k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n56k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8969,7 +9945,9 @@ TL_DEVICE void wgmma_m64n56k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[7]), "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n64k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8982,7 +9960,9 @@ TL_DEVICE void wgmma_m64n64k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n72k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -8995,7 +9975,9 @@ TL_DEVICE void wgmma_m64n72k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n80k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9008,7 +9990,9 @@ TL_DEVICE void wgmma_m64n80k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[14]), "+r"(d[15]), "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n88k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9022,7 +10006,9 @@ TL_DEVICE void wgmma_m64n88k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n96k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9036,7 +10022,9 @@ TL_DEVICE void wgmma_m64n96k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, 
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n104k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9050,7 +10038,9 @@ TL_DEVICE void wgmma_m64n104k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]), "+r"(d[25])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n112k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9065,7 +10055,9 @@ TL_DEVICE void wgmma_m64n112k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n120k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9080,7 +10072,9 @@ TL_DEVICE void wgmma_m64n120k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n128k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9095,7 +10089,9 @@ TL_DEVICE void wgmma_m64n128k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n136k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9111,7 +10107,9 @@ TL_DEVICE void wgmma_m64n136k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n144k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9127,7 +10125,9 @@ TL_DEVICE void wgmma_m64n144k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n152k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9143,7 +10143,9 @@ TL_DEVICE void wgmma_m64n152k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n160k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9160,7 +10162,9 @@ TL_DEVICE void wgmma_m64n160k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n168k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9177,7 +10181,9 @@ TL_DEVICE void wgmma_m64n168k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n176k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9194,7 +10200,9 @@ TL_DEVICE void wgmma_m64n176k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[38]), "+r"(d[39]), "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n184k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9212,7 +10220,9 @@ TL_DEVICE void wgmma_m64n184k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n192k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9230,7 +10240,9 @@ TL_DEVICE void wgmma_m64n192k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n200k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9248,7 +10260,9 @@ TL_DEVICE void wgmma_m64n200k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]), "+r"(d[49])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n208k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9267,7 +10281,9 @@ TL_DEVICE void wgmma_m64n208k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n216k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9286,7 +10302,9 @@ TL_DEVICE void wgmma_m64n216k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n224k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9305,7 +10323,9 @@ TL_DEVICE void wgmma_m64n224k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n232k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9325,7 +10345,9 @@ TL_DEVICE void wgmma_m64n232k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n240k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9345,7 +10367,9 @@ TL_DEVICE void wgmma_m64n240k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n248k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9365,7 +10389,9 @@ TL_DEVICE void wgmma_m64n248k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
 template <int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_m64n256k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -9386,142 +10412,419 @@ TL_DEVICE void wgmma_m64n256k32_rs_f16_e5m2_e5m2(uint32_t* d, const uint32_t* a,
         "+r"(d[62]), "+r"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d), "n"(ScaleA), "n"(ScaleB));
 }
+#endif
 
 template <int N, class TA, class TB, int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_ss_fp8(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f32_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f32_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f32_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f32_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<TA, void>, "wgmma_ss_fp8: A and B must be fp8_e4_t or fp8_e5_t");
   }
@@ -9531,137 +10834,413 @@ template <int N, class TA, class TB, int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_ss_fp8_f16acc(uint32_t* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f16_e4m3_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f16_e4m3_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f16_e5m2_e4m3<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_ss_f16_e5m2_e5m2<ScaleA, ScaleB>(d, desc_a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<TA, void>, "wgmma_ss_fp8_f16acc: A and B must be fp8_e4_t or fp8_e5_t");
   }
@@ -9671,137 +11250,413 @@ template <int N, class TA, class TB, int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_rs_fp8(float* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f32_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f32_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f32_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f32_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<TA, void>, "wgmma_rs_fp8: A and B must be fp8_e4_t or fp8_e5_t");
   }
@@ -9811,137 +11666,413 @@ template <int N, class TA, class TB, int ScaleA = 1, int ScaleB = 1>
 TL_DEVICE void wgmma_rs_fp8_f16acc(uint32_t* d, const uint32_t* a, uint64_t desc_b, int scale_d) {
   static_assert(N >= 8 && N <= 256 && N % 8 == 0, "wgmma: N must be a multiple of 8 in [8, 256]");
   if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f16_e4m3_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e4_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f16_e4m3_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e4_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f16_e5m2_e4m3<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else if constexpr (is_same_v<TA, fp8_e5_t> && is_same_v<TB, fp8_e5_t>) {
-    if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+    if constexpr (N < 0) {
+    }
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N8)
+    else if constexpr (N == 8) wgmma_m64n8k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N16)
     else if constexpr (N == 16) wgmma_m64n16k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N24)
     else if constexpr (N == 24) wgmma_m64n24k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N32)
     else if constexpr (N == 32) wgmma_m64n32k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N40)
     else if constexpr (N == 40) wgmma_m64n40k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N48)
     else if constexpr (N == 48) wgmma_m64n48k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N56)
     else if constexpr (N == 56) wgmma_m64n56k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N64)
     else if constexpr (N == 64) wgmma_m64n64k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N72)
     else if constexpr (N == 72) wgmma_m64n72k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N80)
     else if constexpr (N == 80) wgmma_m64n80k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N88)
     else if constexpr (N == 88) wgmma_m64n88k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N96)
     else if constexpr (N == 96) wgmma_m64n96k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N104)
     else if constexpr (N == 104) wgmma_m64n104k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N112)
     else if constexpr (N == 112) wgmma_m64n112k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N120)
     else if constexpr (N == 120) wgmma_m64n120k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N128)
     else if constexpr (N == 128) wgmma_m64n128k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N136)
     else if constexpr (N == 136) wgmma_m64n136k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N144)
     else if constexpr (N == 144) wgmma_m64n144k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N152)
     else if constexpr (N == 152) wgmma_m64n152k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N160)
     else if constexpr (N == 160) wgmma_m64n160k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N168)
     else if constexpr (N == 168) wgmma_m64n168k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N176)
     else if constexpr (N == 176) wgmma_m64n176k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N184)
     else if constexpr (N == 184) wgmma_m64n184k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N192)
     else if constexpr (N == 192) wgmma_m64n192k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N200)
     else if constexpr (N == 200) wgmma_m64n200k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N208)
     else if constexpr (N == 208) wgmma_m64n208k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N216)
     else if constexpr (N == 216) wgmma_m64n216k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N224)
     else if constexpr (N == 224) wgmma_m64n224k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N232)
     else if constexpr (N == 232) wgmma_m64n232k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N240)
     else if constexpr (N == 240) wgmma_m64n240k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N248)
     else if constexpr (N == 248) wgmma_m64n248k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+#if !defined(TL_WGMMA_SELECT) || defined(TL_WGMMA_N256)
     else if constexpr (N == 256) wgmma_m64n256k32_rs_f16_e5m2_e5m2<ScaleA, ScaleB>(d, a, desc_b, scale_d);
+#endif
+    else {
+      static_assert(N < 0, "wgmma: this N was left out of the build (TL_WGMMA_SELECT without TL_WGMMA_N<N>)");
+    }
   } else {
     static_assert(is_same_v<TA, void>, "wgmma_rs_fp8_f16acc: A and B must be fp8_e4_t or fp8_e5_t");
   }
