@@ -115,7 +115,10 @@ def softmax(M, N, rows):
 
 
 def flash(B, H, S, D, causal, bm, bn, stages, threads, mma_sync=False):
-    configs = {tilelang.PassConfigKey.TL_DISABLE_WGMMA: True} if mma_sync else None
+    # fast math (exp2 as ex2.approx.ftz), as the attention examples and FlashAttention use
+    configs = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
+    if mma_sync:
+        configs[tilelang.PassConfigKey.TL_DISABLE_WGMMA] = True
     k = tilelang.compile(K.flash_fwd(B, H, S, D, causal, bm, bn, stages, threads), out_idx=[3],
                          pass_configs=configs)
     q, kk, v = (torch.randn(B, S, H, D, device="cuda").half() for _ in range(3))

@@ -20,6 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
 import tilelang  # noqa: E402
+
+FAST_MATH = {"tl.enable_fast_math": True}  # as the attention examples (exp2 = ex2.approx.ftz)
 from tests.gpu import kernels as K  # noqa: E402
 
 KEY = tilelang.PassConfigKey
@@ -69,7 +71,7 @@ def main():
             try:
                 t0 = time.perf_counter()
                 kern = tilelang.compile(K.flash_fwd(B, H, S, D, causal, bm, bn, stages, threads),
-                                        out_idx=[3], pass_configs=configs,
+                                        out_idx=[3], pass_configs={**FAST_MATH, **(configs or {})},
                                         target="cpu" if args.cpu else "auto")
                 compile_s = time.perf_counter() - t0
                 out = kern(q, k, v)
