@@ -17,9 +17,10 @@ SASS). "first" minus lowering minus NVRTC is the rest (loading NVRTC, the kernel
 TILELANG_CUOBJDUMP), registers and local-memory bytes, to check that a compile-time change
 left the machine code alone.
 
-PYTHONDONTWRITEBYTECODE=1 (set in some sandboxes) makes every fresh process compile the
-modules the first compile imports lazily from source (~0.1 s more); `--pyc` unsets it for the
-child processes.
+Python bytecode: `--bytecode warm` (default) gives the children a private pycache (filled
+by one discarded child first), like an installed package; `--bytecode none` makes every child
+compile tilelang's modules from source (a checkout with PYTHONDONTWRITEBYTECODE=1): the
+modules the first compile imports lazily then cost ~0.1 s more.
 """
 
 from __future__ import annotations
@@ -102,10 +103,13 @@ def child(name: str, again: int) -> dict:
 
 # ---- parent -----------------------------------------------------------------------------------
 
-def run_child(name: str, again: int, pyc: bool) -> dict:
+def run_child(name: str, again: int, pycache: str, write: bool) -> dict:
     env = dict(os.environ)
-    if pyc:
+    env["PYTHONPYCACHEPREFIX"] = pycache
+    if write:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     p = subprocess.run([sys.executable, __file__, "--child", name, "--again", str(again)],
                        capture_output=True, text=True, env=env, cwd=str(ROOT))
     if p.returncode != 0:
@@ -190,8 +194,8 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="")
     ap.add_argument("--sass", action="store_true")
-    ap.add_argument("--pyc", action="store_true",
-                    help="let the child processes write/read .pyc files")
+    ap.add_argument("--bytecode", choices=("warm", "none"), default="warm",
+                    help="children import from a warm private pycache, or compile from source")
     ap.add_argument("--json", default="")
     ap.add_argument("--child", default="")
     ap.add_argument("--again", type=int, default=3)
@@ -200,15 +204,18 @@ def main(argv=None):
         print(json.dumps(child(args.child, args.again)))
         return 0
     names = [n for n in KERNELS if not args.only or n in args.only.split(",")]
-    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not args.pyc:
-        print("note: PYTHONDONTWRITEBYTECODE is set: fresh processes compile lazily imported "
-              "modules from source (--pyc to unset it)")
+    pycache = tempfile.mkdtemp(prefix="tl-pycache-")
+    warm = args.bytecode == "warm"
+    if warm:  # fill the private pycache once
+        run_child(names[0], 0, pycache, True)
+    print(f"bytecode: {args.bytecode}; NVRTC {_nvrtc_version()}")
     report = {}
     hdr = (f"{'kernel':11s} {'first':>7s} {'again':>7s} | {'lower':>6s} {'nvrtc':>6s} "
            f"{'rest':>6s} | {'front':>6s} {'NVVM':>6s} {'ptxas':>6s}   (ms, medians)")
     print(hdr)
     for name in names:
-        kids = [run_child(name, args.runs if i == 0 else 0, args.pyc) for i in range(args.runs)]
+        kids = [run_child(name, args.runs if i == 0 else 0, pycache, warm)
+                for i in range(args.runs)]
         first = [k["first"] for k in kids]
         again = kids[0]["again"]
         med = lambda rows, key: statistics.median(r[key] for r in rows) * 1e3  # noqa: E731
@@ -233,10 +240,18 @@ def main(argv=None):
                   + (" ".join(f"{k}={v}" for k, v in mix.items() if v) if mix else
                      s.get("sass", "")), flush=True)
         report[name] = row
+    shutil.rmtree(pycache, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
     return 0
+
+
+def _nvrtc_version() -> str:
+    from tilelang.runtime import toolkit
+
+    b = toolkit.nvrtc_backend()
+    return f"{b.version} ({b.kind})" if b is not None else "missing"
 
 
 if __name__ == "__main__":
