@@ -72,7 +72,8 @@ def main():
     g["pack"]((a.data_ptr(), b.data_ptr(), c.data_ptr()))
     import ctypes
     stream = ctypes.c_void_p(torch._C._cuda_getCurrentRawStream(a.get_device()))
-    block = [int(x) for x in fast.source.split("launch(funcs[0], ")[1].split(",")[:7]]
+    k0 = kernel.adapter.module.kernels[0]
+    block = [int(getattr(x, "value", x)) for x in k0.grid] + list(k0.block) + [k0.smem_bytes]
     args = (a, b, c)
     launch_ex, config = _launch_ex(block, stream)
     rows = [

@@ -57,13 +57,22 @@ def _kernel():
     return scale
 
 
-def _fake_call(monkeypatch, func, out_idx):
-    """The generated fast path of `func`, wired to stand-ins; returns (call, launches, slow)."""
+def _fake_call(monkeypatch, func, out_idx, launch_ex=True):
+    """The generated fast path of `func`, wired to stand-ins; returns (call, launches, slow).
+    Each launch is recorded as cuLaunchKernel's arguments (function, grid, block, smem,
+    stream, ...), read back from the CUlaunchConfig when the path uses cuLaunchKernelEx."""
     from tilelang.runtime import driver
     from tilelang.runtime import launcher
 
     calls = []
+
+    def fake_ex(cfg, fn, params, extra):
+        c = driver.LaunchConfig.from_address(cfg.value)
+        calls.append((fn, *c.grid, *c.block, c.smem, c.stream, params, extra))
+        return 0
+
     monkeypatch.setattr(driver, "fast_launcher", lambda: lambda *a: calls.append(a) or 0)
+    monkeypatch.setattr(driver, "fast_launcher_ex", lambda: fake_ex if launch_ex else None)
     adapter = CUDAAdapter(func, Target("cuda", "sm_90a"), {"pass_configs": {}})
     plan = CallPlan(func, out_idx)
     slow_calls = []
@@ -78,14 +87,18 @@ def _fake_call(monkeypatch, func, out_idx):
     return call, calls, slow_calls
 
 
-def test_fast_call_checks_binds_and_launches(monkeypatch):
-    call, calls, slow_calls = _fake_call(monkeypatch, _kernel(), [1])
+@pytest.mark.parametrize("launch_ex", [True, False])
+def test_fast_call_checks_binds_and_launches(monkeypatch, launch_ex):
+    call, calls, slow_calls = _fake_call(monkeypatch, _kernel(), [1], launch_ex)
     a = FakeCudaTensor((70, 64), torch.float32)
     out = call((a, 2.5))
     assert isinstance(out, FakeCudaTensor) and tuple(out.shape) == (70, 64)
     assert not slow_calls and len(calls) == 1
     fn, gx, gy, gz, bx, by, bz = calls[0][:7]
     assert fn.value == 1234 and (gx, gy, gz) == (3, 1, 1) and (bx, by, bz) == (128, 1, 1)
+    # the grid follows the symbolic size on every call (written into the launch config)
+    call((FakeCudaTensor((200, 64), torch.float32), 1.0))
+    assert calls[-1][1:4] == (7, 1, 1) and len(calls) == 2
     # anything unexpected goes to the general path (which raises the descriptive errors)
     assert call((a,)) == "slow"
     assert call((FakeCudaTensor((70, 32), torch.float32), 1.0)) == "slow"
@@ -94,15 +107,18 @@ def test_fast_call_checks_binds_and_launches(monkeypatch):
     assert len(slow_calls) == 4
 
 
-def test_static_grid_is_decided_when_the_path_is_generated(monkeypatch):
+@pytest.mark.parametrize("launch_ex", [True, False])
+def test_static_grid_is_decided_when_the_path_is_generated(monkeypatch, launch_ex):
     @T.prim_func
     def add_one(A: T.Tensor((1000,), "float32"), B: T.Tensor((1000,), "float32")):
         with T.Kernel(T.ceildiv(1000, 256), threads=256) as bx:
             for i in T.Parallel(256):
                 B[bx * 256 + i] = A[bx * 256 + i] + 1.0
 
-    call, calls, slow_calls = _fake_call(monkeypatch, add_one, [1])
-    assert "gx, gy, gz =" not in call.source and "launch(funcs[0], 4, 1, 1, 256" in call.source
+    call, calls, slow_calls = _fake_call(monkeypatch, add_one, [1], launch_ex)
+    assert "gx, gy, gz =" not in call.source and "set_grid" not in call.source
+    if not launch_ex:
+        assert "launch(funcs[0], 4, 1, 1, 256" in call.source
     out = call((FakeCudaTensor((1000,), torch.float32),))
     assert tuple(out.shape) == (1000,) and not slow_calls
     assert calls[0][1:7] == (4, 1, 1, 256, 1, 1)

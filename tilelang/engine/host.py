@@ -4,13 +4,15 @@ A JITKernel call must cost about as much Python as a torch op. `make_fast_call` 
 function specialised to the kernel's signature: it checks each argument with the cheapest
 test that decides it (type and dtype identity, a tuple compare for static shapes, one
 attribute for contiguity), reads the symbolic sizes off the shapes, allocates the outputs,
-packs the parameter block with one `struct.pack_into` and calls cuLaunchKernel. Anything
+packs the parameter block with one `struct.pack_into` and calls cuLaunchKernelEx with a
+launch configuration built once per stream (cuLaunchKernel on drivers without it). Anything
 unexpected — a wrong argument, a first call on a new device — goes to the general path, which
 raises the descriptive error or prepares the device and then succeeds.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 
 from ..ir import nodes as ir
@@ -51,10 +53,12 @@ def make_fast_call(adapter, plan, slow):
     layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
     # torch's own accessor when it has one: one C call instead of a Python wrapper around it
     raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or current_stream_handle
+    launch_ex = driver.fast_launcher_ex()
     g = {"Tensor": torch.Tensor, "empty": torch.empty, "slow": slow, "pack": layout.pack,
-         "raw_stream": raw_stream, "launch": driver.fast_launcher(),
+         "raw_stream": raw_stream, "launch": driver.fast_launcher(), "launch_ex": launch_ex,
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
-         "fail": _failure_handler(adapter, driver), "STREAMS": {}, "stream_arg": cached_stream_arg}
+         "fail": _failure_handler(adapter, driver), "STREAMS": {}, "stream_arg": cached_stream_arg,
+         "set_grid": struct.Struct("=3I").pack_into}
     names: dict = {}
     lines = ["def call(args):", f"    if len(args) != {len(plan.inputs)}: return slow(args)"]
     arg_names = [f"a{i}" for i in range(len(plan.inputs))]
@@ -141,8 +145,14 @@ def make_fast_call(adapter, plan, slow):
             lines.append(f"    t{j} = encode_tma(TMA{j}, {tensor}, {swizzle})")
             values.append(f"t{j}")
     lines.append("    s = raw_stream(dev)")
-    lines.append("    stream = STREAMS.get(s)")
-    lines.append("    if stream is None: stream = stream_arg(STREAMS, s)")
+    if launch_ex is not None:  # one CUlaunchConfig per kernel and stream, built once
+        g["configs_for"] = _launch_configs(module.kernels, names, driver)
+        lines.append("    cfg = STREAMS.get(s)")
+        lines.append("    if cfg is None: cfg = configs_for(STREAMS, s)")
+        lines.append("    ptrs, structs = cfg")
+    else:
+        lines.append("    stream = STREAMS.get(s)")
+        lines.append("    if stream is None: stream = stream_arg(STREAMS, s)")
     # one parameter block per signature: pack and launch must not interleave across threads
     lines.append("    lock.acquire()")
     lines.append("    try:")
@@ -152,9 +162,16 @@ def make_fast_call(adapter, plan, slow):
         block = ", ".join(str(b) for b in k.block)
 
         def launch_line(grid_text, indent):
-            return [f"{indent}res = launch(funcs[{k_index}], {grid_text}, {block}, "
-                    f"{k.smem_bytes}, stream, params, None)",
-                    f"{indent}if res and fail(res, {k_index}, dev): return slow(args)"]
+            out = []
+            if launch_ex is not None:
+                if not grid_text[0].isdigit():  # a grid computed per call
+                    out.append(f"{indent}set_grid(structs[{k_index}], 0, {grid_text})")
+                call = f"launch_ex(ptrs[{k_index}], funcs[{k_index}], params, None)"
+            else:
+                call = (f"launch(funcs[{k_index}], {grid_text}, {block}, {k.smem_bytes}, "
+                        "stream, params, None)")
+            return out + [f"{indent}res = {call}",
+                          f"{indent}if res and fail(res, {k_index}, dev): return slow(args)"]
 
         if all(g_.lstrip("-").isdigit() for g_ in grid):  # static grid: decided here
             if all(int(g_) > 0 for g_ in grid):
@@ -186,6 +203,31 @@ def make_fast_call(adapter, plan, slow):
 
     call.register = register
     return call
+
+
+def _launch_configs(kernels, names, driver):
+    """`configs_for(cache, stream)`: the CUlaunchConfig of every kernel on raw stream
+    `stream` (static grids filled in; a grid computed per call is written by the call), kept
+    in `cache` with pointers to them (cleared if a program cycles through many streams)."""
+    import ctypes
+
+    static = []
+    for k in kernels:
+        grid = [py_expr(x, names) for x in k.grid]
+        static.append(tuple(int(x) for x in grid) if all(x.isdigit() for x in grid)
+                      else (0, 0, 0))
+
+    def configs_for(cache, stream):
+        if len(cache) > 64:
+            cache.clear()
+        structs = tuple(driver.LaunchConfig(grid, tuple(k.block) + (1,) * (3 - len(k.block)),
+                                            k.smem_bytes, stream, None, 0)
+                        for k, grid in zip(kernels, static))
+        ptrs = tuple(ctypes.c_void_p(ctypes.addressof(c)) for c in structs)
+        cache[stream] = entry = (ptrs, structs)
+        return entry
+
+    return configs_for
 
 
 def _failure_handler(adapter, driver):
