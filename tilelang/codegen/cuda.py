@@ -282,11 +282,8 @@ class CudaPrinter:
         cmp = "<" if s.step > 0 else ">"
         inc = f"++{v}" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for ({dt} {v} = {start}; {v} {cmp} {self.expr(stop)}; {inc}) {{")
-        extent = s.extent if isinstance(s.extent, ir.Expr) else ir.const(s.extent)
-        if isinstance(extent, ir.Const):
-            self.analyzer.bind(s.var, s.start if isinstance(s.start, ir.Expr) else
-                               ir.const(s.start), extent) if isinstance(s.start, ir.Const) \
-                else None
+        if s.step == 1:  # the body's index arithmetic may rely on start <= var < stop
+            self.analyzer.bind(s.var, s.start, s.extent)
         self.block(s.body)
         self.emit("}")
 
