@@ -48,23 +48,36 @@ def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=6
             l = T.alloc_fragment([block_M], accum_dtype)
 
             kv_head = by // groups
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            # causal: the longest rows first (query block qb = last - bx), so that the short
+            # blocks fill the tail of the grid
+            qb = T.ceildiv(seq_len, block_M) - 1 - bx if is_causal else bx
+            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity(accum_dtype))
 
             n_tiles = T.ceildiv(seq_len, block_N)
             if is_causal:
-                n_tiles = T.min(n_tiles, T.ceildiv((bx + 1) * block_M, block_N))
+                n_tiles = T.min(n_tiles, T.ceildiv((qb + 1) * block_M, block_N))
 
             for k in T.Pipelined(n_tiles, num_stages=num_stages):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, kv_head, :], K_shared)
-                for i, j in T.Parallel(block_M, block_N):
-                    if is_causal:
-                        visible = bx * block_M + i >= k * block_N + j
+                # scores start at 0 where a key is visible and at -inf where it is masked:
+                # causal masking only on tiles that reach past the diagonal, the key-range
+                # mask only when the last tile is ragged
+                if is_causal:
+                    if (k + 1) * block_N > qb * block_M:
+                        for i, j in T.Parallel(block_M, block_N):
+                            acc_s[i, j] = T.if_then_else(qb * block_M + i >= k * block_N + j,
+                                                         0, -T.infinity(accum_dtype))
                     else:
-                        visible = k * block_N + j < seq_len
-                    acc_s[i, j] = T.if_then_else(visible, 0, -T.infinity(accum_dtype))
+                        T.clear(acc_s)
+                elif seq_len % block_N != 0:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
+                                                     -T.infinity(accum_dtype))
+                else:
+                    T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
                        policy=T.GemmWarpPolicy.FullRow)
 
@@ -86,7 +99,7 @@ def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=6
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]
-            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            T.copy(acc_o, Output[bz, qb * block_M:(qb + 1) * block_M, by, :])
 
     return main
 
@@ -118,9 +131,25 @@ def sdpa_gqa(qt, kt, vt, is_causal):
 SIZES = {
     "small": (1, 4, 136, 64, 2, dict()),
     "medium": (2, 8, 1000, 128, 4, dict(block_M=128, num_stages=2, threads=256)),
-    # 128-key tiles, as for MHA (sweeps/flash.py on an H200: 517 vs 455 TFLOP/s)
-    "bench": (8, 32, 4096, 128, 4, dict(block_M=128, block_N=128, num_stages=2, threads=256)),
+    # as for MHA (examples/flash_attention/example_mha_fwd.py): three consumer warpgroups
+    # without masking, two with causal masking
+    "bench": (8, 32, 4096, 128, 4, {
+        False: dict(block_M=192, block_N=128, num_stages=2, threads=384),
+        True: dict(block_M=128, block_N=128, num_stages=2, threads=256)}),
 }
+
+
+def tile_config(cfg, causal, arch="sm_90a"):
+    """The tile config for `causal` on `arch`: the three-warpgroup tiles (192 query rows) need
+    Hopper's 227 KB of shared memory, other GPUs take the two-warpgroup config."""
+    if True not in cfg:
+        return cfg
+    return cfg[causal or int(arch.split("_")[1].rstrip("a")) < 90]
+
+
+def device_arch():
+    return "sm_%d%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() \
+        else "sm_90a"
 
 
 def check(out, ref, tol):
@@ -130,9 +159,10 @@ def check(out, ref, tol):
     return err
 
 
-def programs(size="bench"):
+def programs(size="bench", arch="sm_90a"):
     B, H, S, D, G, cfg = SIZES[size]
-    return [(f"gqa_fwd_causal{int(c)}", flash_attention_gqa.get_tir(B, H, S, D, G, c, **cfg))
+    return [(f"gqa_fwd_causal{int(c)}", flash_attention_gqa.get_tir(
+        B, H, S, D, G, c, **tile_config(cfg, c, arch)))
             for c in (False, True)]
 
 
@@ -146,7 +176,8 @@ def run(device=None, size="small"):
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     cases = []
     for causal in (False, True):
-        kernel = flash_attention_gqa(B, H, S, D, G, causal, **cfg)
+        tiles = tile_config(cfg, causal, device_arch())
+        kernel = flash_attention_gqa(B, H, S, D, G, causal, **tiles)
         out = kernel(q, k, v)
         # at benchmark sizes the float64 reference is computed for one sequence and the query
         # heads of one KV head

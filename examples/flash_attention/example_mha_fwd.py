@@ -7,8 +7,9 @@ block_M query rows of one head and streams over the keys block_N at a time, keep
 running row maximum `m`, the running denominator `l` and the output accumulator in registers
 (the "online softmax"): when a new key tile raises the maximum, the old accumulator and
 denominator are rescaled by exp(m_old - m_new). The exponentials use exp2 with log2(e) folded
-into the softmax scale. With `is_causal`, key tiles entirely above the diagonal are skipped
-and the diagonal tile is masked element-wise.
+into the softmax scale. With `is_causal`, key tiles entirely above the diagonal are skipped,
+only tiles crossing the diagonal are masked element-wise, and the blocks with the most key
+tiles are launched first.
 
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
@@ -49,22 +50,29 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             row_sum = T.alloc_fragment([block_M], accum_dtype)
             l = T.alloc_fragment([block_M], accum_dtype)
 
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            # causal: the longest rows first (query block qb = last - bx), so that the short
+            # blocks fill the tail of the grid
+            qb = T.ceildiv(seq_len, block_M) - 1 - bx if is_causal else bx
+            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity(accum_dtype))
 
             n_tiles = T.ceildiv(seq_len, block_N)
             if is_causal:
-                n_tiles = T.min(n_tiles, T.ceildiv((bx + 1) * block_M, block_N))
+                n_tiles = T.min(n_tiles, T.ceildiv((qb + 1) * block_M, block_N))
 
             for k in T.Pipelined(n_tiles, num_stages=num_stages):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
-                # start the scores at 0 where a key is visible and at -inf where it is masked
+                # start the scores at 0 where a key is visible and at -inf where it is masked;
+                # with causal masking only the tiles that reach past the diagonal need it
                 if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0,
-                                                     -T.infinity(accum_dtype))
+                    if (k + 1) * block_N > qb * block_M:
+                        for i, j in T.Parallel(block_M, block_N):
+                            acc_s[i, j] = T.if_then_else(qb * block_M + i >= k * block_N + j,
+                                                         0, -T.infinity(accum_dtype))
+                    else:
+                        T.clear(acc_s)
                 elif ragged:
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
@@ -93,7 +101,7 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]
-            T.copy(acc_o, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            T.copy(acc_o, Output[bz, qb * block_M:(qb + 1) * block_M, by, :])
 
     return main
 
@@ -108,13 +116,30 @@ def ref_program(q, k, v, is_causal):
     return (torch.softmax(s, dim=-1) @ v).transpose(1, 2)
 
 
-# (batch, heads, seq_len, dim, tile config)
+# (batch, heads, seq_len, dim, tile config or {causal: tile config})
 SIZES = {
     "small": (1, 2, 200, 64, dict()),
     "medium": (2, 4, 1000, 128, dict(block_M=128, num_stages=2, threads=256)),
-    # 128-key tiles: 517 TFLOP/s against 455 for 64-key tiles on an H200 (sweeps/flash.py)
-    "bench": (8, 32, 4096, 128, dict(block_M=128, block_N=128, num_stages=2, threads=256)),
+    # H200, fast math (sweeps/flash_overlap.py): three consumer warpgroups of 64 query rows
+    # each, 585 TFLOP/s against 527 for 128/128 with two; causal blocks are shorter on
+    # average and do better with two (456 against 440 TFLOP/s)
+    "bench": (8, 32, 4096, 128, {
+        False: dict(block_M=192, block_N=128, num_stages=2, threads=384),
+        True: dict(block_M=128, block_N=128, num_stages=2, threads=256)}),
 }
+
+
+def tile_config(cfg, causal, arch="sm_90a"):
+    """The tile config for `causal` on `arch`: the three-warpgroup tiles (192 query rows) need
+    Hopper's 227 KB of shared memory, other GPUs take the two-warpgroup config."""
+    if True not in cfg:
+        return cfg
+    return cfg[causal or int(arch.split("_")[1].rstrip("a")) < 90]
+
+
+def device_arch():
+    return "sm_%d%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() \
+        else "sm_90a"
 
 
 def check(out, ref, tol):
@@ -124,9 +149,10 @@ def check(out, ref, tol):
     return err
 
 
-def programs(size="bench"):
+def programs(size="bench", arch="sm_90a"):
     B, H, S, D, cfg = SIZES[size]
-    return [(f"mha_fwd_causal{int(c)}", flash_attention_fwd.get_tir(B, H, S, D, c, **cfg))
+    return [(f"mha_fwd_causal{int(c)}",
+             flash_attention_fwd.get_tir(B, H, S, D, c, **tile_config(cfg, c, arch)))
             for c in (False, True)]
 
 
@@ -140,7 +166,8 @@ def run(device=None, size="small"):
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     cases = []
     for causal in (False, True):
-        kernel = flash_attention_fwd(B, H, S, D, causal, **cfg)
+        tiles = tile_config(cfg, causal, device_arch())
+        kernel = flash_attention_fwd(B, H, S, D, causal, **tiles)
         out = kernel(q, k, v)
         # at benchmark sizes the float64 reference is computed for one sequence and two heads
         b, h = (1, 2) if size == "bench" else (B, H)

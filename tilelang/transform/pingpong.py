@@ -11,10 +11,10 @@ a loop with a burst on each side of the softmax (measured slower: see `_one_burs
 
 Guarantees: every burst of the consumer region (a run of wgmma gemm statements, with
 mbarrier waits and arrivals and register-only work that none of them writes between them: the
-rescale of O between S(k) and P(k-1) V(k-1) in FlashAttention-3's schedule) runs between `tl::wg_turn_wait` (bar.sync on the
-warpgroup's own named barrier) and `tl::wg_turn_pass` (bar.arrive on the next warpgroup's),
-so warpgroups issue bursts in round-robin order and the softmax of one overlaps the gemms of
-the others (FlashAttention-3 §3.1). Those gemms are issued asynchronously (wg_wait=-1) so the
+rescale of O between S(k) and P(k-1) V(k-1) in FlashAttention-3's schedule) runs between
+`tl::wg_turn_wait` (bar.sync on the warpgroup's own named barrier) and `tl::wg_turn_pass`
+(bar.arrive on the next warpgroup's), so warpgroups issue bursts in round-robin order and the
+softmax of one overlaps the gemms of the others (FlashAttention-3 §3.1). Those gemms are issued asynchronously (wg_wait=-1) so the
 turn passes as soon as they are issued; wgmma_wait.py then waits where their results are used.
 Before the region the last warpgroup hands warpgroup 0 the first turn and after it warpgroup 0
 takes the last one, so each barrier sees as many arrivals as waits: every warpgroup runs the
