@@ -73,22 +73,28 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
             row_sum = T.alloc_fragment([block_M], accum_dtype)
             l = T.alloc_fragment([block_M], accum_dtype)
 
-            T.copy(Q[bz, bx * block_M:(bx + 1) * block_M, by, :], Q_shared)
+            # causal: the longest rows first (query block qb = last - bx)
+            qb = T.ceildiv(seq_len, block_M) - 1 - bx if is_causal else bx
+            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity(accum_dtype))
 
             n_tiles = T.ceildiv(seq_len, block_N)
             if is_causal:
-                n_tiles = T.min(n_tiles, T.ceildiv((bx + 1) * block_M, block_N))
+                n_tiles = T.min(n_tiles, T.ceildiv((qb + 1) * block_M, block_N))
 
             for k in T.Pipelined(n_tiles, num_stages=num_stages, **schedule):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)  # 0
                 # 1: scores start at 0 where a key is visible and at -inf where it is masked
+                # (causal: only tiles that reach past the diagonal need the mask)
                 if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0,
-                                                     -T.infinity(accum_dtype))
+                    if (k + 1) * block_N > qb * block_M:
+                        for i, j in T.Parallel(block_M, block_N):
+                            acc_s[i, j] = T.if_then_else(qb * block_M + i >= k * block_N + j,
+                                                         0, -T.infinity(accum_dtype))
+                    else:
+                        T.clear(acc_s)
                 elif ragged:
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
@@ -121,7 +127,7 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
                 acc_o[i, j] /= l[i]
             # through shared memory: whole 16-byte vectors per thread on the way out
             T.copy(acc_o, O_shared)
-            T.copy(O_shared, Output[bz, bx * block_M:(bx + 1) * block_M, by, :])
+            T.copy(O_shared, Output[bz, qb * block_M:(qb + 1) * block_M, by, :])
 
     return main
 
