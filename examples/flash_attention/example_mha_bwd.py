@@ -195,12 +195,19 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=64, nu
                 # score tile alive next to dK and dV (register pressure).
                 T.gemm(K_shared, q, qkT, transpose_B=True, clear_accum=True,
                        policy=T.GemmWarpPolicy.FullRow)
-                for i, j in T.Parallel(block_M, block_N):
-                    if is_causal:
-                        pT_cast[i, j] = T.if_then_else(
-                            bx * block_M + i <= k * block_N + j,
-                            T.exp2(qkT[i, j] * scale - lse_shared[j]), 0)
+                # causal: only query tiles that start before this key tile ends cross the
+                # diagonal and need the mask
+                if is_causal:
+                    if k * block_N < (bx + 1) * block_M:
+                        for i, j in T.Parallel(block_M, block_N):
+                            pT_cast[i, j] = T.if_then_else(
+                                bx * block_M + i <= k * block_N + j,
+                                T.exp2(qkT[i, j] * scale - lse_shared[j]), 0)
                     else:
+                        for i, j in T.Parallel(block_M, block_N):
+                            pT_cast[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
                         pT_cast[i, j] = T.exp2(qkT[i, j] * scale - lse_shared[j])
                 if overlap:
                     # dV += P^T dO stays in flight while dP^T is computed (both wait there)
