@@ -17,13 +17,14 @@ from tilelang.jit.target import Target
 class FakeCudaTensor:
     is_cuda = True
 
-    def __init__(self, shape, dtype, ptr=4096):
+    def __init__(self, shape, dtype, ptr=4096, device=0):
         self.shape = torch.Size(shape)
         self.dtype = dtype
         self._ptr = ptr
+        self._device = device
 
     def get_device(self):
-        return 0
+        return self._device
 
     def is_contiguous(self):
         return True
@@ -104,7 +105,8 @@ def test_fast_call_checks_binds_and_launches(monkeypatch, launch_ex):
     assert call((FakeCudaTensor((70, 32), torch.float32), 1.0)) == "slow"
     assert call((FakeCudaTensor((70, 64), torch.float16), 1.0)) == "slow"
     assert call((a, "x")) == "slow"
-    assert len(slow_calls) == 4
+    assert call((FakeCudaTensor((70, 64), torch.float32, device=-1), 1.0)) == "slow"  # CPU
+    assert len(slow_calls) == 5
 
 
 @pytest.mark.parametrize("launch_ex", [True, False])

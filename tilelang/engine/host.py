@@ -80,11 +80,12 @@ def make_fast_call(adapter, plan, slow):
             names.setdefault(p.var, name)
             continue
         g[f"DT_{name}"] = p.dtype.torch
-        lines.append(f"    if type({name}) is not Tensor or {name}.dtype is not DT_{name} or "
-                     f"not {name}.is_cuda: return slow(args)")
-        if first_tensor is None:
+        lines.append(f"    if type({name}) is not Tensor or {name}.dtype is not DT_{name}: "
+                     "return slow(args)")
+        if first_tensor is None:  # get_device() is -1 off the GPU: one call checks both
             first_tensor = name
             lines.append(f"    dev = {name}.get_device()")
+            lines.append("    if dev < 0: return slow(args)")
         else:
             lines.append(f"    if {name}.get_device() != dev: return slow(args)")
         shape = f"{name}.shape"
