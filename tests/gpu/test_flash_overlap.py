@@ -27,9 +27,7 @@ def _example():
     return module
 
 
-def _need_sm90():
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("wgmma needs sm_90a")
+from .hopper import need_sm90 as _need_sm90  # noqa: E402
 
 
 @pytest.mark.parametrize("seq_len", [64, 100, 128, 257, 1000, 2048])

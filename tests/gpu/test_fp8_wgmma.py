@@ -22,9 +22,7 @@ TORCH = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 E4, E5 = "float8_e4m3", "float8_e5m2"
 
 
-def _need_sm90():
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("wgmma needs sm_90a")
+from .hopper import need_sm90 as _need_sm90  # noqa: E402
 
 
 def _fp8(shape, dtype, gen):

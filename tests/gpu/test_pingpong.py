@@ -5,7 +5,6 @@ blocks run 0, 1, 2, ... iterations (a turn left unbalanced would hang or corrupt
 block). Outputs are NaN-poisoned; the turns only reorder when warpgroups issue, so the result
 must be bit-identical to the kernel compiled without them."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -18,22 +17,13 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
+sys.path.insert(0, str(ROOT / "tests" / "examples"))
+from example_helpers import load_example  # noqa: E402
 from overlap_kernels import gemm_chain, gemm_chain_ref  # noqa: E402
 
+from .hopper import need_sm90  # noqa: E402
+
 OFF = {"tl.disable_warpgroup_pingpong": True}
-
-
-def _example(name):
-    path = ROOT / "examples" / "flash_attention" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_pingpong_gpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _need_sm90():
-    if torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("wgmma needs sm_90a")
 
 
 def _run(func, configs, *inputs, out_like):
@@ -50,8 +40,8 @@ def _run(func, configs, *inputs, out_like):
                                  dict(block_M=192, block_N=128, num_stages=2, threads=384),
                                  dict(block_M=128, block_N=64, num_stages=3, threads=256)])
 def test_attention_with_turns_matches_reference(cfg, seq_len, causal):
-    _need_sm90()
-    ex = _example("example_mha_fwd_pipelined")
+    need_sm90()
+    ex = load_example(ROOT / "examples" / "flash_attention" / "example_mha_fwd_pipelined.py")
     B, H, D = 2, 3, 128
     torch.manual_seed(seq_len + 11 * causal)
     q, k, v = (torch.randn(B, seq_len, H, D, device="cuda", dtype=torch.float16)
@@ -71,7 +61,7 @@ def test_attention_with_turns_matches_reference(cfg, seq_len, causal):
 @pytest.mark.parametrize("M,N", [(128, 64), (300, 500), (1024, 1000)])
 def test_chain_with_zero_one_and_many_iterations(M, N):
     """Block b runs min(b, key tiles) iterations: 0 for block 0, 1 for block 1, ..."""
-    _need_sm90()
+    need_sm90()
     torch.manual_seed(M + 3 * N)
     q, k, v = (torch.randn(n, 64, device="cuda", dtype=torch.float16) for n in (M, N, N))
     func = gemm_chain(M, N, 64, block_M=128, threads=256)

@@ -4,8 +4,8 @@ No GPU needed (tests/gpu/test_pingpong.py runs the kernels)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,15 +17,14 @@ from overlap_kernels import gemm_chain
 from transform_helpers import SM80, SM90, externs, nodes, requires_compiler, run_passes
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "examples"))
+from example_helpers import load_example  # noqa: E402
+
 OFF = {"tl.disable_warpgroup_pingpong": True}
 
 
 def _example(name):
-    path = ROOT / "examples" / "flash_attention" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_pingpong_t", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(ROOT / "examples" / "flash_attention" / f"{name}.py")
 
 
 def _mha(causal=False, **cfg):
