@@ -173,6 +173,7 @@ def main():
         ("flash", lambda: flash(8, 32, 4096, 128, True, 128, 64, 2, 256)),
         ("flash", lambda: flash(8, 32, 4096, 128, False, 128, 128, 2, 256)),
         ("flash", lambda: flash(8, 32, 4096, 128, True, 128, 128, 2, 256)),
+        ("flash", lambda: flash(8, 32, 4096, 128, False, 192, 128, 2, 384)),  # MHA example's
         ("flash_mma", lambda: flash(8, 32, 4096, 128, False, 128, 64, 2, 256, mma_sync=True)),
         ("flash_mma", lambda: flash(8, 32, 4096, 128, False, 128, 128, 2, 256, mma_sync=True)),
         ("overheads", overheads),
