@@ -16,8 +16,10 @@ import tilelang
 import tilelang.language as T
 
 
+# 2048 elements on 256 threads: one 16-byte vector of each operand per thread (H200,
+# benchmarks/sweeps/elementwise.py: 4136 GB/s, 1.00x torch; 1024 elements, 8-byte vectors: 0.98x)
 @tilelang.jit(out_idx=[2])
-def vector_add(N, block_N=1024, threads=256, dtype="float16"):
+def vector_add(N, block_N=2048, threads=256, dtype="float16"):
 
     @T.prim_func
     def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype), C: T.Tensor((N,), dtype)):
