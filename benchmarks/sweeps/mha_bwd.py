@@ -38,6 +38,8 @@ from bench_core import wall_bench  # noqa: E402
 VARIANTS = [
     ("128x64 t256 s2 atomic2 overlap", dict()),
     ("128x64 t256 s2 atomic2 sync", dict(overlap=False)),
+    ("128x64 t256 s2 tma overlap", dict(dq_mode="tma")),
+    ("128x64 t256 s2 tma sync", dict(dq_mode="tma", overlap=False)),
     ("128x64 t256 s2 shared overlap", dict(dq_mode="shared")),
     ("128x64 t256 s2 shared sync", dict(dq_mode="shared", overlap=False)),
     ("128x64 t256 s3 atomic2 overlap", dict(num_stages=3)),

@@ -142,7 +142,9 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=64, nu
     dq_mode: how the key tile's share of dQ reaches the float32 accumulator. "atomic2": the
     gemm accumulator's column pairs with 2-wide float atomics, straight from the registers;
     "shared": staged in shared memory and added with 4-wide atomics along whole rows (one more
-    barrier); "atomic": element by element.
+    barrier); "tma": staged in shared memory and added by the TMA unit
+    (`T.atomic_add(..., use_tma=True)`, one thread issues it; element-wise atomics where TMA
+    is not available); "atomic": element by element.
     overlap: leave the dV and dK gemms in flight (wgmma `wg_wait=1`) while the next gemm is
     issued, instead of waiting for each gemm (sm_90a; elsewhere the gemms are synchronous)."""
     if dq_mode == "shared":
@@ -172,7 +174,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=64, nu
             dv = T.alloc_fragment([block_M, dim], accum_dtype)
             dk = T.alloc_fragment([block_M, dim], accum_dtype)
             dq = T.alloc_fragment([block_N, dim], accum_dtype)
-            if dq_mode == "shared":
+            if dq_mode in ("shared", "tma"):
                 dq_shared = T.alloc_shared([block_N, dim], accum_dtype)
                 # rows 512 bytes apart would put a warp's stores into the same banks
                 T.annotate_layout({dq_shared: tilelang.layout.make_swizzled_layout(dq_shared)})
@@ -228,7 +230,11 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=64, nu
                 T.gemm(dsT_cast, q, dk, policy=T.GemmWarpPolicy.FullRow,
                        wg_wait=1 if overlap else 0)
                 T.gemm(dsT_shared, K_shared, dq, transpose_A=True, clear_accum=True)
-                if dq_mode == "shared":
+                if dq_mode == "tma":
+                    T.copy(dq, dq_shared)
+                    T.atomic_add(dQ[bz, k * block_N:(k + 1) * block_N, by, :], dq_shared,
+                                 use_tma=True)
+                elif dq_mode == "shared":
                     T.copy(dq, dq_shared)
                     # lane l of a warp adds columns 4l..4l+3: one instruction adds whole
                     # 512-byte rows (rows past seq_len are skipped: such atomics do nothing)

@@ -549,6 +549,7 @@ class AtomicTile(Stmt):
     src: Any  # BufferRegion or scalar Expr
     dst: BufferRegion
     memory_order: str = "relaxed"
+    use_tma: bool = False  # shared -> global add: one TMA reduction where it applies
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -349,7 +349,7 @@ def _element(x):
     return None
 
 
-def _atomic(op, dst, value, memory_order=None, return_prev=False):
+def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False):
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
@@ -363,7 +363,7 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False):
                                              "single element destination, not a tile")
         _check_tile_context(f"T.atomic_{op}")
         pair = pair_regions(value, dst, f"T.atomic_{op}")
-        emit(ir.AtomicTile, op, pair[0], pair[1], memory_order or "relaxed")
+        emit(ir.AtomicTile, op, pair[0], pair[1], memory_order or "relaxed", bool(use_tma))
         return None
     if elem is not None:
         v = ir.cast_to(value, elem.dtype)
@@ -380,7 +380,7 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False):
     if isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (
             isinstance(value, ir.Buffer) and value.scope == "local.var"):
         pair = pair_regions(value, dst, f"T.atomic_{op}")
-        emit(ir.AtomicTile, op, pair[0], pair[1], memory_order or "relaxed")
+        emit(ir.AtomicTile, op, pair[0], pair[1], memory_order or "relaxed", bool(use_tma))
         return None
     region = to_region(dst, f"T.atomic_{op}")
     emit(ir.AtomicTile, op, ir.cast_to(value, region.buffer.dtype), region,
@@ -390,8 +390,10 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False):
 
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False, **kwargs):
     """Atomic `dst += value` on one element (once per executing thread) or, element-wise, on
-    a tile."""
-    return _atomic("add", dst, value, memory_order, return_prev)
+    a tile. `use_tma=True` with a shared tile added into a global region: on sm_90a one thread
+    hands the whole tile to the TMA unit (cp.reduce.async.bulk.tensor .add) when the shapes
+    allow it, else the element-wise atomics."""
+    return _atomic("add", dst, value, memory_order, return_prev, use_tma)
 
 
 def atomic_max(dst, value, memory_order=None, return_prev=False, **kwargs):

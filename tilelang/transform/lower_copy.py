@@ -1,5 +1,6 @@
 """Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous),
-after staging GEMM epilogues through shared memory (transform/stage_epilogue.py).
+after lowering `T.atomic_add(..., use_tma=True)` (transform/tma_reduce.py) and staging GEMM
+epilogues through shared memory (transform/stage_epilogue.py).
 
 Expects: `Copy` nodes with a global source and a shared destination (all other copies are
 parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
@@ -187,6 +188,8 @@ class _Lower(ScopedMutator):
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
     from .stage_epilogue import stage_epilogues
+    from .tma_reduce import lower_tma_atomics
 
+    kernel = lower_tma_atomics(kernel, ctx)
     kernel = stage_epilogues(kernel, ctx)
     return _Lower(ctx, Analyzer()).visit(kernel)

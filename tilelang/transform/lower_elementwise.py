@@ -1,7 +1,8 @@
 """Turn element-wise tile operators into T.Parallel loops.
 
 Expects: tile IR with legalised `Copy`/`Fill`/`AtomicTile` (paired extents).
-Guarantees: every `Fill`, every `AtomicTile`, and every `Copy` except global→shared
+Guarantees: every `Fill`, every `AtomicTile` (but a shared→global add with use_tma=True, left
+for lower_copies: tma_reduce.py), and every `Copy` except global→shared
 (kept for the pipeliner and the async-copy lowering) is replaced by a parallel loop nest over
 the operator's non-unit extents whose body is the per-element statement. The loop carries the
 annotation ("from_tile_op", name) so later passes can tell it from a user loop.
@@ -86,19 +87,32 @@ class _Lower(Mutator):
                              s.dst.buffer.scope in THREAD_PRIVATE)
 
     def visit_AtomicTile(self, s: ir.AtomicTile):
-        extents = non_unit_extents(s.dst)
+        if tma_reduce_candidate(s):
+            return s  # lower_copies decides once the shared tile's layout is known
+        return atomic_as_loop(s)
 
-        def body(vs):
-            dst = ir.Load(s.dst.buffer, region_index(s.dst, vs), s.dst.buffer.dtype)
-            if isinstance(s.src, ir.BufferRegion):
-                value = ir.Load(s.src.buffer, region_index(s.src, vs), s.src.buffer.dtype)
-            else:
-                value = s.src
-            call = ir.Call(f"atomic_{s.op}", (dst, ir.cast_to(value, dst.dtype)), dst.dtype,
-                           (("memory_order", s.memory_order),))
-            return ir.Evaluate(call, loc=s.loc)
 
-        return parallel_nest(extents, body, s.loc, "atomic")
+def tma_reduce_candidate(s: ir.AtomicTile) -> bool:
+    """T.atomic_add(global region, shared tile, use_tma=True)."""
+    return (s.use_tma and s.op == "add" and isinstance(s.src, ir.BufferRegion)
+            and s.src.buffer.scope in SHARED and s.dst.buffer.scope == "global")
+
+
+def atomic_as_loop(s: ir.AtomicTile):
+    """The element-wise atomics of a tile atomic, as a parallel nest."""
+    extents = non_unit_extents(s.dst)
+
+    def body(vs):
+        dst = ir.Load(s.dst.buffer, region_index(s.dst, vs), s.dst.buffer.dtype)
+        if isinstance(s.src, ir.BufferRegion):
+            value = ir.Load(s.src.buffer, region_index(s.src, vs), s.src.buffer.dtype)
+        else:
+            value = s.src
+        call = ir.Call(f"atomic_{s.op}", (dst, ir.cast_to(value, dst.dtype)), dst.dtype,
+                       (("memory_order", s.memory_order),))
+        return ir.Evaluate(call, loc=s.loc)
+
+    return parallel_nest(extents, body, s.loc, "atomic")
 
 
 def lower_elementwise_tile_ops(stmt):

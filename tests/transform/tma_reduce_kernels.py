@@ -1,0 +1,39 @@
+"""Kernels of the `T.atomic_add(..., use_tma=True)` tests (CPU pass tests and GPU tests)."""
+
+import tilelang
+import tilelang.language as T
+
+
+def scaled_add(M, N, bm=64, bn=128, dtype="float32", swizzle=True, use_tma=True, threads=128):
+    """Y[tile] += 2 * X[tile] through a shared tile, one tile per block."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            S = T.alloc_shared((bm, bn), dtype)
+            if swizzle:
+                T.annotate_layout({S: tilelang.layout.make_swizzled_layout(S)})
+            F = T.alloc_fragment((bm, bn), dtype)
+            T.copy(X[by * bm, bx * bn], F)
+            for i, j in T.Parallel(bm, bn):
+                F[i, j] = F[i, j] * 2
+            T.copy(F, S)
+            T.atomic_add(Y[by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn], S, use_tma=use_tma)
+
+    return main
+
+
+def all_into_one(M, N, blocks, dtype="float32", use_tma=True):
+    """Every block adds its own slice of X (blocks x M x N) into the same Y (M x N), twice per
+    block through a loop, so the reductions race and the tile is rewritten after the add."""
+
+    @T.prim_func
+    def main(X: T.Tensor((blocks, M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(blocks, threads=128) as bx:
+            S = T.alloc_shared((M, N), dtype)
+            for r in T.serial(2):
+                for i, j in T.Parallel(M, N):
+                    S[i, j] = X[bx, i, j] * (r + 1)
+                T.atomic_add(Y[0:M, 0:N], S, use_tma=use_tma)
+
+    return main

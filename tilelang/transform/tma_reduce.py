@@ -1,0 +1,106 @@
+"""`T.atomic_add(G[region], S, use_tma=True)`: a shared tile added into global memory by the
+TMA unit (called from `lower_copies`).
+
+Expects: tile IR after layout inference and pipelining, in which the only `AtomicTile`
+nodes left are shared→global adds with use_tma=True (lower_elementwise.py lowered the
+others), the shared tile's layout in `ctx.layouts`.
+
+Guarantees: on sm_90a (TMA not disabled by pass config), when the global buffer is static,
+contiguous, of rank <= 5 with 16-byte rows and the same float type (float32, float16,
+bfloat16) as the tile, the tile is 2-D (rows x columns, columns along the global innermost
+dim), row-major or swizzled with TMA column blocks, and the rows fit one TMA box (<= 256):
+
+    fence.proxy.async; barrier                    # every thread's writes of the tile
+    if tid == 0: one cp.reduce.async.bulk.tensor .add per column block; commit;
+                 wait until the tile has been read (it may be rewritten after the next barrier)
+
+which adds every element once, as the element-wise atomics would (the TMA unit's reductions
+are atomic per element); rows and columns outside the tensor are skipped, so ragged edges
+are exact. Otherwise the element-wise atomics of lower_elementwise.py, with a note saying why.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator
+from .lower_elementwise import atomic_as_loop
+from .pass_config import PassConfigKey
+
+_call = ir.extern_stmt
+_TYPES = ("float32", "float16", "bfloat16")
+
+
+def _static(x):
+    return x if isinstance(x, int) else (x.value if isinstance(x, ir.Const) else None)
+
+
+def _unit(e) -> bool:
+    return _static(e) == 1
+
+
+def tma_reduce(s: ir.AtomicTile, ctx):
+    """The TMA statements for `s`, or (None, reason)."""
+    src, dst = s.src, s.dst
+    S, G = src.buffer, dst.buffer
+    if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
+        return None, "TMA needs sm_90a (and tl.disable_tma_lower unset)"
+    if G.dtype is not S.dtype or G.dtype.name not in _TYPES:
+        return None, f"TMA adds {'/'.join(_TYPES)} tiles into the same type"
+    if G.strides is not None or not all(isinstance(x, int) for x in G.shape) or \
+            not 1 <= len(G.shape) <= 5 or (G.shape[-1] * G.dtype.bytes) % 16:
+        return None, "the global tensor must be static, contiguous, rank <= 5, 16-byte rows"
+    s_ext = [_static(e) for e in src.extents]
+    if len(S.shape) != 2 or s_ext != list(S.shape) or any(_static(x) != 0 for x, _ in
+                                                           src.region):
+        return None, "the shared tile must be a whole 2-D buffer"
+    rows, cols = S.shape
+    kept = [d for d, e in enumerate(dst.extents) if not _unit(e)]  # the tile's dims in G
+    if len(kept) != (rows > 1) + 1 or kept[-1] != len(G.shape) - 1:
+        return None, "the tile's columns must run along the tensor's innermost dimension"
+    lay = ctx.layouts.get(S)
+    if lay is None:
+        return None, "no layout for the shared tile"
+    if getattr(lay, "swizzle_bytes", None):
+        swizzle, blk = lay.swizzle_bytes, lay.column_block
+    elif getattr(lay, "row_major", False) or getattr(lay, "name", "") == "row_major":
+        swizzle, blk = 0, cols
+    else:
+        return None, f"the shared tile's layout ({getattr(lay, 'name', lay)}) is not one TMA reads"
+    if not blk or cols % blk or rows > 256 or blk > 256 or (blk * S.dtype.bytes) % 16:
+        return None, "the tile does not split into TMA boxes (<= 256 rows, 16-byte columns)"
+    from .warp_specialize import TmaDescriptor
+
+    box = [1] * len(G.shape)
+    box[kept[0]] = rows
+    box[-1] = blk
+    desc = TmaDescriptor(f"{G.name}_add_desc{len(ctx.tma_descriptors)}", G, tuple(box), swizzle)
+    desc.param = ir.Var(desc.name, ir.DType("handle"))
+    ctx.tma_descriptors.append(desc)
+    starts = [ir.as_expr(x) for x, _ in dst.region]
+    issue = []
+    for b in range(cols // blk):
+        coords = list(starts)
+        coords[-1] = ir.binary("add", coords[-1], b * blk)
+        issue.append(_call("tl::tma_store_add",
+                           ir.Call("address_of_param", (desc.param,), ir.DType("handle")),
+                           ir.address_of(S, (0, b * blk)), *reversed(coords)))
+    issue += [_call("tl::tma_store_arrive"), _call("tl::tma_store_wait<0>")]
+    # the tile's generic-proxy writes -> the TMA unit's async-proxy reads
+    return (_call("tl::fence_proxy_async"), _call("__syncthreads"),
+            ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None)), None
+
+
+def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    class Lower(Mutator):
+        def visit_AtomicTile(self, s):
+            stmts, reason = tma_reduce(s, ctx)
+            if stmts is None:
+                ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: "
+                         f"element-wise atomics ({reason})")
+                return atomic_as_loop(s)
+            ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: TMA reduction "
+                     f"of {s.src.buffer.name}")
+            return ir.Seq(stmts)
+
+    return ir.with_fields(kernel, body=Lower().visit(kernel.body))
+
