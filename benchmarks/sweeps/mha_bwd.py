@@ -36,15 +36,15 @@ from bench_core import wall_bench  # noqa: E402
 
 # (name, flash_bwd options); the example's default first
 VARIANTS = [
-    ("128x64 t256 s2 atomic2 overlap", dict()),
-    ("128x64 t256 s2 atomic2 sync", dict(overlap=False)),
-    ("128x64 t256 s2 tma overlap", dict(dq_mode="tma")),
-    ("128x64 t256 s2 tma sync", dict(dq_mode="tma", overlap=False)),
+    ("128x64 t256 s2 tma overlap", dict()),
+    ("128x64 t256 s2 tma sync", dict(overlap=False)),
+    ("128x64 t256 s2 atomic2 overlap", dict(dq_mode="atomic2")),
+    ("128x64 t256 s2 atomic2 sync", dict(dq_mode="atomic2", overlap=False)),
     ("128x64 t256 s2 shared overlap", dict(dq_mode="shared")),
     ("128x64 t256 s2 shared sync", dict(dq_mode="shared", overlap=False)),
-    ("128x64 t256 s3 atomic2 overlap", dict(num_stages=3)),
-    ("128x32 t256 s2 atomic2 overlap", dict(block_N=32)),
-    ("64x64 t128 s2 atomic2 overlap", dict(block_M=64, threads=128)),
+    ("128x64 t256 s3 atomic2 overlap", dict(num_stages=3, dq_mode="atomic2")),
+    ("128x32 t256 s2 atomic2 overlap", dict(block_N=32, dq_mode="atomic2")),
+    ("64x64 t128 s2 atomic2 overlap", dict(block_M=64, threads=128, dq_mode="atomic2")),
     ("64x32 t128 s2 atomic (old tiles)", dict(block_M=64, block_N=32, threads=128,
                                                dq_mode="atomic", overlap=False)),
 ]
