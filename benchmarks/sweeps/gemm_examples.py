@@ -100,6 +100,9 @@ def splitk_family(cpu):
         ("splitk", f, cfg(128, 256, 32, 3, 256, split_k=4, vector_atomics=True)),
         ("splitk", f, cfg(128, 128, 64, 3, 256, split_k=4, vector_atomics=True)),
         ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=8, vector_atomics=False)),
+        ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=4, tma_atomics=True)),
+        ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=8, tma_atomics=True)),
+        ("splitk", f, cfg(128, 128, 64, 4, 256, split_k=4, tma_atomics=True)),
     ]
     default = dict(_defaults(f), split_k=ex.SIZES["bench"][3], **ex.SIZES["bench"][4])
     return dict(title=f"split-K gemm fp16->fp32 {M}x{N}x{K}", shape=(M, N, K),

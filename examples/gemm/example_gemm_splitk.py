@@ -27,8 +27,8 @@ import tilelang.language as T
 
 @tilelang.jit
 def matmul_splitk(M, N, K, split_k, block_M=128, block_N=256, block_K=64, num_stages=2,
-                  threads=256, vector_atomics=True, dtype="float16", accum_dtype="float32",
-                  out_dtype="float32"):
+                  threads=256, vector_atomics=True, tma_atomics=False, dtype="float16",
+                  accum_dtype="float32", out_dtype="float32"):
     k_steps = T.ceildiv(T.ceildiv(K, block_K), split_k)  # K-steps per slice (a Python int)
     assert not vector_atomics or N % 4 == 0, "4-wide atomics need rows of whole vectors"
 
@@ -48,7 +48,16 @@ def matmul_splitk(M, N, K, split_k, block_M=128, block_N=256, block_K=64, num_st
                 T.copy(B[k * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local)
 
-            if vector_atomics:
+            if tma_atomics:
+                # staged in shared memory (in the pipeline's dead stage buffers) and added by
+                # the TMA unit: one thread issues the reduction (element-wise atomics where
+                # there is no TMA)
+                C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+                T.annotate_layout({C_shared: tilelang.layout.make_swizzled_layout(C_shared)})
+                T.copy(C_local, C_shared)
+                T.atomic_add(C[by * block_M:(by + 1) * block_M, bx * block_N:(bx + 1) * block_N],
+                             C_shared, use_tma=True)
+            elif vector_atomics:
                 # the gemm's register layout gives a thread pairs of columns; shared memory
                 # lets every thread pick up 4 consecutive ones
                 C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
