@@ -42,14 +42,21 @@ def test_dequant_expansion_is_vectorised_and_reads_scales_from_shared():
     assert "tl::cast<half_t>" not in loop.split("wgmma")[0], "no int->half conversion"
 
 
-def test_splitk_vector_atomics_option():
+def test_splitk_atomics_options():
     mod = _example("example_gemm_splitk")
     M, N, K, split, cfg = mod.SIZES["bench"]
-    vector = tilelang.lower(mod.matmul_splitk.get_tir(M, N, K, split, **dict(
-        cfg, vector_atomics=True, num_stages=2)), target="cuda -arch=sm_90a")
+
+    def source(**opts):
+        return tilelang.lower(mod.matmul_splitk.get_tir(M, N, K, split, **dict(cfg, **opts)),
+                              target="cuda -arch=sm_90a")
+
+    vector = source(tma_atomics=False, vector_atomics=True, num_stages=2)
     assert "tl::atomic_addx4(" in vector and "tl::atomic_add(" not in vector
-    scalar = _bench_source("example_gemm_splitk")  # the measured-faster default
+    scalar = source(tma_atomics=False, vector_atomics=False)
     assert "tl::atomic_add(" in scalar and "tl::atomic_addx4(" not in scalar
+    tma = _bench_source("example_gemm_splitk")  # the measured-faster default
+    # a 128 x 256 float32 tile in 32-column boxes, no element-wise atomics
+    assert tma.count("tl::tma_store_add(") == 8 and "tl::atomic_add" not in tma
 
 
 @pytest.mark.skipif(toolkit.nvrtc_backend() is None, reason="NVRTC is not installed")
