@@ -104,8 +104,11 @@ def _independent(stmt, written) -> bool:
     consumers can land inside a turn) and calls nothing."""
     names = touched_buffers(stmt)
     return not (names & written or any(b.scope in SHARED for b in names)
-                or collect(stmt, lambda n: isinstance(n, (ir.Call, ir.Gemm))
-                           and (not isinstance(n, ir.Call) or n.op == "call_extern")))
+                or collect(stmt, _gemm_or_extern_call))
+
+
+def _gemm_or_extern_call(n) -> bool:
+    return isinstance(n, ir.Gemm) or (isinstance(n, ir.Call) and n.op == "call_extern")
 
 
 def _softmax_between(loop: ir.For, is_wgmma) -> bool:
