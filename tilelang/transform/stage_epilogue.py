@@ -246,26 +246,33 @@ class _Stager:
                     return None
         if dims.get(j) != len(g.shape) - 1 or i not in dims:
             return None
-        box = [1] * len(g.shape)
-        box[dims[i]] = rows
-        box[-1] = blk
-        from .warp_specialize import TmaDescriptor
+        return tma_tile_stores(ctx, "tl::tma_store", f"{g.name}_store_desc", g, S, dims[i],
+                               rows, cols, blk, lay.swizzle_bytes, starts)
 
-        name = f"{g.name}_store_desc"
-        desc = TmaDescriptor(name, g, tuple(box), lay.swizzle_bytes)
-        desc.param = ir.Var(name, ir.DType("handle"))
-        ctx.tma_descriptors.append(desc)
-        issue = []
-        for b in range(cols // blk):
-            coords = list(starts)
-            coords[-1] = ir.binary("add", coords[-1], b * blk)
-            issue.append(_call("tl::tma_store",
-                               ir.Call("address_of_param", (desc.param,), ir.DType("handle")),
-                               _addr(S, (0, b * blk)), *reversed(coords)))
-        issue += [_call("tl::tma_store_arrive"), _call("tl::tma_store_wait<0>")]
-        # generic writes of S -> async-proxy reads by TMA: fence in every writer, then barrier
-        return (_call("tl::fence_proxy_async"), _call("__syncthreads"),
-                ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None))
+
+def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, starts):
+    """One thread writes shared tile S (rows x cols, in column blocks of `blk`) to global G
+    at `starts` with TMA instruction `op` (a store or a reduction), after every thread's
+    writes of S reach the async proxy; it waits until S has been read. Registers the tensor
+    map (box: `rows` along G's dim `row_dim`, `blk` along its innermost dim)."""
+    from .warp_specialize import TmaDescriptor
+
+    box = [1] * len(G.shape)
+    box[row_dim] = rows
+    box[-1] = blk
+    desc = TmaDescriptor(name, G, tuple(box), swizzle)
+    desc.param = ir.Var(name, ir.DType("handle"))
+    ctx.tma_descriptors.append(desc)
+    issue = []
+    for b in range(cols // blk):
+        coords = list(starts)
+        coords[-1] = ir.binary("add", coords[-1], b * blk)
+        issue.append(_call(op, ir.Call("address_of_param", (desc.param,), ir.DType("handle")),
+                           _addr(S, (0, b * blk)), *reversed(coords)))
+    issue += [_call("tl::tma_store_arrive"), _call("tl::tma_store_wait<0>")]
+    # generic writes of S -> async-proxy reads by TMA: fence in every writer, then barrier
+    return (_call("tl::fence_proxy_async"), _call("__syncthreads"),
+            ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None))
 
 
 class _Replace:

@@ -26,7 +26,6 @@ from ..ir.visitor import Mutator
 from .lower_elementwise import atomic_as_loop
 from .pass_config import PassConfigKey
 
-_call = ir.extern_stmt
 _TYPES = ("float32", "float16", "bfloat16")
 
 
@@ -68,26 +67,12 @@ def tma_reduce(s: ir.AtomicTile, ctx):
         return None, f"the shared tile's layout ({getattr(lay, 'name', lay)}) is not one TMA reads"
     if not blk or cols % blk or rows > 256 or blk > 256 or (blk * S.dtype.bytes) % 16:
         return None, "the tile does not split into TMA boxes (<= 256 rows, 16-byte columns)"
-    from .warp_specialize import TmaDescriptor
+    from .stage_epilogue import tma_tile_stores
 
-    box = [1] * len(G.shape)
-    box[kept[0]] = rows
-    box[-1] = blk
-    desc = TmaDescriptor(f"{G.name}_add_desc{len(ctx.tma_descriptors)}", G, tuple(box), swizzle)
-    desc.param = ir.Var(desc.name, ir.DType("handle"))
-    ctx.tma_descriptors.append(desc)
+    name = f"{G.name}_add_desc{len(ctx.tma_descriptors)}"
     starts = [ir.as_expr(x) for x, _ in dst.region]
-    issue = []
-    for b in range(cols // blk):
-        coords = list(starts)
-        coords[-1] = ir.binary("add", coords[-1], b * blk)
-        issue.append(_call("tl::tma_store_add",
-                           ir.Call("address_of_param", (desc.param,), ir.DType("handle")),
-                           ir.address_of(S, (0, b * blk)), *reversed(coords)))
-    issue += [_call("tl::tma_store_arrive"), _call("tl::tma_store_wait<0>")]
-    # the tile's generic-proxy writes -> the TMA unit's async-proxy reads
-    return (_call("tl::fence_proxy_async"), _call("__syncthreads"),
-            ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None)), None
+    return tma_tile_stores(ctx, "tl::tma_store_add", name, G, S, kept[0], rows, cols, blk,
+                           swizzle, starts), None
 
 
 def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
