@@ -1,5 +1,6 @@
 """Family "atomic": split accumulation through atomics, in scalar form (inside `T.Parallel`),
-tile form (`T.atomic_add(region, tile)`) and at block level (done by every thread, §0).
+tile form (`T.atomic_add(region, tile)`, from shared tiles also with `use_tma=True`: a TMA
+reduction on sm_90a where it applies) and at block level (done by every thread, §0).
 
     Z[p, q] = combine(Z0[p, q], X[0, p, q], ..., X[S-1, p, q])     (block (bx, by, s) adds X[s])
     or, with mode "colsum":  z[q] = z0[q] + sum_p X[0, p, q]       (many adds to one element)
@@ -35,6 +36,10 @@ def sample(rng, seed: int) -> Case:
                       mode == "split" else "scalar"),
                 src_scope=_pick(rng, ("fragment", "shared")),
                 counter=int(_pick(rng, (0, 0, 1, 3))))
+    # added later, drawn from a stream of its own: every other choice of a seed is unchanged
+    # (a shared-tile atomic of an earlier seed may now ask for the TMA; the result is the same)
+    spec["use_tma"] = bool(spec["form"] != "scalar" and spec["src_scope"] == "shared"
+                           and np.random.default_rng([seed, 0x7A3]).random() < 0.5)
     return build(spec, seed)
 
 
@@ -53,6 +58,7 @@ def build(s: dict, seed: int) -> Case:
     k.append(ind + f'F = {alloc}(({bm}, {bn}), "{dt}")')
     k.append(ind + f"T.copy(X[bz, by * {bm}, bx * {bn}], F)")
     fn = f"T.atomic_{op}"
+    tma = ", use_tma=True" if s.get("use_tma") else ""  # a TMA reduction where it applies
     if mode == "colsum":
         k.append(ind + f"for i, j in T.Parallel({bm}, {bn}):")
         k.append(ind * 2 + f"{fn}(Z[bx * {bn} + j], F[i, j])")
@@ -60,15 +66,17 @@ def build(s: dict, seed: int) -> Case:
         k.append(ind + f"for i, j in T.Parallel({bm}, {bn}):")
         k.append(ind * 2 + f"{fn}(Z[by * {bm} + i, bx * {bn} + j], F[i, j])")
     elif s["form"] == "tile":
-        k.append(ind + f"{fn}(Z[by * {bm}, bx * {bn}], F)")
+        k.append(ind + f"{fn}(Z[by * {bm}, bx * {bn}], F{tma})")
     else:
-        k.append(ind + f"{fn}(Z[by * {bm}:by * {bm} + {bm}, bx * {bn}:bx * {bn} + {bn}], F)")
+        k.append(ind + f"{fn}(Z[by * {bm}:by * {bm} + {bm}, bx * {bn}:bx * {bn} + {bn}], "
+                       f"F{tma})")
     if s["counter"]:
         k.append(ind + f"T.atomic_add(Cnt[bx % {s['counter']}], 1)")
     src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
     src += [ind + ln for ln in k]
     feats = ("atomic", f"atomic_{op}", mode, s["form"]) + (("block_atomic",) if s["counter"]
-                                                         else ())
+                                                         else ()) + \
+        (("use_tma",) if s.get("use_tma") else ())
     return Case("atomic", seed, "\n".join(src) + "\n", params,
                 lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
