@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
-from tma_reduce_kernels import all_into_one, scaled_add  # noqa: E402
+from tma_reduce_kernels import add_then_read, all_into_one, scaled_add  # noqa: E402
 
 from .hopper import need_sm90  # noqa: E402
 
@@ -60,3 +60,16 @@ def test_many_blocks_into_one_tile(blocks):
     kern(xs, acc)
     torch.cuda.synchronize()
     torch.testing.assert_close(acc.double(), ref, rtol=1e-5, atol=1e-4 * blocks ** 0.5)
+
+
+def test_sums_read_back_in_the_same_kernel():
+    need_sm90()
+    torch.manual_seed(5)
+    x, y = torch.randn(16, 64, device="cuda"), torch.randn(16, 64, device="cuda")
+    want = y + 2 * x
+    z = torch.full_like(x, float("nan"))
+    kern = tilelang.compile(add_then_read(16, 64), target="cuda")
+    assert "tma_store_wait_complete" in kern.get_kernel_source()
+    kern(x, y, z)
+    torch.cuda.synchronize()
+    assert torch.equal(y, want) and torch.equal(z, want)

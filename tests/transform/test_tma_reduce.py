@@ -11,7 +11,7 @@ import torch
 
 import tilelang
 
-from tma_reduce_kernels import all_into_one, scaled_add
+from tma_reduce_kernels import add_then_read, all_into_one, scaled_add
 from transform_helpers import SM80, SM90, requires_compiler
 
 
@@ -30,6 +30,21 @@ def test_swizzled_tile_is_one_reduction_per_column_block():
     tail = src[src.index("tl::fence_proxy_async"):]
     assert tail.index("__syncthreads") < tail.index("if (tx == 0)") < tail.index("tma_store_add")
     assert tail.index("tma_store_arrive") < tail.index("tma_store_wait<0>")
+
+
+def test_reading_the_sums_back_waits_for_the_writes():
+    """Only a kernel that also loads the destination pays for waiting until the sums are in
+    memory; the others only wait until the tile has been read."""
+    src = tilelang.lower(add_then_read(16, 64), target=SM90)
+    tail = src[src.index("tma_store_add"):]
+    assert tail.index("tma_store_wait_complete<0>") < tail.index("fence_proxy_async")
+    assert "tma_store_wait<0>" not in src
+    plain = tilelang.lower(scaled_add(200, 384), target=SM90)
+    assert "tma_store_wait<0>" in plain and "wait_complete" not in plain
+    x, y, z = torch.randn(16, 64), torch.randn(16, 64), torch.zeros(16, 64)
+    want = y + 2 * x
+    tilelang.compile(add_then_read(16, 64), target="cpu")(x, y, z)
+    torch.testing.assert_close(z, want, rtol=0, atol=0)
 
 
 def test_row_major_tile_is_one_box():

@@ -37,3 +37,22 @@ def all_into_one(M, N, blocks, dtype="float32", use_tma=True):
                 T.atomic_add(Y[0:M, 0:N], S, use_tma=use_tma)
 
     return main
+
+
+def add_then_read(M, N, dtype="float32"):
+    """One block adds 2 * X into Y with a TMA reduction, then copies Y to Z: the read must
+    see the sums (the issuing thread waits for the writes, then everyone passes a barrier)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype),
+             Z: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((M, N), dtype)
+            for i, j in T.Parallel(M, N):
+                S[i, j] = X[i, j] * 2
+            T.atomic_add(Y[0:M, 0:N], S, use_tma=True)
+            T.sync_threads()
+            for i, j in T.Parallel(M, N):
+                Z[i, j] = Y[i, j]
+
+    return main

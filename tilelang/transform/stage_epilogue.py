@@ -250,11 +250,14 @@ class _Stager:
                                rows, cols, blk, lay.swizzle_bytes, starts)
 
 
-def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, starts):
+def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, starts,
+                    visible=False):
     """One thread writes shared tile S (rows x cols, in column blocks of `blk`) to global G
     at `starts` with TMA instruction `op` (a store or a reduction), after every thread's
-    writes of S reach the async proxy; it waits until S has been read. Registers the tensor
-    map (box: `rows` along G's dim `row_dim`, `blk` along its innermost dim)."""
+    writes of S reach the async proxy; it waits until S has been read, or with `visible`
+    until the writes are done and visible to its generic loads (the kernel reads G later).
+    Registers the tensor map (box: `rows` along G's dim `row_dim`, `blk` along its innermost
+    dim)."""
     from .warp_specialize import TmaDescriptor
 
     box = [1] * len(G.shape)
@@ -269,7 +272,11 @@ def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, star
         coords[-1] = ir.binary("add", coords[-1], b * blk)
         issue.append(_call(op, ir.Call("address_of_param", (desc.param,), ir.DType("handle")),
                            _addr(S, (0, b * blk)), *reversed(coords)))
-    issue += [_call("tl::tma_store_arrive"), _call("tl::tma_store_wait<0>")]
+    issue.append(_call("tl::tma_store_arrive"))
+    if visible:
+        issue += [_call("tl::tma_store_wait_complete<0>"), _call("tl::fence_proxy_async")]
+    else:
+        issue.append(_call("tl::tma_store_wait<0>"))
     # generic writes of S -> async-proxy reads by TMA: fence in every writer, then barrier
     return (_call("tl::fence_proxy_async"), _call("__syncthreads"),
             ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None))

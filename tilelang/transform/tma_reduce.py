@@ -13,6 +13,9 @@ dim), row-major or swizzled with TMA column blocks, and the rows fit one TMA box
     fence.proxy.async; barrier                    # every thread's writes of the tile
     if tid == 0: one cp.reduce.async.bulk.tensor .add per column block; commit;
                  wait until the tile has been read (it may be rewritten after the next barrier)
+                 or, when the kernel also loads from G, until the sums are written (then a
+                 proxy fence), so a thread that passes a later barrier reads them as it would
+                 after element-wise atomics
 
 which adds every element once, as the element-wise atomics would (the TMA unit's reductions
 are atomic per element); rows and columns outside the tensor are skipped, so ragged edges
@@ -37,8 +40,10 @@ def _unit(e) -> bool:
     return _static(e) == 1
 
 
-def tma_reduce(s: ir.AtomicTile, ctx):
-    """The TMA statements for `s`, or (None, reason)."""
+def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False):
+    """The TMA statements for `s`, or (None, reason). `read_back`: the kernel also loads from
+    the destination, so the issuing thread waits until the sums are in memory (as the
+    element-wise atomics are when it passes its next barrier)."""
     src, dst = s.src, s.dst
     S, G = src.buffer, dst.buffer
     if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
@@ -72,13 +77,17 @@ def tma_reduce(s: ir.AtomicTile, ctx):
     name = f"{G.name}_add_desc{len(ctx.tma_descriptors)}"
     starts = [ir.as_expr(x) for x, _ in dst.region]
     return tma_tile_stores(ctx, "tl::tma_store_add", name, G, S, kept[0], rows, cols, blk,
-                           swizzle, starts), None
+                           swizzle, starts, visible=read_back), None
 
 
 def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    from ..ir.visitor import collect
+
+    loaded = {n.buffer for n in collect(kernel.body, lambda n: isinstance(n, ir.Load))}
+
     class Lower(Mutator):
         def visit_AtomicTile(self, s):
-            stmts, reason = tma_reduce(s, ctx)
+            stmts, reason = tma_reduce(s, ctx, read_back=s.dst.buffer in loaded)
             if stmts is None:
                 ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: "
                          f"element-wise atomics ({reason})")
