@@ -39,10 +39,10 @@ from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layou
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
                    shfl_xor, sync_global, sync_threads, sync_warp, use_swizzle)
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_store, clear, copy, cummax,
-                       cumsum, fill, gemm, gemm_v1, gemm_v2, reduce, reduce_absmax,
-                       reduce_abssum, reduce_bitand, reduce_bitor, reduce_bitxor, reduce_max,
-                       reduce_min, reduce_sum, wgmma_gemm)
+                       atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
+                       copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
+                       reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
+                       reduce_bitxor, reduce_max, reduce_min, reduce_sum, wgmma_gemm)
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

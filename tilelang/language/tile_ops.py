@@ -149,6 +149,39 @@ def async_copy(src, dst, **kwargs):
     copy(src, dst, **kwargs)
 
 
+def c2d_im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
+               eviction_policy=None):
+    """The im2col tile of a 2-D convolution over an NHWC image: `col[i, j]` is the input
+    element that output pixel m = nhw_step * block_M + i (over N x OH x OW) multiplies with
+    reduction index k = c_step * block_K + j (over KH x KW x C, channels fastest) of a square
+    `kernel` with the given stride, dilation and padding; 0 in the padding and past M or K.
+    Written as a `T.Parallel` gather, so inside `T.Pipelined` it becomes a zero-filling
+    cp.async stage like a hand-written one."""
+    from .loops import Parallel
+    from .math import if_then_else
+
+    if not isinstance(img, ir.Buffer) or len(img.shape) != 4:
+        raise error(TypeError, "T.c2d_im2col needs the (N, H, W, C) image tensor first")
+    if not isinstance(col, ir.Buffer) or len(col.shape) != 2:
+        raise error(TypeError, "T.c2d_im2col writes a 2-D (block_M, block_K) tile")
+    N, H, W, C = img.shape
+    block_M, block_K = col.shape
+    OH = (H + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    OW = (W + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    M, K = N * OH * OW, kernel * kernel * C
+    for i, j in Parallel(block_M, block_K):
+        m = nhw_step * block_M + i
+        k = c_step * block_K + j
+        ih = m % (OH * OW) // OW * stride + k // (kernel * C) * dilation - pad
+        iw = m % OW * stride + k // C % kernel * dilation - pad
+        inside = ir.logical_and(ir.logical_and(m < M, k < K), ir.logical_and(
+            ir.logical_and(ih >= 0, ih < H), ir.logical_and(iw >= 0, iw < W)))
+        col[i, j] = if_then_else(inside, img[m // (OH * OW), ih, iw, k % C], 0)
+
+
+im2col = c2d_im2col
+
+
 def fill(buffer, value):
     """Set every element of a buffer or region to `value` (cast to its dtype)."""
     _check_tile_context("T.fill")
