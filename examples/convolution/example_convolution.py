@@ -17,7 +17,9 @@ tiles, 3 stages, two consumer warpgroups on wgmma) are tuned for an H200; see
 benchmarks/sweeps/conv.py for the alternatives.
 
 The input is (N, H, W, C); the filter is given as (KH*KW*C, F), i.e. an HWIO filter
-flattened over its first three dimensions; the output is (N, OH, OW, F).
+flattened over its first three dimensions; the output is (N, OH, OW, F). For square
+filters, `T.c2d_im2col(data, data_shared, by, k, KH, stride, dilation, padding)` (the
+reference's helper) writes the same gather in one line.
 
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
