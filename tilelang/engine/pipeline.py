@@ -74,10 +74,26 @@ def lower_kernel(func: ir.PrimFunc, kernel: ir.Kernel, index: int, target, confi
 
             print(f"# ---- after {name} ({func.name}, kernel {index}) ----", file=sys.stderr)
             print(print_node(k), file=sys.stderr)
+    _fast_math_hint(k, ctx)
     if verbose:
         for line in ctx.notes:
             print(f"[tilelang] {func.name}: {line}", file=sys.stderr)
     return k, ctx
+
+
+def _fast_math_hint(kernel, ctx):
+    """A note when float32 exp/exp2 compile to the subnormal-safe library functions."""
+    from ..ir.visitor import collect
+
+    if ctx.flag(PassConfigKey.TL_ENABLE_FAST_MATH) and not ctx.flag(
+            PassConfigKey.TL_DISABLE_FAST_MATH):
+        return
+    ops = sorted({c.op for c in collect(kernel.body, lambda n: isinstance(n, ir.Call) and n.op
+                                        in ("exp", "exp2") and n.dtype.name == "float32")})
+    if ops:
+        ctx.note(f"{'/'.join(ops)} without fast math: accurate library calls (exp2f alone "
+                 "rescales results that would be subnormal: 4 instructions); pass_configs="
+                 "{'tl.enable_fast_math': True} makes exp2 one ex2.approx.ftz")
 
 
 def _env_dump() -> bool:

@@ -1,0 +1,36 @@
+"""The verbose note that points at fast math when float32 exp/exp2 compile to the accurate
+library functions (engine/pipeline.py)."""
+
+import tilelang
+import tilelang.language as T
+
+
+def _softmax_row(N=64):
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(N):
+                Y[i] = T.exp2(X[i])
+
+    return main
+
+
+def _notes(configs=None):
+    from tilelang.engine.build import kernels_of
+    from tilelang.engine.pipeline import lower_kernel
+    from tilelang.jit.target import parse_target
+    from tilelang.transform.pass_config import normalize_pass_configs
+
+    func = _softmax_row()
+    kernel = kernels_of(func)[0]
+    _, ctx = lower_kernel(func, kernel, 0, parse_target("cuda -arch=sm_90a"),
+                          normalize_pass_configs(configs or {}))
+    return ctx.notes
+
+
+def test_hint_without_fast_math():
+    assert any("exp2 without fast math" in n for n in _notes())
+
+
+def test_no_hint_with_fast_math():
+    assert not any("fast math" in n for n in _notes({"tl.enable_fast_math": True}))
