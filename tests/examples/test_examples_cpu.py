@@ -100,3 +100,17 @@ def test_run_all_plumbing(tmp_path):
     assert "FAILED" not in table
     pytest.importorskip("matplotlib")
     assert (tmp_path / "speedup.png").stat().st_size > 1000
+
+
+def test_autotune_benchmark_plumbing():
+    """benchmarks/autotune_gemm.py --cpu: the tuning call returns the best of its configs."""
+    import subprocess
+    import sys
+
+    from example_helpers import ROOT
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "autotune_gemm.py"),
+                           "--cpu"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "autotuned GEMM 64^3 over 2 configs" in proc.stdout
+    assert "max error" in proc.stdout
