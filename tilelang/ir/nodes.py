@@ -898,6 +898,13 @@ def extern_stmt(name: str, *args) -> "Evaluate":
     return Evaluate(Call("call_extern", (name,) + tuple(args), DType("void")))
 
 
+def calls_extern(stmt, prefix: str) -> bool:
+    """Whether `stmt` is a call_extern statement whose function name starts with `prefix`."""
+    return (isinstance(stmt, Evaluate) and isinstance(stmt.value, Call)
+            and stmt.value.op == "call_extern" and isinstance(stmt.value.args[0], str)
+            and stmt.value.args[0].startswith(prefix))
+
+
 def address_of(buf: Buffer, indices) -> Expr:
     """The address of `buf[indices]` (a pointer argument for header functions)."""
     return Call("address_of", (Load(buf, tuple(as_expr(i) for i in indices), buf.dtype),),

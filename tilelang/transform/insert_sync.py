@@ -9,10 +9,11 @@ branches. Barriers go only where every thread reaches them: never inside a branc
 whose condition depends on the thread index; such a region is fenced before and after
 instead. Consecutive `T.ws` roles (Attr "warp_role") are synchronised by the user's mbarriers:
 fenced as one region, with nothing between or inside them; so is a warpgroup's turn to issue
-wgmma (`tl::wg_turn_wait` .. `tl::wg_turn_pass`, transform/pingpong.py). Copies issued by the pipeliner
-(marked async) are ordered with their readers by its own wait+barrier and are not recorded as
-writes here; they still wait for earlier readers and writers of the memory they overwrite (a
-prologue whose stages reuse the memory of a tile read just before it gets a barrier first).
+wgmma (`tl::wg_turn_wait` .. `tl::wg_turn_pass`, transform/pingpong.py). Copies issued by the
+pipeliner (marked async) are ordered with their readers by its own wait+barrier and are not
+recorded as writes here; they still wait for earlier readers and writers of the memory they
+overwrite (a prologue whose stages reuse the memory of a tile read just before it gets a
+barrier first).
 """
 
 from __future__ import annotations
@@ -47,11 +48,6 @@ def _partitioned(s) -> bool:
 def _is_role_split(s: ir.If) -> bool:
     return all(isinstance(b, ir.Attr) and b.key == "thread_group"
                for b in (s.then_body, s.else_body))
-
-
-def _is_extern(s, name: str) -> bool:
-    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
-            and s.value.op == "call_extern" and str(s.value.args[0]).startswith(name))
 
 
 def _is_user_role(s) -> bool:
@@ -192,12 +188,12 @@ class SyncInserter:
                 out.extend(pre + list(stmts[i:j]))
                 i = j
                 continue
-            if _is_extern(s, "tl::wg_turn_wait"):
+            if ir.calls_extern(s, "tl::wg_turn_wait"):
                 # a warpgroup's turn to issue wgmma (pingpong.py) is one region: the other
                 # warpgroups wait for the turn, so a barrier over all of them inside it would
                 # never complete
                 j = i + 1
-                while j < len(stmts) and not _is_extern(stmts[j], "tl::wg_turn_pass"):
+                while j < len(stmts) and not ir.calls_extern(stmts[j], "tl::wg_turn_pass"):
                     j += 1
                 run = list(stmts[i:j + 1])
                 pre, state = self._summary(ir.Seq(tuple(run)), state)

@@ -14,8 +14,9 @@ mbarrier waits and arrivals and register-only work that none of them writes betw
 rescale of O between S(k) and P(k-1) V(k-1) in FlashAttention-3's schedule) runs between
 `tl::wg_turn_wait` (bar.sync on the warpgroup's own named barrier) and `tl::wg_turn_pass`
 (bar.arrive on the next warpgroup's), so warpgroups issue bursts in round-robin order and the
-softmax of one overlaps the gemms of the others (FlashAttention-3 §3.1). Those gemms are issued asynchronously (wg_wait=-1) so the
-turn passes as soon as they are issued; wgmma_wait.py then waits where their results are used.
+softmax of one overlaps the gemms of the others (FlashAttention-3 §3.1). Those gemms are
+issued asynchronously (wg_wait=-1) so the turn passes as soon as they are issued; wgmma_wait.py
+then waits where their results are used.
 Before the region the last warpgroup hands warpgroup 0 the first turn and after it warpgroup 0
 takes the last one, so each barrier sees as many arrivals as waits: every warpgroup runs the
 same bursts, since the pass gives up (with a note) when a gemm sits under a condition that
@@ -26,18 +27,11 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
+from .lower_elementwise import SHARED
 from .overlap_schedule import touched_buffers
 from .pass_config import PassConfigKey
 
-SHARED = ("shared", "shared.dyn")
-
 FIRST_BARRIER = 2  # named barrier 0 is __syncthreads, 1 the consumer group's barrier
-
-
-def _is_call(stmt, prefix: str) -> bool:
-    return (isinstance(stmt, ir.Evaluate) and isinstance(stmt.value, ir.Call)
-            and stmt.value.op == "call_extern" and isinstance(stmt.value.args[0], str)
-            and stmt.value.args[0].startswith(prefix))
 
 
 def _flatten(stmt) -> list:
@@ -80,7 +74,7 @@ class _Turns(Mutator):
                 if self._gemm(items[j]):
                     end = j + 1
                     written.add(items[j].C.buffer)
-                elif not (_is_call(items[j], "tl::mbarrier_") or _independent(items[j],
+                elif not (ir.calls_extern(items[j], "tl::mbarrier_") or _independent(items[j],
                                                                                written)):
                     break
             burst = [ir.with_fields(g, wg_wait=-1) if self._gemm(g) and g.wg_wait == 0 else g
@@ -161,7 +155,7 @@ def schedule_warpgroup_turns(kernel: ir.Kernel, ctx) -> ir.Kernel:
         ctx.note("warpgroup ping-pong off: a gemm runs under a thread-dependent condition")
         return kernel
     items = _flatten(body)
-    lead = 1 if items and _is_call(items[0], "tl::setmaxnreg") else 0
+    lead = 1 if items and ir.calls_extern(items[0], "tl::setmaxnreg") else 0
     body = ir.Seq((*items[:lead], ir.extern_stmt("tl::wg_turn_start" + turns.tmpl),
                    *items[lead:], ir.extern_stmt("tl::wg_turn_finish" + turns.tmpl)))
     ctx.note(f"warpgroup ping-pong: {n_wg} consumer warpgroups take turns issuing "

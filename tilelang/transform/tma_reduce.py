@@ -32,14 +32,6 @@ from .pass_config import PassConfigKey
 _TYPES = ("float32", "float16", "bfloat16")
 
 
-def _static(x):
-    return x if isinstance(x, int) else (x.value if isinstance(x, ir.Const) else None)
-
-
-def _unit(e) -> bool:
-    return _static(e) == 1
-
-
 def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False):
     """The TMA statements for `s`, or (None, reason). `read_back`: the kernel also loads from
     the destination, so the issuing thread waits until the sums are in memory (as the
@@ -53,12 +45,12 @@ def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False):
     if G.strides is not None or not all(isinstance(x, int) for x in G.shape) or \
             not 1 <= len(G.shape) <= 5 or (G.shape[-1] * G.dtype.bytes) % 16:
         return None, "the global tensor must be static, contiguous, rank <= 5, 16-byte rows"
-    s_ext = [_static(e) for e in src.extents]
-    if len(S.shape) != 2 or s_ext != list(S.shape) or any(_static(x) != 0 for x, _ in
-                                                           src.region):
+    s_ext = [ir.int_value(e) for e in src.extents]
+    if len(S.shape) != 2 or s_ext != list(S.shape) or \
+            any(ir.int_value(x) != 0 for x, _ in src.region):
         return None, "the shared tile must be a whole 2-D buffer"
     rows, cols = S.shape
-    kept = [d for d, e in enumerate(dst.extents) if not _unit(e)]  # the tile's dims in G
+    kept = [d for d, e in enumerate(dst.extents) if ir.int_value(e) != 1]  # tile dims in G
     if len(kept) != (rows > 1) + 1 or kept[-1] != len(G.shape) - 1:
         return None, "the tile's columns must run along the tensor's innermost dimension"
     lay = ctx.layouts.get(S)
