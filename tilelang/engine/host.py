@@ -159,13 +159,12 @@ def make_fast_call(adapter, plan, slow):
     lines.append("    try:")
     lines.append(f"        pack(({', '.join(values)}{',' if len(values) == 1 else ''}))")
     for k_index, k in enumerate(module.kernels):
-        grid = [py_expr(x, names) for x in k.grid]
         block = ", ".join(str(b) for b in k.block)
 
-        def launch_line(grid_text, indent):
+        def launch_line(grid_text, indent, per_call):
             out = []
             if launch_ex is not None:
-                if not grid_text[0].isdigit():  # a grid computed per call
+                if per_call:  # the config holds the static grid; this one is written per call
                     out.append(f"{indent}set_grid(structs[{k_index}], 0, {grid_text})")
                 call = f"launch_ex(ptrs[{k_index}], funcs[{k_index}], params, None)"
             else:
@@ -174,13 +173,14 @@ def make_fast_call(adapter, plan, slow):
             return out + [f"{indent}res = {call}",
                           f"{indent}if res and fail(res, {k_index}, dev): return slow(args)"]
 
-        if all(g_.lstrip("-").isdigit() for g_ in grid):  # static grid: decided here
-            if all(int(g_) > 0 for g_ in grid):
-                lines += launch_line(", ".join(grid), " " * 8)
+        static = static_grid(k, names)
+        if static is not None:  # decided here
+            if all(x > 0 for x in static):
+                lines += launch_line(", ".join(map(str, static)), " " * 8, False)
             continue
-        lines.append(f"        gx, gy, gz = {', '.join(grid)}")
+        lines.append(f"        gx, gy, gz = {', '.join(py_expr(x, names) for x in k.grid)}")
         lines.append("        if gx > 0 and gy > 0 and gz > 0:")
-        lines += launch_line("gx, gy, gz", " " * 12)
+        lines += launch_line("gx, gy, gz", " " * 12, True)
     lines.append("    finally:")
     lines.append("        lock.release()")
     if not outs:
@@ -206,17 +206,22 @@ def make_fast_call(adapter, plan, slow):
     return call
 
 
+def static_grid(kernel, names):
+    """The grid of `kernel` as ints when it does not depend on the call's symbols, else None."""
+    texts = [py_expr(x, names) for x in kernel.grid]
+    if all(t.lstrip("-").isdigit() for t in texts):
+        return tuple(int(t) for t in texts)
+    return None
+
+
 def _launch_configs(kernels, names, driver):
     """`configs_for(cache, stream)`: the CUlaunchConfig of every kernel on raw stream
     `stream` (static grids filled in; a grid computed per call is written by the call), kept
     in `cache` with pointers to them (cleared if a program cycles through many streams)."""
     import ctypes
 
-    static = []
-    for k in kernels:
-        grid = [py_expr(x, names) for x in k.grid]
-        static.append(tuple(int(x) for x in grid) if all(x.isdigit() for x in grid)
-                      else (0, 0, 0))
+    # a grid computed per call is written by the call; an empty static grid is never launched
+    static = [tuple(max(x, 0) for x in static_grid(k, names) or (0, 0, 0)) for k in kernels]
 
     def configs_for(cache, stream):
         if len(cache) > 64:
