@@ -3,7 +3,6 @@ asynchronous wgmma (examples/flash_attention/example_mha_fwd_pipelined.py and a 
 whose blocks run 0, 1, 2, ... iterations). Outputs are NaN-poisoned and compared with float64
 references; the plain-loop kernel must give the same answer."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -15,16 +14,14 @@ import tilelang
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "examples"))
+from example_helpers import load_example  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
 from overlap_kernels import gemm_chain, gemm_chain_ref  # noqa: E402
 
 
 def _example():
-    path = ROOT / "examples" / "flash_attention" / "example_mha_fwd_pipelined.py"
-    spec = importlib.util.spec_from_file_location("example_mha_fwd_pipelined_gpu", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(ROOT / "examples" / "flash_attention" / "example_mha_fwd_pipelined.py")
 
 
 from .hopper import need_sm90 as _need_sm90  # noqa: E402

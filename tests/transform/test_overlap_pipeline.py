@@ -4,8 +4,8 @@ on the generated CUDA (no GPU needed) and on the CPU interpreter."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,14 +20,12 @@ from overlap_kernels import GROUP, ORDER, STAGE, gemm_chain, gemm_chain_ref
 from transform_helpers import SM90, requires_compiler, run_passes
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "examples"))
+from example_helpers import load_example  # noqa: E402
 
 
 def _example():
-    path = ROOT / "examples" / "flash_attention" / "example_mha_fwd_pipelined.py"
-    spec = importlib.util.spec_from_file_location("example_mha_fwd_pipelined_t", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(ROOT / "examples" / "flash_attention" / "example_mha_fwd_pipelined.py")
 
 
 def _consumer(src):
@@ -81,7 +79,6 @@ def test_plain_flash_loop_is_unchanged():
     src = tilelang.lower(_example().flash_attention_fwd_pipelined.get_tir(
         1, 2, 256, 64, False, block_M=64, block_N=64, threads=128), target=SM90)
     assert "wgmma_wait_in_place" in src
-    import sys
 
     sys.path.insert(0, str(ROOT / "tests" / "gpu"))
     from kernels import flash_fwd
