@@ -76,3 +76,25 @@ def test_bad_arguments_are_located_errors():
 
     assert isinstance(info.value, TypeError)
     assert info.value.loc is not None and info.value.loc.filename.endswith("test_im2col.py")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N,C,H,W,F,KH,S,D,P", [
+    (2, 16, 9, 11, 40, 3, 1, 1, 1),
+    (1, 8, 10, 7, 16, 3, 2, 1, 1),
+    (3, 24, 9, 9, 72, 3, 1, 2, 2),
+])
+def test_matches_torch_conv2d_on_the_gpu(N, C, H, W, F, KH, S, D, P):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    torch.manual_seed(N * 100 + C + 1)
+    x = torch.randn(N, H, W, C, dtype=torch.float16, device="cuda")
+    w = torch.randn(KH, KH, C, F, dtype=torch.float16, device="cuda")
+    OH = (H + 2 * P - D * (KH - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (KH - 1) - 1) // S + 1
+    out = torch.full((N, OH, OW, F), float("nan"), device="cuda")
+    tilelang.compile(conv(N, C, H, W, F, KH, S, D, P), target="cuda")(x, w, out)
+    ref = torch.nn.functional.conv2d(x.permute(0, 3, 1, 2).double(),
+                                     w.permute(3, 2, 0, 1).double(), stride=S, padding=P,
+                                     dilation=D).permute(0, 2, 3, 1)
+    torch.testing.assert_close(out.double(), ref, rtol=1e-3, atol=1e-3)
