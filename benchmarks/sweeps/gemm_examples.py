@@ -121,6 +121,9 @@ def dequant_family(cpu):
         ("dequant", f, cfg(256, 64, 64, 3, 256)),
         ("dequant", f, cfg(128, 64, 128, 3, 256)),
         ("dequant", f, cfg(64, 128, 128, 3, 128)),
+        ("dequant", f, cfg(256, 64, 64, 4, 256)),
+        ("dequant", f, cfg(128, 128, 64, 3, 256)),
+        ("dequant", f, cfg(128, 128, 128, 2, 256)),
     ]
     return dict(title=f"int4 dequant gemm (group {G}) {M}x{N}x{K}", shape=(M, N, K, G),
                 variants=variants, default=dict(_defaults(f), **ex.SIZES["bench"][4]),

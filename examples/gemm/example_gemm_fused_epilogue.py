@@ -53,7 +53,7 @@ SIZES = {
     "medium": (1000, 1000, 1000, dict()),
     # the tutorial's shape and tiles, and a large one with bigger tiles
     "bench": (1024, 1024, 1024, dict()),
-    "bench_large": (8192, 8192, 8192, dict(block_M=128, block_N=256, threads=256)),
+    "bench_large": (8192, 8192, 8192, dict(block_M=128, block_N=256, block_K=64, threads=256)),
 }
 
 

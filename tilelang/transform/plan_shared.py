@@ -112,6 +112,19 @@ class _Flatten(Mutator):
         return self.flat.get(b, b)
 
 
+def tile_bytes(ctx, buf) -> int:
+    """Bytes `buf` takes in the arena (its layout's physical size; padded layouts take more)."""
+    lay = ctx.layouts.get(buf)
+    return (lay.physical_size if lay is not None else buf.numel()) * buf.dtype.bytes
+
+
+def arena_bytes(ctx, allocs) -> int:
+    """Shared memory the kernel's allocations and the passes' scratch tiles take, without
+    reuse or alignment."""
+    return sum(tile_bytes(ctx, b) for b in allocs if b.scope in SHARED) + \
+        sum(tile_bytes(ctx, b) for b in ctx.scratch_shared)
+
+
 def fresh_buffers(ctx) -> set:
     """Shared buffers written before they are read in every region that uses them: the
     multi-buffered stages of a pipeline (its copies fill a stage before any read of it, and

@@ -39,6 +39,7 @@ from ..ir import nodes as ir
 from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
+from .plan_shared import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
 
 VOID = ir.DType("void")
 MIN_BYTES = 4096
@@ -116,12 +117,6 @@ class _Finder:
             self.walk(s.body, loops, ok)
 
 
-def _bytes(ctx, buf) -> int:
-    lay = ctx.layouts.get(buf)
-    n = lay.physical_size if lay is not None else buf.numel()
-    return n * buf.dtype.bytes
-
-
 def _mentions(node, buf) -> int:
     return len(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
                        or (isinstance(n, ir.BufferRegion) and n.buffer is buf)))
@@ -134,12 +129,10 @@ class _Stager:
         self.analyzer = Analyzer()
         self.new_allocs = []
         self.replace = {}  # id(nest) -> new statement
-        from .plan_shared import smem_limit
 
         self.limit = smem_limit(ctx.target.sm)
         shared = [b for b in kernel.allocs if b.scope in ("shared", "shared.dyn")]
-        self.arena = sum(_bytes(ctx, b) for b in shared) + \
-            sum(_bytes(ctx, b) for b in ctx.scratch_shared)
+        self.arena = arena_bytes(ctx, shared)
         self.stage_buffers = [b for b in ctx.replaced_shared.values() if b in shared]
 
     def run(self):
@@ -215,7 +208,7 @@ class _Stager:
         for b in self.stage_buffers:
             total = _mentions(self.kernel.body, b)
             if all(_mentions(lp, b) in (0, total) for lp in loops) and \
-                    tile_bytes <= _bytes(self.ctx, b):
+                    tile_bytes <= shared_tile_bytes(self.ctx, b):
                 return True
         return False
 

@@ -44,8 +44,10 @@ from ..ir import nodes as ir
 from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .async_gather import gather_parts
+from .computed_operands import computed_operands, publish_then_issue, swap_buffers
 from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
+from .plan_shared import arena_bytes, smem_limit
 from .overlap_schedule import depth, has_annotation, schedule, touched_buffers
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _rebuild, _whole_buffer_user,
                        _written_buffers, stack_layout)
@@ -137,6 +139,7 @@ class WarpSpecializer:
         self.kernel = kernel
         self.ctx = ctx
         self.T = kernel.num_threads
+        self.extra_allocs = []  # second copies of computed operands
 
     def applicable(self):
         ctx = self.ctx
@@ -297,12 +300,22 @@ class WarpSpecializer:
                             _call("tl::mbarrier_arrive", _addr(empty, (prev,))), None)
         else:
             release = _call("tl::mbarrier_arrive", _addr(empty, (stage,)))
-        consumer_body = ir.Seq((
-            _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-            _Rebuffer(mapping, stage).visit(_rebuild(rest)),
-            release,
-        ))
-        consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
+        single = ir.int_value(n) is not None and ir.int_value(n) < 2
+        computed = [] if mainloop or single else computed_operands(
+            rest, self._is_wgmma, items[:li] + items[li + 1:])
+        if computed and not self._second_copies_fit(computed):
+            ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
+                     "copy does not fit in shared memory")
+            computed = []
+        if computed:
+            consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed)
+        else:
+            consumer_body = ir.Seq((
+                _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
+                _Rebuffer(mapping, stage).visit(_rebuild(rest)),
+                release,
+            ))
+            consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         if mainloop:
             consumer_loop = ir.Seq((consumer_loop, _call("tl::wgmma_wait<0>")))
         consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
@@ -312,8 +325,53 @@ class WarpSpecializer:
         note = (f"warp-specialised pipeline over {k.name}: {S} stages, TMA loads of "
                 f"{', '.join(p.copy.src.buffer.name for p in plans)} ({total_bytes} B per "
                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
-                + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
+                + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
+                + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
+                   "the previous gemm runs" if computed else ""))
         return self._assemble([(full, empty)], S, producer, consumer, note)
+
+    def _double_buffered(self, loop, S, full, empty, mapping, rest, computed):
+        """The consumer loop unrolled by two, odd iterations on second copies of the
+        `computed` tiles (computed_operands.py): the tile of iteration k+1 is computed while
+        the gemm of iteration k runs; the ring stage of iteration k-1 is handed back once the
+        gemm of k-1 is complete, at the barrier that publishes the tile of k."""
+        k, start, n = loop.var, loop.start, loop.extent
+        rel = ir.binary("sub", k, start)
+        stage = ir.binary("floormod", rel, S)
+        phase = ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
+        prev = ir.binary("floormod", ir.binary("sub", rel, 1), S)
+        release_prev = ir.If(ir.compare("gt", k, start),
+                             _call("tl::mbarrier_arrive", _addr(empty, (prev,))), None)
+        body = publish_then_issue(rest, computed, release_prev)
+        even = ir.Seq((_call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
+                       _Rebuffer(mapping, stage).visit(_rebuild(body))))
+        second = {b: self._second_copy(b) for b in computed}
+        odd = swap_buffers(substitute(even, {k: ir.binary("add", k, 1)}), second)
+        pairs = ir.For(k, start, ir.binary("floordiv", n, 2), "serial", ir.Seq((even, odd)), 2,
+                       (), loc=loop.loc)
+        if ir.int_value(n) is not None and ir.int_value(n) % 2 == 0:
+            return pairs
+        # the last iteration of an odd trip count; a loop (of 0 or 1 iterations) like the
+        # pairs, so every gemm stays in a loop (stage_epilogue.py looks for the main loop)
+        paired = ir.binary("mul", ir.binary("floordiv", n, 2), 2)
+        last = ir.For(k, ir.binary("add", start, paired), ir.binary("floormod", n, 2), "serial",
+                      even, 1, (), loc=loop.loc)
+        return ir.Seq((pairs, last))
+
+    def _second_copies_fit(self, computed) -> bool:
+        allocs = [self.ctx.replaced_shared.get(b, b) for b in self.kernel.allocs] + computed
+        return arena_bytes(self.ctx, allocs) + 1024 <= smem_limit(self.ctx.target.sm)
+
+    def _second_copy(self, b: ir.Buffer) -> ir.Buffer:
+        nb = ir.Buffer(f"{b.name}_odd", b.shape, b.dtype, b.scope, loc=b.loc)
+        self.ctx.layouts[nb] = self.ctx.layouts[b]
+        self.extra_allocs.append(nb)
+        return nb
+
+    def _is_wgmma(self, g) -> bool:
+        from ..codegen import gemm_sm90
+
+        return self.ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
 
     def _assemble(self, rings, S, producer, consumer, note):
         """The kernel: mbarrier initialisation (`rings`: (full, empty) pairs of S barriers),
@@ -336,7 +394,8 @@ class WarpSpecializer:
         threads = (T + PRODUCER_THREADS,) if len(self.kernel.threads) == 1 else None
         if threads is None:
             return self._why("multi-dimensional thread blocks")
-        allocs = tuple(ctx.replaced_shared.get(b, b) for b in self.kernel.allocs)
+        allocs = tuple(ctx.replaced_shared.get(b, b) for b in self.kernel.allocs) + \
+            tuple(self.extra_allocs)
         attrs = self.kernel.attrs + (("warp_specialized", (T, PRODUCER_THREADS)),)
         ctx.note(note)
         return ir.with_fields(self.kernel, body=body, threads=threads, allocs=allocs,

@@ -7,8 +7,10 @@ one with `wg_wait=n >= 0` waits until at most n groups are in flight; `T.wait_wg
 the same on its own.
 
 Guarantees: before any statement that touches the accumulator of a gemm still in flight,
-writes its register A operand, writes shared memory or synchronises threads while it still
-reads shared memory, or calls something unknown, a `tl::wgmma_wait_in_place<n>` with the largest n that
+writes its register A operand, writes shared memory that may hold a tile it reads (any
+shared tile, unless both are used in the innermost enclosing loop and the written one is not a
+fresh pipeline or epilogue tile: shared-memory planning then gives them distinct bytes),
+synchronises threads while it still reads shared memory, or calls something unknown, a `tl::wgmma_wait_in_place<n>` with the largest n that
 completes that gemm (groups complete in commit order), followed by
 `tl::wgmma_fence_operands` on the accumulators it completes so the compiler cannot move their
 reads above the wait (`wgmma_wait_in_place`: ptxas would otherwise hoist the wait above
@@ -91,8 +93,12 @@ class _State:
 
 class _Placer:
     def __init__(self, ctx):
+        from .plan_shared import fresh_buffers
+
         self.ctx = ctx
         self.inserted = 0
+        self.loop_tiles = []  # shared tiles used in each enclosing loop, innermost last
+        self.fresh = fresh_buffers(ctx)
 
     def is_wgmma(self, g) -> bool:
         from ..codegen import gemm_sm90
@@ -125,14 +131,25 @@ class _Placer:
             if name.startswith(_PUBLISH):
                 return [x for x in state.groups.values() if x.smem]
         touched, written = touched_buffers(stmt), written_buffers(stmt)
-        shared_write = any(b.scope in SHARED for b in written) or _async_copy(stmt)
+        shared_written = {b for b in written if b.scope in SHARED}
         out = []
         for x in state.groups.values():
-            if touched & x.writes or written & x.reads or (shared_write and x.smem):
+            if touched & x.writes or written & x.reads or \
+                    (shared_written and x.smem and not self.apart(shared_written, x)):
                 out.append(x)
             elif _opaque_call(stmt):
                 out.append(x)
         return out
+
+    def apart(self, tiles, group) -> bool:
+        """Whether shared `tiles` surely share no bytes with the tiles `group` reads: all
+        are used in the innermost enclosing loop and `tiles` are not fresh, so shared-memory
+        planning keeps each of them live over that whole loop (plan_shared.py), and only
+        tiles with disjoint lifetimes share memory."""
+        if not self.loop_tiles:
+            return False
+        used = self.loop_tiles[-1]
+        return group.smem <= used and all(b in used and b not in self.fresh for b in tiles)
 
     def wait_stmts(self, groups, state):
         """The wait that completes `groups` (and the fences of what it completes)."""
@@ -143,8 +160,8 @@ class _Placer:
 
     def fences(self, done):
         out = []
-        for x in sorted(done, key=lambda x: x.gemm.C.buffer.name):
-            reg = self.ctx.register_of(x.gemm.C.buffer)
+        for c in sorted({x.gemm.C.buffer for x in done}, key=lambda b: b.name):
+            reg = self.ctx.register_of(c)
             out.append(_extern("tl::wgmma_fence_operands", reg, ir.const(reg.shape[0])))
         return out
 
@@ -232,6 +249,13 @@ class _Placer:
         raise AssertionError(type(s).__name__)
 
     def loop(self, s, state):
+        self.loop_tiles.append({b for b in touched_buffers(s) if b.scope in SHARED})
+        try:
+            return self._loop(s, state)
+        finally:
+            self.loop_tiles.pop()
+
+    def _loop(self, s, state):
         entry = state
         for _ in range(8):
             saved = self.inserted
@@ -298,10 +322,6 @@ def _releases(s):
         if tiles is not None:
             return set(tiles)
     return None
-
-
-def _async_copy(stmt) -> bool:
-    return isinstance(stmt, ir.Copy) and stmt.dst.buffer.scope in SHARED
 
 
 def _opaque_call(stmt) -> bool:
