@@ -23,10 +23,13 @@ sys.path.insert(0, str(ROOT / "examples" / "convolution"))
 import example_convolution as ex  # noqa: E402
 from bench_core import wall_bench  # noqa: E402
 
-# block_M, block_N, block_K, num_stages, threads: the old default first, then wgmma-sized tiles
+# block_M, block_N, block_K, num_stages, threads[, wgmma overlap]: the old default first, then
+# wgmma-sized tiles; "no overlap" keeps each gemm synchronous (tl.disable_wgmma_overlap)
 VARIANTS = [
     (128, 128, 32, 2, 128),
+    (128, 128, 32, 4, 128, False),
     (128, 128, 32, 4, 128),
+    (128, 128, 64, 4, 128),
     (128, 128, 64, 3, 128),
     (128, 128, 64, 4, 256),
     (128, 256, 32, 4, 256),
@@ -72,13 +75,15 @@ def main():
     print(f"{'name':34s} {'time_ms':>9s} {'TFLOP/s':>8s} {'baseline_ms':>11s} {'ratio':>6s} "
           f"{'max_err':>8s}", flush=True)
     w_flat = w.reshape(KH * KW * C, F)
-    for bm, bn, bk, stages, threads in VARIANTS:
-        name = f"conv {bm}x{bn}x{bk} s{stages} t{threads}"
+    for bm, bn, bk, stages, threads, *overlap in VARIANTS:
+        overlap = overlap[0] if overlap else True
+        name = f"conv {bm}x{bn}x{bk} s{stages} t{threads}" + ("" if overlap else " no overlap")
+        configs = {} if overlap else {"tl.disable_wgmma_overlap": True}
         try:
             func = ex.convolution.get_tir(N, C, H, W, F, KH, KW, s, p, d, block_M=bm,
                                           block_N=bn, block_K=bk, num_stages=stages,
                                           threads=threads)
-            kernel = ex.tilelang.compile(func, target=target)
+            kernel = ex.tilelang.compile(func, target=target, pass_configs=configs)
             out = torch.full((N, OH, OW, F), float("nan"), device=dev, dtype=torch.float16)
             xs = torch.randn_like(x)          # fresh inputs for the check
             ws = torch.randn_like(w)

@@ -118,10 +118,12 @@ def dequant_family(cpu):
         ("dequant", f, cfg(128, 128, 128, 3, 256)),
         ("dequant", f, cfg(128, 128, 64, 4, 256)),
         ("dequant", f, cfg(256, 64, 128, 2, 256)),
+        ("dequant", f, cfg(256, 64, 128, 2, 256, wgmma_overlap=False)),
         ("dequant", f, cfg(256, 64, 64, 3, 256)),
         ("dequant", f, cfg(128, 64, 128, 3, 256)),
         ("dequant", f, cfg(64, 128, 128, 3, 128)),
         ("dequant", f, cfg(256, 64, 64, 4, 256)),
+        ("dequant", f, cfg(256, 64, 64, 4, 256, wgmma_overlap=False)),
         ("dequant", f, cfg(128, 128, 64, 3, 256)),
         ("dequant", f, cfg(128, 128, 128, 2, 256)),
     ]
@@ -180,6 +182,7 @@ def setup(family, device):
 
 def build(family, jit_fn, c, target):
     c = dict(c)
+    configs = {} if c.pop("wgmma_overlap", True) else {"tl.disable_wgmma_overlap": True}
     if family["kind"] == "splitk":
         M, N, K = family["shape"]
         func = jit_fn.get_tir(M, N, K, c.pop("split_k"), **c)
@@ -190,7 +193,7 @@ def build(family, jit_fn, c, target):
         M, N, K = family["shape"]
         func = jit_fn.get_tir(M, N, K, **c)
     # no out_idx: the sweep owns (and poisons) the output
-    return tilelang.compile(func, target=target)
+    return tilelang.compile(func, target=target, pass_configs=configs)
 
 
 def run_variant(family, data, name, jit_fn, c, target, timer, rep, base_ms):

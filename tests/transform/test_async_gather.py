@@ -161,7 +161,7 @@ def _simulate(func, info, target=SM80, seed=0):
                         for e in range(w):
                             v = flat[off[t] + e] if e < nb[t] else 0.0
                             mem[d[0][t], d[1][t], d[2][t] + e] = v
-                elif name.startswith(("tl::gemm", "tl::wgmma")):
+                elif name.startswith(("tl::gemm", "tl::wgmma_gemm")):
                     stage = eval_index(call.args[1].args[0].indices[0], env)
                     ko = env[[v for v in env if v.name == "ko"][0]]
                     np.testing.assert_array_equal(mem[stage], info["expected"](x, row, ko),

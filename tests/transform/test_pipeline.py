@@ -51,6 +51,8 @@ class _Machine:
                 self.run(x, env)
         elif isinstance(s, ir.LetStmt):
             self.run(s.body, {**env, s.var: eval_index(s.value, env)})
+        elif isinstance(s, ir.Attr):
+            self.run(s.body, env)
         elif isinstance(s, ir.For):
             start, n = eval_index(s.start, env), eval_index(s.extent, env)
             for i in range(start, start + n):
@@ -269,3 +271,25 @@ def test_pipelined_gemm_runs_like_the_serial_loop(stages, K):
     kernel(A, B, C)
     ref = A.float().cpu().numpy() @ B.float().cpu().numpy()
     np.testing.assert_allclose(C.cpu().numpy(), ref, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_hopper_issues_the_next_stage_under_the_running_gemm(overlap):
+    """sm_90a without warp specialisation: a loop of wgmma gemms alone issues them first and
+    computes and issues the next stage's copies while they run; the wait for the gemm comes
+    just before the next iteration's barrier, and no barrier separates the gemm from the
+    copies (they write another stage). `tl.disable_wgmma_overlap` keeps the plain order."""
+    configs = {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}
+    if not overlap:
+        configs[PassConfigKey.TL_DISABLE_WGMMA_OVERLAP] = True
+    src = tilelang.lower(_gemm(8 * BK, 3), target="cuda -arch=sm_90a", pass_configs=configs)
+    body = src[src.index("for (int ko"):]
+    body = body[:body.index("tl::cp_async_wait<0>")]
+    gemm = body.index("tl::wgmma_gemm_ss<")
+    copies = body.index("tl::cp_async_zfill<", body.index("// issue_ahead"))
+    if overlap:
+        assert re.search(r"tl::wgmma_gemm_ss<[^>]*, -1>", body)
+        assert gemm < copies and "__syncthreads" not in body[gemm:copies]
+        assert body.index("tl::wgmma_wait_in_place<0>") < body.index("__syncthreads")
+    else:
+        assert copies < gemm and "wgmma_wait_in_place" not in body

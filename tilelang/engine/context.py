@@ -89,6 +89,12 @@ class KernelContext:
         part = gemm_sm80.partition(g, M, N, num_warps, self)
         return None if part is None else (gemm_sm80, part)
 
+    def is_wgmma(self, g) -> bool:
+        """Whether gemm `g` was given to the wgmma backend (after layout inference)."""
+        from ..codegen import gemm_sm90
+
+        return isinstance(g, ir.Gemm) and self.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
+
     def accumulator_layout(self, g, choice):
         return choice[0].accumulator_layout(g, choice[1], self)
 

@@ -13,7 +13,8 @@ wgmma (`tl::wg_turn_wait` .. `tl::wg_turn_pass`, transform/pingpong.py). Copies 
 pipeliner (marked async) are ordered with their readers by its own wait+barrier and are not
 recorded as writes here; they still wait for earlier readers and writers of the memory they
 overwrite (a prologue whose stages reuse the memory of a tile read just before it gets a
-barrier first).
+barrier first), except inside the pipeliner's `Attr("issue_ahead")`: the stage written there
+is touched by nothing else in the iteration, and every iteration starts with its barrier.
 """
 
 from __future__ import annotations
@@ -236,6 +237,10 @@ class SyncInserter:
             return pre + [s], state
         if isinstance(s, (ir.For, ir.While)):
             return self.loop(s, state)
+        if isinstance(s, ir.Attr) and s.key == "issue_ahead":
+            # the pipeliner's copies into a stage that no statement of this iteration reads;
+            # its own wait + barrier at the top of every iteration orders them (pipeline.py)
+            return s, state
         if isinstance(s, ir.Attr) and s.key == "thread_group":
             if s.value[0] != "consumer":
                 return s, state  # the producer only issues TMA (async proxy, mbarriers)
@@ -251,7 +256,7 @@ class SyncInserter:
         pre = []
         if self.conflicts(state, r, w | a, self.waw):
             pre, state = self._fenced_barrier(), State()
-            if _is_async_proxy_reader(s) or self.fence_all:
+            if _is_async_proxy_reader(s) and not self.fence_all:
                 # wgmma reads shared memory through the async proxy: order the writers'
                 # generic stores before it (PTX wgmma.fence note; HARDWARE §11.1)
                 pre.insert(0, _fence_proxy_async())

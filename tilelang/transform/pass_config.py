@@ -74,6 +74,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_STAGED_EPILOGUE = "tl.disable_staged_epilogue"
     TL_DISABLE_TMA_STORE = "tl.disable_tma_store"
     TL_DISABLE_WG_PINGPONG = "tl.disable_warpgroup_pingpong"
+    TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
     TL_PASS_PROFILE = "tl.pass_profile"
     TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
@@ -90,7 +91,7 @@ EFFECTIVE = {
     PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC, PassConfigKey.TIR_USE_ASYNC_COPY,
     PassConfigKey.TL_CONFIG_INDEX_BITWIDTH, PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE,
     PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
-    PassConfigKey.TL_DISABLE_WG_PINGPONG,
+    PassConfigKey.TL_DISABLE_WG_PINGPONG, PassConfigKey.TL_DISABLE_WGMMA_OVERLAP,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

@@ -136,11 +136,7 @@ def schedule_warpgroup_turns(kernel: ir.Kernel, ctx) -> ir.Kernel:
     ws = dict(kernel.attrs).get("warp_specialized")
     if not ws or ws[0] % 128 or ws[0] < 256:
         return kernel
-    from ..codegen import gemm_sm90
-
-    def is_wgmma(g):
-        return ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
-
+    is_wgmma = ctx.is_wgmma
     region = _consumer_region(kernel.body)
     if region is None:
         return kernel

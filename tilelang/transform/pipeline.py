@@ -32,6 +32,7 @@ from ..ir.visitor import Mutator, Visitor, collect, substitute
 from ..layout import Layout
 from .async_gather import ASYNC_GATHER, gather_parts
 from .lower_elementwise import is_global_to_shared
+from .pass_config import PassConfigKey
 
 VOID = ir.DType("void")
 
@@ -228,6 +229,10 @@ class Pipeliner:
 
         producer_ids = {id(st) for _, st, _ in producers}
         rest = [it for it in items if not (not isinstance(it, tuple) and id(it) in producer_ids)]
+        under_gemm = self._issue_under_gemm(rest)
+        if under_gemm:
+            rest = [ir.with_fields(it, wg_wait=-1) if isinstance(it, ir.Gemm) else it
+                    for it in rest]
         stage_k = ir.binary("floormod", ir.binary("sub", k, start), S)
         body_rest = _Rebuffer(mapping, stage_k).visit(_rebuild(rest))
         s = ir.Var("s")
@@ -236,13 +241,14 @@ class Pipeliner:
             _call("tl::cp_async_commit"))), loc=loop.loc)
         ahead = ir.binary("add", ir.binary("sub", k, start), S - 1)
         fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
-        steady = ir.Seq((
-            _call(f"tl::cp_async_wait<{S - 2}>"),) + fence + (
-            _call("__syncthreads"),
+        # the stage written here is read by no statement of this iteration (insert_sync.py)
+        issue_ahead = ir.Attr("issue_ahead", S - 1, ir.Seq((
             ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S - 1),
                                                     ir.binary("floormod", ahead, S)), None),
-            _call("tl::cp_async_commit"),
-            body_rest))
+            _call("tl::cp_async_commit"))))
+        wait = (_call(f"tl::cp_async_wait<{S - 2}>"),) + fence + (_call("__syncthreads"),)
+        steady = ir.Seq(wait + ((body_rest, issue_ahead) if under_gemm
+                                else (issue_ahead, body_rest)))
         main = ir.For(k, start, n, "serial", steady, 1, (("pipelined_from", S),), loc=loop.loc)
         drain = _call("tl::cp_async_wait<0>")
         n_gathers = sum(1 for _, st, _ in producers if not isinstance(st, ir.Copy))
@@ -250,6 +256,14 @@ class Pipeliner:
                       f"copies ({', '.join(b.name for b in mapping)})"
                       + (f", {n_gathers} of them gathers" if n_gathers else ""))
         return ir.Seq((prologue, main, drain))
+
+    def _issue_under_gemm(self, rest) -> bool:
+        """Whether the consumers' part of the loop is wgmma gemms alone (sm_90a): they are then
+        issued first and left running while the threads compute the addresses of the next
+        stage and issue its copies; wgmma_wait.py waits for them at the next barrier."""
+        stmts = [it for it in rest if not isinstance(it, tuple)]
+        return bool(stmts) and all(self.ctx.is_wgmma(g) and g.wg_wait == 0 for g in stmts) \
+            and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP)
 
     def _gather_producer(self, st, items, outside, written) -> bool:
         """A gather nest may be issued iterations ahead: it reads nothing the loop writes, its

@@ -33,7 +33,7 @@ def smem_limit(sm: int) -> int:
     return best
 
 
-class _Liveness:
+class Liveness:
     """First/last position of each shared buffer in a linear walk of the statements. A use
     inside a loop makes the buffer live over the whole loop (its value may be carried to the
     next iteration), except for a *fresh* buffer (written before it is read wherever it is
@@ -135,7 +135,7 @@ def fresh_buffers(ctx) -> set:
 
 def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
     buffers = [b for b in kernel.allocs if b.scope in SHARED] + list(ctx.scratch_shared)
-    live = _Liveness(fresh_buffers(ctx))
+    live = Liveness(fresh_buffers(ctx))
     live.walk(kernel.body)
     live.finish()
     reuse = not ctx.flag(PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE)

@@ -301,8 +301,9 @@ class WarpSpecializer:
         else:
             release = _call("tl::mbarrier_arrive", _addr(empty, (stage,)))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
-        computed = [] if mainloop or single else computed_operands(
-            rest, self._is_wgmma, items[:li] + items[li + 1:])
+        off = ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP)
+        computed = [] if mainloop or single or off else computed_operands(
+            rest, ctx.is_wgmma, items[:li] + items[li + 1:])
         if computed and not self._second_copies_fit(computed):
             ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
                      "copy does not fit in shared memory")
@@ -367,11 +368,6 @@ class WarpSpecializer:
         self.ctx.layouts[nb] = self.ctx.layouts[b]
         self.extra_allocs.append(nb)
         return nb
-
-    def _is_wgmma(self, g) -> bool:
-        from ..codegen import gemm_sm90
-
-        return self.ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
 
     def _assemble(self, rings, S, producer, consumer, note):
         """The kernel: mbarrier initialisation (`rings`: (full, empty) pairs of S barriers),
@@ -441,11 +437,8 @@ class WarpSpecializer:
         producer, regs = self._producer(items[:li], producer_loop)
 
         # consumers
-        from ..codegen import gemm_sm90
-
         def async_gemms(st):
-            if isinstance(st, ir.Gemm) and st.wg_wait == 0 and \
-                    ctx.gemm_info.get(st.C.buffer, (None,))[0] is gemm_sm90:
+            if ctx.is_wgmma(st) and st.wg_wait == 0:
                 return ir.with_fields(st, wg_wait=-1)
             return st
 
@@ -500,17 +493,6 @@ class WarpSpecializer:
                 f"warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
         return self._assemble([(f, e) for f, e, _ in rings.values()], S, producer, consumer,
                               note)
-
-    def _async_mainloop(self, rest) -> bool:
-        """A loop body made of wgmma gemms alone (the GEMM mainloop): nothing else reads the
-        accumulators inside the loop, so each gemm may run while the next stage loads."""
-        stmts = [it for it in rest if not isinstance(it, tuple)]
-        if not stmts or not all(isinstance(it, ir.Gemm) for it in stmts):
-            return False
-        from ..codegen import gemm_sm90
-
-        return all(self.ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
-                   and g.wg_wait == 0 for g in stmts)
 
     def _register_split(self):
         total = self.T + PRODUCER_THREADS

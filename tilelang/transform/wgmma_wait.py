@@ -7,9 +7,9 @@ one with `wg_wait=n >= 0` waits until at most n groups are in flight; `T.wait_wg
 the same on its own.
 
 Guarantees: before any statement that touches the accumulator of a gemm still in flight,
-writes its register A operand, writes shared memory that may hold a tile it reads (any
-shared tile, unless both are used in the innermost enclosing loop and the written one is not a
-fresh pipeline or epilogue tile: shared-memory planning then gives them distinct bytes),
+writes its register A operand, writes shared memory that may hold a tile it reads (a tile
+whose lifetime overlaps those of the gemm's tiles has its own bytes; in the gemm's own
+multi-buffered tile, a pipeline stage other than those the gemm reads is other memory),
 synchronises threads while it still reads shared memory, or calls something unknown, a `tl::wgmma_wait_in_place<n>` with the largest n that
 completes that gemm (groups complete in commit order), followed by
 `tl::wgmma_fence_operands` on the accumulators it completes so the compiler cannot move their
@@ -43,14 +43,16 @@ _PUBLISH = ("__syncthreads", "tl::named_barrier", "tl::mbarrier_arrive", "tl::tm
 
 
 class _Group:
-    """A committed wgmma group: its gemm, how many groups are known committed after it, and
-    the buffers it reads and writes until it completes."""
+    """A committed wgmma group: its gemm, how many groups are known committed after it, the
+    buffers it reads and writes until it completes, and whether it may have been issued in an
+    earlier iteration of an enclosing loop (its index expressions then name other values)."""
 
-    __slots__ = ("gemm", "after", "reads", "writes", "smem")
+    __slots__ = ("gemm", "after", "reads", "writes", "smem", "carried")
 
-    def __init__(self, gemm, after=0):
+    def __init__(self, gemm, after=0, carried=False):
         self.gemm = gemm
         self.after = after
+        self.carried = carried
         self.writes = {gemm.C.buffer}
         self.reads = {gemm.A.buffer, gemm.B.buffer, gemm.C.buffer}
         self.smem = {b for b in (gemm.A.buffer, gemm.B.buffer) if b.scope in SHARED}
@@ -63,25 +65,29 @@ class _State:
     def __init__(self, groups=None):
         self.groups = dict(groups or {})  # gemm -> _Group
 
-    def copy(self):
-        return _State({g: _Group(x.gemm, x.after) for g, x in self.groups.items()})
+    def copy(self, carried=False):
+        return _State({g: _Group(x.gemm, x.after, x.carried or carried)
+                       for g, x in self.groups.items()})
 
     def join(self, other):
         out = self.copy()
         for g, x in other.groups.items():
             if g in out.groups:
                 out.groups[g].after = min(out.groups[g].after, x.after)
+                out.groups[g].carried |= x.carried
             else:
-                out.groups[g] = _Group(x.gemm, x.after)
+                out.groups[g] = _Group(x.gemm, x.after, x.carried)
         return out
 
     def key(self):
-        return {(id(g), x.after) for g, x in self.groups.items()}
+        return {(id(g), x.after, x.carried) for g, x in self.groups.items()}
 
     def commit(self, gemm):
         for x in self.groups.values():
             x.after += 1
-        self.groups[gemm] = _Group(gemm)
+        # an instance of the same gemm from an earlier iteration still in flight reads other
+        # stages: the group answers for both
+        self.groups[gemm] = _Group(gemm, carried=gemm in self.groups)
 
     def wait(self, n):
         """`wgmma.wait_group n`: the groups with at least n younger ones are complete."""
@@ -92,26 +98,21 @@ class _State:
 
 
 class _Placer:
-    def __init__(self, ctx):
-        from .plan_shared import fresh_buffers
+    def __init__(self, ctx, kernel):
+        from .plan_shared import Liveness, fresh_buffers
 
         self.ctx = ctx
         self.inserted = 0
-        self.loop_tiles = []  # shared tiles used in each enclosing loop, innermost last
-        self.fresh = fresh_buffers(ctx)
-
-    def is_wgmma(self, g) -> bool:
-        from ..codegen import gemm_sm90
-
-        return isinstance(g, ir.Gemm) and \
-            self.ctx.gemm_info.get(g.C.buffer, (None,))[0] is gemm_sm90
+        self.liveness = Liveness(fresh_buffers(ctx))
+        self.liveness.walk(kernel.body)
+        self.liveness.finish()
 
     # ---- what a statement needs finished -------------------------------------------------
     def blockers(self, stmt, state):
         """The in-flight groups `stmt` must wait for."""
         if not state.groups:
             return []
-        if isinstance(stmt, ir.Gemm) and self.is_wgmma(stmt):
+        if isinstance(stmt, ir.Gemm) and self.ctx.is_wgmma(stmt):
             reads = {stmt.A.buffer, stmt.B.buffer, stmt.C.buffer}
             out = []
             for x in state.groups.values():
@@ -134,22 +135,33 @@ class _Placer:
         shared_written = {b for b in written if b.scope in SHARED}
         out = []
         for x in state.groups.values():
-            if touched & x.writes or written & x.reads or \
-                    (shared_written and x.smem and not self.apart(shared_written, x)):
+            if touched & x.writes or (written - shared_written) & x.reads or \
+                    (shared_written and x.smem and not self.misses(stmt, shared_written, x)):
                 out.append(x)
             elif _opaque_call(stmt):
                 out.append(x)
         return out
 
-    def apart(self, tiles, group) -> bool:
-        """Whether shared `tiles` surely share no bytes with the tiles `group` reads: all
-        are used in the innermost enclosing loop and `tiles` are not fresh, so shared-memory
-        planning keeps each of them live over that whole loop (plan_shared.py), and only
-        tiles with disjoint lifetimes share memory."""
-        if not self.loop_tiles:
+    def misses(self, stmt, tiles, group) -> bool:
+        """Whether `stmt`'s writes of shared `tiles` surely miss what `group` reads: a tile
+        the gemm reads only in other pipeline stages than `stmt` writes (both index the stage
+        as (e + c) % S with the same e; the group issued in this iteration), or one whose
+        lifetime overlaps that of every tile the gemm reads, so that shared-memory planning
+        gives them distinct bytes (plan_shared.py's liveness, computed here on this IR)."""
+        for b in tiles:
+            if b in group.smem:
+                if group.carried or not _other_stages(_write_stages(stmt, b),
+                                                      _read_stages(group.gemm, b)):
+                    return False
+            elif not all(self.live_together(b, c) for c in group.smem):
+                return False
+        return True
+
+    def live_together(self, a, b) -> bool:
+        first, last = self.liveness.first, self.liveness.last
+        if a not in first or b not in first:
             return False
-        used = self.loop_tiles[-1]
-        return group.smem <= used and all(b in used and b not in self.fresh for b in tiles)
+        return first[a] <= last[b] and first[b] <= last[a]
 
     def wait_stmts(self, groups, state):
         """The wait that completes `groups` (and the fences of what it completes)."""
@@ -249,27 +261,20 @@ class _Placer:
         raise AssertionError(type(s).__name__)
 
     def loop(self, s, state):
-        self.loop_tiles.append({b for b in touched_buffers(s) if b.scope in SHARED})
-        try:
-            return self._loop(s, state)
-        finally:
-            self.loop_tiles.pop()
-
-    def _loop(self, s, state):
         entry = state
         for _ in range(8):
             saved = self.inserted
-            _, end = self.block(s.body, entry.copy())
+            _, end = self.block(s.body, entry.copy(carried=True))
             self.inserted = saved
             nxt = state.join(end)
             if nxt.key() == entry.key():
                 break
             entry = nxt
         else:  # no fixed point: start every iteration with nothing in flight
-            body, end = self.block(s.body, state.copy())
+            body, end = self.block(s.body, state.copy(carried=True))
             body, _ = self.drain(body, end)
             entry = state
-        body, end = self.block(s.body, entry.copy())
+        body, end = self.block(s.body, entry.copy(carried=True))
         if isinstance(s, ir.For):
             new = ir.For(s.var, s.start, s.extent, s.kind, body, s.step, s.annotations, loc=s.loc)
         else:
@@ -288,12 +293,12 @@ class _Placer:
         from ..ir.visitor import collect
 
         if isinstance(s, ir.Gemm):
-            return self.is_wgmma(s)
+            return self.ctx.is_wgmma(s)
         if isinstance(s, ir.Evaluate):
             return isinstance(s.value, ir.Call) and s.value.op == "call_extern" and \
                 isinstance(s.value.args[0], str) and bool(_WAIT.match(s.value.args[0]))
         if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
-            return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.is_wgmma(n))
+            return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
                                 or (isinstance(n, ir.Call) and n.op == "call_extern"
                                     and isinstance(n.args[0], str)
                                     and (_WAIT.match(n.args[0]) or dict(n.attrs).get(
@@ -324,6 +329,60 @@ def _releases(s):
     return None
 
 
+def _write_stages(stmt, buf):
+    """The leading index of every write of `buf` in `stmt` (None: a write of it as a whole)."""
+    from ..ir.visitor import collect
+
+    out = []
+    for n in collect(stmt, lambda n: isinstance(n, (ir.Store, ir.Copy, ir.Fill, ir.Gemm,
+                                                    ir.Reduce, ir.CumSum, ir.AtomicTile,
+                                                    ir.Allocate))):
+        if isinstance(n, ir.Store):
+            if n.buffer is buf:
+                out.append(n.indices[0])
+        elif isinstance(n, ir.Copy) and n.dst.buffer is buf:
+            start, extent = n.dst.region[0]
+            if ir.int_value(extent) != 1:
+                return None
+            out.append(start)
+        elif not isinstance(n, ir.Allocate) and buf in written_buffers(n):
+            return None
+    return out
+
+
+def _read_stages(gemm, buf):
+    out = []
+    for op in (gemm.A, gemm.B):
+        if op.buffer is buf:
+            start, extent = op.region[0]
+            if ir.int_value(extent) != 1:
+                return None
+            out.append(start)
+    return out
+
+
+def _other_stages(writes, reads) -> bool:
+    """Whether every stage index in `writes` differs from every one in `reads`: both
+    (e + c) % S for one S and expressions e + c differing by a constant that S does not
+    divide."""
+    from ..arith import Analyzer
+
+    if writes is None or reads is None:
+        return False
+    analyzer = Analyzer()
+    for w in writes:
+        for r in reads:
+            if not all(isinstance(x, ir.Binary) and x.op == "floormod" for x in (w, r)):
+                return False
+            S = ir.int_value(w.b)
+            if S is None or ir.int_value(r.b) != S:
+                return False
+            d = ir.int_value(analyzer.simplify(ir.binary("sub", w.a, r.a)))
+            if d is None or d % S == 0:
+                return False
+    return True
+
+
 def _opaque_call(stmt) -> bool:
     """A call_extern this pass knows nothing about (it may touch anything)."""
     from ..ir.visitor import collect
@@ -342,7 +401,7 @@ def place_wgmma_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
 
     if not collect(kernel.body, lambda n: isinstance(n, ir.Gemm) and n.wg_wait != 0):
         return kernel  # every gemm waits for itself: nothing can be in flight
-    placer = _Placer(ctx)
+    placer = _Placer(ctx, kernel)
     body, state = placer.block(kernel.body, _State())
     body, _ = placer.drain(body, state)
     if placer.inserted:
