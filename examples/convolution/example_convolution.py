@@ -12,8 +12,9 @@ tile is scattered back to (n, oh, ow, f).
 
 The gather is a producer stage of the pipeline like the filter copy: it is issued
 `num_stages - 1` iterations ahead as cp.async with zero-fill (16-byte copies when C % 8 == 0),
-so neither load waits for global memory (transform/async_gather.py). The defaults (128x256x64
-tiles, 3 stages, two consumer warpgroups on wgmma) are tuned for an H200; see
+so neither load waits for global memory (transform/async_gather.py). On Hopper each wgmma is
+issued before that gather and left running while the threads compute its addresses. The
+defaults (128x256x64 tiles, two consumer warpgroups on wgmma) suit an H200; see
 benchmarks/sweeps/conv.py for the alternatives.
 
 The input is (N, H, W, C); the filter is given as (KH*KW*C, F), i.e. an HWIO filter
@@ -75,10 +76,13 @@ SIZES = {
     "small": (2, 12, 9, 11, 20, 3, 3, 1, 1, 1, dict(block_M=64, block_N=64, block_K=32,
                                                      threads=128)),
     "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict(block_N=128, threads=128)),
-    # best of nine configs on an H200 (benchmarks/sweeps/conv.py, 2026-11-22)
-    "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict(block_M=128, block_N=128, block_K=32,
-                                                         num_stages=4, threads=128)),
+    # best of eleven configs on an H200 (benchmarks/sweeps/conv.py, 2026-11-22): two
+    # warpgroups on 128x256 tiles, the next stage's gather issued under the running gemm
+    "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict(block_M=128, block_N=256, block_K=64,
+                                                         num_stages=4, threads=256)),
 }
+# Ampere has less shared memory per block than Hopper: one stage fewer.
+SM80_CONFIG = dict(num_stages=3)
 
 
 def check(out, ref, tol):
@@ -88,8 +92,10 @@ def check(out, ref, tol):
     return err
 
 
-def programs(size="bench"):
+def programs(size="bench", arch="sm_90a"):
     N, C, H, W, F, KH, KW, s, p, d, cfg = SIZES[size]
+    if arch != "sm_90a" and size == "bench":
+        cfg = {**cfg, **SM80_CONFIG}
     return [("conv2d_im2col", convolution.get_tir(N, C, H, W, F, KH, KW, s, p, d, **cfg))]
 
 

@@ -44,7 +44,7 @@ def test_relu_scaled_gemm_matches_torch(M, N, K, cfg):
 
 
 @pytest.mark.parametrize("M,N,K,G,cfg", [
-    (256, 1024, 2048, 128, dict(block_M=256, block_N=64, block_K=128, num_stages=2)),
+    (256, 1024, 2048, 128, dict(block_M=256, block_N=64, block_K=64, num_stages=4)),
     (200, 136, 384, 128, dict(block_M=128, block_N=64, block_K=128, num_stages=3)),  # 3 iters
     (72, 200, 640, 64, dict(block_M=64, block_N=64, block_K=64, num_stages=4, threads=128)),
 ])

@@ -67,3 +67,9 @@ def test_not_when_the_second_copy_does_not_fit():
     kernel, ctx = run_passes(func, "warp_specialize", target=SM90)
     assert any("not double-buffered" in n for n in ctx.notes), ctx.notes
     assert "_odd" not in tilelang.lower(func, target=SM90)
+
+
+def test_not_with_two_stages():
+    # the load of the next iteration would wait for the publication of the tile
+    assert "_odd" not in tilelang.lower(relu_scaled_gemm(256, 256, 512, num_stages=2),
+                                        target=SM90)

@@ -10,6 +10,9 @@ k+1 overwrites the tile the gemm of iteration k still reads, so every gemm must 
 the next expansion starts. With two copies of the tile, alternating by iteration parity, the
 expansion of k+1 runs while the gemm of k does.
 
+warp_specialize.py applies it to loops of at least two iterations with at least three
+stages (with two, the next load waits for the publication of the tile and is exposed).
+
 Guarantees: `computed_operands` names the tiles this applies to (written by exactly one
 statement, a T.Parallel nest storing every element that reads nothing computed from a gemm of
 the loop, before
