@@ -287,25 +287,16 @@ class WarpSpecializer:
         # consumers: the loop without its copies, between the barrier waits
         plan_ids = {id(p.copy) for p in plans}
         rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
-        # Leaving wgmma(k) in flight and releasing stage k-1 late measured slower than the
-        # synchronous gemm with 3 stages on an H200 (652 vs 670 TFLOP/s, 4096^3), so it is off;
-        # users can still ask for it with T.gemm(..., wg_wait=1).
-        mainloop = False
-        if mainloop:
-            # wgmma(k) stays in flight while the stage of wgmma(k-1) is handed back
-            rest = [ir.with_fields(it, wg_wait=1) if isinstance(it, ir.Gemm) else it
-                    for it in rest]
-            prev = ir.binary("floormod", ir.binary("sub", rel, 1), S)
-            release = ir.If(ir.compare("gt", k, start),
-                            _call("tl::mbarrier_arrive", _addr(empty, (prev,))), None)
-        else:
-            release = _call("tl::mbarrier_arrive", _addr(empty, (stage,)))
+        # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
+        # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
+        # TFLOP/s, 4096^3); users can still ask for it with T.gemm(..., wg_wait=1).
+        release = _call("tl::mbarrier_arrive", _addr(empty, (stage,)))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
         # With two stages the load of iteration k+1 could only start once the tile of k is
         # published (the stage of k-1 is handed back there) and would be waited for at once:
         # measured slower on an H200 (int4 dequant 256/64/128: 0.0946 vs 0.0777 ms)
         off = ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP) or S < 3
-        computed = [] if mainloop or single or off else computed_operands(
+        computed = [] if single or off else computed_operands(
             rest, ctx.is_wgmma, items[:li] + items[li + 1:])
         if computed and not self._second_copies_fit(computed):
             ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
@@ -320,8 +311,6 @@ class WarpSpecializer:
                 release,
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
-        if mainloop:
-            consumer_loop = ir.Seq((consumer_loop, _call("tl::wgmma_wait<0>")))
         consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))

@@ -10,8 +10,9 @@ Guarantees: before any statement that touches the accumulator of a gemm still in
 writes its register A operand, writes shared memory that may hold a tile it reads (a tile
 whose lifetime overlaps those of the gemm's tiles has its own bytes; in the gemm's own
 multi-buffered tile, a pipeline stage other than those the gemm reads is other memory),
-synchronises threads while it still reads shared memory, or calls something unknown, a `tl::wgmma_wait_in_place<n>` with the largest n that
-completes that gemm (groups complete in commit order), followed by
+synchronises threads while it still reads shared memory, or calls something unknown, a
+`tl::wgmma_wait_in_place<n>` with the largest n that completes that gemm (groups complete in
+commit order), followed by
 `tl::wgmma_fence_operands` on the accumulators it completes so the compiler cannot move their
 reads above the wait (`wgmma_wait_in_place`: ptxas would otherwise hoist the wait above
 the independent work meant to overlap the gemm). Back-to-back gemms accumulating into the same registers need no wait
@@ -279,7 +280,8 @@ class _Placer:
             new = ir.For(s.var, s.start, s.extent, s.kind, body, s.step, s.annotations, loc=s.loc)
         else:
             new = ir.While(s.cond, body, loc=s.loc)
-        return [new], entry.join(end)
+        # past the loop its variable no longer names the iteration the groups came from
+        return [new], entry.join(end).copy(carried=True)
 
     def drain(self, body, state):
         """Nothing in flight past the end of `body`."""
