@@ -69,6 +69,9 @@ def gemm_family(cpu):
         ("gemm", ex.matmul, cfg(128, 256, 64, 4, 256)),
         ("gemm", ex.matmul, cfg(256, 128, 64, 3, 256)),
         ("gemm+swizzle", sw.matmul_swizzle, cfg(128, 256, 64, 3, 256, panel_size=8)),
+        ("gemm+swizzle", sw.matmul_swizzle, cfg(128, 256, 64, 3, 256, panel_size=16)),
+        ("gemm+swizzle", sw.matmul_swizzle, cfg(256, 128, 64, 3, 256, panel_size=8)),
+        ("gemm", ex.matmul, cfg(128, 256, 64, 3, 256)),   # again: the spread within one run
     ]
     return dict(title=f"gemm fp16 {M}x{N}x{K}", shape=(M, N, K), variants=variants,
                 default=ex.SIZES["bench"][3], kind="gemm", baseline_name="cuBLAS")
