@@ -284,7 +284,9 @@ class Printer:
             self.line(ind + 1, f"{self.name(b)} = {fn}({self.shape(b.shape)}, "
                                f"{_dtype_str(b.dtype)})")
         for key, value in s.attrs:
-            if key == "use_swizzle":
+            if key == "use_swizzle" and value is None:
+                self.line(ind + 1, "T.use_swizzle(enable=False)")
+            elif key == "use_swizzle":
                 self.line(ind + 1, f"T.use_swizzle(panel_size={value[0]}, order={value[1]!r})")
             elif key == "layout":
                 self.line(ind + 1, f"T.annotate_layout({{{self.name(value[0])}: {value[1]!r}}})")
