@@ -3,7 +3,8 @@
     python benchmarks/bench_core.py [--quick]
 
 Prints one row per kernel: time (median of CUDA-event timings after warm-up, L2 flushed
-between runs), TFLOP/s or GB/s, torch's time and the ratio; then cold compile time, host
+between runs, ours and torch's in alternating batches), TFLOP/s or GB/s, torch's time and the
+ratio; then cold compile time, host
 overhead per call and `import tilelang` time.
 """
 
@@ -26,13 +27,11 @@ from tests.gpu import kernels as K  # noqa: E402
 _FLUSH = None
 
 
-def bench(fn, warmup=10, rep=50):
+def _samples(fn, rep):
+    """`rep` CUDA-event timings of `fn` in ms, the L2 cache flushed before each."""
     global _FLUSH
     if _FLUSH is None:
         _FLUSH = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
     times = []
     for _ in range(rep):
         _FLUSH.zero_()
@@ -42,7 +41,31 @@ def bench(fn, warmup=10, rep=50):
         e.record()
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e))
-    return statistics.median(times)
+    return times
+
+
+def bench(fn, warmup=10, rep=50):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    return statistics.median(_samples(fn, rep))
+
+
+def bench_pair(fn, baseline, warmup=10, rep=50, rounds=5):
+    """(median ms of `fn`, median ms of `baseline`), timed in `rounds` alternating batches of
+    rep/rounds runs each: both see the same clocks and temperature, so their ratio does not
+    drift with the GPU's state the way two back-to-back medians do (a large GEMM heats the
+    GPU enough to move the next measurement by several per cent)."""
+    for f in (fn, baseline):
+        for _ in range(warmup):
+            f()
+    torch.cuda.synchronize()
+    ours, theirs = [], []
+    per = max(1, rep // rounds)
+    for _ in range(rounds):
+        ours += _samples(fn, per)
+        theirs += _samples(baseline, per)
+    return statistics.median(ours), statistics.median(theirs)
 
 
 def wall_bench(fn, rep=3, warmup=0):
@@ -75,8 +98,7 @@ def seed000():
     k = tilelang.compile(_seed000(M, N, Kd), out_idx=[2])
     a = torch.randn(M, Kd, device="cuda").half()
     b = torch.randn(Kd, N, device="cuda").half()
-    ms = bench(lambda: k(a, b, 0.5))
-    t = bench(lambda: torch.relu((a @ b) * 0.5))
+    ms, t = bench_pair(lambda: k(a, b, 0.5), lambda: torch.relu((a @ b) * 0.5))
     row("seed000 gemm+scale+relu 1024^3 64/64/32", ms, t, 2 * M * N * Kd, "TFLOP/s")
 
 
@@ -86,8 +108,7 @@ def gemm(M, N, Kd, bm, bn, bk, stages, threads):
                          out_idx=[2])
     a = torch.randn(M, Kd, device="cuda").half()
     b = torch.randn(Kd, N, device="cuda").half()
-    ms = bench(lambda: k(a, b))
-    t = bench(lambda: a @ b)
+    ms, t = bench_pair(lambda: k(a, b), lambda: a @ b)
     row(f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}", ms, t, 2 * M * N * Kd,
         "TFLOP/s")
 
@@ -100,8 +121,7 @@ def gemm_parallel_load(n, panel):
     k = matmul_swizzle(n, n, n, panel_size=panel)
     a = torch.randn(n, n, device="cuda").half()
     b = torch.randn(n, n, device="cuda").half()
-    ms = bench(lambda: k(a, b), rep=20)
-    t = bench(lambda: a @ b, rep=20)
+    ms, t = bench_pair(lambda: k(a, b), lambda: a @ b, rep=20)
     row(f"gemm seed004 (T.Parallel B load) {n}^3 128/128/32 s3 panel {panel}", ms, t,
         2 * n ** 3, "TFLOP/s")
 
@@ -109,8 +129,7 @@ def gemm_parallel_load(n, panel):
 def softmax(M, N, rows):
     k = tilelang.compile(K.softmax(M, N, rows), out_idx=[1])
     x = torch.randn(M, N, device="cuda").half()
-    ms = bench(lambda: k(x))
-    t = bench(lambda: torch.softmax(x, dim=1))
+    ms, t = bench_pair(lambda: k(x), lambda: torch.softmax(x, dim=1))
     row(f"softmax {M}x{N} fp16 rows={rows}", ms, t, 2 * M * N * 2, "GB/s")
 
 
@@ -123,9 +142,8 @@ def flash(B, H, S, D, causal, bm, bn, stages, threads, mma_sync=False):
                          pass_configs=configs)
     q, kk, v = (torch.randn(B, S, H, D, device="cuda").half() for _ in range(3))
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, kk, v))
-    ms = bench(lambda: k(q, kk, v))
-    t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(qt, kt, vt,
-                                                                       is_causal=causal))
+    ms, t = bench_pair(lambda: k(q, kk, v), lambda: torch.nn.functional.
+                       scaled_dot_product_attention(qt, kt, vt, is_causal=causal))
     flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
     tag = " mma.sync" if mma_sync else ""
     row(f"flash fwd B{B}H{H}S{S}D{D} c={int(causal)} {bm}/{bn} s{stages} t{threads}{tag}", ms, t,

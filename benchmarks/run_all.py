@@ -6,7 +6,8 @@ cuDNN for convolution), in one run.
     python benchmarks/run_all.py --cpu      # plumbing check without a GPU (see below)
 
 For each case an example's `run("cuda", "bench")` returns, both callables are timed with
-`bench_core.bench` (CUDA events after warm-up, L2 flushed before every run, median). The
+`bench_core.bench_pair` (CUDA events after warm-up, L2 flushed before every run, median; the
+two sides in alternating batches so that both see the same clocks and temperature). The
 example has already checked its result against a float64 reference before timing. Prints one
 row per case (kernel, time, TFLOP/s or GB/s, baseline time, speedup = baseline / tilelang)
 and writes `<out>/results.md` (markdown table) and `<out>/speedup.png` (bar chart of the
@@ -31,7 +32,7 @@ import torch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_core import bench, wall_bench  # noqa: E402  (timing shared with the core benchmarks)
+from bench_core import bench_pair, wall_bench  # noqa: E402  (timing shared with the core benchmarks)
 
 ROOT = HERE.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*/example_*.py"))
@@ -54,7 +55,6 @@ def rate(case, ms):
 def run_example(path: Path, rep: int, rows: list, cpu: bool = False):
     name = f"{path.parent.name}/{path.stem}"
     t0 = time.perf_counter()
-    timer = (lambda fn, rep: wall_bench(fn)) if cpu else bench
     try:
         # compiles, runs, checks against a float64 reference
         cases = load(path).run("cpu", "small") if cpu else load(path).run("cuda", "bench")
@@ -68,8 +68,10 @@ def run_example(path: Path, rep: int, rows: list, cpu: bool = False):
     setup = time.perf_counter() - t0
     for case in cases:
         try:
-            ms = timer(case["tilelang"], rep=rep)
-            base_ms = timer(case["baseline"], rep=rep)
+            if cpu:
+                ms, base_ms = (wall_bench(case[key]) for key in ("tilelang", "baseline"))
+            else:  # alternating batches: both sides see the same clocks and temperature
+                ms, base_ms = bench_pair(case["tilelang"], case["baseline"], rep=rep)
         except Exception as e:
             msg = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             rows.append(dict(example=name, kernel=case["name"], failed=msg))
