@@ -8,7 +8,8 @@ For each kernel family (examples/gemm/example_gemm.py at 8192^3, example_gemm_sw
 at 256x8192x8192 group 128) a handful of configs is built from the example's own kernel
 function, run once on fresh random inputs (outputs poisoned with NaN first, or zeroed where
 the kernel accumulates) and checked against a float32 torch reference, then timed with
-bench_core.bench (CUDA events, L2 flushed, median) next to the baseline run_all.py uses.
+bench_core.bench_pair (CUDA events, L2 flushed, median; the variant and the baseline that
+run_all.py uses in alternating batches, so each ratio compares like with like).
 The first variant of each family is the config the example used before this sweep existed,
 the one marked "*" is the example's current default. One line per variant:
 
@@ -199,7 +200,7 @@ def build(family, jit_fn, c, target):
     return tilelang.compile(func, target=target, pass_configs=configs)
 
 
-def run_variant(family, data, name, jit_fn, c, target, timer, rep, base_ms):
+def run_variant(family, data, name, jit_fn, c, target, timer, rep, base_ms, pair=None):
     kernel = build(family, jit_fn, c, target)
     out = torch.empty(*data["shape"], dtype=data["out_dtype"], device=data["ref"].device)
     if family["kind"] == "splitk":
@@ -222,18 +223,20 @@ def run_variant(family, data, name, jit_fn, c, target, timer, rep, base_ms):
     max_err = ((got - ref).abs().max() / ref.abs().max()).item()
     if rel > 2e-3:
         raise AssertionError(f"relative error {rel:.2e} exceeds 2e-3")
-    ms = timer(call, rep)
-    return ms, max_err
+    if pair is None:
+        return timer(call, rep), base_ms, max_err
+    return (*pair(call, data["baseline"], rep=rep), max_err)  # same clocks for both sides
 
 
 def sweep(key, cpu, rep):
     family = FAMILIES[key](cpu)
     device = "cpu" if cpu else "cuda"
     target = "cpu" if cpu else "cuda"
+    pair = None
     if cpu:
         timer = lambda fn, rep: wall_bench(fn, warmup=1)  # noqa: E731
     else:
-        from bench_core import bench
+        from bench_core import bench, bench_pair as pair
 
         timer = lambda fn, rep: bench(fn, rep=rep)  # noqa: E731
     rep = family.get("rep", rep)
@@ -251,8 +254,8 @@ def sweep(key, cpu, rep):
         label = f"{name} {tag(c)}{' *' if is_default else ''}"
         t0 = time.perf_counter()
         try:
-            ms, max_err = run_variant(family, data, name, jit_fn, c, target, timer, rep,
-                                      base_ms)
+            ms, base_ms, max_err = run_variant(family, data, name, jit_fn, c, target, timer,
+                                               rep, base_ms, pair)
         except Exception as e:  # one failing config must not hide the others
             msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
             print(f"{label:52s} FAILED {type(e).__name__}: {msg}", flush=True)
