@@ -1,5 +1,5 @@
 """Panelled launch of large GEMM-like grids (transform/rasterize.py): applied only to grids of
-1024+ blocks whose pipelined loop loads one tile by block row and one by block column, never
+2048+ blocks whose pipelined loop loads one tile by block row and one by block column, never
 when the user chose with T.use_swizzle (including turning it off), and the results on the CPU
 interpreter do not depend on it."""
 
@@ -59,16 +59,16 @@ def _panelled(func):
 
 
 def test_large_gemm_grid_is_panelled():
-    attr, ctx = _panelled(gemm(2048, 2112, 128))   # 33 x 32 blocks
+    attr, ctx = _panelled(gemm(4096, 2112, 128))   # 33 x 64 blocks
     assert attr == (8, "row")
     assert any("panels of 8 rows" in n for n in ctx.notes)
     assert "tl::rasterize_row(8, blockIdx.x, blockIdx.y" in tilelang.lower(
-        gemm(2048, 2112, 128), target=SM90)
+        gemm(4096, 2112, 128), target=SM90)
 
 
 @pytest.mark.parametrize("func", [
-    gemm(1024, 1024, 128),                 # 256 blocks: launch order kept
-    gemm(2048, 2112, 128, swizzle=0),      # explicitly off
+    gemm(2048, 2048, 128),                 # 1024 blocks: launch order kept
+    gemm(4096, 2112, 128, swizzle=0),      # explicitly off
     attention_like(4096, 32),              # Q tile needs both block indices
 ])
 def test_left_alone(func):
@@ -77,7 +77,7 @@ def test_left_alone(func):
 
 
 def test_explicit_panel_is_kept():
-    assert _panelled(gemm(2048, 2112, 128, swizzle=4))[0] == (4, "row")
+    assert _panelled(gemm(4096, 2112, 128, swizzle=4))[0] == (4, "row")
 
 
 def test_results_do_not_depend_on_it_on_the_interpreter():
