@@ -12,9 +12,9 @@ from .compiler import CompileResult, CudaCompileError, compile_cuda, normalize_a
 from .driver import CudaDriverError  # noqa: F401
 from .launcher import ArgLayout, CudaKernelFunction, launch, PARAM_TYPES  # noqa: F401
 from .stream import current_device, current_stream_handle  # noqa: F401
-from .tensor_map import encode_tiled, encode_tiled_rowmajor  # noqa: F401
+from .tensor_map import encode_im2col_nhwc, encode_tiled, encode_tiled_rowmajor  # noqa: F401
 
 __all__ = ["compile_cuda", "CompileResult", "CudaCompileError", "CudaDriverError",
            "CudaKernelFunction", "ArgLayout", "launch", "current_stream_handle",
-           "current_device", "encode_tiled", "encode_tiled_rowmajor", "normalize_arch",
-           "PARAM_TYPES"]
+           "current_device", "encode_im2col_nhwc", "encode_tiled", "encode_tiled_rowmajor",
+           "normalize_arch", "PARAM_TYPES"]

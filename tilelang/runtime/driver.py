@@ -81,6 +81,8 @@ _SIGNATURES = {
     "cuGetErrorName": [_i32, ctypes.POINTER(ctypes.c_char_p)],
     "cuGetErrorString": [_i32, ctypes.POINTER(ctypes.c_char_p)],
     "cuTensorMapEncodeTiled": [_vp, _i32, _u32, _vp, _vp, _vp, _vp, _vp, _i32, _i32, _i32, _i32],
+    "cuTensorMapEncodeIm2col": [_vp, _i32, _u32, _vp, _vp, _vp, _vp, _vp, _u32, _u32, _vp, _i32,
+                                _i32, _i32, _i32],
 }
 
 

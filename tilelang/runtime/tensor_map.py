@@ -176,3 +176,54 @@ def encode_tiled_rowmajor(dtype, address: int, shape, elem_strides, box, swizzle
                         l2_promotion, oob_fill)
     _remember(raw, data)
     return data
+
+
+def encode_im2col_nhwc(dtype, address: int, shape, elem_strides, lower, upper, channels: int,
+                       pixels: int, conv_stride=(1, 1), swizzle=0, l2_promotion=2,
+                       oob_fill=0) -> bytes:
+    """cuTensorMapEncodeIm2col over a (N, H, W, C) tensor (`shape`, `elem_strides` in torch's
+    order, C contiguous): each load brings `pixels` pixels of `channels` channels, walking the
+    bounding box `lower`..`upper` (corners (h, w) relative to the tensor's first and last
+    pixel) W first with `conv_stride` (h, w) steps."""
+    raw = ("im2col", dtype, address, shape, elem_strides, lower, upper, channels, pixels,
+           conv_stride, swizzle, l2_promotion, oob_fill)
+    hit = _RAW.get(raw)
+    if hit is not None:
+        return hit
+    dt = data_type(dtype)
+    if len(shape) != 4 or elem_strides[-1] != 1:
+        raise ValueError("TMA im2col needs a 4-D (N, H, W, C) tensor with contiguous channels")
+    esize = ELEM_BYTES[dt]
+    dims = tuple(int(d) for d in reversed(shape))                     # C, W, H, N
+    strides = tuple(int(s) * esize for s in reversed(elem_strides[:-1]))
+    for i, st in enumerate(strides):
+        if st % 16 or not 0 < st < 1 << 40:
+            raise ValueError(f"TMA global stride of dim {i + 1} = {st} B must be a positive "
+                             "multiple of 16 below 2^40")
+    if address % 16:
+        raise ValueError(f"TMA global address {address:#x} is not 16-byte aligned")
+    if not (1 <= channels <= 256 and 1 <= pixels <= 1024):
+        raise ValueError(f"TMA im2col loads 1..256 channels of 1..1024 pixels, got {channels} "
+                         f"x {pixels}")
+    sw = _enum(swizzle, SWIZZLE, "swizzle")
+    width = SWIZZLE_BYTES.get(sw)
+    if width and channels * esize > width:
+        raise ValueError(f"TMA im2col rows of {channels * esize} B exceed the {width}B swizzle")
+    out = ctypes.create_string_buffer(128 + 64)
+    base = (ctypes.addressof(out) + 63) & ~63
+    u64, u32, i32 = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int32
+    c_dims = (u64 * 4)(*dims)
+    c_strides = (u64 * 3)(*strides)
+    c_lower = (i32 * 2)(int(lower[1]), int(lower[0]))                  # W, H
+    c_upper = (i32 * 2)(int(upper[1]), int(upper[0]))
+    c_es = (u32 * 4)(1, int(conv_stride[1]), int(conv_stride[0]), 1)
+    res = driver.lib().cuTensorMapEncodeIm2col(
+        base, dt, 4, int(address), c_dims, c_strides, c_lower, c_upper, int(channels),
+        int(pixels), c_es, 0, sw, _enum(l2_promotion, L2_PROMOTION, "L2 promotion"),
+        _enum(oob_fill, OOB_FILL, "OOB fill"))
+    driver.check(res, "cuTensorMapEncodeIm2col",
+                 f"(dtype={dt}, dims={dims}, corners={lower}..{upper}, {channels} channels x "
+                 f"{pixels} pixels, stride={conv_stride}, swizzle={sw})")
+    data = ctypes.string_at(base, 128)
+    _remember(raw, data)
+    return data

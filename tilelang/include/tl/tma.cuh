@@ -7,6 +7,7 @@
 //   tl::tma_load(desc, bar, smem_dst, c0[, c1 .. c4])          1-5 D; completes `bytes` on
 //                                                             the mbarrier `bar`
 //   tl::tma_load_multicast(desc, bar, smem_dst, cta_mask, c0[, .. c4])
+//   tl::tma_load_im2col(desc, bar, smem_dst, c, w, h, n, off_w, off_h)   NHWC im2col columns
 //   tl::tma_store(desc, smem_src, c0[, .. c4])                 bulk-group store
 //   tl::tma_store_add(desc, smem_src, c0[, .. c4])             element-wise add into global
 //   tl::tma_store_arrive()                                     cp.async.bulk.commit_group
@@ -71,6 +72,18 @@ TL_TMA_MCAST_(4, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3, "%4, %5
               "r"(c0), "r"(c1), "r"(c2), "r"(c3))
 TL_TMA_MCAST_(5, int c0 TL_COMMA int c1 TL_COMMA int c2 TL_COMMA int c3 TL_COMMA int c4,
               "%4, %5, %6, %7, %8", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4))
+
+// im2col mode over an NHWC tensor (4-D map from cuTensorMapEncodeIm2col): `pixels per column`
+// pixels of `channels per pixel` channels, starting at the pixel (w, h, n) of the bounding box
+// and walking it W first, each read at (w + off_w, h + off_h); outside the tensor reads 0.
+TL_DEVICE void tma_load_im2col(const void* desc, uint64_t* bar, void* smem_dst, int c, int w,
+                               int h, int n, uint16_t off_w, uint16_t off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(smem_addr(smem_dst)),
+      "l"(desc), "r"(smem_addr(bar)), "r"(c), "r"(w), "r"(h), "r"(n), "h"(off_w), "h"(off_h)
+      : "memory");
+}
 
 #define TL_TMA_STORES_(NAME, OP)                                                             \
   TL_TMA_STORE_(NAME, OP, 1, int c0, "%2", "r"(c0))                                          \
