@@ -10,17 +10,21 @@ decodes (n, oh, ow) and (kh, kw, c) from the tile coordinates, computes the inpu
 into the padding. The filter tile is a plain `T.copy`; `T.gemm` does the rest, and the result
 tile is scattered back to (n, oh, ow, f).
 
-The gather is a producer stage of the pipeline like the filter copy: it is issued
-`num_stages - 1` iterations ahead as cp.async with zero-fill (16-byte copies when C % 8 == 0),
-so neither load waits for global memory (transform/async_gather.py). On Hopper each wgmma is
-issued before that gather and left running while the threads compute its addresses. The
-defaults (128x256x64 tiles, two consumer warpgroups on wgmma) suit an H200; see
+For square filters the kernel writes that gather with the reference's helper,
+`T.c2d_im2col(data, data_shared, by, k, KH, stride, dilation, padding)`; for others, as the
+explicit `T.Parallel` loop. Either way the gather is a producer stage of the pipeline like the
+filter copy:
+- On Hopper, when C is a multiple of block_K, the helper's tile is one TMA load in im2col mode
+  (transform/tma_im2col.py), issued by a producer warpgroup while two consumer warpgroups run
+  the wgmma gemms: the addresses are the TMA unit's work, not the threads'.
+- Elsewhere it is issued `num_stages - 1` iterations ahead as cp.async with zero-fill (16-byte
+  copies when C % 8 == 0; transform/async_gather.py), and on Hopper each wgmma runs while the
+  threads compute the next stage's addresses.
+The defaults (128x256x64 tiles, two consumer warpgroups) suit an H200; see
 benchmarks/sweeps/conv.py for the alternatives.
 
 The input is (N, H, W, C); the filter is given as (KH*KW*C, F), i.e. an HWIO filter
-flattened over its first three dimensions; the output is (N, OH, OW, F). For square
-filters, `T.c2d_im2col(data, data_shared, by, k, KH, stride, dilation, padding)` (the
-reference's helper) writes the same gather in one line.
+flattened over its first three dimensions; the output is (N, OH, OW, F).
 
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
@@ -50,16 +54,19 @@ def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=
             T.clear(out_local)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 # im2col gather of a (block_M x block_K) tile
-                for i, j in T.Parallel(block_M, block_K):
-                    m = by * block_M + i
-                    k = ko * block_K + j
-                    n, oh, ow = m // (OH * OW), m % (OH * OW) // OW, m % OW
-                    kh, kw, c = k // (KW * C), k % (KW * C) // C, k % C
-                    ih = oh * stride + kh * dilation - padding
-                    iw = ow * stride + kw * dilation - padding
-                    inside = (m < M) and (k < K) and (ih >= 0) and (ih < H) and (iw >= 0) and \
-                        (iw < W)
-                    data_shared[i, j] = T.if_then_else(inside, data[n, ih, iw, c], 0)
+                if KH == KW:  # the reference's helper (on sm_90a: one TMA load, im2col mode)
+                    T.c2d_im2col(data, data_shared, by, ko, KH, stride, dilation, padding)
+                else:
+                    for i, j in T.Parallel(block_M, block_K):
+                        m = by * block_M + i
+                        k = ko * block_K + j
+                        n, oh, ow = m // (OH * OW), m % (OH * OW) // OW, m % OW
+                        kh, kw, c = k // (KW * C), k % (KW * C) // C, k % C
+                        ih = oh * stride + kh * dilation - padding
+                        iw = ow * stride + kw * dilation - padding
+                        inside = (m < M) and (k < K) and (ih >= 0) and (ih < H) and \
+                            (iw >= 0) and (iw < W)
+                        data_shared[i, j] = T.if_then_else(inside, data[n, ih, iw, c], 0)
                 T.copy(weight[ko * block_K, bx * block_N], weight_shared)
                 T.gemm(data_shared, weight_shared, out_local)
 

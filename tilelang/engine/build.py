@@ -185,8 +185,13 @@ class CUDAAdapter:
 
 def encode_tma(d, tensor, swizzle: int) -> bytes:
     """The CUtensorMap of descriptor `d` over `tensor` (cached by address, shape, strides)."""
-    from ..runtime.tensor_map import encode_tiled_rowmajor
+    from ..runtime.tensor_map import encode_im2col_nhwc, encode_tiled_rowmajor
 
+    if d.im2col is not None:
+        lower, upper, channels, pixels, stride = d.im2col
+        return encode_im2col_nhwc(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
+                                  tuple(tensor.stride()), lower, upper, channels, pixels,
+                                  conv_stride=stride, swizzle=swizzle)
     if d.buffer.view_of is not None:  # the tensor re-viewed at the view's (static) shape
         shape = tuple(int(s) for s in d.buffer.shape)
         tensor = tensor.reshape(-1)[:math.prod(shape)].view(shape)

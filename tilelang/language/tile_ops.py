@@ -156,8 +156,9 @@ def c2d_im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
     reduction index k = c_step * block_K + j (over KH x KW x C, channels fastest) of a square
     `kernel` with the given stride, dilation and padding; 0 in the padding and past M or K.
     Written as a `T.Parallel` gather, so inside `T.Pipelined` it becomes a zero-filling
-    cp.async stage like a hand-written one."""
-    from .loops import Parallel
+    cp.async stage like a hand-written one; in a warp-specialised pipeline on sm_90a, one TMA
+    load in im2col mode where the shapes allow."""
+    from .loops import Parallel, _Parallel, _range_dims
     from .math import if_then_else
 
     if not isinstance(img, ir.Buffer) or len(img.shape) != 4:
@@ -169,7 +170,11 @@ def c2d_im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
     OH = (H + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
     OW = (W + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
     M, K = N * OH * OW, kernel * kernel * C
-    for i, j in Parallel(block_M, block_K):
+    # what the gather means, for TMA's im2col mode on sm_90a (transform/tma_im2col.py)
+    spec = (img, nhw_step * block_M, c_step * block_K, kernel, stride, dilation, pad)
+    dims = _range_dims(block_M, None, None, "T.c2d_im2col") + \
+        _range_dims(block_K, None, None, "T.c2d_im2col")
+    for i, j in _Parallel(dims, [("im2col", spec)]):
         m = nhw_step * block_M + i
         k = c_step * block_K + j
         ih = m % (OH * OW) // OW * stride + k // (kernel * C) * dilation - pad

@@ -49,8 +49,9 @@ from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit
 from .overlap_schedule import depth, has_annotation, schedule, touched_buffers
-from .pipeline import (_Rebuffer, _buffers_read, _flatten, _rebuild, _whole_buffer_user,
-                       _written_buffers, stack_layout)
+from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
+                       _whole_buffer_user, _written_buffers, stack_layout)
+from .tma_im2col import Im2colPlan, im2col_plan
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")
@@ -71,11 +72,17 @@ class TmaDescriptor:
     box: tuple  # outermost first, elements
     swizzle: int  # bytes: 0, 32, 64, 128
     param: ir.Var = None
+    # im2col mode (tma_im2col.py): (lower (h, w), upper (h, w), channels, pixels, stride (h, w))
+    im2col: tuple = None
 
 
 class _Plan:
+    """A global->shared copy the producer performs with TMA: `stmt` (the copy) leaves the
+    consumers' loop, `dst` is the shared tile it fills from the global tensor `src`."""
+
     def __init__(self, copy: ir.Copy, deps, swizzle, block_elems, n_blocks, box):
-        self.copy = copy
+        self.copy = self.stmt = copy
+        self.dst, self.src = copy.dst.buffer, copy.src.buffer
         self.deps = deps
         self.swizzle = swizzle
         self.block_elems = block_elems
@@ -194,10 +201,16 @@ class WarpSpecializer:
             if not isinstance(it, tuple) and pipeliner._gather_producer(it, body_items,
                                                                        rest_of_kernel, written):
                 name = gather_parts(it)[0].buffer.name
-                return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not TMA)")
+                deps = pipeliner._deps_of(_gather_exprs(it), lets, written)
+                plan, reason = im2col_plan(it, self.ctx.layouts[gather_parts(it)[0].buffer],
+                                           deps) if deps is not None else (None, None)
+                if plan is None:
+                    return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not "
+                                     "TMA)" + (f"; no TMA im2col: {reason}" if reason else ""))
+                plans.append(plan)
         for p in plans:
-            if any(_mentions(o, p.copy.dst.buffer) for o in outside if not isinstance(o, tuple)):
-                return self._why(f"{p.copy.dst.buffer.name} is used outside the loop")
+            if any(_mentions(o, p.dst) for o in outside if not isinstance(o, tuple)):
+                return self._why(f"{p.dst.name} is used outside the loop")
         slots = self._overlap_slots(loop, stages, plans, body_items) \
             if has_annotation(loop) else None
         return self._build(items, li, loop, stages, plans, body_items, slots)
@@ -208,7 +221,7 @@ class WarpSpecializer:
         which computes the same."""
         lets = [it for it in body_items if isinstance(it, tuple)]
         stmts = [it for it in body_items if not isinstance(it, tuple)]
-        plan_ids = {id(p.copy) for p in plans}
+        plan_ids = {id(p.stmt) for p in plans}
         compute = [st for st in stmts if id(st) not in plan_ids]
         if any(collect(st, lambda n, v=let[1]: n is v) for let in lets for st in compute):
             return self._note_overlap("the loop body binds values the schedule would move")
@@ -219,8 +232,8 @@ class WarpSpecializer:
             return self._note_overlap(f"stage {depth(slots)} needs num_stages > {depth(slots)} "
                                       "(one buffer per iteration in flight)")
         for p in plans:
-            if not any(p.copy.dst.buffer in touched_buffers(s.stmt) for s in slots):
-                return self._note_overlap(f"nothing reads {p.copy.dst.buffer.name}")
+            if not any(p.dst in touched_buffers(s.stmt) for s in slots):
+                return self._note_overlap(f"nothing reads {p.dst.name}")
         return slots
 
     def _note_overlap(self, reason):
@@ -260,7 +273,7 @@ class WarpSpecializer:
             return self._build_overlapped(items, li, loop, S, plans, slots)
         mapping = {}
         for p in plans:
-            b = p.copy.dst.buffer
+            b = p.dst
             if b not in mapping:
                 mapping[b] = self._multi_buffer(b, S)
         full = ctx.add_scratch_shared("full_bar", (S,), U64)
@@ -285,7 +298,7 @@ class WarpSpecializer:
         producer, regs = self._producer(items[:li], producer_loop)
 
         # consumers: the loop without its copies, between the barrier waits
-        plan_ids = {id(p.copy) for p in plans}
+        plan_ids = {id(p.stmt) for p in plans}
         rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
         # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
         # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
@@ -316,7 +329,7 @@ class WarpSpecializer:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
 
         note = (f"warp-specialised pipeline over {k.name}: {S} stages, TMA loads of "
-                f"{', '.join(p.copy.src.buffer.name for p in plans)} ({total_bytes} B per "
+                f"{', '.join(p.src.name for p in plans)} ({total_bytes} B per "
                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
@@ -401,7 +414,7 @@ class WarpSpecializer:
         ctx, T = self.ctx, self.T
         mapping, rings = {}, {}
         for p in plans:
-            b = p.copy.dst.buffer
+            b = p.dst
             if b not in mapping:
                 mapping[b] = self._multi_buffer(b, S)
                 rings[b] = (ctx.add_scratch_shared(f"{b.name}_full", (S,), U64),
@@ -496,15 +509,25 @@ class WarpSpecializer:
             return None
         return producer, consumer
 
-    def _tma_loads(self, p: _Plan, mapping, stage, full):
+    def _tma_loads(self, p, mapping, stage, full):
         ctx = self.ctx
-        g = p.copy.src.buffer
+        g = p.src
         name = f"{g.name}_desc" + (f"_{len(ctx.tma_descriptors)}" if any(
             d.buffer is g for d in ctx.tma_descriptors) else "")
-        desc = TmaDescriptor(name, g, p.box, p.swizzle)
+        if isinstance(p, Im2colPlan):
+            box, im2col = p.descriptor_args()
+            desc = TmaDescriptor(name, g, box, p.swizzle, im2col=im2col)
+        else:
+            desc = TmaDescriptor(name, g, p.box, p.swizzle)
         desc.param = ir.Var(name, ir.DType("handle"))
         ctx.tma_descriptors.append(desc)
-        dst = mapping[p.copy.dst.buffer]
+        dst = mapping[p.dst]
+        param = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
+        if isinstance(p, Im2colPlan):
+            body = p.load(param, _addr(full, (stage,)), _addr(dst, [stage, 0, 0]))
+            for let in reversed(p.deps):
+                body = ir.LetStmt(let[1], let[2], body, loc=let[3])
+            return body
         starts = [ir.as_expr(x) for x in p.copy.src.starts]
         stmts = []
         for blk in range(p.n_blocks):
@@ -514,9 +537,7 @@ class WarpSpecializer:
             if len(dst.shape) == 2:
                 tile_idx = [stage, blk * p.block_elems]
             smem = _addr(dst, tile_idx)
-            stmt = _call("tl::tma_load", ir.Call("address_of_param", (desc.param,),
-                                                 ir.DType("handle")),
-                         _addr(full, (stage,)), smem, *reversed(coords))
+            stmt = _call("tl::tma_load", param, _addr(full, (stage,)), smem, *reversed(coords))
             stmts.append(stmt)
         body = ir.Seq(tuple(stmts))
         for let in reversed(p.deps):
