@@ -8,7 +8,7 @@ The kernel never builds the im2col matrix in memory: for every K-step a `T.Paral
 decodes (n, oh, ow) and (kh, kw, c) from the tile coordinates, computes the input pixel
 (stride, padding, dilation) and gathers it into shared memory, writing 0 for taps that fall
 into the padding. The filter tile is a plain `T.copy`; `T.gemm` does the rest, and the result
-tile is scattered back to (n, oh, ow, f).
+tile is stored through an (N*OH*OW, F) view of the output (its rows are the output pixels).
 
 For square filters the kernel writes that gather with the reference's helper,
 `T.c2d_im2col(data, data_shared, by, k, KH, stride, dilation, padding)`; for others, as the
@@ -70,10 +70,9 @@ def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=
                 T.copy(weight[ko * block_K, bx * block_N], weight_shared)
                 T.gemm(data_shared, weight_shared, out_local)
 
-            for i, j in T.Parallel(block_M, block_N):
-                m = by * block_M + i
-                out[m // (OH * OW), m % (OH * OW) // OW, m % OW, bx * block_N + j] = \
-                    out_local[i, j]
+            # NHWC output rows are the im2col rows: store the tile through an (M, F) view
+            out_flat = T.Tensor((M, F), dtype, out.data)
+            T.copy(out_local, out_flat[by * block_M, bx * block_N])
 
     return main
 
