@@ -26,6 +26,9 @@ CASES = [
     ((2, 64, 9, 11, 128, 3, 1, 1, 1), dict(block_K=32)),
     ((3, 64, 13, 7, 64, 3, 1, 0, 1), dict(block_N=64, threads=128)),
     ((4, 256, 28, 28, 256, 3, 1, 1, 1), dict(block_N=256, num_stages=4)),   # the bench tiles
+    ((1, 64, 3, 5, 64, 3, 1, 1, 1), dict()),                    # M = 15: one partial tile
+    ((2, 64, 10, 10, 64, 3, 2, 2, 2), dict()),                  # stride and dilation
+    ((1, 128, 8, 8, 128, 5, 1, 2, 1), dict()),                  # 5x5, C over two tiles
 ]
 
 
