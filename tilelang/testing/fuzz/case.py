@@ -34,6 +34,10 @@ POISON_INT = -12345
 # machine epsilon (unit roundoff, 2^-mantissa) of the dtypes the generator uses
 EPS = {"float64": 2.0 ** -52, "float32": 2.0 ** -23, "float16": 2.0 ** -10,
        "bfloat16": 2.0 ** -7, "float8_e4m3": 2.0 ** -3, "float8_e5m2": 2.0 ** -2}
+# spacing of the subnormals: below the smallest normal a rounding errs by up to this much in
+# absolute terms, not EPS relative (seed 120696: 2 * x^3 in float16 for |x| ~ 0.01)
+TINY = {"float64": 2.0 ** -1074, "float32": 2.0 ** -149, "float16": 2.0 ** -24,
+        "bfloat16": 2.0 ** -133, "float8_e4m3": 2.0 ** -9, "float8_e5m2": 2.0 ** -16}
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS
+from .case import EPS, TINY
 
 FLOAT_CONSTS = (0.5, -0.75, 1.25, 2.0, -1.5, 0.125)
 INT_CONSTS = (1, 2, 3, -2, 5, -7)
@@ -120,7 +120,7 @@ def evaluate(e, env: dict, dtype: str):
         return np.float64(e[1]) if dtype != "int32" else np.int64(e[1]), 0.0
     if dtype == "int32":
         return _eval_int(e, env), 0.0
-    u = EPS[dtype]
+    u, tiny = EPS[dtype], TINY[dtype]
     if kind == "sel":
         _, cond, thr, x, y = e
         c = env[cond][0] > thr
@@ -133,26 +133,26 @@ def evaluate(e, env: dict, dtype: str):
         return np.abs(va), ea
     if kind == "expn":
         v = np.exp(-np.abs(va))
-        return v, ea * v + TRANSCENDENTAL * v + u * v
+        return v, ea * v + TRANSCENDENTAL * v + u * v + tiny
     if kind == "sig":
         v = 1.0 / (1.0 + np.exp(-va))
-        return v, ea / 4 + TRANSCENDENTAL + u * v
+        return v, ea / 4 + TRANSCENDENTAL + u * v + tiny
     if kind == "tanh":
         v = np.tanh(va)
-        return v, ea + TRANSCENDENTAL + u * np.abs(v)
+        return v, ea + TRANSCENDENTAL + u * np.abs(v) + tiny
     if kind == "mulk":
         v = va * e[2]
-        return v, ea * abs(e[2]) + u * np.abs(v)
+        return v, ea * abs(e[2]) + u * np.abs(v) + tiny
     vb, eb = evaluate(e[2], env, dtype)
     if kind == "add":
         v = va + vb
-        return v, ea + eb + u * np.abs(v)
+        return v, ea + eb + u * np.abs(v) + tiny
     if kind == "sub":
         v = va - vb
-        return v, ea + eb + u * np.abs(v)
+        return v, ea + eb + u * np.abs(v) + tiny
     if kind == "mul":
         v = va * vb
-        return v, ea * np.abs(vb) + eb * np.abs(va) + ea * eb + u * np.abs(v)
+        return v, ea * np.abs(vb) + eb * np.abs(va) + ea * eb + u * np.abs(v) + tiny
     if kind == "max":
         return np.maximum(va, vb), np.maximum(ea, eb)
     if kind == "min":

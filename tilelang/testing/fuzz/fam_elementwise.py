@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, random_values, round_to
+from .case import EPS, TINY, Case, Param, random_values, round_to
 from . import expr as E
 
 FLOAT_IN = ("float32", "float16", "bfloat16")
@@ -250,12 +250,12 @@ def _oracle(s, arrs):
         if is_int:
             env["F"] = (_wrap32(v), 0.0)
         else:
-            env["F"] = (round_to(v, fd), e + u * np.abs(v))
+            env["F"] = (round_to(v, fd), e + u * np.abs(v) + TINY[fd])
     v, e = env["F"]
     if s["store"] == "g2g":  # no tile: X is cast straight to Z's dtype
         v, e = _shift(arrs["X"], (s["oy"], s["ox"])), 0.0
     if is_int:
         return {"Z": (v.astype(np.int64), np.zeros(v.shape))}
     z = round_to(v, zd)
-    tol = 2 * (np.broadcast_to(e, v.shape) + EPS[zd] * np.abs(v)) + 1e-30
+    tol = 2 * (np.broadcast_to(e, v.shape) + EPS[zd] * np.abs(v) + TINY.get(zd, 0.0)) + 1e-30
     return {"Z": (z, tol)}
