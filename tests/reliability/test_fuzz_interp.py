@@ -13,7 +13,7 @@ from tilelang.testing import fuzz
 from tilelang.testing.fuzz.known import known_bug
 
 SEEDS = {"ew": range(0, 36), "reduce": range(0, 26), "gemm": range(0, 16),
-         "atomic": range(0, 18), "gather": range(0, 12)}
+         "atomic": range(0, 18), "gather": range(0, 12), "conv2d": range(0, 8)}
 CASES = [(f, s) for f, seeds in SEEDS.items() for s in seeds]
 
 
@@ -50,7 +50,7 @@ def test_generation_is_deterministic():
 
 
 @pytest.mark.parametrize("family,seed", [("ew", 3), ("reduce", 4), ("gemm", 2), ("atomic", 0),
-                                         ("gather", 1)])
+                                         ("gather", 1), ("conv2d", 2)])
 def test_oracle_catches_wrong_results(family, seed):
     """A result off by more than the rounding bound in one element, or computed from other
     inputs, must be reported: the comparison is not vacuous."""
@@ -82,7 +82,7 @@ def test_seeded_corpus_covers_the_generator():
     required = {"elementwise", "broadcast", "dynamic", "reduce", "dim0", "dim1", "gemm",
                 "pipelined", "serial", "atomic", "trans00", "trans01", "trans10", "trans11",
                 "a_regs", "a_shared", "clear_false", "tmp", "block_atomic", "split", "colsum",
-                "gather", "predicated_gather"}
+                "gather", "predicated_gather", "conv2d", "channels_per_tile"}
     assert required <= feats, f"CI seeds miss {sorted(required - feats)}"
     dtypes = {"gemm_float16_float32", "gemm_float16_float16", "gemm_bfloat16_float32",
               "gemm_float32_float32", "gemm_int8_int32", "gemm_float8_e4m3_float32",

@@ -10,7 +10,9 @@
 Families (one module each): "ew" element-wise chains with offsets/broadcasting, "reduce"
 reductions over either axis (pipelined accumulation, softmax-style broadcasts), "gemm" all
 transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, block-level),
-"gather" im2col gathers into shared tiles inside pipelined GEMMs (async zero-fill copies).
+"gather" im2col gathers into shared tiles inside pipelined GEMMs (async zero-fill copies),
+"conv2d" 2-D convolutions through `T.c2d_im2col` (TMA in im2col mode on sm_90a where it
+applies).
 `generate(seed)` is deterministic: the same seed gives the same program and inputs on every
 machine, so a failing seed is a reproducer (and `case.source` is the program text).
 """
@@ -21,7 +23,7 @@ import numpy as np
 
 from .case import Case, Param, agree, check, load, write_source  # noqa: F401
 from .run import classify, compile_case, expected, run_case, run_kernel  # noqa: F401
-from . import fam_atomic, fam_elementwise, fam_gather, fam_gemm, fam_reduce
+from . import fam_atomic, fam_conv2d, fam_elementwise, fam_gather, fam_gemm, fam_reduce
 
 __all__ = ["Case", "Param", "FAMILIES", "generate", "load", "write_source", "check", "agree",
            "expected", "run_case", "run_kernel", "compile_case", "classify"]
@@ -32,6 +34,7 @@ FAMILIES = {
     "gemm": fam_gemm.sample,
     "atomic": fam_atomic.sample,
     "gather": fam_gather.sample,
+    "conv2d": fam_conv2d.sample,
 }
 # how often each family is drawn when none is asked for
 WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
@@ -41,6 +44,8 @@ WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
 # finding keep their programs (the checked-in regression seeds stay valid)
 LATER = {"gather": 0.12}
 _LATER_STREAM = 0x6A1
+# and each later one from its own stream after that (conv2d: 2026-11-22)
+LATEST = {"conv2d": (0.08, 0x6A2)}
 
 
 def generate(seed: int, family: str | None = None) -> Case:
@@ -55,4 +60,7 @@ def generate(seed: int, family: str | None = None) -> Case:
                 family = name
                 break
             u -= weight
+        for name, (weight, stream) in LATEST.items():
+            if np.random.default_rng([seed, stream]).random() < weight:
+                family = name
     return FAMILIES[family](rng, seed)
