@@ -195,3 +195,22 @@ def agree(a: dict, b: dict, expected: dict, label="") -> list:
     oracle's rounding bounds (`expected` as returned by `case.oracle`)."""
     return check(None, a, {k: (np.asarray(b[k]), tol) for k, (_, tol) in expected.items()},
                  label)
+
+
+def pick(rng, seq):
+    """One element of `seq`, drawn uniformly (the families' choices)."""
+    return seq[int(rng.integers(len(seq)))]
+
+
+def kernel_source(params, lines, indent="    ") -> str:
+    """The program text: `@T.prim_func def main(<params as T.Tensor>)` with the body `lines`
+    (each indented once more)."""
+    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
+    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
+    return "\n".join(src + [indent + ln for ln in lines]) + "\n"
+
+
+def default_inputs(params):
+    """`make_inputs` drawing every input with `random_values`' default range."""
+    return lambda rng: {p.name: random_values(rng, p.shape, p.dtype) for p in params
+                        if p.role == "in"}

@@ -14,28 +14,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import Case, Param
-
-
-def _pick(rng, seq):
-    return seq[int(rng.integers(len(seq)))]
+from .case import Case, Param, kernel_source, pick
 
 
 def sample(rng, seed: int) -> Case:
-    dt = _pick(rng, ("float32", "float32", "int32", "float16"))
-    mode = _pick(rng, ("split", "split", "colsum"))
-    op = "add" if dt == "float16" or mode == "colsum" else _pick(rng, ("add", "add", "max",
+    dt = pick(rng, ("float32", "float32", "int32", "float16"))
+    mode = pick(rng, ("split", "split", "colsum"))
+    op = "add" if dt == "float16" or mode == "colsum" else pick(rng, ("add", "add", "max",
                                                                       "min"))
-    bm = _pick(rng, (1, 4, 8, 16, 32))
-    bn = _pick(rng, (4, 8, 16, 32, 64))
+    bm = pick(rng, (1, 4, 8, 16, 32))
+    bn = pick(rng, (4, 8, 16, 32, 64))
     spec = dict(dt=dt, mode=mode, op=op, bm=bm, bn=bn,
-                threads=_pick(rng, (32, 64, 128, 256)),
+                threads=pick(rng, (32, 64, 128, 256)),
                 M=int(rng.integers(1, 3 * bm + 3)), N=int(rng.integers(1, 3 * bn + 3)),
                 S=int(rng.integers(1, 5)) if mode == "split" else 1,
-                form=(_pick(rng, ("scalar", "tile", "tile_region")) if op == "add" and
+                form=(pick(rng, ("scalar", "tile", "tile_region")) if op == "add" and
                       mode == "split" else "scalar"),
-                src_scope=_pick(rng, ("fragment", "shared")),
-                counter=int(_pick(rng, (0, 0, 1, 3))))
+                src_scope=pick(rng, ("fragment", "shared")),
+                counter=int(pick(rng, (0, 0, 1, 3))))
     # added later, drawn from a stream of its own: every other choice of a seed is unchanged
     # (a shared-tile atomic of an earlier seed may now ask for the TMA; the result is the same)
     spec["use_tma"] = bool(spec["form"] != "scalar" and spec["src_scope"] == "shared"
@@ -50,7 +46,6 @@ def build(s: dict, seed: int) -> Case:
     params.append(Param("Z", (M, N) if mode == "split" else (N,), dt, "inout"))
     if s["counter"]:
         params.append(Param("Cnt", (s["counter"],), "int32", "inout"))
-    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
     ind = "    "
     k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), {S}, "
          f"threads={s['threads']}) as (bx, by, bz):"]
@@ -72,12 +67,10 @@ def build(s: dict, seed: int) -> Case:
                        f"F{tma})")
     if s["counter"]:
         k.append(ind + f"T.atomic_add(Cnt[bx % {s['counter']}], 1)")
-    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
-    src += [ind + ln for ln in k]
     feats = ("atomic", f"atomic_{op}", mode, s["form"]) + (("block_atomic",) if s["counter"]
                                                          else ()) + \
         (("use_tma",) if s.get("use_tma") else ())
-    return Case("atomic", seed, "\n".join(src) + "\n", params,
+    return Case("atomic", seed, kernel_source(params, k), params,
                 lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
 

@@ -15,30 +15,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, random_values
-
-
-def _pick(rng, seq):
-    return seq[int(rng.integers(len(seq)))]
+from .case import EPS, Case, Param, default_inputs, kernel_source, pick
 
 
 def sample(rng, seed: int) -> Case:
-    bk = int(_pick(rng, (16, 32, 64, 64)))
-    C = int(_pick(rng, (bk, bk, 2 * bk, 24, 8)))
-    KH = int(_pick(rng, (1, 3, 3, 5)))
-    dil = int(_pick(rng, (1, 1, 2)))
-    pad = int(_pick(rng, (0, 1, 2)))
+    bk = int(pick(rng, (16, 32, 64, 64)))
+    C = int(pick(rng, (bk, bk, 2 * bk, 24, 8)))
+    KH = int(pick(rng, (1, 3, 3, 5)))
+    dil = int(pick(rng, (1, 1, 2)))
+    pad = int(pick(rng, (0, 1, 2)))
     reach = dil * (KH - 1) + 1
     H = int(rng.integers(max(1, reach - 2 * pad), 14))
     W = int(rng.integers(max(1, reach - 2 * pad), 14))
-    s = dict(dt=_pick(rng, ("float16", "float16", "bfloat16")), N=int(rng.integers(1, 4)),
-             H=H, W=W, C=C, KH=KH, stride=int(_pick(rng, (1, 1, 2))), dil=dil, pad=pad,
+    s = dict(dt=pick(rng, ("float16", "float16", "bfloat16")), N=int(rng.integers(1, 4)),
+             H=H, W=W, C=C, KH=KH, stride=int(pick(rng, (1, 1, 2))), dil=dil, pad=pad,
              # 16-byte filter rows (F % 8) let TMA load the filter, the condition for the
              # warp-specialised pipeline that takes the im2col tile by TMA too
              F=int(rng.integers(1, 18)) * 8 if rng.random() < 0.7 else int(rng.integers(1, 140)),
-             bm=int(_pick(rng, (64, 128))),
-             bn=int(_pick(rng, (32, 64, 128))), bk=bk, threads=int(_pick(rng, (128, 256))),
-             stages=int(_pick(rng, (1, 2, 3, 3))))
+             bm=int(pick(rng, (64, 128))),
+             bn=int(pick(rng, (32, 64, 128))), bk=bk, threads=int(pick(rng, (128, 256))),
+             stages=int(pick(rng, (1, 2, 3, 3))))
     s["OH"] = (H + 2 * pad - reach) // s["stride"] + 1
     s["OW"] = (W + 2 * pad - reach) // s["stride"] + 1
     return build(s, seed)
@@ -50,7 +46,6 @@ def build(s: dict, seed: int) -> Case:
     M, K = N * s["OH"] * s["OW"], KH * KH * C
     params = [Param("X", (N, H, W, C), dt), Param("Wt", (K, F), dt),
               Param("Y", (M, F), "float32", "out")]
-    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
     i1, i2 = ("    " * n for n in range(1, 3))
     k = [f"with T.Kernel(T.ceildiv({F}, {bn}), T.ceildiv({M}, {bm}), threads={s['threads']}) "
          "as (bx, by):",
@@ -63,16 +58,10 @@ def build(s: dict, seed: int) -> Case:
          i2 + f"T.copy(Wt[ko * {bk}, bx * {bn}], W_s)",
          i2 + "T.gemm(A_s, W_s, acc)",
          i1 + f"T.copy(acc, Y[by * {bm}, bx * {bn}])"]
-    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
-    src += [i1 + ln for ln in k]
     feats = ("conv2d", "gemm", "pipelined") + (("channels_per_tile",) if C % bk == 0 else ())
-    return Case("conv2d", seed, "\n".join(src) + "\n", params,
-                lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
+    return Case("conv2d", seed, kernel_source(params, k), params,
+                default_inputs(params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
-
-
-def _inputs(rng, params):
-    return {p.name: random_values(rng, p.shape, p.dtype) for p in params if p.role == "in"}
 
 
 def _im2col(s, X):

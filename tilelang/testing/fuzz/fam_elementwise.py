@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, TINY, Case, Param, random_values, round_to
+from .case import EPS, TINY, Case, Param, pick, random_values, round_to
 from . import expr as E
 
 FLOAT_IN = ("float32", "float16", "bfloat16")
@@ -23,23 +23,19 @@ TILE_M = (1, 2, 3, 4, 8, 16, 32, 64)
 TILE_N = (1, 3, 5, 8, 12, 16, 24, 32, 40, 64, 128)
 
 
-def _pick(rng, seq):
-    return seq[int(rng.integers(len(seq)))]
-
-
 def sample(rng, seed: int) -> Case:
     is_int = rng.random() < 0.2
     if is_int:
         xd = fd = zd = "int32"
     else:
-        xd = _pick(rng, FLOAT_IN)
-        fd = _pick(rng, ("float32", xd))
-        zd = _pick(rng, ("float32", "float16", "bfloat16", fd))
+        xd = pick(rng, FLOAT_IN)
+        fd = pick(rng, ("float32", xd))
+        zd = pick(rng, ("float32", "float16", "bfloat16", fd))
     while True:
-        bm, bn = _pick(rng, TILE_M), _pick(rng, TILE_N)
+        bm, bn = pick(rng, TILE_M), pick(rng, TILE_N)
         if bm * bn <= 4096:
             break
-    threads = _pick(rng, (32, 64, 128, 128, 256))
+    threads = pick(rng, (32, 64, 128, 128, 256))
     M = int(rng.integers(1, 3 * bm + 5))
     N = int(rng.integers(1, 3 * bn + 5))
     dyn = rng.random() < 0.2
@@ -47,15 +43,15 @@ def sample(rng, seed: int) -> Case:
     has_g, has_r, has_c = (rng.random() < p for p in (0.5, 0.5, 0.4))
 
     def off():
-        return int(_pick(rng, (0, 0, 0, 1, 2, -1, -3, 5)))
+        return int(pick(rng, (0, 0, 0, 1, 2, -1, -3, 5)))
 
     spec = dict(xd=xd, fd=fd, zd=zd, bm=bm, bn=bn, threads=threads, M=M, N=N, dyn=dyn,
                 scope=scope, oy=off(), ox=off(), gy=off(), gx=off(), ry=off(), cx=off(),
                 has_g=has_g, has_r=has_r, has_c=has_c,
-                load=_pick(rng, ("copy", "copy", "shared", "parallel", "region")),
-                gload=_pick(rng, ("copy", "parallel")),
-                vload=_pick(rng, ("copy", "parallel")),
-                store=_pick(rng, ("copy", "copy", "shared", "parallel")))
+                load=pick(rng, ("copy", "copy", "shared", "parallel", "region")),
+                gload=pick(rng, ("copy", "parallel")),
+                vload=pick(rng, ("copy", "parallel")),
+                store=pick(rng, ("copy", "copy", "shared", "parallel")))
     if M <= bm or dyn:  # a single block row: keep starts non-negative (see SEMANTICS §2)
         spec.update(oy=abs(spec["oy"]), gy=abs(spec["gy"]), ry=abs(spec["ry"]))
     if N <= bn:
@@ -64,7 +60,7 @@ def sample(rng, seed: int) -> Case:
     stmts = []
     for _ in range(int(rng.integers(0, 5))):
         if has_r and rng.random() < 0.2:  # a 1-D statement on the row vector
-            k = int(_pick(rng, E.INT_CONSTS)) if is_int else float(_pick(rng, E.FLOAT_CONSTS))
+            k = int(pick(rng, E.INT_CONSTS)) if is_int else float(pick(rng, E.FLOAT_CONSTS))
             stmts.append(("R", k))
         else:
             stmts.append(("F", E.random_expr(rng, leaves, is_int, depth=int(rng.integers(1, 3)))))

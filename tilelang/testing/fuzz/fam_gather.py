@@ -14,25 +14,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, random_values
-
-
-def _pick(rng, seq):
-    return seq[int(rng.integers(len(seq)))]
+from .case import EPS, Case, Param, default_inputs, kernel_source, pick
 
 
 def sample(rng, seed: int) -> Case:
-    C = int(_pick(rng, (1, 2, 3, 4, 8, 8, 16, 16, 24)))
-    KH = int(_pick(rng, (1, 2, 3)))
-    stride = int(_pick(rng, (1, 1, 2)))
-    pad = int(_pick(rng, (0, 1, 2)))
+    C = int(pick(rng, (1, 2, 3, 4, 8, 8, 16, 16, 24)))
+    KH = int(pick(rng, (1, 2, 3)))
+    stride = int(pick(rng, (1, 1, 2)))
+    pad = int(pick(rng, (0, 1, 2)))
     R = int(rng.integers(max(1, KH - 2 * pad), 160))
-    spec = dict(dt=_pick(rng, ("float16", "float16", "bfloat16")), C=C, KH=KH, stride=stride,
+    spec = dict(dt=pick(rng, ("float16", "float16", "bfloat16")), C=C, KH=KH, stride=stride,
                 pad=pad, R=R, N=int(rng.integers(1, 80)),
-                bm=int(_pick(rng, (32, 64, 128))), bn=int(_pick(rng, (32, 64))),
-                bk=int(_pick(rng, (16, 32, 64))), threads=int(_pick(rng, (128, 256))),
-                stages=int(_pick(rng, (1, 2, 2, 3))),
-                predicate=bool(_pick(rng, (True, True, False))))
+                bm=int(pick(rng, (32, 64, 128))), bn=int(pick(rng, (32, 64))),
+                bk=int(pick(rng, (16, 32, 64))), threads=int(pick(rng, (128, 256))),
+                stages=int(pick(rng, (1, 2, 2, 3))),
+                predicate=bool(pick(rng, (True, True, False))))
     spec["M"] = (R + 2 * pad - KH) // stride + 1
     return build(spec, seed)
 
@@ -44,7 +40,6 @@ def build(s: dict, seed: int) -> Case:
     K = KH * C
     params = [Param("X", (R, C), dt), Param("W", (K, N), dt), Param("Y", (M, N), "float32",
                                                                      "out")]
-    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
     i1, i2, i3 = ("    " * n for n in range(1, 4))
     k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={s['threads']}) "
          "as (bx, by):",
@@ -67,16 +62,10 @@ def build(s: dict, seed: int) -> Case:
     k += [i2 + f"T.copy(W[ko * {bk}, bx * {bn}], W_s)",
           i2 + "T.gemm(A_s, W_s, acc)",
           i1 + f"T.copy(acc, Y[by * {bm}, bx * {bn}])"]
-    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
-    src += [i1 + ln for ln in k]
     feats = ("gather", "gemm", "pipelined") + (("predicated_gather",) if s["predicate"] else ())
-    return Case("gather", seed, "\n".join(src) + "\n", params,
-                lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
+    return Case("gather", seed, kernel_source(params, k), params,
+                default_inputs(params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
-
-
-def _inputs(rng, params):
-    return {p.name: random_values(rng, p.shape, p.dtype) for p in params if p.role == "in"}
 
 
 def _im2col(s, X):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, random_values, round_to
+from .case import EPS, Case, Param, kernel_source, pick, random_values, round_to
 
 # (A/B dtype, accumulator dtype, output dtypes, weight)
 DTYPES = (
@@ -31,10 +31,6 @@ K_ATOM = {"float16": 16, "bfloat16": 16, "float32": 8, "int8": 32, "float8_e4m3"
           "float8_e5m2": 32, "float64": 4}
 
 
-def _pick(rng, seq):
-    return seq[int(rng.integers(len(seq)))]
-
-
 def _partitionable(bm, bn, warps):
     return any(warps % wm == 0 and bm % (16 * wm) == 0 and bn % (8 * (warps // wm)) == 0
                for wm in range(1, warps + 1))
@@ -44,23 +40,23 @@ def sample(rng, seed: int) -> Case:
     w = np.array([d[3] for d in DTYPES], float)
     ab, acc, outs, _ = DTYPES[int(rng.choice(len(DTYPES), p=w / w.sum()))]
     while True:
-        bm = _pick(rng, (16, 32, 64, 128))
-        bn = _pick(rng, (8, 16, 32, 64, 128))
-        threads = _pick(rng, (32, 64, 128, 128, 256))
+        bm = pick(rng, (16, 32, 64, 128))
+        bn = pick(rng, (8, 16, 32, 64, 128))
+        threads = pick(rng, (32, 64, 128, 128, 256))
         if bm * bn <= 128 * 128 and _partitionable(bm, bn, threads // 32):
             break
-    bk = _pick(rng, tuple(k for k in (16, 32, 64) if k % K_ATOM[ab] == 0))
+    bk = pick(rng, tuple(k for k in (16, 32, 64) if k % K_ATOM[ab] == 0))
     trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
-    spec = dict(ab=ab, acc=acc, out=_pick(rng, outs), bm=bm, bn=bn, bk=bk, threads=threads,
+    spec = dict(ab=ab, acc=acc, out=pick(rng, outs), bm=bm, bn=bn, bk=bk, threads=threads,
                 M=int(rng.integers(1, 2 * bm + 9)), N=int(rng.integers(1, 2 * bn + 9)),
                 K=int(rng.integers(1, 3 * bk + 9)), trans_a=trans_a, trans_b=trans_b,
                 a_regs=bool(not trans_a and rng.random() < 0.25),
-                loop=_pick(rng, ("serial", "pipelined", "pipelined")),
+                loop=pick(rng, ("serial", "pipelined", "pipelined")),
                 stages=int(rng.integers(0, 4)),
-                init=_pick(rng, ("clear", "clear", "clear_accum", "input")),
-                epilogue=_pick(rng, ("none", "none", "relu", "scale", "bias")),
-                store=_pick(rng, ("copy", "shared")),
-                policy=_pick(rng, ("Square", "FullRow", "FullCol")))
+                init=pick(rng, ("clear", "clear", "clear_accum", "input")),
+                epilogue=pick(rng, ("none", "none", "relu", "scale", "bias")),
+                store=pick(rng, ("copy", "shared")),
+                policy=pick(rng, ("Square", "FullRow", "FullCol")))
     return build(spec, seed)
 
 
@@ -76,7 +72,6 @@ def build(s: dict, seed: int) -> Case:
     if s["epilogue"] == "bias":
         params.append(Param("bias", (N,), acc))
     params.append(Param("C", (M, N), out, "out"))
-    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
     ind = "    "
     nk = -(-K // bk)
     k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), "
@@ -126,11 +121,9 @@ def build(s: dict, seed: int) -> Case:
         k.append(ind + f"T.copy(C_s, C[by * {bm}, bx * {bn}])")
     else:
         k.append(ind + f"T.copy(C_l, C[by * {bm}, bx * {bn}])")
-    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
-    src += [ind + ln for ln in k]
     feats = ("gemm", f"gemm_{ab}_{acc}", f"trans{int(ta)}{int(tb)}", s["loop"],
              "a_regs" if s["a_regs"] else "a_shared", s["init"], ep)
-    return Case("gemm", seed, "\n".join(src) + "\n", params,
+    return Case("gemm", seed, kernel_source(params, k), params,
                 lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
 

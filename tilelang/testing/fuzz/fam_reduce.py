@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, random_values, round_to
+from .case import EPS, Case, Param, kernel_source, pick, random_values, round_to
 
 OPS_FLOAT = ("sum", "max", "min", "absmax", "abssum")
 OPS_INT = ("sum", "max", "min", "absmax", "bitand", "bitor", "bitxor")
@@ -34,32 +34,28 @@ COMBINE = {"sum": "{a} + {b}", "abssum": "{a} + {b}", "max": "T.max({a}, {b})",
            "bitor": "{a} | {b}", "bitxor": "{a} ^ {b}"}
 
 
-def _pick(rng, seq):
-    return seq[int(rng.integers(len(seq)))]
-
-
 def sample(rng, seed: int) -> Case:
     is_int = rng.random() < 0.25
-    xd = "int32" if is_int else _pick(rng, ("float32", "float16", "bfloat16"))
-    op = _pick(rng, OPS_INT if is_int else OPS_FLOAT)
+    xd = "int32" if is_int else pick(rng, ("float32", "float16", "bfloat16"))
+    op = pick(rng, OPS_INT if is_int else OPS_FLOAT)
     ad = "int32" if is_int else ("float32" if op in ("sum", "abssum") else
-                                 _pick(rng, ("float32", xd)))
+                                 pick(rng, ("float32", xd)))
     dim = int(rng.integers(2))
-    bm = _pick(rng, (1, 2, 4, 8, 16, 32, 64))
-    bn = _pick(rng, (4, 8, 16, 32, 64, 128))
+    bm = pick(rng, (1, 2, 4, 8, 16, 32, 64))
+    bn = pick(rng, (4, 8, 16, 32, 64, 128))
     while bm * bn > 4096:
         bn //= 2
-    threads = _pick(rng, (32, 64, 128, 256))
+    threads = pick(rng, (32, 64, 128, 256))
     M = int(rng.integers(1, 3 * bm + 3))
     N = int(rng.integers(1, 3 * bn + 3))
     inits = INIT_INT[op] if is_int else INIT[op]
-    spec = dict(xd=xd, ad=ad, op=op, dim=dim, dim_text=_pick(rng, ((str(dim),), (str(dim - 2),)))[0],
+    spec = dict(xd=xd, ad=ad, op=op, dim=dim, dim_text=pick(rng, ((str(dim),), (str(dim - 2),)))[0],
                 bm=bm, bn=bn, threads=threads, M=M, N=N,
-                src_scope=_pick(rng, ("fragment", "fragment", "shared")),
-                combine=("tmp" if op == "abssum" else _pick(rng, ("clear_false", "tmp"))),
+                src_scope=pick(rng, ("fragment", "fragment", "shared")),
+                combine=("tmp" if op == "abssum" else pick(rng, ("clear_false", "tmp"))),
                 init=inits[int(rng.integers(len(inits)))],
-                loop=_pick(rng, ("serial", "pipelined")), stages=int(rng.integers(0, 4)),
-                store=_pick(rng, ("copy", "parallel")),
+                loop=pick(rng, ("serial", "pipelined")), stages=int(rng.integers(0, 4)),
+                store=pick(rng, ("copy", "parallel")),
                 bcast=bool(rng.random() < 0.4))
     return build(spec, seed)
 
@@ -74,7 +70,6 @@ def build(s: dict, seed: int) -> Case:
     params = [Param("X", (M, N), xd), Param("O", ((M if dim == 1 else N),), ad, "out")]
     if bcast:
         params.append(Param("Z", (M, N), ad, "out"))
-    sig = ", ".join(f'{p.name}: T.Tensor({p.shape}, "{p.dtype}")' for p in params)
     grid = f"T.ceildiv({M}, {bm})" if dim == 1 else f"T.ceildiv({N}, {bn})"
     ind = "    "
     k = [f"with T.Kernel({grid}, threads={s['threads']}) as b:"]
@@ -109,10 +104,8 @@ def build(s: dict, seed: int) -> Case:
             k.append(ind * 2 + f"Z[b * {bm} + i, j] = S[i, j] - acc[i]")
         else:
             k.append(ind * 2 + f"Z[i, b * {bn} + j] = S[i, j] - acc[j]")
-    src = ["import tilelang.language as T", "", "", "@T.prim_func", f"def main({sig}):"]
-    src += [ind + ln for ln in k]
     feats = ("reduce", f"reduce_{op}", f"dim{dim}", s["loop"], s["combine"])
-    return Case("reduce", seed, "\n".join(src) + "\n", params,
+    return Case("reduce", seed, kernel_source(params, k), params,
                 lambda rng: {"X": random_values(rng, (M, N), xd,
                                                 -50 if xd == "int32" else -2,
                                                 50 if xd == "int32" else 2)},
