@@ -6,8 +6,8 @@
 Each variant is the example's own kernel compiled with its pass configs (fast math; with
 `--mma-sync` also `tl.disable_wgmma`, issue 4's FlashAttention-on-mma.sync target), run once on fresh random inputs (the allocator's block for the output is filled with
 NaN first, since the factory allocates the output itself), checked against the
-example's float64 reference on one sequence and two heads, and timed with bench_core.bench
-next to SDPA on the same (contiguous) inputs. One line per variant:
+example's float64 reference on one sequence and two heads, and timed with
+bench_core.bench_pair in alternating batches with SDPA on the same (contiguous) inputs. One line per variant:
 
     name  time_ms  TFLOP/s  sdpa_ms  ratio(sdpa / ours)  rel_err
 """
@@ -51,7 +51,7 @@ def main():
     if args.cpu:
         B, H, S, D, device, variants, timer = 1, 4, 192, 64, "cpu", [(64, 64, 2, 128)], wall_bench
     else:
-        from bench_core import bench as timer
+        from bench_core import bench as timer, bench_pair
         B, H, S, D, device, variants = 8, 32, 4096, 128, "cuda", VARIANTS
         print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -95,7 +95,11 @@ def main():
                     if not err < 5e-3:  # NaN fails too
                         print(f"{name:44s} FAILED relative error {err:.2e}", flush=True)
                         continue
-                    ms = timer(lambda: kern(q, k, v))
+                    if args.cpu:
+                        ms = timer(lambda: kern(q, k, v))
+                    else:  # SDPA again, in alternating batches with this variant
+                        ms, base = bench_pair(lambda: kern(q, k, v), lambda: sdpa(
+                            qt, kt, vt, is_causal=causal, **extra))
                     print(f"{name:44s} {ms:9.4f} {flops / ms / 1e9:8.1f} {base:9.4f} "
                           f"{base / ms:6.2f} {err:8.1e}", flush=True)
                 except Exception as e:  # noqa: BLE001 - one failure must not hide the rest
