@@ -4,10 +4,12 @@ Expects: tile IR after layout inference. Applies when the target is sm_90a, the 
 warpgroups, warp specialisation and TMA are not disabled by pass config, and the kernel has
 exactly one `T.Pipelined` loop at its top level whose global→shared copies TMA can perform
 (static shapes, 16-byte aligned strides, whole destination tiles, boxes of <= 256 elements,
-no dtype conversion, indices computable by the producer), and the loop gathers nothing into
-shared memory with `T.Parallel` that the pipeliner can issue as cp.async (an im2col tile: TMA
-cannot gather it, and leaving it synchronous in the consumers costs more than the TMA of the
-other operand gains). Otherwise nothing changes and the cp.async pipeliner takes the loop.
+no dtype conversion, indices computable by the producer), and every `T.Parallel` gather into
+shared memory that the pipeliner could issue as cp.async is a `T.c2d_im2col` tile one TMA load
+in im2col mode produces (tma_im2col.py; a general gather TMA cannot do, and leaving it
+synchronous in the consumers costs more than the TMA of the other operand gains). Otherwise
+nothing changes and the cp.async pipeliner takes the loop. A shared tile the consumers compute
+for a wgmma every iteration is double-buffered (computed_operands.py).
 
 Guarantees: the kernel is launched with one more warpgroup, the producer, whose first thread
 issues every TMA load of the loop; the original threads (the consumers, thread indices
