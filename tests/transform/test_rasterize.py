@@ -1,5 +1,5 @@
 """Panelled launch of large GEMM-like grids (transform/rasterize.py): applied only to grids of
-2048+ blocks whose pipelined loop loads one tile by block row and one by block column, never
+512+ blocks whose pipelined loop loads one tile by block row and one by block column, never
 when the user chose with T.use_swizzle (including turning it off), and the results on the CPU
 interpreter do not depend on it."""
 
@@ -67,7 +67,7 @@ def test_large_gemm_grid_is_panelled():
 
 
 @pytest.mark.parametrize("func", [
-    gemm(2048, 2048, 128),                 # 1024 blocks: launch order kept
+    gemm(1024, 1024, 128),                 # 256 blocks: launch order kept
     gemm(4096, 2112, 128, swizzle=0),      # explicitly off
     attention_like(4096, 32),              # Q tile needs both block indices
 ])

@@ -32,7 +32,7 @@ def _kernel_attrs():
 
 def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
     """Renumber blocks in panels of `panel_size` for L2 locality (results are unchanged).
-    Without it, a GEMM-like kernel of 2048 or more blocks is launched in panels of 8 rows
+    Without it, a GEMM-like kernel of 512 or more blocks is launched in panels of 8 rows
     anyway (transform/rasterize.py); `enable=False` or `panel_size=0` keeps launch order."""
     if not enable or panel_size is None or panel_size <= 0:
         _kernel_attrs().append(("use_swizzle", None))  # explicitly off
