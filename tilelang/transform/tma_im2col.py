@@ -30,13 +30,14 @@ class Im2colPlan:
     """The producer's TMA load of one im2col tile (the interface of warp_specialize's plans:
     `stmt` leaves the consumers' loop, `dst` is filled from `src`, `bytes` per stage)."""
 
-    def __init__(self, nest, deps, spec, col, swizzle, corners):
+    def __init__(self, nest, deps, spec, col, swizzle, corners, out_size):
         self.stmt = nest
         self.deps = deps
         self.image, self.m0, self.k0, self.kernel, self.stride, self.dilation, self.pad = spec
         self.dst, self.src = col, self.image
         self.swizzle = swizzle
         self.corners = corners  # ((lower h, lower w), (upper h, upper w))
+        self.OH, self.OW = out_size
         self.block_M, self.block_K = col.shape
         self.bytes = self.block_M * self.block_K * col.dtype.bytes
 
@@ -48,9 +49,7 @@ class Im2colPlan:
 
     def load(self, desc_param, bar, smem):
         """The producer's call for the iteration its m0/k0 expressions name."""
-        N, H, W, C = self.image.shape
-        OH, OW = _out_size(H, self.kernel, self.stride, self.dilation, self.pad), \
-            _out_size(W, self.kernel, self.stride, self.dilation, self.pad)
+        C, OH, OW = self.image.shape[3], self.OH, self.OW
         b = ir.binary
         m0, k0 = ir.as_expr(self.m0), ir.as_expr(self.k0)
         n = b("floordiv", m0, OH * OW)
@@ -106,4 +105,4 @@ def im2col_plan(nest, layout, deps):
     if not 1 <= stride <= 8 or not all(-128 <= x <= 127 for x in lower + upper) or \
             (kernel - 1) * dilation > 255:
         return None, "stride, padding or filter reach outside TMA im2col's ranges"
-    return Im2colPlan(nest, deps, spec, col, swizzle, (lower, upper)), None
+    return Im2colPlan(nest, deps, spec, col, swizzle, (lower, upper), (OH, OW)), None
