@@ -41,6 +41,13 @@ VARIANTS = [
     ("mma.sync no-ws", 128, 64, 2, 256, MMA_NO_WS),
     ("mma.sync no-ws", 128, 64, 3, 256, MMA_NO_WS),
     ("mma.sync no-ws", 64, 64, 2, 128, MMA_NO_WS),
+    # four warps of 32 query rows each (FlashAttention-2's split): every K/V fragment read
+    # from shared memory feeds two mma rows, half the shared-memory traffic of 16-row warps
+    ("mma.sync", 128, 64, 2, 128, MMA),
+    ("mma.sync no-ws", 128, 64, 2, 128, MMA_NO_WS),
+    ("mma.sync no-ws", 128, 64, 1, 128, MMA_NO_WS),
+    ("mma.sync no-ws", 128, 32, 2, 128, MMA_NO_WS),
+    ("mma.sync no-ws", 128, 32, 3, 128, MMA_NO_WS),
 ]
 
 
@@ -48,6 +55,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--causal", action="store_true", help="also time the causal form")
+    ap.add_argument("--only", default="", help="variants whose label contains this text")
     args = ap.parse_args()
     if args.cpu:
         B, H, S, D, variants, device = 1, 2, 128, 32, VARIANTS[:1] + VARIANTS[5:6], "cpu"
@@ -67,6 +75,8 @@ def main():
             base = bench(lambda: torch.nn.functional.scaled_dot_product_attention(
                 qc, kc, vc, is_causal=causal))
         for label, bm, bn, stages, threads, configs in variants:
+            if args.only and args.only not in label:
+                continue
             name = f"{label} {bm}/{bn} s{stages} t{threads} c={int(causal)}"
             try:
                 t0 = time.perf_counter()

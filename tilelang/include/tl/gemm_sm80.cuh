@@ -39,6 +39,20 @@ struct SmemTile {
     const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
     return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
   }
+
+  // Stepping from a known offset. The swizzle phase repeats every 8 rows, so moving down a
+  // multiple of 8 rows adds a constant. Moving right by dc (a multiple of two 16-byte chunks)
+  // from a column in chunk 0 or 1 of a block row changes chunk bits the column does not use,
+  // so the swizzle's XOR of those bits is an XOR with a constant: an operand's addresses
+  // are then one lane offset and immediates, which the compiler need not keep in registers.
+  TL_HOST_DEVICE static constexpr int step_rows(int off, int dr) { return off + dr * kBlk; }
+  TL_HOST_DEVICE static constexpr int step_cols(int off, int dc) {
+    if (Swz == 0) return off + dc;
+    const int dch = dc / kEpc;
+    return (off ^ ((dch % kChunks) * kEpc)) + (dch / kChunks) * Rows * kBlk;
+  }
+  // whether step_cols may start from column c0 (+ the lane's chunk 0 or 1)
+  TL_HOST_DEVICE static constexpr bool steps_from(int c0) { return Swz == 0 || c0 % kBlk == 0; }
 };
 
 namespace detail {
@@ -144,16 +158,22 @@ TL_DEVICE void load_a(uint32_t* a, const T* base, int r0, int c0, int m0, int k0
   constexpr int kK = MmaTraits<T>::kK;
   const int j = lane >> 3;  // the 8x(16 bytes) matrix this lane addresses
   if constexpr (!Trans) {
-    // matrices: (m half j&1, k half j>>1); a k half is 16 bytes
-    const int m = m0 + (lane & 7) + 8 * (j & 1);
-    const int k = k0 + (16 / int(sizeof(T))) * (j >> 1);
-    ldmatrix_x4(a, base + Tile::offset(r0 + m, c0 + k));
+    // matrices: (m half j&1, k half j>>1); a k half is 16 bytes (m0 % 16 == 0, k0 is 32 bytes)
+    const int m = (lane & 7) + 8 * (j & 1);
+    const int k = (16 / int(sizeof(T))) * (j >> 1);
+    const int off = Tile::steps_from(c0)
+        ? Tile::step_cols(Tile::step_rows(Tile::offset(r0 + m, c0 + k), m0), k0)
+        : Tile::offset(r0 + m0 + m, c0 + k0 + k);
+    ldmatrix_x4(a, base + off);
     to_tf32<T>(a, 4);
   } else if constexpr (sizeof(T) == 2) {
     // MN-major 16-bit: transposed 8x8 matrices, same (m half, k half) order
-    const int k = k0 + 8 * (j >> 1) + (lane & 7);
-    const int m = m0 + 8 * (j & 1);
-    ldmatrix_x4_trans(a, base + Tile::offset(r0 + k, c0 + m));
+    const int k = 8 * (j >> 1) + (lane & 7);
+    const int m = 8 * (j & 1);
+    const int off = Tile::steps_from(c0)
+        ? Tile::step_rows(Tile::step_cols(Tile::offset(r0 + k, c0 + m), m0), k0)
+        : Tile::offset(r0 + k0 + k, c0 + m0 + m);
+    ldmatrix_x4_trans(a, base + off);
   } else {
     // MN-major 8/32-bit: element-wise in the mma A layout (rows g / g+8, k halves)
     const int g = lane >> 2, q = lane & 3;
@@ -177,28 +197,34 @@ TL_DEVICE void load_b(uint32_t* b0, uint32_t* b1, const T* base, int r0, int c0,
   const int j = lane >> 3;
   if constexpr (Trans) {
     // K-major: matrices (n half j>>1, k half j&1) -> b0[0], b0[1], b1[0], b1[1]
-    const int n = n0 + (lane & 7) + (Pair ? 8 * (j >> 1) : 0);
-    const int k = k0 + (16 / int(sizeof(T))) * (j & 1);
+    const int n = (lane & 7) + (Pair ? 8 * (j >> 1) : 0);
+    const int k = (16 / int(sizeof(T))) * (j & 1);
+    const int off = Tile::steps_from(c0) && n0 % 8 == 0
+        ? Tile::step_cols(Tile::step_rows(Tile::offset(r0 + n, c0 + k), n0), k0)
+        : Tile::offset(r0 + n0 + n, c0 + k0 + k);
     uint32_t r[4];
     if constexpr (Pair) {
-      ldmatrix_x4(r, base + Tile::offset(r0 + n, c0 + k));
+      ldmatrix_x4(r, base + off);
       b1[0] = r[2]; b1[1] = r[3];
     } else {
-      ldmatrix_x2(r, base + Tile::offset(r0 + n, c0 + k));
+      ldmatrix_x2(r, base + off);
     }
     b0[0] = r[0]; b0[1] = r[1];
     to_tf32<T>(b0, 2);
     if constexpr (Pair) to_tf32<T>(b1, 2);
   } else if constexpr (sizeof(T) == 2) {
     // N-major 16-bit: transposed; lanes 0-15 address k rows at n0, lanes 16-31 at n0 + 8
-    const int k = k0 + (lane & 15);
-    const int n = n0 + (Pair ? 8 * (lane >> 4) : 0);
+    const int k = lane & 15;
+    const int n = Pair ? 8 * (lane >> 4) : 0;
+    const int off = Tile::steps_from(c0) && n0 % 16 == 0
+        ? Tile::step_rows(Tile::step_cols(Tile::offset(r0 + k, c0 + n), n0), k0)
+        : Tile::offset(r0 + k0 + k, c0 + n0 + n);
     uint32_t r[4];
     if constexpr (Pair) {
-      ldmatrix_x4_trans(r, base + Tile::offset(r0 + k, c0 + n));
+      ldmatrix_x4_trans(r, base + off);
       b1[0] = r[2]; b1[1] = r[3];
     } else {
-      ldmatrix_x2_trans(r, base + Tile::offset(r0 + k, c0 + n));
+      ldmatrix_x2_trans(r, base + off);
     }
     b0[0] = r[0]; b0[1] = r[1];
   } else {
