@@ -130,6 +130,12 @@ def dequant_family(cpu):
         ("dequant", f, cfg(256, 64, 64, 4, 256, wgmma_overlap=False)),
         ("dequant", f, cfg(128, 128, 64, 3, 256)),
         ("dequant", f, cfg(128, 128, 128, 2, 256)),
+        # split-K: half of A per block, twice the N per block (A is re-read by every block)
+        ("dequant", f, cfg(256, 128, 64, 3, 256, split_k=2)),
+        ("dequant", f, cfg(256, 128, 64, 4, 256, split_k=2)),
+        ("dequant", f, cfg(256, 128, 128, 2, 256, split_k=2)),
+        ("dequant", f, cfg(256, 128, 64, 3, 256, split_k=2, wgmma_overlap=False)),
+        ("dequant", f, cfg(256, 64, 128, 2, 256, split_k=2)),
     ]
     return dict(title=f"int4 dequant gemm (group {G}) {M}x{N}x{K}", shape=(M, N, K, G),
                 variants=variants, default=dict(_defaults(f), **ex.SIZES["bench"][4]),
@@ -203,7 +209,7 @@ def build(family, jit_fn, c, target):
 def run_variant(family, data, name, jit_fn, c, target, timer, rep, base_ms, pair=None):
     kernel = build(family, jit_fn, c, target)
     out = torch.empty(*data["shape"], dtype=data["out_dtype"], device=data["ref"].device)
-    if family["kind"] == "splitk":
+    if family["kind"] == "splitk" or c.get("split_k", 1) > 1:
         out.zero_()  # the kernel accumulates into C
 
         def call():

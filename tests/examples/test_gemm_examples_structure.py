@@ -35,7 +35,7 @@ def test_bench_kernel_is_tma_fed_wgmma(stem):
 
 def test_dequant_expansion_is_vectorised_and_reads_scales_from_shared():
     src = _bench_source("example_dequant_gemm_int4")
-    loop = src[src.rindex("for (int k = 0;"):]  # the consumers' K loop
+    loop = src[[m.start() for m in re.finditer(r"for \(int ko? = 0;", src)][-1]:]  # consumers
     assert re.search(r"tl::copy_vec<16>\(\(&B_shared\[", loop), "8 weights per 16-byte store"
     assert "Scale[" not in loop, "no global scale loads inside the K loop"
     assert "S_shared[" in loop
@@ -93,4 +93,20 @@ def test_dequant_groups_and_steps_cpu(block_K, group):
     a = torch.randn(M, K, dtype=torch.float16)
     packed, scale = ex.quantize_int4(torch.randn(N, K), group)
     w = ex.dequantize_int4(packed, scale, group)
-    ex.check(kernel(a, packed.view(torch.int32), scale), a.double() @ w.double().t(), 2e-3)
+    c = torch.full((M, N), float("nan"), dtype=torch.float16)
+    kernel(a, packed.view(torch.int32), scale, c)
+    ex.check(c, a.double() @ w.double().t(), 2e-3)
+
+
+def test_dequant_split_k_cpu():
+    """Two K slices added into a zeroed C; ragged M and N."""
+    ex = _example("example_dequant_gemm_int4")
+    M, N, K, group = 40, 88, 512, 64
+    kernel = ex.dequant_gemm_int4(M, N, K, group, block_M=32, block_N=64, block_K=64,
+                                  num_stages=2, threads=128, split_k=2)
+    a = torch.randn(M, K, dtype=torch.float16)
+    packed, scale = ex.quantize_int4(torch.randn(N, K), group)
+    w = ex.dequantize_int4(packed, scale, group)
+    c = torch.zeros(M, N, dtype=torch.float16)
+    kernel(a, packed.view(torch.int32), scale, c)
+    ex.check(c, a.double() @ w.double().t(), 2e-3)
