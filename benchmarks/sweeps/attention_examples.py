@@ -1,6 +1,7 @@
 """Tile-config sweep of the attention-forward examples (MHA, GQA) against torch SDPA.
 
     python benchmarks/sweeps/attention_examples.py [--only mha,gqa] [--mma-sync]  # H200: < 90 s
+        [--head-groups 1,4] [--tiles 128/128,192/128]
     python benchmarks/sweeps/attention_examples.py --cpu               # plumbing, tiny size
 
 Each variant is the example's own kernel compiled with its pass configs (fast math; with
@@ -47,6 +48,9 @@ def main():
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--only", default="mha,gqa")
     ap.add_argument("--mma-sync", action="store_true", help="no wgmma (sm_80 instructions)")
+    ap.add_argument("--head-groups", default="4",
+                    help="causal only: heads per scheduling group, comma-separated")
+    ap.add_argument("--tiles", default="", help="only these block_M/block_N, e.g. 128/128")
     args = ap.parse_args()
     if args.cpu:
         B, H, S, D, device, variants, timer = 1, 4, 192, 64, "cpu", [(64, 64, 2, 128)], wall_bench
@@ -72,9 +76,14 @@ def main():
             ref = ex.ref_program(q[:1, :, :2 * groups], k[:1, :, :2], v[:1, :, :2], causal) \
                 if groups > 1 else ex.ref_program(q[:1, :, :2], k[:1, :, :2], v[:1, :, :2],
                                                   causal)
-            for bm, bn, stages, threads in variants:
+            head_groups = [int(g) for g in args.head_groups.split(",")] if causal else [4]
+            for (bm, bn, stages, threads), hg in ((v, g) for v in variants for g in head_groups):
+                if args.tiles and f"{bm}/{bn}" not in args.tiles.split(","):
+                    continue
                 name = f"{family} {bm}/{bn} s{stages} t{threads} c={int(causal)}"
-                tiles = dict(block_M=bm, block_N=bn, num_stages=stages, threads=threads)
+                name += f" hg{hg}" if causal else ""
+                tiles = dict(block_M=bm, block_N=bn, num_stages=stages, threads=threads,
+                             head_group=hg)
                 configs = dict(ex.FAST_MATH)
                 if args.mma_sync:
                     configs[tilelang.PassConfigKey.TL_DISABLE_WGMMA] = True

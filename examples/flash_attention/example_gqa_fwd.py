@@ -25,7 +25,9 @@ FAST_MATH = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
 
 @tilelang.jit(out_idx=[3], pass_configs=FAST_MATH)
 def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=64, block_N=64,
-                        num_stages=1, threads=128, dtype="float16", accum_dtype="float"):
+                        num_stages=1, threads=128, head_group=4,
+                        dtype="float16", accum_dtype="float"):
+    head_group = math.gcd(heads, head_group)  # heads per scheduling group (causal)
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     kv_heads = heads // groups
     q_shape = [batch, seq_len, heads, dim]
@@ -47,11 +49,19 @@ def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=6
             row_sum = T.alloc_fragment([block_M], accum_dtype)
             l = T.alloc_fragment([block_M], accum_dtype)
 
-            kv_head = by // groups
-            # causal: the longest rows first (query block qb = last - bx), so that the short
-            # blocks fill the tail of the grid
-            qb = T.ceildiv(seq_len, block_M) - 1 - bx if is_causal else bx
-            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_shared)
+            if is_causal:
+                # longest blocks first: within each group of `head_group` heads the blocks
+                # run from the last query block (the most key tiles) down to the first, so
+                # the shortest blocks of the grid come last and even out its tail, while the
+                # blocks running at once share the K/V of a few heads in L2
+                n_q = T.ceildiv(seq_len, block_M)
+                f = by * n_q + bx
+                head = f // (n_q * head_group) * head_group + f % head_group
+                qb = n_q - 1 - f % (n_q * head_group) // head_group
+            else:
+                head, qb = by, bx
+            kv_head = head // groups
+            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, head, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity(accum_dtype))
@@ -99,7 +109,7 @@ def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=6
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]
-            T.copy(acc_o, Output[bz, qb * block_M:(qb + 1) * block_M, by, :])
+            T.copy(acc_o, Output[bz, qb * block_M:(qb + 1) * block_M, head, :])
 
     return main
 

@@ -29,7 +29,9 @@ FAST_MATH = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
 
 @tilelang.jit(out_idx=[3], pass_configs=FAST_MATH)
 def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64,
-                        num_stages=1, threads=128, dtype="float16", accum_dtype="float"):
+                        num_stages=1, threads=128, head_group=4,
+                        dtype="float16", accum_dtype="float"):
+    head_group = math.gcd(heads, head_group)  # heads per scheduling group (causal)
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # 1/sqrt(d) * log2(e): softmax via exp2
     shape = [batch, seq_len, heads, dim]
     ragged = seq_len % block_N != 0  # the last key tile reaches past the end: mask it
@@ -50,10 +52,18 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
             row_sum = T.alloc_fragment([block_M], accum_dtype)
             l = T.alloc_fragment([block_M], accum_dtype)
 
-            # causal: the longest rows first (query block qb = last - bx), so that the short
-            # blocks fill the tail of the grid
-            qb = T.ceildiv(seq_len, block_M) - 1 - bx if is_causal else bx
-            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, by, :], Q_shared)
+            if is_causal:
+                # longest blocks first: within each group of `head_group` heads the blocks
+                # run from the last query block (the most key tiles) down to the first, so
+                # the shortest blocks of the grid come last and even out its tail, while the
+                # blocks running at once share the K/V of a few heads in L2
+                n_q = T.ceildiv(seq_len, block_M)
+                f = by * n_q + bx
+                head = f // (n_q * head_group) * head_group + f % head_group
+                qb = n_q - 1 - f % (n_q * head_group) // head_group
+            else:
+                head, qb = by, bx
+            T.copy(Q[bz, qb * block_M:(qb + 1) * block_M, head, :], Q_shared)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, -T.infinity(accum_dtype))
@@ -63,7 +73,7 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
                 n_tiles = T.min(n_tiles, T.ceildiv((qb + 1) * block_M, block_N))
 
             for k in T.Pipelined(n_tiles, num_stages=num_stages):
-                T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, head, :], K_shared)
                 # start the scores at 0 where a key is visible and at -inf where it is masked;
                 # with causal masking only the tiles that reach past the diagonal need it
                 if is_causal:
@@ -96,12 +106,12 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
                     acc_o[i, j] *= rescale[i]
 
                 T.copy(acc_s, acc_s_cast)
-                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, head, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]
-            T.copy(acc_o, Output[bz, qb * block_M:(qb + 1) * block_M, by, :])
+            T.copy(acc_o, Output[bz, qb * block_M:(qb + 1) * block_M, head, :])
 
     return main
 
