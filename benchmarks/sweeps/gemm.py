@@ -1,9 +1,9 @@
 """fp16 GEMM tile configs at 4096^3 and 8192^3 (issue 5's targets), cuBLAS in the same run.
 
-    python benchmarks/sweeps/gemm.py [--cpu]
+    python benchmarks/sweeps/gemm.py [--cpu] [--sizes 4096] [--only cluster]
 
-One line per config: name, time (ms), TFLOP/s, cuBLAS time (ms), ratio (cuBLAS / ours), max
-error relative to the fp32 product. `--cpu` runs one config at a tiny size (plumbing only).
+One line per config: name, time (ms), TFLOP/s, cuBLAS time (ms, in alternating batches with
+the config), ratio (cuBLAS / ours), max error relative to the fp32 product. `--cpu` runs one config at a tiny size (plumbing only).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.gpu.epilogue_kernels import hand_staged  # noqa: E402
 
 
 
-# (block_M, block_N, block_K, stages, threads[, staged epilogue])
+# (block_M, block_N, block_K, stages, threads[, "staged" epilogue | cluster dims])
 CONFIGS = [
     (128, 256, 64, 3, 256),
     (128, 256, 64, 4, 256),
@@ -34,33 +34,45 @@ CONFIGS = [
     (128, 256, 32, 4, 256),
     (128, 256, 64, 3, 256, "staged"),
     (128, 128, 64, 4, 256, "staged"),
+    # thread block clusters: the blocks of a cluster share one tile, loaded once (multicast)
+    (128, 256, 64, 3, 256, (2, 1, 1)),
+    (128, 256, 64, 4, 256, (2, 1, 1)),
+    (128, 256, 64, 3, 256, (1, 2, 1)),
+    (256, 128, 64, 3, 256, (2, 1, 1)),
+    (128, 256, 64, 4, 256, (4, 1, 1)),
 ]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true")
+    ap.add_argument("--sizes", default="4096,8192", help="cube sizes, comma-separated")
+    ap.add_argument("--only", default="", help="'cluster': the clustered configs only")
     args = ap.parse_args()
     if args.cpu:
         sizes, configs, device = [(96, 80, 64)], [(32, 32, 32, 2, 128),
                                                   (32, 32, 32, 2, 128, "staged")], "cpu"
     else:
-        from bench_core import bench
-        sizes, configs, device = [(4096,) * 3, (8192,) * 3], CONFIGS, "cuda"
+        from bench_core import bench_pair
+        sizes = [(int(n),) * 3 for n in args.sizes.split(",")]
+        configs = [c for c in CONFIGS if args.only != "cluster" or
+                   (len(c) > 5 and isinstance(c[5], tuple))]
+        device = "cuda"
         print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     for M, N, Kd in sizes:
         a = torch.randn(M, Kd, device=device).half()
         b = torch.randn(Kd, N, device=device).half()
         ref = a.float() @ b.float()
-        if not args.cpu:
-            base = bench(lambda: a @ b)
-        for bm, bn, bk, stages, threads, *staged in configs:
+        for bm, bn, bk, stages, threads, *extra in configs:
+            staged = extra == ["staged"]
+            cluster = extra[0] if extra and not staged else None
             name = f"gemm {M}x{N}x{Kd} {bm}/{bn}/{bk} s{stages} t{threads}" + \
-                (" hand-staged epilogue" if staged else "")
+                (" hand-staged epilogue" if staged else "") + \
+                (f" cluster {cluster}" if cluster else "")
             try:
                 func = (hand_staged(M, N, Kd, bm, bn, bk, stages, threads) if staged
                         else K.gemm(M, N, Kd, bm, bn, bk, out_dtype="float16",
-                                    num_stages=stages, threads=threads))
+                                    num_stages=stages, threads=threads, cluster_dims=cluster))
                 kern = tilelang.compile(func, out_idx=[2],
                                         target="cpu" if args.cpu else "auto")
                 out = kern(a, b)
@@ -71,7 +83,7 @@ def main():
                 if args.cpu:
                     print(f"{name:44s} ok (cpu) max_err {err:.1e}", flush=True)
                     continue
-                ms = bench(lambda: kern(a, b))
+                ms, base = bench_pair(lambda: kern(a, b), lambda: a @ b)
                 print(f"{name:44s} {ms:8.4f} ms {2 * M * N * Kd / ms / 1e9:7.1f} TFLOP/s  cuBLAS "
                       f"{base:8.4f} ms  ratio {base / ms:5.2f}  max_err {err:.1e}", flush=True)
             except Exception as e:  # noqa: BLE001 - keep going

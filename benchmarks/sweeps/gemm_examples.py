@@ -136,6 +136,13 @@ def dequant_family(cpu):
         ("dequant", f, cfg(256, 128, 128, 2, 256, split_k=2)),
         ("dequant", f, cfg(256, 128, 64, 3, 256, split_k=2, wgmma_overlap=False)),
         ("dequant", f, cfg(256, 64, 128, 2, 256, split_k=2)),
+        # clusters: A (all of M) multicast to the blocks of a cluster along N
+        ("dequant", f, cfg(256, 64, 128, 2, 256, cluster=2)),
+        ("dequant", f, cfg(256, 64, 64, 4, 256, cluster=2)),
+        ("dequant", f, cfg(256, 64, 64, 3, 256, cluster=4)),
+        ("dequant", f, cfg(256, 128, 64, 3, 256, split_k=2, cluster=2)),
+        ("dequant", f, cfg(256, 128, 64, 3, 256, split_k=2, cluster=4)),
+        ("dequant", f, cfg(256, 64, 128, 2, 256, split_k=2, cluster=2)),
     ]
     return dict(title=f"int4 dequant gemm (group {G}) {M}x{N}x{K}", shape=(M, N, K, G),
                 variants=variants, default=dict(_defaults(f), **ex.SIZES["bench"][4]),

@@ -39,7 +39,7 @@ import tilelang.language as T
 
 @tilelang.jit
 def dequant_gemm_int4(M, N, K, group_size=128, block_M=128, block_N=128, block_K=128,
-                      num_stages=3, threads=256, split_k=1, dtype="float16",
+                      num_stages=3, threads=256, split_k=1, cluster=1, dtype="float16",
                       accum_dtype="float32"):
     assert K % group_size == 0 and K % block_K == 0 and block_K % 8 == 0
     assert block_K % group_size == 0 or group_size % block_K == 0, "groups align with K-steps"
@@ -50,8 +50,10 @@ def dequant_gemm_int4(M, N, K, group_size=128, block_M=128, block_N=128, block_K
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K // 8), "int32"),
              Scale: T.Tensor((N, n_groups), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k,
-                      threads=threads) as (bx, by, bz):
+        grid = (T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k)
+        launch = T.ClusterKernel(*grid, cluster_dims=(cluster, 1, 1), threads=threads) \
+            if cluster > 1 else T.Kernel(*grid, threads=threads)
+        with launch as (bx, by, bz):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_packed = T.alloc_shared((block_N, block_K // 8), "int32")
             B_shared = T.alloc_shared((block_N, block_K), dtype)

@@ -130,9 +130,10 @@ def atomic_k(M, N):
 
 def gemm(M, N, K, block_M, block_N, block_K, trans_A=False, trans_B=False, dtype="float16",
          accum_dtype="float32", out_dtype=None, num_stages=2, threads=128, b_dtype=None,
-         a_in_registers=False):
+         a_in_registers=False, cluster_dims=None):
     """C = op(A) @ op(B). `b_dtype` defaults to A's dtype (fp8 gemms may mix e4m3 and e5m2);
-    `a_in_registers` copies the A tile into a fragment first (the register-A gemm form)."""
+    `a_in_registers` copies the A tile into a fragment first (the register-A gemm form);
+    `cluster_dims` launches it in thread block clusters (T.ClusterKernel)."""
     out_dtype = out_dtype or accum_dtype
     b_dtype = b_dtype or dtype
     A_shape = (K, M) if trans_A else (M, K)
@@ -143,7 +144,8 @@ def gemm(M, N, K, block_M, block_N, block_K, trans_A=False, trans_B=False, dtype
     @T.prim_func
     def main(A: T.Tensor(A_shape, dtype), B: T.Tensor(B_shape, b_dtype),
              C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads,
+                      cluster_dims=cluster_dims) as (bx, by):
             A_shared = T.alloc_shared(A_sh, dtype)
             B_shared = T.alloc_shared(B_sh, b_dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)

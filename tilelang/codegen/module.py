@@ -70,7 +70,12 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
     decls = [_param_decl(x, p) for x in params + symbols + workspaces + list(tma)]
     threads = k.num_threads
     bounds = f"{threads}, 1" if k.attr("warp_specialized") else f"{threads}"
-    head = (f'extern "C" __global__ void __launch_bounds__({bounds}) {name}('
+    cluster = k.attr("cluster_dims")
+    if cluster and ctx.target.sm < 90:
+        ctx.note(f"cluster_dims={cluster} ignored: thread block clusters need sm_90")
+        cluster = None
+    cluster = f" __cluster_dims__({', '.join(map(str, cluster))})" if cluster else ""
+    head = (f'extern "C" __global__ void __launch_bounds__({bounds}){cluster} {name}('
             f'{", ".join(decls)}) {{')
     lines = [head]
     p.indent = 1

@@ -9,7 +9,7 @@ from ..ir.dtype import DType as dtype
 from .alloc import (alloc_barrier, alloc_fragment, alloc_global, alloc_local, alloc_shared,
                     alloc_tmem, alloc_var)
 from .indexing import Ref
-from .kernel import (Kernel, get_block_binding, get_block_bindings, get_block_extent,
+from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
                      get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx,
                      get_warp_idx_sync)

@@ -25,6 +25,28 @@ def _grid_extent(value, axis):
     return e
 
 
+def _cluster_dims(value, grid):
+    """`cluster_dims` as a 3-tuple of positive ints (None: no cluster); a static grid extent
+    must be a multiple of the cluster's (the hardware launches whole clusters)."""
+    if value is None:
+        return None
+    dims = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool)
+                                          and d >= 1 for d in dims):
+        raise error(ValueError, f"cluster_dims must be a positive int or a tuple of 1-3 "
+                                f"positive ints, got {value!r}")
+    dims = dims + (1,) * (3 - len(dims))
+    size = dims[0] * dims[1] * dims[2]
+    if size > 8:
+        raise error(ValueError, f"a thread block cluster has at most 8 blocks (the portable "
+                                f"limit), got cluster_dims={dims}")
+    for axis, (c, g) in enumerate(zip(dims, tuple(grid) + (1, 1, 1))):
+        if isinstance(g, int) and g % c:
+            raise error(ValueError, f"grid extent {g} along {'xyz'[axis]} is not a multiple of "
+                                    f"the cluster's {c} (cluster_dims={dims})")
+    return None if size == 1 else dims
+
+
 class Kernel:
     """`with T.Kernel(gx, gy, gz, threads=128) as (bx, by, bz):` — one launch of a grid of
     thread blocks; the body describes what one block does."""
@@ -52,7 +74,7 @@ class Kernel:
             raise error(ValueError, f"a block has at most 1024 threads, got {total}")
         self.threads = threads
         self.prelude = prelude
-        self.cluster_dims = cluster_dims
+        self.cluster_dims = _cluster_dims(cluster_dims, self.grid)
         self.names = None
         self.n_bound = len(grid)
 
@@ -92,12 +114,20 @@ class Kernel:
         if self.prelude:
             attrs.append(("prelude", self.prelude))
         if self.cluster_dims:
-            attrs.append(("cluster_dims", tuple(self.cluster_dims)
-                          if isinstance(self.cluster_dims, (list, tuple))
-                          else (self.cluster_dims,)))
+            attrs.append(("cluster_dims", self.cluster_dims))
         b.emit(ir.Kernel(self.grid, self.threads, self.block_vars, self.thread_vars, body,
                          tuple(frame.data["allocs"]), tuple(attrs), loc=self.loc))
         return False
+
+
+def ClusterKernel(*grid, cluster_dims, threads=None, prelude=None):
+    """`with T.ClusterKernel(gx, gy, cluster_dims=2, threads=256) as (bx, by):` — T.Kernel
+    launched in thread block clusters of `cluster_dims` blocks (sm_90+): consecutive blocks
+    along each axis form one cluster. On Hopper, a tile that every block of a cluster loads
+    alike in a warp-specialised pipeline (the A tile of a GEMM whose cluster runs along N)
+    is then loaded once per cluster and multicast to all of its blocks, each issuing one
+    slice. Other targets launch the same grid without clusters; results do not change."""
+    return Kernel(*grid, threads=threads, prelude=prelude, cluster_dims=cluster_dims)
 
 
 def _kernel_obj() -> Kernel:

@@ -2,8 +2,8 @@
 
 Expects: tile IR after `parallel_copies` (global->shared loads are `Copy` nodes). Applies when
 the kernel says nothing about rasterisation (no `T.use_swizzle`, which also records an
-explicit off), its grid has at least two static dimensions holding `MIN_BLOCKS` or more
-blocks, and a pipelined loop copies one tile that depends on the block's y index and not
+explicit off), is not launched in clusters (whose blocks share tiles in launch order), its
+grid has at least two static dimensions holding `MIN_BLOCKS` or more blocks, and a pipelined loop copies one tile that depends on the block's y index and not
 its x index and another that depends on x and not y: the signature of C[y, x] = A[y, :] @
 B[:, x], where blocks in launch order share A's rows only and reread all of B from L2.
 
@@ -25,7 +25,8 @@ MIN_BLOCKS = 512  # 4096^3 on 128x256 tiles: 0.954-0.957x -> 0.963-0.968x cuBLAS
 
 
 def rasterize_large_gemms(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    if any(key == "use_swizzle" for key, _ in kernel.attrs) or len(kernel.block_vars) < 2:
+    if any(key in ("use_swizzle", "cluster_dims") for key, _ in kernel.attrs) or \
+            len(kernel.block_vars) < 2:
         return kernel
     extents = [ir.int_value(e) for e in kernel.grid[:2]]
     if None in extents or extents[0] * extents[1] < MIN_BLOCKS:

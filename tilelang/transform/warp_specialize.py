@@ -91,6 +91,9 @@ class _Plan:
         self.n_blocks = n_blocks
         self.box = box
         self.bytes = n_blocks * copy.src.buffer.dtype.bytes * _prod(box)
+        # (dimension of the box split across the cluster, blocks in the cluster): each block
+        # loads one slice and multicasts it to all (see WarpSpecializer._multicast)
+        self.multicast = None
 
 
 def _prod(xs):
@@ -149,6 +152,7 @@ class WarpSpecializer:
         self.ctx = ctx
         self.T = kernel.num_threads
         self.extra_allocs = []  # second copies of computed operands
+        self.cluster = 1  # blocks per cluster whose consumers release every stage (multicast)
 
     def applicable(self):
         ctx = self.ctx
@@ -215,7 +219,42 @@ class WarpSpecializer:
                 return self._why(f"{p.dst.name} is used outside the loop")
         slots = self._overlap_slots(loop, stages, plans, body_items) \
             if has_annotation(loop) else None
+        if slots is None:
+            self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
+
+    def _multicast(self, loop, plans, lets):
+        """In a kernel launched in clusters, mark the plans whose tile is the same in every
+        block of a cluster for multicast: neither the tile's source region (through the lets
+        it reads) nor the trip count depends on a block index along a cluster axis, its box
+        has one dimension besides the innermost to split into one slice per block, and each
+        slice starts on a swizzle atom (8 rows). Each block's producer then loads its slice
+        into every block of the cluster, and a stage is free only once the consumers of all
+        of them have released it (their empty barriers count every block's warps)."""
+        dims = self.kernel.attr("cluster_dims")
+        if not dims or self.kernel.attr("use_swizzle") is not None:
+            return
+        cs = dims[0] * dims[1] * dims[2]
+        axes = {v for v, c in zip(self.kernel.block_vars, dims) if c > 1}
+        values = {it[1]: it[2] for it in lets if isinstance(it, tuple)}
+        if _depends_on((loop.start, loop.extent), axes, values):
+            return self.ctx.note("no multicast: the trip count differs between the blocks of a "
+                                 "cluster")
+        for p in plans:
+            if isinstance(p, Im2colPlan):
+                continue
+            region = list(p.copy.src.starts) + list(p.copy.src.extents)
+            split = [d for d, b in enumerate(p.box[:-1]) if b > 1]
+            if _depends_on(region, axes, values) or len(split) != 1 or len(p.dst.shape) != 2:
+                continue
+            rows = p.box[split[0]]
+            if rows % cs or (p.swizzle and (rows // cs) % 8):
+                self.ctx.note(f"no multicast of {p.dst.name}: {rows} rows do not split into "
+                              f"{cs} slices of whole swizzle atoms")
+                continue
+            p.multicast = (split[0], cs)
+        if any(p.multicast for p in plans):
+            self.cluster = cs
 
     def _overlap_slots(self, loop, S, plans, body_items):
         """The consumer schedule of an order/stage/group annotation (overlap_schedule.py), or
@@ -305,7 +344,7 @@ class WarpSpecializer:
         # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
         # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
         # TFLOP/s, 4096^3); users can still ask for it with T.gemm(..., wg_wait=1).
-        release = _call("tl::mbarrier_arrive", _addr(empty, (stage,)))
+        release = self._release(_addr(empty, (stage,)))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
         # With two stages the load of iteration k+1 could only start once the tile of k is
         # published (the stage of k-1 is handed back there) and would be waited for at once:
@@ -335,7 +374,9 @@ class WarpSpecializer:
                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
-                   "the previous gemm runs" if computed else ""))
+                   "the previous gemm runs" if computed else "")
+                + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
+                   f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble([(full, empty)], S, producer, consumer, note)
 
     def _double_buffered(self, loop, S, full, empty, mapping, rest, computed):
@@ -348,8 +389,8 @@ class WarpSpecializer:
         stage = ir.binary("floormod", rel, S)
         phase = ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
         prev = ir.binary("floormod", ir.binary("sub", rel, 1), S)
-        release_prev = ir.If(ir.compare("gt", k, start),
-                             _call("tl::mbarrier_arrive", _addr(empty, (prev,))), None)
+        release_prev = ir.If(ir.compare("gt", k, start), self._release(_addr(empty, (prev,))),
+                             None)
         body = publish_then_issue(rest, computed, release_prev)
         even = ir.Seq((_call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
                        _Rebuffer(mapping, stage).visit(_rebuild(body))))
@@ -365,6 +406,13 @@ class WarpSpecializer:
         last = ir.For(k, ir.binary("add", start, paired), ir.binary("floormod", n, 2), "serial",
                       even, 1, (), loc=loop.loc)
         return ir.Seq((pairs, last))
+
+    def _release(self, bar):
+        """The consumers handing a stage back: every thread arrives, or with multicast one
+        lane per warp arrives on the barrier of every block of the cluster (after its warp)."""
+        if self.cluster > 1:
+            return _call(f"tl::mbarrier_arrive_cluster<{self.cluster}>", bar)
+        return _call("tl::mbarrier_arrive", bar)
 
     def _second_copies_fit(self, computed) -> bool:
         allocs = [self.ctx.replaced_shared.get(b, b) for b in self.kernel.allocs] + computed
@@ -382,9 +430,10 @@ class WarpSpecializer:
         ctx, T, tid = self.ctx, self.T, self.ctx.tid
         s = ir.Var("s")
         inits = []
+        releases = T if self.cluster == 1 else T // 32 * self.cluster
         for full, empty in rings:
             inits += [_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
-                      _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(T))]
+                      _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(releases))]
         init = ir.If(ir.compare("eq", tid, 0), ir.Seq((
             ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq(tuple(inits))),
             _call("tl::fence_mbarrier_init"),
@@ -393,7 +442,12 @@ class WarpSpecializer:
         split = ir.If(ir.compare("ge", tid, T),
                       ir.Attr("thread_group", ("producer", PRODUCER_THREADS), producer),
                       ir.Attr("thread_group", ("consumer", T), consumer))
-        body = ir.Seq((init, _call("__syncthreads"), split))
+        if self.cluster > 1:
+            # every block's barriers exist before a peer signals them, and no block exits
+            # while a peer may still signal it
+            body = ir.Seq((init, _call("tl::cluster_sync"), split, _call("tl::cluster_sync")))
+        else:
+            body = ir.Seq((init, _call("__syncthreads"), split))
         threads = (T + PRODUCER_THREADS,) if len(self.kernel.threads) == 1 else None
         if threads is None:
             return self._why("multi-dimensional thread blocks")
@@ -519,6 +573,11 @@ class WarpSpecializer:
         if isinstance(p, Im2colPlan):
             box, im2col = p.descriptor_args()
             desc = TmaDescriptor(name, g, box, p.swizzle, im2col=im2col)
+        elif p.multicast:
+            d, cs = p.multicast
+            box = list(p.box)
+            box[d] //= cs
+            desc = TmaDescriptor(name, g, tuple(box), p.swizzle)
         else:
             desc = TmaDescriptor(name, g, p.box, p.swizzle)
         desc.param = ir.Var(name, ir.DType("handle"))
@@ -538,8 +597,17 @@ class WarpSpecializer:
             tile_idx = [stage] + [0] * (len(dst.shape) - 2) + [blk * p.block_elems]
             if len(dst.shape) == 2:
                 tile_idx = [stage, blk * p.block_elems]
-            smem = _addr(dst, tile_idx)
-            stmt = _call("tl::tma_load", param, _addr(full, (stage,)), smem, *reversed(coords))
+            if p.multicast:  # this block's slice of rows, into every block of the cluster
+                d, cs = p.multicast
+                first = ir.binary("mul", ir.Call("call_extern", ("tl::cluster_ctarank",),
+                                                 ir.DType("int32")), p.box[d] // cs)
+                coords[d] = ir.binary("add", coords[d], first)
+                stmt = _call("tl::tma_load_multicast", param, _addr(full, (stage,)),
+                             _addr(dst, [stage, first, blk * p.block_elems]),
+                             ir.const((1 << cs) - 1), *reversed(coords))
+            else:
+                stmt = _call("tl::tma_load", param, _addr(full, (stage,)), _addr(dst, tile_idx),
+                             *reversed(coords))
             stmts.append(stmt)
         body = ir.Seq(tuple(stmts))
         for let in reversed(p.deps):
@@ -563,6 +631,20 @@ def _merge_guards(parts):
 
 def _stmts(s):
     return s.stmts if isinstance(s, ir.Seq) else (s,)
+
+
+def _depends_on(exprs, block_vars, let_values) -> bool:
+    """Whether any of `exprs` reads one of `block_vars`, directly or through the values of
+    the lets it reads (`let_values`: var -> value)."""
+    stack, seen = [ir.as_expr(e) for e in exprs], set()
+    while stack:
+        for v in collect(stack.pop(), lambda n: isinstance(n, ir.Var)):
+            if v in block_vars:
+                return True
+            if v in let_values and v not in seen:
+                seen.add(v)
+                stack.append(let_values[v])
+    return False
 
 
 def _mentions(node, buf) -> bool:

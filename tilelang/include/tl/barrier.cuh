@@ -8,6 +8,8 @@
 //   tl::mbarrier_expect_tx(bar, bytes)            expect-tx only                      sm_90
 //   tl::mbarrier_arrive_remote(bar, cta_rank)     arrive on the same barrier in another CTA
 //                                                 of the cluster (mapa + release.cluster) sm_90
+//   tl::mbarrier_arrive_cluster<CS>(bar)          one lane per warp (after __syncwarp) arrives
+//                                                 on `bar` in each of the CS CTAs         sm_90
 //   tl::mbarrier_test_wait_parity(bar, parity)    non-blocking test                    sm_80
 //   tl::mbarrier_try_wait_parity(bar, parity)     may block a while; may return false  sm_90
 //   tl::mbarrier_wait(bar, parity)                loops until the phase of `parity` completed
@@ -96,6 +98,27 @@ TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t cta_rank) {
           smem_addr(bar)),
       "r"(cta_rank)
       : "memory");
+}
+
+// A stage of a multicast ring handed back to every CTA of the cluster (each CTA's producer
+// writes a slice of it into all of them): the warp's reads are done, then one lane arrives on
+// the barrier of each CTA, whose arrival count is warps x CTAs. The arrival releases at CTA
+// scope (the default): the reads it orders are of this CTA's own shared memory, and a
+// cluster-scope release costs a MEMBAR.GPU per arrival (GEMM 4096^3 at half speed).
+template <int CS>
+TL_DEVICE void mbarrier_arrive_cluster(uint64_t* bar) {
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+    for (uint32_t r = 0; r < CS; ++r) {
+      asm volatile(
+          "{\n\t.reg .b32 remote;\n\t"
+          "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+          "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+          "r"(r)
+          : "memory");
+    }
+  }
 }
 
 TL_DEVICE void fence_proxy_async() {
