@@ -7,6 +7,7 @@ and the source of every finding under $OUT (or --out).
     python scripts/device_reliability.py --sections fuzz --fuzz-seconds 300 --workers 8
     python scripts/device_reliability.py --sections resources --kernels 500 --calls 1000000
     python scripts/device_reliability.py --dry-run            # plumbing check without a GPU
+    python scripts/device_reliability.py --sections fuzz --vary-configs   # also vary pass configs
 
 Fuzz: W worker processes share the GPU; worker w takes seeds start+w, start+w+W, ... Each case
 is compiled for the GPU, run on the GPU and on the interpreter with the same inputs, and both
@@ -17,6 +18,10 @@ rejected (located compile error), known (a defect listed in fuzz/known.py), cras
 error while compiling), nvrtc (generated CUDA does not compile), gpu_error (launch or run-time
 CUDA error), mismatch_gpu / mismatch_interp / mismatch_both, disagree (GPU and interpreter
 differ though each is within the oracle's bounds), hang, died, harness (a bug in the fuzzer).
+With --vary-configs each case is compiled with its seed's pass configs
+(`fuzz.pass_configs_for(seed)`: defaults for about half, else 1-3 optimisation switches turned
+off); every finding names its configs and the command that reproduces it, and the summary
+counts the cases that ran with non-default configs.
 
 Resources (a fresh process): compile, call once and drop K distinct kernels (cache disabled),
 sampling host RSS, device free memory and torch's allocated bytes every 50; then 10^6 calls of
@@ -42,15 +47,19 @@ FINDING_KINDS = ("crash", "nvrtc", "gpu_error", "hang", "died", "harness") + MIS
 
 # ==== one fuzz case ============================================================================
 
-def run_one(seed: int, device_target: str, dry_run: bool) -> dict:
-    """Outcome of one case: {"seed", "family", "outcome", "detail", "features", "seconds"}."""
+def run_one(seed: int, device_target: str, dry_run: bool, vary_configs: bool = False) -> dict:
+    """Outcome of one case: {"seed", "family", "outcome", "detail", "features", "configs",
+    "seconds"}; "configs" is the `describe_configs` line of the pass configs the device kernel
+    was compiled with ("defaults" unless `vary_configs`)."""
     import numpy as np
 
     from tilelang.testing import fuzz
     from tilelang.testing.fuzz.known import known_bug
 
     t0 = time.time()
-    res = {"seed": seed, "family": "?", "outcome": "harness", "detail": "", "features": []}
+    configs = fuzz.pass_configs_for(seed) if vary_configs else {}
+    res = {"seed": seed, "family": "?", "outcome": "harness", "detail": "", "features": [],
+           "configs": fuzz.describe_configs(configs)}
     try:
         case = fuzz.generate(seed)
         res.update(family=case.family, features=list(case.features))
@@ -60,7 +69,7 @@ def run_one(seed: int, device_target: str, dry_run: bool) -> dict:
         res["detail"] = traceback.format_exc()[-2000:]
         return res
     try:
-        kernel = fuzz.compile_case(case, device_target)
+        kernel = fuzz.compile_case(case, device_target, configs)
     except Exception as e:  # noqa: BLE001
         res["outcome"] = _compile_outcome(e, known_bug)
         res["detail"] = f"{type(e).__name__}: {e}"[:3000]
@@ -72,8 +81,8 @@ def run_one(seed: int, device_target: str, dry_run: bool) -> dict:
         res["outcome"] = "known" if known_bug(e) else "crash"
         res["detail"] = f"interpreter: {type(e).__name__}: {e}"[:3000]
         return res
-    if dry_run:  # no GPU: the "device" result is a second interpreter run
-        gpu = fuzz.run_case(case, "cpu", inputs)
+    if dry_run:  # no GPU: the "device" result is the interpreter, compiled with `configs`
+        gpu = fuzz.run_kernel(case, kernel, inputs, device="cpu")
     else:
         try:
             gpu = fuzz.run_kernel(case, kernel, inputs, device="cuda")
@@ -124,7 +133,7 @@ def fuzz_worker(args):
                 time.sleep(3600)
             if seed == args.debug_die_seed:
                 os._exit(9)
-            res = run_one(seed, target, args.dry_run)
+            res = run_one(seed, target, args.dry_run, args.vary_configs)
             out.write(json.dumps(res) + "\n")
             if res["outcome"] == "gpu_error":  # the CUDA context may be unusable now
                 return 3
@@ -154,7 +163,8 @@ def run_fuzz(args, out_dir) -> dict:
                "--seed-start", str(args.seed_start), "--deadline", str(deadline),
                "--results", path, "--debug-hang-seed", str(args.debug_hang_seed),
                "--debug-die-seed", str(args.debug_die_seed)] + (
-                   ["--dry-run"] if args.dry_run else [])
+                   ["--dry-run"] if args.dry_run else []) + (
+                   ["--vary-configs"] if args.vary_configs else [])
         # worker id is recomputed from the start seed so a restart continues the stride
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(path + ".err", "w"),
                              cwd=ROOT)
@@ -181,7 +191,8 @@ def run_fuzz(args, out_dir) -> dict:
             if last is not None and last.get("outcome") == "start":
                 results.append({"seed": last["seed"], "family": "?",
                                 "outcome": "hang" if stuck else "died",
-                                "detail": _tail(path + ".err"), "features": []})
+                                "detail": _tail(path + ".err"), "features": [],
+                                "configs": _configs_of(last["seed"], args.vary_configs)})
                 nxt = last["seed"] + args.workers
             elif last is not None and last.get("outcome") == "gpu_error":
                 nxt = last["seed"] + args.workers
@@ -191,6 +202,18 @@ def run_fuzz(args, out_dir) -> dict:
                 restarts += 1
                 spawn(w, nxt)
     return summarize_fuzz(results, restarts, out_dir)
+
+
+def _configs_of(seed, vary_configs) -> str:
+    from tilelang.testing import fuzz
+
+    return fuzz.describe_configs(fuzz.pass_configs_for(seed) if vary_configs else {})
+
+
+def repro_command(r) -> str:
+    """The command line that reruns finding `r` on a GPU with the configs it ran with."""
+    return (f"python scripts/fuzz_family.py auto {r['seed']} 1 --configs "
+            f"'{r.get('configs', 'defaults')}'")
 
 
 def _tail(path, n=3000):
@@ -218,18 +241,35 @@ def summarize_fuzz(results, restarts, out_dir) -> dict:
             r["family"] = case.family
             path = fuzz.write_source(case, find_dir)
             with open(path, "a") as f:
-                f.write(f"\n# seed {r['seed']}: {r['outcome']}\n")
+                f.write(f"\n# seed {r['seed']}: {r['outcome']}; pass configs: "
+                        f"{r.get('configs', 'defaults')}\n# reproduce: {repro_command(r)}\n")
                 f.write("".join(f"# {ln}\n" for ln in str(r.get("detail", "")).splitlines()))
         except Exception:  # noqa: BLE001
             pass
     rejected = Counter(r["detail"].split("\n")[0][:160] for r in results
                        if r["outcome"] in ("rejected", "known"))
     return {"cases": len(results), "outcomes": dict(counts), "worker_restarts": restarts,
+            "configs": _config_counts(results),
             "by_family": {f"{f}:{o}": n for (f, o), n in sorted(fams.items())},
             "ok_features": dict(feats.most_common()),
             "rejections": dict(rejected.most_common(20)),
-            "findings": [{k: r.get(k) for k in ("seed", "family", "outcome", "detail")}
+            "findings": [{"seed": r["seed"], "family": r.get("family"), "outcome": r["outcome"],
+                          "configs": r.get("configs", "defaults"), "detail": r.get("detail")}
                          for r in findings]}
+
+
+def _config_counts(results) -> dict:
+    """How many cases ran with non-default pass configs, their outcomes, and how often each
+    switch was on."""
+    from collections import Counter
+
+    from tilelang.testing import fuzz
+
+    varied = [r for r in results if r.get("configs", "defaults") != "defaults"]
+    switches = Counter(k for r in varied for k in fuzz.parse_configs(r["configs"]))
+    return {"non_default": len(varied),
+            "non_default_outcomes": dict(Counter(r["outcome"] for r in varied)),
+            "by_switch": dict(switches.most_common())}
 
 
 # ==== resources ==================================================================================
@@ -344,14 +384,21 @@ def print_summary(summary: dict):
     print(f"device: {summary.get('device')}   total {summary.get('seconds')} s")
     fz = summary.get("fuzz")
     if fz:
-        print(f"\nfuzz: {fz['cases']} cases, worker restarts {fz['worker_restarts']}")
+        cf = fz.get("configs", {})
+        print(f"\nfuzz: {fz['cases']} cases, worker restarts {fz['worker_restarts']}, "
+              f"{cf.get('non_default', 0)} with non-default pass configs")
         for k, v in sorted(fz["outcomes"].items(), key=lambda kv: -kv[1]):
             print(f"  {k:16s} {v}")
         if fz["findings"]:
             print("  findings (sources under findings/):")
             for r in fz["findings"][:40]:
                 head = str(r["detail"]).splitlines()[0][:150] if r["detail"] else ""
-                print(f"    seed {r['seed']:6d} {r['family']:7s} {r['outcome']:15s} {head}")
+                print(f"    seed {r['seed']:6d} {r['family']:7s} {r['outcome']:15s} "
+                      f"[{r.get('configs', 'defaults')}] {head}")
+                print(f"      reproduce: {repro_command(r)}")
+        if cf.get("non_default"):
+            print(f"  non-default configs: outcomes {cf['non_default_outcomes']}; "
+                  f"switches {cf['by_switch']}")
         print("  most common rejections:")
         for msg, n in list(fz["rejections"].items())[:8]:
             print(f"    {n:4d}  {msg}")
@@ -386,6 +433,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT") or "reliability_out")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU: the device side is the interpreter (checks the plumbing)")
+    ap.add_argument("--vary-configs", action="store_true",
+                    help="compile each fuzz case with its seed's pass configs "
+                         "(tilelang.testing.fuzz.pass_configs_for)")
     ap.add_argument("--fuzz-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--resources-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)

@@ -15,6 +15,13 @@ transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, bl
 applies).
 `generate(seed)` is deterministic: the same seed gives the same program and inputs on every
 machine, so a failing seed is a reproducer (and `case.source` is the program text).
+
+Pass configs: `pass_configs_for(seed)` is the set of optimisation switches (`VARIED_CONFIGS`)
+the seed is compiled with when a runner varies them (`scripts/device_reliability.py
+--vary-configs`, `scripts/fuzz_family.py --vary-configs`): {} for about half the seeds, else
+1-3 switches, drawn from a stream of its own so programs and inputs stay the same.
+`compile_case(case, target, pass_configs)` compiles with them; `reproduce(seed, family, target,
+pass_configs)` reruns one case and returns its mismatches (run.py's docstring has the commands).
 """
 
 from __future__ import annotations
@@ -22,11 +29,13 @@ from __future__ import annotations
 import numpy as np
 
 from .case import Case, Param, agree, check, load, write_source  # noqa: F401
-from .run import classify, compile_case, expected, run_case, run_kernel  # noqa: F401
+from .run import (VARIED_CONFIGS, classify, compile_case, describe_configs, expected,  # noqa: F401
+                  parse_configs, pass_configs_for, reproduce, run_case, run_kernel)
 from . import fam_atomic, fam_conv2d, fam_elementwise, fam_gather, fam_gemm, fam_reduce
 
 __all__ = ["Case", "Param", "FAMILIES", "generate", "load", "write_source", "check", "agree",
-           "expected", "run_case", "run_kernel", "compile_case", "classify"]
+           "expected", "run_case", "run_kernel", "compile_case", "classify", "VARIED_CONFIGS",
+           "pass_configs_for", "describe_configs", "parse_configs", "reproduce"]
 
 FAMILIES = {
     "ew": fam_elementwise.sample,
