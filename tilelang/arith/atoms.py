@@ -65,7 +65,8 @@ class Atom:
     var: the Var; fdiv/fmod: (sum, divisor); min/max: (sum_a, sum_b);
     opaque: (expr, hint) where hint is extra structure the bound analysis can use."""
 
-    __slots__ = ("id", "kind", "data", "dtype", "skey", "_expr", "sort_key", "_vars", "partner")
+    __slots__ = ("id", "kind", "data", "dtype", "skey", "_expr", "_sort_key", "_vars",
+                 "partner")
 
     def __init__(self, kind, data, dtype, skey, expr=None, sort_key=None):
         self.id = len(ATOMS)
@@ -74,10 +75,20 @@ class Atom:
         self.dtype = dtype
         self.skey = skey
         self._expr = expr
-        self.sort_key = sort_key if sort_key is not None else (1, "", self.id)
+        self._sort_key = sort_key
         self._vars = None
         self.partner = None  # fdiv <-> fmod atom of the same sum and divisor, once both exist
         ATOMS.append(self)
+
+    @property
+    def sort_key(self):
+        """The order of atoms in rendered sums and products: by structure (variable names,
+        then kinds and operands), never by the order atoms happened to be created in, so the
+        same program renders the same however much was simplified before it."""
+        k = self._sort_key
+        if k is None:
+            k = self._sort_key = _structural_order(self)
+        return k
 
     @property
     def expr(self):
@@ -332,6 +343,24 @@ def _mono_expr(m: tuple, dt: DType):
 
 def _sort_key(a: Atom):
     return a.sort_key
+
+
+def _sum_order(s: dict) -> tuple:
+    return (tuple(order_key(s)), s.get((), 0))
+
+
+def _structural_order(a: Atom) -> tuple:
+    """Var atoms carry (0, name, uid); the others sort after them, by kind and operands (the
+    printed expression for opaque ones), the id breaking ties between distinct atoms that
+    print alike."""
+    if a.kind in ("fdiv", "fmod"):
+        s, c = a.data
+        key = (_sum_order(s), c)
+    elif a.kind in ("min", "max"):
+        key = (_sum_order(a.data[0]), _sum_order(a.data[1]))
+    else:
+        key = (str(a.expr),)
+    return (1, a.kind) + key + (a.id,)
 
 
 def _term_order(item):
