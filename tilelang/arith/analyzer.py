@@ -62,6 +62,10 @@ class Analyzer:
             # other ranges may have been computed from the old one (bind(p, 0, n))
             self._rebuild()
 
+    def range_of(self, var):
+        """(lo, hi) inclusive as bound (either may be None), or None for an unbound var."""
+        return self._ranges.get(var)
+
     def unbind(self, var):
         if self._ranges.pop(var, None) is not None:
             self._rebuild()

@@ -104,14 +104,17 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     row_ok = None
     for cnd in conds:
         row_ok = cnd if row_ok is None else ir.logical_and(row_ok, cnd)
-    full_inner = analyzer.prove(ir.compare("le", ir.binary("add", inner_i, V), inner_n)) and \
-        analyzer.prove(ir.compare("ge", inner_i, 0))
+    with analyzer.scope():
+        if trips > 1:
+            analyzer.bind(c, 0, trips)  # the proofs hold for every chunk a thread copies
+        full_inner = analyzer.prove(ir.compare("le", ir.binary("add", inner_i, V), inner_n)) \
+            and analyzer.prove(ir.compare("ge", inner_i, 0))
+        if row_ok is not None and analyzer.prove(row_ok):
+            row_ok = None
     if full_inner:
         src_bytes = None
     else:
         src_bytes = ir.binary("mul", valid, esize)
-    if row_ok is not None and analyzer.prove(row_ok):
-        row_ok = None
     if row_ok is not None:
         src_bytes = ir.select(row_ok, src_bytes if src_bytes is not None else ir.const(bytes_),
                               ir.const(0))

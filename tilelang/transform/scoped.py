@@ -1,8 +1,12 @@
 """A `Mutator` that keeps an `Analyzer` informed of the ranges of the variables in scope:
-block and thread indices inside a kernel, loop variables inside their loops. Passes that need
-proofs (bounds guards, vector widths) derive from it."""
+block and thread indices inside a kernel, loop variables inside their loops, and inside the
+branches of an `if` the bounds its condition puts on them (`if k < n - 1:` around a
+pipeline's prefetch: the copies of the next stage are then provably in bounds). Passes that
+need proofs (bounds guards, vector widths) derive from it."""
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
@@ -34,3 +38,76 @@ class ScopedMutator(Mutator):
                                                            s.step))
                 self.analyzer.bind_range(s.var, s.start, last)
             return self.generic(s)
+
+    def visit_If(self, s):
+        cond = self.visit(s.cond)
+        with self.assuming(cond):
+            then = self.visit(s.then_body)
+        other = None
+        if s.else_body is not None:
+            with self.assuming(ir.logical_not(cond)):
+                other = self.visit(s.else_body)
+        if cond is s.cond and then is s.then_body and other is s.else_body:
+            return s
+        return ir.If(cond, then, other, loc=s.loc)
+
+    @contextmanager
+    def assuming(self, cond):
+        """Inside the block, the bound variables compared in `cond` (a conjunction of
+        comparisons with a variable on one side) have the ranges `cond` implies."""
+        with self.analyzer.scope():
+            for var, lo, hi in var_bounds(cond):
+                old = self.analyzer.range_of(var)
+                if old is None:
+                    continue
+                self.analyzer.bind_range(var, _tighter("max", old[0], lo),
+                                         _tighter("min", old[1], hi))
+            yield
+
+
+def var_bounds(cond):
+    """[(var, lo, hi)]: inclusive bounds (None: none on that side) that `cond` being true puts
+    on variables compared against expressions in it, through `and`."""
+    if isinstance(cond, ir.Logical) and cond.op == "and":
+        return var_bounds(cond.a) + var_bounds(cond.b)
+    if isinstance(cond, ir.Unary) and cond.op == "not" and isinstance(cond.a, ir.Compare):
+        flip = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}.get(cond.a.op)
+        return var_bounds(ir.Compare(flip, cond.a.a, cond.a.b)) if flip else []
+    if not isinstance(cond, ir.Compare) or not cond.a.dtype.is_int:
+        return []
+    op, left, other = cond.op, _var_plus_const(cond.a), cond.b
+    if left is None:  # e op var + c: var + c (flipped op) e
+        left, other = _var_plus_const(cond.b), cond.a
+        op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op)
+        if left is None:
+            return []
+    a, c = left
+    b = ir.binary("sub", other, c) if c else other  # var + c op e  <=>  var op e - c
+    if op == "lt":
+        return [(a, None, ir.binary("sub", b, 1))]
+    if op == "le":
+        return [(a, None, b)]
+    if op == "gt":
+        return [(a, ir.binary("add", b, 1), None)]
+    if op == "ge":
+        return [(a, b, None)]
+    return []
+
+
+def _var_plus_const(e):
+    """(var, c) when `e` is `var`, `var + c` or `var - c` for an int constant c, else None
+    (the pipeline guards its prefetch with `k + 1 < n`)."""
+    if isinstance(e, ir.Var):
+        return e, 0
+    if isinstance(e, ir.Binary) and e.op in ("add", "sub") and isinstance(e.a, ir.Var) and \
+            isinstance(e.b, ir.Const) and isinstance(e.b.value, int):
+        return e.a, e.b.value if e.op == "add" else -e.b.value
+    return None
+
+
+def _tighter(op, old, new):
+    if new is None:
+        return old
+    if old is None:
+        return new
+    return ir.binary(op, old, new)
