@@ -53,6 +53,18 @@ struct SmemTile {
   }
   // whether step_cols may start from column c0 (+ the lane's chunk 0 or 1)
   TL_HOST_DEVICE static constexpr bool steps_from(int c0) { return Swz == 0 || c0 % kBlk == 0; }
+
+  // The same steps on the shared-memory address of (r, c) (the tile starts at a multiple of 8
+  // swizzle rows, as plan_shared places swizzled tiles): the XOR applies to the address a
+  // lane computes per call, which changes with the pipeline stage, so the compiler derives
+  // each atom's address where it is used (one LOP3) instead of keeping one loop-invariant
+  // register per k-step (FlashAttention on 4 warps spilled those).
+  TL_DEVICE static uint32_t step_addr(uint32_t addr, int dr, int dc) {
+    constexpr int B = int(sizeof(T));
+    if (Swz == 0) return addr + (dr * Cols + dc) * B;
+    const int dch = dc / kEpc;
+    return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) + (dch / kChunks) * Rows * kBlk * B;
+  }
 };
 
 namespace detail {
@@ -161,19 +173,20 @@ TL_DEVICE void load_a(uint32_t* a, const T* base, int r0, int c0, int m0, int k0
     // matrices: (m half j&1, k half j>>1); a k half is 16 bytes (m0 % 16 == 0, k0 is 32 bytes)
     const int m = (lane & 7) + 8 * (j & 1);
     const int k = (16 / int(sizeof(T))) * (j >> 1);
-    const int off = Tile::steps_from(c0)
-        ? Tile::step_cols(Tile::step_rows(Tile::offset(r0 + m, c0 + k), m0), k0)
-        : Tile::offset(r0 + m0 + m, c0 + k0 + k);
-    ldmatrix_x4(a, base + off);
+    if (Tile::steps_from(c0))
+      ldmatrix_x4(a, Tile::step_addr(smem_addr(base + Tile::offset(r0 + m, c0 + k)), m0, k0));
+    else
+      ldmatrix_x4(a, base + Tile::offset(r0 + m0 + m, c0 + k0 + k));
     to_tf32<T>(a, 4);
   } else if constexpr (sizeof(T) == 2) {
     // MN-major 16-bit: transposed 8x8 matrices, same (m half, k half) order
     const int k = 8 * (j >> 1) + (lane & 7);
     const int m = 8 * (j & 1);
-    const int off = Tile::steps_from(c0)
-        ? Tile::step_rows(Tile::step_cols(Tile::offset(r0 + k, c0 + m), m0), k0)
-        : Tile::offset(r0 + k0 + k, c0 + m0 + m);
-    ldmatrix_x4_trans(a, base + off);
+    if (Tile::steps_from(c0))
+      ldmatrix_x4_trans(a, Tile::step_addr(smem_addr(base + Tile::offset(r0 + k, c0 + m)), k0,
+                                           m0));
+    else
+      ldmatrix_x4_trans(a, base + Tile::offset(r0 + k0 + k, c0 + m0 + m));
   } else {
     // MN-major 8/32-bit: element-wise in the mma A layout (rows g / g+8, k halves)
     const int g = lane >> 2, q = lane & 3;
@@ -199,15 +212,15 @@ TL_DEVICE void load_b(uint32_t* b0, uint32_t* b1, const T* base, int r0, int c0,
     // K-major: matrices (n half j>>1, k half j&1) -> b0[0], b0[1], b1[0], b1[1]
     const int n = (lane & 7) + (Pair ? 8 * (j >> 1) : 0);
     const int k = (16 / int(sizeof(T))) * (j & 1);
-    const int off = Tile::steps_from(c0) && n0 % 8 == 0
-        ? Tile::step_cols(Tile::step_rows(Tile::offset(r0 + n, c0 + k), n0), k0)
-        : Tile::offset(r0 + n0 + n, c0 + k0 + k);
+    const uint32_t addr = Tile::steps_from(c0) && n0 % 8 == 0
+        ? Tile::step_addr(smem_addr(base + Tile::offset(r0 + n, c0 + k)), n0, k0)
+        : smem_addr(base + Tile::offset(r0 + n0 + n, c0 + k0 + k));
     uint32_t r[4];
     if constexpr (Pair) {
-      ldmatrix_x4(r, base + off);
+      ldmatrix_x4(r, addr);
       b1[0] = r[2]; b1[1] = r[3];
     } else {
-      ldmatrix_x2(r, base + off);
+      ldmatrix_x2(r, addr);
     }
     b0[0] = r[0]; b0[1] = r[1];
     to_tf32<T>(b0, 2);
@@ -216,15 +229,15 @@ TL_DEVICE void load_b(uint32_t* b0, uint32_t* b1, const T* base, int r0, int c0,
     // N-major 16-bit: transposed; lanes 0-15 address k rows at n0, lanes 16-31 at n0 + 8
     const int k = lane & 15;
     const int n = Pair ? 8 * (lane >> 4) : 0;
-    const int off = Tile::steps_from(c0) && n0 % 16 == 0
-        ? Tile::step_rows(Tile::step_cols(Tile::offset(r0 + k, c0 + n), n0), k0)
-        : Tile::offset(r0 + k0 + k, c0 + n0 + n);
+    const uint32_t addr = Tile::steps_from(c0) && n0 % 16 == 0
+        ? Tile::step_addr(smem_addr(base + Tile::offset(r0 + k, c0 + n)), k0, n0)
+        : smem_addr(base + Tile::offset(r0 + k0 + k, c0 + n0 + n));
     uint32_t r[4];
     if constexpr (Pair) {
-      ldmatrix_x4_trans(r, base + off);
+      ldmatrix_x4_trans(r, addr);
       b1[0] = r[2]; b1[1] = r[3];
     } else {
-      ldmatrix_x2_trans(r, base + off);
+      ldmatrix_x2_trans(r, addr);
     }
     b0[0] = r[0]; b0[1] = r[1];
   } else {

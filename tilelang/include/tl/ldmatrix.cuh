@@ -3,7 +3,8 @@
 //   tl::ldmatrix_x1(r0, p)          / ldmatrix_x1_trans
 //   tl::ldmatrix_x2(r0, r1, p)      / ldmatrix_x2_trans
 //   tl::ldmatrix_x4(r0..r3, p)      / ldmatrix_x4_trans
-//   tl::ldmatrix_x{1,2,4}(uint32_t* r, p)   array forms (r[0..n-1])
+//   tl::ldmatrix_x{1,2,4}[_trans](uint32_t* r, p)   array forms (r[0..n-1]); `p` a pointer or
+//                                                  a 32-bit shared-memory address
 //   tl::stmatrix_x{1,2,4}[_trans](p, r...)  sm_90
 //
 // `p` is this lane's row address in shared memory: lane t supplies row t%8 of matrix t/8
@@ -15,49 +16,48 @@
 
 namespace tl {
 
-TL_DEVICE void ldmatrix_x1(uint32_t& r0, const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
-               : "=r"(r0)
-               : "r"(smem_addr(p)));
-}
+// The instructions take a 32-bit shared-memory address (`a`); the pointer forms convert.
+#define TL_LDMATRIX_(NAME, SHAPE, N, OUTS, ...)                                                \
+  TL_DEVICE void NAME(uint32_t* r, uint32_t a) {                                            \
+    asm volatile("ldmatrix.sync.aligned.m8n8." SHAPE ".shared.b16 " OUTS ", [%" #N "];\n"    \
+                 : __VA_ARGS__                                                              \
+                 : "r"(a));                                                                 \
+  }                                                                                         \
+  TL_DEVICE void NAME(uint32_t* r, const void* p) { NAME(r, smem_addr(p)); }
+
+TL_LDMATRIX_(ldmatrix_x1, "x1", 1, "{%0}", "=r"(r[0]))
+TL_LDMATRIX_(ldmatrix_x2, "x2", 2, "{%0, %1}", "=r"(r[0]), "=r"(r[1]))
+TL_LDMATRIX_(ldmatrix_x4, "x4", 4, "{%0, %1, %2, %3}", "=r"(r[0]), "=r"(r[1]), "=r"(r[2]),
+             "=r"(r[3]))
+TL_LDMATRIX_(ldmatrix_x1_trans, "x1.trans", 1, "{%0}", "=r"(r[0]))
+TL_LDMATRIX_(ldmatrix_x2_trans, "x2.trans", 2, "{%0, %1}", "=r"(r[0]), "=r"(r[1]))
+TL_LDMATRIX_(ldmatrix_x4_trans, "x4.trans", 4, "{%0, %1, %2, %3}", "=r"(r[0]), "=r"(r[1]),
+             "=r"(r[2]), "=r"(r[3]))
+#undef TL_LDMATRIX_
+
+TL_DEVICE void ldmatrix_x1(uint32_t& r0, const void* p) { ldmatrix_x1(&r0, p); }
 TL_DEVICE void ldmatrix_x2(uint32_t& r0, uint32_t& r1, const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r0), "=r"(r1)
-               : "r"(smem_addr(p)));
+  uint32_t r[2];
+  ldmatrix_x2(r, p);
+  r0 = r[0], r1 = r[1];
 }
 TL_DEVICE void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
                            const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(smem_addr(p)));
+  uint32_t r[4];
+  ldmatrix_x4(r, p);
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
-TL_DEVICE void ldmatrix_x1_trans(uint32_t& r0, const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
-               : "=r"(r0)
-               : "r"(smem_addr(p)));
-}
+TL_DEVICE void ldmatrix_x1_trans(uint32_t& r0, const void* p) { ldmatrix_x1_trans(&r0, p); }
 TL_DEVICE void ldmatrix_x2_trans(uint32_t& r0, uint32_t& r1, const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r0), "=r"(r1)
-               : "r"(smem_addr(p)));
+  uint32_t r[2];
+  ldmatrix_x2_trans(r, p);
+  r0 = r[0], r1 = r[1];
 }
 TL_DEVICE void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
                                  const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(smem_addr(p)));
-}
-
-// Array forms: r points at consecutive registers of a fragment (r[0] = matrix 0).
-TL_DEVICE void ldmatrix_x1(uint32_t* r, const void* p) { ldmatrix_x1(r[0], p); }
-TL_DEVICE void ldmatrix_x2(uint32_t* r, const void* p) { ldmatrix_x2(r[0], r[1], p); }
-TL_DEVICE void ldmatrix_x4(uint32_t* r, const void* p) { ldmatrix_x4(r[0], r[1], r[2], r[3], p); }
-TL_DEVICE void ldmatrix_x1_trans(uint32_t* r, const void* p) { ldmatrix_x1_trans(r[0], p); }
-TL_DEVICE void ldmatrix_x2_trans(uint32_t* r, const void* p) {
-  ldmatrix_x2_trans(r[0], r[1], p);
-}
-TL_DEVICE void ldmatrix_x4_trans(uint32_t* r, const void* p) {
-  ldmatrix_x4_trans(r[0], r[1], r[2], r[3], p);
+  uint32_t r[4];
+  ldmatrix_x4_trans(r, p);
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
 
 #if TL_HAVE_SM90
