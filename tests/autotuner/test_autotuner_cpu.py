@@ -252,3 +252,29 @@ def test_clear_cache_forgets_tuning_results(isolated_cache):
     tilelang.cache.clear_cache()
     assert not list((isolated_cache / "autotune").glob("*.json"))
     assert not AutoTuner._memory_cache
+
+
+def test_finalists_are_retimed_side_by_side(monkeypatch):
+    """On a GPU the fastest configs of the first round are timed again, alternately, and the
+    winner is the best median of those runs, not of one short first measurement."""
+    from tilelang.autotuner import tuner as T_
+
+    first = {16: 1.0, 32: 1.1, 64: 1.2, 128: 5.0}   # config 16 looks fastest at first
+    again = {16: [1.3, 1.4, 1.3], 32: [1.05, 1.0, 1.02], 64: [1.5, 1.5, 1.5]}
+    calls = []
+
+    def fake_bench(self, record, warmup, rep, best_so_far, check=True):
+        block = record.config["block"]
+        if check:
+            return first[block], None
+        calls.append(block)
+        return again[block][sum(c == block for c in calls) - 1], None
+
+    monkeypatch.setattr(T_.AutoTuner, "_bench", fake_bench)
+    monkeypatch.setattr(T_.AutoTuner, "_target_kind", lambda self: "cuda")
+    monkeypatch.setattr(T_.AutoTuner, "_gpu_workers", lambda self: [])
+    tuned = tilelang.autotune(configs=[{"block": b} for b in (16, 32, 64, 128)],
+                              **FAST)(_scale_factory([]))
+    kernel = tuned(256)
+    assert kernel.config == {"block": 32} and kernel.latency == pytest.approx(1.02)
+    assert calls == [16, 32, 64] * 3  # the three fastest, alternating, never the slow one
