@@ -258,8 +258,10 @@ class AutoTuner:
                                              max_mismatched_ratio=pa.max_mismatched_ratio)
             except AssertionError as exc:
                 raise _WrongResult(str(exc)) from None
+        # the median: one slow run (a clock dip, a busy host) must not reorder configs
         latency = profiler.do_bench(warmup=warmup, rep=rep, input_tensors=ins,
-                                    backend=pa.backend, early_stop_baseline=best_so_far)
+                                    backend=pa.backend, early_stop_baseline=best_so_far,
+                                    return_mode="median")
         ref_latency = None
         if pa.ref_prog is not None:
             with self._lock:
@@ -270,7 +272,7 @@ class AutoTuner:
                 try:
                     self.ref_latency_cache = profiler.do_bench(
                         pa.ref_prog, warmup=warmup, rep=rep, input_tensors=ins,
-                        backend=pa.backend)
+                        backend=pa.backend, return_mode="median")
                 except Exception as exc:  # the kernel is fine; only the comparison time is lost
                     _write(f"[autotune] {self.name}: timing the reference program failed: "
                            f"{reason_of(exc)}")
