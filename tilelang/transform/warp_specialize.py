@@ -104,46 +104,48 @@ def _prod(xs):
 
 
 def tma_plan(copy: ir.Copy, layout, deps):
-    """How TMA performs `copy` (a _Plan), or None when it cannot."""
+    """How TMA performs `copy`: (a _Plan, None), or (None, the constraint it breaks)."""
     src, dst = copy.src, copy.dst
     g, s = src.buffer, dst.buffer
-    if g.dtype is not s.dtype or g.dtype.bits < 8:
-        return None
+    if g.dtype is not s.dtype:
+        return None, f"it converts {g.dtype} to {s.dtype}"
+    if g.dtype.bits < 8:
+        return None, f"{g.dtype} elements are narrower than a byte"
     if not all(isinstance(x, int) for x in g.shape) or g.strides is not None:
-        return None
+        return None, f"{g.name} has a symbolic shape or explicit strides"
     esize = g.dtype.bytes
     row_elems = g.shape[-1]
     if (row_elems * esize) % 16:
-        return None
+        return None, (f"the rows of {g.name} are {row_elems * esize} bytes apart, not a "
+                      f"multiple of 16")
     # the destination must be the whole tile of one stage
     if any(ir.int_value(st) != 0 for st in dst.starts) or \
-            [ir.int_value(e) for e in dst.extents] != list(s.shape):
-        return None
-    if len(s.shape) < 1:
-        return None
+            [ir.int_value(e) for e in dst.extents] != list(s.shape) or len(s.shape) < 1:
+        return None, f"it fills part of {s.name}, not the whole tile"
     swz = getattr(layout, "swizzle_bytes", None) or 0
     if not swz and not layout.is_row_major():
-        return None
+        return None, f"{s.name}'s layout is neither swizzled nor row-major"
     cols = s.shape[-1]
     if swz:
         block_elems = swz // esize
         if cols % block_elems or (len(s.shape) >= 2 and s.shape[-2] % 8):
-            return None
+            return None, (f"{s.name} ({'x'.join(map(str, s.shape))}) is not whole {swz}-byte "
+                          "swizzle atoms")
     else:
         block_elems = cols
         if (cols * esize) % 16:
-            return None
+            return None, f"the rows of {s.name} are not a multiple of 16 bytes"
     n_blocks = cols // block_elems
     ext = [ir.int_value(e) for e in src.extents]
     if any(e is None for e in ext) or ext[-1] != cols:
-        return None
+        return None, "the copied region's extents are not static, whole rows of the tile"
     box = list(ext)
     box[-1] = block_elems
     if any(b > 256 or b < 1 for b in box):
-        return None
+        return None, f"a box of {tuple(box)} elements exceeds TMA's 256 per dimension"
     if _prod(box) * n_blocks != _prod(s.shape):
-        return None
-    return _Plan(copy, deps, swz, block_elems, n_blocks, tuple(box))
+        return None, "the copied region does not map onto the tile's shape"
+    return _Plan(copy, deps, swz, block_elems, n_blocks, tuple(box)), None
 
 
 class WarpSpecializer:
@@ -193,10 +195,10 @@ class WarpSpecializer:
                 if deps is None or it.src.buffer in written:
                     return self._why(f"copy into {it.dst.buffer.name} depends on values the "
                                      "loop computes")
-                plan = tma_plan(it, self.ctx.layouts[it.dst.buffer], deps)
+                plan, reason = tma_plan(it, self.ctx.layouts[it.dst.buffer], deps)
                 if plan is None:
                     return self._why(f"copy {it.src.buffer.name} -> {it.dst.buffer.name} does "
-                                     "not meet TMA's constraints")
+                                     f"not meet TMA's constraints: {reason}")
                 plans.append(plan)
         if not plans:
             return None
