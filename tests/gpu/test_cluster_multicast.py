@@ -31,7 +31,7 @@ def _gemm(M, N, Kd, cluster, tiles=(128, 128, 64), stages=3, threads=256, config
                             target="cuda", pass_configs=configs or {})
     src = kern.get_kernel_source()
     assert "__cluster_dims__(%d, %d, %d)" % tuple(cluster) in src
-    assert src.count("tl::tma_load_multicast(") == multicast, src
+    assert multicast is None or src.count("tl::tma_load_multicast(") == multicast, src
     a = torch.randn(M, Kd, device="cuda", dtype=torch.float16)
     b = torch.randn(Kd, N, device="cuda", dtype=torch.float16)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
@@ -112,15 +112,5 @@ def _random_cases(n, seed=20261122):
 
 @pytest.mark.parametrize("M,N,Kd,tiles,stages,threads,cluster", _random_cases(16))
 def test_random_clustered_gemms_match_torch(M, N, Kd, tiles, stages, threads, cluster):
-    need_sm90()
-    torch.manual_seed(M + N + Kd)
-    bm, bn, bk = tiles
-    kern = tilelang.compile(K.gemm(M, N, Kd, bm, bn, bk, out_dtype="float16", num_stages=stages,
-                                   threads=threads, cluster_dims=cluster), target="cuda")
-    a = torch.randn(M, Kd, device="cuda", dtype=torch.float16)
-    b = torch.randn(Kd, N, device="cuda", dtype=torch.float16)
-    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    kern(a, b, c)
-    ref = a.double() @ b.double()
-    err = ((c.double() - ref).norm() / ref.norm()).item()
-    assert not torch.isnan(c).any() and err < 2e-3, (err, kern.get_host_source())
+    # whether a tile is multicast depends on the draw (TMA needs 16-byte row pitches)
+    _gemm(M, N, Kd, cluster, tiles, stages, threads, multicast=None)
