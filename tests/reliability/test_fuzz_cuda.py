@@ -48,6 +48,10 @@ GPU_FINDINGS: dict = {
     120696: "float16 2*x^3 for |x| ~ 0.01 lands among the subnormals: GPU and interpreter agree, "
             "the oracle's relative-only rounding bound missed one subnormal step; the bound now "
             "adds the subnormal spacing (H200, 2026-11-22)",
+    140992: "a loop reading two lower-rank fragments (R[i], C[j]) extended R's layout, under "
+            "which threads read C elements they do not hold: rejected as 'read across threads' "
+            "(counted as the known lower-rank-layout defect); the loop now extends the one "
+            "both can be read under (H200, 2026-11-22, fifth session)",
 }
 
 

@@ -231,3 +231,41 @@ def test_a_loop_writing_one_layout_reads_the_other_through_shared_memory():
                 if nodes(s, ir.Store, lambda st: st.buffer.name == "C1")
                 and nodes(s, ir.Load, lambda e: e.buffer.name == "C2_shared"))
     assert L.fragment_equal(loop.annotation("loop_layout"), lay["C1"])
+
+
+def test_loop_over_two_lower_rank_fragments_extends_the_one_both_can_serve():
+    """R[i] (3 values, every thread holds all) and C[j] (32 values, 4 per thread) read in one
+    loop over (i, j): the loop must extend C's layout, under which R is read where it is held;
+    extending R's distributed j so that threads read C elements they do not hold (device
+    fuzzer seed 140992, 2026-11-22)."""
+    import torch
+
+    import tilelang
+
+    @T.prim_func
+    def f(r: T.Tensor((3,), "float32"), c: T.Tensor((32,), "float32"),
+          Z: T.Tensor((3, 32), "float32")):
+        with T.Kernel(1, threads=256):
+            R = T.alloc_fragment((3,), "float32")
+            for i in T.Parallel(3):
+                R[i] = r[i]
+            C = T.alloc_fragment((32,), "float32")
+            for j in T.Parallel(32):
+                C[j] = c[j]
+            F = T.alloc_shared((3, 32), "float32")
+            for i, j in T.Parallel(3, 32):
+                F[i, j] = T.if_then_else(C[j] > 0.5, R[i], 0.5)
+            for i, j in T.Parallel(3, 32):
+                F[i, j] = F[i, j] - R[i]
+                F[i, j] = F[i, j] + C[j]
+            for i in T.Parallel(3):
+                R[i] = R[i] * 1.25 + 1.25
+            T.copy(F, Z)
+
+    tilelang.lower(f, target=SM90)  # raised "fragment C is read across threads"
+    kern = tilelang.compile(f, target="cpu")
+    r, c = torch.randn(3), torch.rand(32)
+    z = torch.empty(3, 32)
+    kern(r, c, z)
+    first = torch.where(c[None, :] > 0.5, r[:, None].expand(3, 32), torch.full((3, 32), 0.5))
+    torch.testing.assert_close(z, first - r[:, None] + c[None, :])

@@ -288,8 +288,14 @@ class LayoutSolver:
                                         f"of the other's layout first")
             return layout
         if partial:
-            buf, dims = partial[0]
-            return extend_fragment(self.layouts[buf], dims, extents, self.T)
+            # extend one of them; prefer an extension under which every other one is read
+            # only by threads holding the element (C[j] and R[i] in a loop over (i, j))
+            options = [extend_fragment(self.layouts[buf], dims, extents, self.T)
+                       for buf, dims in partial]
+            for layout in options:
+                if all(_serves(layout, self.layouts[b], d) for b, d in partial):
+                    return layout
+            return options[0]
         return self._owner_layout(info, extents)
 
     def _owner_layout(self, info, extents):
@@ -394,6 +400,23 @@ class LayoutSolver:
                     info, [e.value for e in info.extents]) if all(
                     isinstance(e, ir.Const) for e in info.extents) else None
         return self.layouts
+
+
+def _serves(loop_layout, frag, dims) -> bool:
+    """Whether every (thread, value) of `loop_layout` reads element coords[dims] of a fragment
+    laid out as `frag` on a thread that holds it (the check partition_parallel enforces)."""
+    import numpy as np
+
+    t, v = loop_layout._enumerate_slots()
+    cs = loop_layout._coords_array(t, v)
+    inb = np.all([(c >= 0) & (c < n) for c, n in zip(cs, loop_layout.shape)], axis=0)
+    elem = [np.where(inb, cs[d], 0) for d in dims]
+    slot = frag._holder_table()[(1,) + tuple(elem)]
+    if (slot[inb] < 0).any():
+        return False
+    tt = np.broadcast_to(t % frag.num_threads, inb.shape)
+    held = frag._coords_array(tt, np.where(inb, slot, 0))
+    return bool(np.all([(h == e) | ~inb for h, e in zip(held, elem)]))
 
 
 def _fragment_nest(src, dst, layout, loc):
