@@ -14,7 +14,9 @@ is compiled for the GPU, run on the GPU and on the interpreter with the same inp
 are compared with the oracle (tilelang.testing.fuzz). A worker that stops reporting for
 --case-timeout seconds is killed (the case counts as a hang) and restarted after that seed; a
 worker that dies (segfault, sticky CUDA error) is restarted the same way. Outcomes: ok,
-rejected (located compile error), known (a defect listed in fuzz/known.py), crash (internal
+rejected (a located compile error for a feature fuzz/known.py lists as unsupported),
+rejected_valid (any other located refusal: a finding), known (an open defect listed in
+fuzz/known.py), crash (internal
 error while compiling), nvrtc (generated CUDA does not compile), gpu_error (launch or run-time
 CUDA error), mismatch_gpu / mismatch_interp / mismatch_both, disagree (GPU and interpreter
 differ though each is within the oracle's bounds), hang, died, harness (a bug in the fuzzer).
@@ -42,7 +44,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 MISMATCH_KINDS = ("mismatch_gpu", "mismatch_interp", "mismatch_both", "disagree")
-FINDING_KINDS = ("crash", "nvrtc", "gpu_error", "hang", "died", "harness") + MISMATCH_KINDS
+FINDING_KINDS = ("crash", "nvrtc", "gpu_error", "hang", "died", "harness",
+                 "rejected_valid") + MISMATCH_KINDS
 
 
 # ==== one fuzz case ============================================================================
@@ -110,12 +113,16 @@ def run_one(seed: int, device_target: str, dry_run: bool, vary_configs: bool = F
 def _compile_outcome(exc, known_bug) -> str:
     from tilelang.runtime.compiler import CudaCompileError
     from tilelang.testing import fuzz
+    from tilelang.testing.fuzz.known import expected_rejection
 
     if known_bug(exc):
         return "known"
     if isinstance(exc, CudaCompileError):
         return "nvrtc"
-    return fuzz.classify(exc)
+    kind = fuzz.classify(exc)
+    if kind == "rejected" and not expected_rejection(exc):
+        return "rejected_valid"  # generated programs are valid: refusing one is a defect
+    return kind
 
 
 def fuzz_worker(args):
@@ -247,7 +254,7 @@ def summarize_fuzz(results, restarts, out_dir) -> dict:
         except Exception:  # noqa: BLE001
             pass
     rejected = Counter(r["detail"].split("\n")[0][:160] for r in results
-                       if r["outcome"] in ("rejected", "known"))
+                       if r["outcome"] in ("rejected", "rejected_valid", "known"))
     return {"cases": len(results), "outcomes": dict(counts), "worker_restarts": restarts,
             "configs": _config_counts(results),
             "by_family": {f"{f}:{o}": n for (f, o), n in sorted(fams.items())},

@@ -21,7 +21,7 @@ from tilelang.errors import KernelError
 from tilelang.runtime import compile_cuda, toolkit
 from tilelang.runtime.compiler import CudaCompileError
 from tilelang.testing import fuzz
-from tilelang.testing.fuzz.known import known_bug
+from tilelang.testing.fuzz.known import expected_rejection, known_bug
 
 requires_compiler = pytest.mark.skipif(
     toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
@@ -56,6 +56,9 @@ GPU_FINDINGS: dict = {
 
 
 def _rejected_at_users_line(case, exc: KernelError):
+    assert expected_rejection(exc), \
+        f"a valid program was refused (not an unsupported feature in fuzz/known.py):\n{exc}" \
+        f"\n\n{case.source}"
     loc = exc.loc
     assert loc is not None, f"rejection without a source location:\n{exc}"
     assert loc.filename.endswith(f"fuzz_{case.name}.py"), \

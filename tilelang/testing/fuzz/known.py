@@ -1,32 +1,54 @@
-"""Known compiler defects that generated programs hit, recognised by their error text.
+"""What the fuzzer expects besides correct results: open compiler defects, and programs the
+compiler is meant to refuse.
 
-Each entry names the defect, the regular expression of the error it produces and the xfail
-test in tests/reliability/test_known_bugs.py that reproduces it minimally. The seeded CI fuzz
-tests mark a case that fails this way as an expected failure (and pass it as soon as the defect
-is fixed); the device script counts such failures apart from new findings.
+`KNOWN` lists open defects that generated programs hit, each with the regular expression of
+the error it produces and the xfail test in tests/reliability/test_known_bugs.py that
+reproduces it minimally. The seeded CI fuzz tests mark a case that fails this way as an
+expected failure (and pass it as soon as the defect is fixed); the device script counts such
+failures apart from new findings. A fixed defect leaves this table (its test stays, without
+the xfail marker), so that a regression is reported instead of excused. Empty: the lower-rank
+layout, pipelined-reduce and tile-atomic start-point defects are fixed (the last lower-rank
+case, fuzz seed 140992, in the fifth session).
+
+`UNSUPPORTED` lists the rejections a valid generated program may get because the target or
+the compiler does not support what it asks for. Any other located rejection of a generated
+program (they are all valid TileLang) is a defect: the device script reports it as a
+finding ("rejected_valid").
 """
 
 from __future__ import annotations
 
 import re
 
-KNOWN = (
-    ("lower-rank-layout",
-     r"is read across threads in this T\.Parallel loop|register slot differs between threads",
-     "test_fill_then_reduce_then_row_broadcast / test_copied_row_vector_broadcast / "
-     "test_reduce_into_temporary_then_combine / test_unit_height_tile"),
-    ("pipelined-reduce", r"reductions on pipelined copy destinations",
-     "test_reduce_of_a_pipelined_shared_tile"),
-    ("atomic-tile-start-point", r"used as a scalar value; index it",
-     "test_tile_atomic_add_with_a_start_point_destination"),
+KNOWN: tuple = ()
+
+UNSUPPORTED = (
+    ("float64-gemm", r"T\.gemm with float64 operands accumulating into float64 is not supported",
+     "mma.sync has no float64 shape the compiler uses"),
+    ("fp8-before-sm89", r"needs FP8 tensor cores \(sm_89 or newer\)",
+     "FP8 mma exists from sm_89 on"),
 )
+
+
+def _text(exc_or_text) -> str:
+    if isinstance(exc_or_text, str):
+        return exc_or_text
+    return f"{type(exc_or_text).__name__}: {exc_or_text}"
 
 
 def known_bug(exc_or_text) -> str | None:
     """The name of the known defect that produced this error, or None."""
-    text = exc_or_text if isinstance(exc_or_text, str) else f"{type(exc_or_text).__name__}: " \
-                                                           f"{exc_or_text}"
+    text = _text(exc_or_text)
     for name, pattern, _ in KNOWN:
+        if re.search(pattern, text):
+            return name
+    return None
+
+
+def expected_rejection(exc_or_text) -> str | None:
+    """The name of the unsupported feature this rejection is about, or None (a defect)."""
+    text = _text(exc_or_text)
+    for name, pattern, _ in UNSUPPORTED:
         if re.search(pattern, text):
             return name
     return None
