@@ -40,25 +40,17 @@ struct SmemTile {
     return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
   }
 
-  // Stepping from a known offset. The swizzle phase repeats every 8 rows, so moving down a
-  // multiple of 8 rows adds a constant. Moving right by dc (a multiple of two 16-byte chunks)
-  // from a column in chunk 0 or 1 of a block row changes chunk bits the column does not use,
-  // so the swizzle's XOR of those bits is an XOR with a constant: an operand's addresses
-  // are then one lane offset and immediates, which the compiler need not keep in registers.
-  TL_HOST_DEVICE static constexpr int step_rows(int off, int dr) { return off + dr * kBlk; }
-  TL_HOST_DEVICE static constexpr int step_cols(int off, int dc) {
-    if (Swz == 0) return off + dc;
-    const int dch = dc / kEpc;
-    return (off ^ ((dch % kChunks) * kEpc)) + (dch / kChunks) * Rows * kBlk;
-  }
-  // whether step_cols may start from column c0 (+ the lane's chunk 0 or 1)
+  // The shared address of (r + dr, c + dc) from the address of (r, c). The swizzle phase
+  // repeats every 8 rows, so moving down a multiple of 8 rows adds a constant. Moving right by
+  // dc (a multiple of two 16-byte chunks) from a column in chunk 0 or 1 of a block row changes
+  // chunk bits the column does not use, so the swizzle's XOR of those bits is an XOR with a
+  // constant. The tile starts at a multiple of 8 swizzle rows (plan_shared places swizzled
+  // tiles so), so the XOR applies to the address itself, which a lane computes per call and
+  // which changes with the pipeline stage: the compiler derives each atom's address where it
+  // is used (one LOP3) instead of keeping one loop-invariant register per k-step
+  // (FlashAttention on 4 warps spilled those).
+  // `steps_from(c0)`: whether the steps may start from column c0 (+ the lane's chunk 0 or 1).
   TL_HOST_DEVICE static constexpr bool steps_from(int c0) { return Swz == 0 || c0 % kBlk == 0; }
-
-  // The same steps on the shared-memory address of (r, c) (the tile starts at a multiple of 8
-  // swizzle rows, as plan_shared places swizzled tiles): the XOR applies to the address a
-  // lane computes per call, which changes with the pipeline stage, so the compiler derives
-  // each atom's address where it is used (one LOP3) instead of keeping one loop-invariant
-  // register per k-step (FlashAttention on 4 warps spilled those).
   TL_DEVICE static uint32_t step_addr(uint32_t addr, int dr, int dc) {
     constexpr int B = int(sizeof(T));
     if (Swz == 0) return addr + (dr * Cols + dc) * B;
