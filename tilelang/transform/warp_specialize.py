@@ -24,6 +24,14 @@ unchanged) run everything else:
                                                      body on stage k%S; arrive empty[k%S]
                                               <code after the loop>
 
+In a `T.ClusterKernel`, a tile every block of a cluster loads alike (its source region and the
+trip count independent of the block index along the cluster's axes) is multicast: each block
+loads rows [rank * R/cs, (rank + 1) * R/cs) of it into every block of the cluster
+(`tl::tma_load_multicast`, still expecting the whole tile's bytes on its own full barrier);
+the empty barriers then count one arrival per consumer warp of every block (each warp hands
+a stage back to all of them), and cluster barriers replace the first `__syncthreads()` and
+end the kernel (no block exits while a peer may still signal it).
+
 Parities follow HARDWARE §8 (a fresh barrier reports parity 1 complete, so the producer's
 first S waits pass). A zero-trip loop waits on nothing; no barrier waits on a phase that
 never completes. The regions are `Attr("thread_group", ...)` so the barrier pass uses a named
