@@ -108,3 +108,21 @@ def test_multicast_kernels_compile_with_nvrtc():
                  K.gemm(512, 384, 200, 128, 128, 64, out_dtype="float16", num_stages=3,
                         threads=256, cluster_dims=(1, 2, 1))):
         compile_cuda(tilelang.lower(func, target=SM90), "sm_90a", use_cache=False)
+
+
+def test_ring_barriers_are_not_reused_by_the_epilogue():
+    """A peer of the cluster still arrives on this block's empty barriers after this block's
+    main loop: the staged epilogue, placed in the dead stage buffers, must not cover them
+    (racecheck on an H200 caught the epilogue tile over the barriers)."""
+    import re
+
+    src = _source(K.gemm(512, 672, 512, 256, 128, 32, out_dtype="float16", num_stages=2,
+                         threads=256, cluster_dims=(1, 2, 1)))
+    offsets = dict(re.findall(r"\* (\w+) = reinterpret_cast<[^>]*>\(smem \+ (\d+)\)", src))
+    epilogue_end = int(offsets["C_local_epi"]) + 256 * 128 * 2
+    assert int(offsets["full_bar"]) >= epilogue_end and int(offsets["empty_bar"]) >= epilogue_end
+    # without clusters the barriers are dead after the loop and their bytes are reused
+    src = _source(K.gemm(512, 672, 512, 256, 128, 32, out_dtype="float16", num_stages=2,
+                         threads=256))
+    offsets = dict(re.findall(r"\* (\w+) = reinterpret_cast<[^>]*>\(smem \+ (\d+)\)", src))
+    assert int(offsets["full_bar"]) < int(offsets["C_local_epi"]) + 256 * 128 * 2

@@ -29,6 +29,9 @@ class KernelContext:
     notes: list = field(default_factory=list)
     tma_descriptors: list = field(default_factory=list)
     replaced_shared: dict = field(default_factory=dict)
+    # shared buffers other blocks of a cluster may still touch after this block's last use
+    # (multicast rings' mbarriers): plan_shared keeps them to themselves for the whole kernel
+    pinned_shared: set = field(default_factory=set)
     shared_plan: dict = field(default_factory=dict)
     smem_bytes: int = 0
     uses_wgmma: bool = False

@@ -138,6 +138,9 @@ def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
     live = Liveness(fresh_buffers(ctx))
     live.walk(kernel.body)
     live.finish()
+    for b in ctx.pinned_shared:  # peers may signal them until the kernel's last barrier
+        if b in live.first:
+            live.first[b], live.last[b] = 0, live.pos
     reuse = not ctx.flag(PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE)
     used = [b for b in buffers if b in live.first]
     flat, sizes = {}, {}

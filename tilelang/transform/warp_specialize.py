@@ -441,6 +441,10 @@ class WarpSpecializer:
         s = ir.Var("s")
         inits = []
         releases = T if self.cluster == 1 else T // 32 * self.cluster
+        if self.cluster > 1:
+            # a peer still arrives on our empty barriers after our last use of them: nothing
+            # (a staged epilogue in the dead stage buffers) may reuse their bytes
+            ctx.pinned_shared.update(b for ring in rings for b in ring)
         for full, empty in rings:
             inits += [_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
                       _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(releases))]
