@@ -30,25 +30,18 @@ UNSUPPORTED = (
 )
 
 
-def _text(exc_or_text) -> str:
-    if isinstance(exc_or_text, str):
-        return exc_or_text
-    return f"{type(exc_or_text).__name__}: {exc_or_text}"
+def _match(table, exc_or_text) -> str | None:
+    """The name of the first entry of `table` whose pattern the error's text matches."""
+    text = exc_or_text if isinstance(exc_or_text, str) else \
+        f"{type(exc_or_text).__name__}: {exc_or_text}"
+    return next((name for name, pattern, _ in table if re.search(pattern, text)), None)
 
 
 def known_bug(exc_or_text) -> str | None:
     """The name of the known defect that produced this error, or None."""
-    text = _text(exc_or_text)
-    for name, pattern, _ in KNOWN:
-        if re.search(pattern, text):
-            return name
-    return None
+    return _match(KNOWN, exc_or_text)
 
 
 def expected_rejection(exc_or_text) -> str | None:
     """The name of the unsupported feature this rejection is about, or None (a defect)."""
-    text = _text(exc_or_text)
-    for name, pattern, _ in UNSUPPORTED:
-        if re.search(pattern, text):
-            return name
-    return None
+    return _match(UNSUPPORTED, exc_or_text)
