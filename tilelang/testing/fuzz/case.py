@@ -210,6 +210,20 @@ def kernel_source(params, lines, indent="    ") -> str:
     return "\n".join(src + [indent + ln for ln in lines]) + "\n"
 
 
+def pipelined_gemm_head(s: dict, M, N, K) -> list:
+    """The first lines of a tiled GEMM-shaped kernel (the gather and conv2d families): the
+    launch over (N / bn, M / bm), the A_s / W_s tiles and the cleared accumulator, and the
+    `for ko in T.Pipelined(...)` header; the caller appends the loop body."""
+    bm, bn, bk, dt, i1 = s["bm"], s["bn"], s["bk"], s["dt"], "    "
+    return [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), "
+            f"threads={s['threads']}) as (bx, by):",
+            i1 + f'A_s = T.alloc_shared(({bm}, {bk}), "{dt}")',
+            i1 + f'W_s = T.alloc_shared(({bk}, {bn}), "{dt}")',
+            i1 + f'acc = T.alloc_fragment(({bm}, {bn}), "float32")',
+            i1 + "T.clear(acc)",
+            i1 + f"for ko in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={s['stages']}):"]
+
+
 def default_inputs(params):
     """`make_inputs` drawing every input with `random_values`' default range."""
     return lambda rng: {p.name: random_values(rng, p.shape, p.dtype) for p in params

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, default_inputs, kernel_source, pick
+from .case import (EPS, Case, Param, default_inputs, kernel_source, pick,
+                   pipelined_gemm_head)
 
 
 def sample(rng, seed: int) -> Case:
@@ -47,17 +48,11 @@ def build(s: dict, seed: int) -> Case:
     params = [Param("X", (N, H, W, C), dt), Param("Wt", (K, F), dt),
               Param("Y", (M, F), "float32", "out")]
     i1, i2 = ("    " * n for n in range(1, 3))
-    k = [f"with T.Kernel(T.ceildiv({F}, {bn}), T.ceildiv({M}, {bm}), threads={s['threads']}) "
-         "as (bx, by):",
-         i1 + f'A_s = T.alloc_shared(({bm}, {bk}), "{dt}")',
-         i1 + f'W_s = T.alloc_shared(({bk}, {bn}), "{dt}")',
-         i1 + f'acc = T.alloc_fragment(({bm}, {bn}), "float32")',
-         i1 + "T.clear(acc)",
-         i1 + f"for ko in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={s['stages']}):",
-         i2 + f"T.c2d_im2col(X, A_s, by, ko, {KH}, {s['stride']}, {s['dil']}, {s['pad']})",
-         i2 + f"T.copy(Wt[ko * {bk}, bx * {bn}], W_s)",
-         i2 + "T.gemm(A_s, W_s, acc)",
-         i1 + f"T.copy(acc, Y[by * {bm}, bx * {bn}])"]
+    k = pipelined_gemm_head(s, M, F, K) + [
+        i2 + f"T.c2d_im2col(X, A_s, by, ko, {KH}, {s['stride']}, {s['dil']}, {s['pad']})",
+        i2 + f"T.copy(Wt[ko * {bk}, bx * {bn}], W_s)",
+        i2 + "T.gemm(A_s, W_s, acc)",
+        i1 + f"T.copy(acc, Y[by * {bm}, bx * {bn}])"]
     feats = ("conv2d", "gemm", "pipelined") + (("channels_per_tile",) if C % bk == 0 else ())
     return Case("conv2d", seed, kernel_source(params, k), params,
                 default_inputs(params), lambda arrs: _oracle(s, arrs),

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .case import EPS, Case, Param, default_inputs, kernel_source, pick
+from .case import (EPS, Case, Param, default_inputs, kernel_source, pick,
+                   pipelined_gemm_head)
 
 
 def sample(rng, seed: int) -> Case:
@@ -41,17 +42,11 @@ def build(s: dict, seed: int) -> Case:
     params = [Param("X", (R, C), dt), Param("W", (K, N), dt), Param("Y", (M, N), "float32",
                                                                      "out")]
     i1, i2, i3 = ("    " * n for n in range(1, 4))
-    k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), threads={s['threads']}) "
-         "as (bx, by):",
-         i1 + f'A_s = T.alloc_shared(({bm}, {bk}), "{dt}")',
-         i1 + f'W_s = T.alloc_shared(({bk}, {bn}), "{dt}")',
-         i1 + f'acc = T.alloc_fragment(({bm}, {bn}), "float32")',
-         i1 + "T.clear(acc)",
-         i1 + f"for ko in T.Pipelined(T.ceildiv({K}, {bk}), num_stages={s['stages']}):",
-         i2 + f"for i, j in T.Parallel({bm}, {bk}):",
-         i3 + f"m = by * {bm} + i",
-         i3 + f"k = ko * {bk} + j",
-         i3 + f"r = m * {stride} + k // {C} - {pad}"]
+    k = pipelined_gemm_head(s, M, N, K) + [
+        i2 + f"for i, j in T.Parallel({bm}, {bk}):",
+        i3 + f"m = by * {bm} + i",
+        i3 + f"k = ko * {bk} + j",
+        i3 + f"r = m * {stride} + k // {C} - {pad}"]
     if s["predicate"]:
         k += [i3 + f"inside = (m < {M}) and (k < {K}) and (r >= 0) and (r < {R})",
               i3 + f"A_s[i, j] = T.if_then_else(inside, X[r, k % {C}], 0)"]
