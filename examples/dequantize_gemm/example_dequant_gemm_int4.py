@@ -2,9 +2,11 @@
 
     python examples/dequantize_gemm/example_dequant_gemm_int4.py
 
-The weight matrix W (N x K) is stored as unsigned 4-bit codes, two per byte (element k of a
-row in byte k // 2: low nibble for even k, high nibble for odd k), with one float16 scale per
-`group_size` consecutive elements of a row: W[n, k] = (code - 8) * scale[n, k // group_size].
+The weight matrix W (N x K) is stored as unsigned 4-bit codes, eight per 32-bit word, with
+one float16 scale per `group_size` consecutive elements of a row:
+W[n, k] = (code - 8) * scale[n, k // group_size]. Within the word of elements 8w..8w+7 of a
+row, element 8w + 2m sits in nibble m (bits 4m..4m+3) and element 8w + 2m + 1 in nibble
+m + 4 (bits 16+4m..): `pack_int4` and `unpack_int4` convert.
 For small M the kernel is bound by reading W, so reading 4 bits instead of 16 per weight is
 the whole point; the work is to keep the expansion to float16 cheap enough that the tensor
 cores are not left waiting:
@@ -17,7 +19,11 @@ cores are not left waiting:
   (block_N * K / group_size float16 values); block_K is a multiple of the group size, so the
   expansion of a K-step reads one scale per row.
 - A code becomes a float16 without an int->float conversion: 0x6400 | code is the bit
-  pattern of 1024 + code, so `reinterpret(0x6400 | code) - 1032` is exactly code - 8.
+  pattern of 1024 + code, so `reinterpret(0x6400 | code) - 1032` is exactly code - 8. The
+  word layout puts the codes of elements 2m and 2m + 1 sixteen bits apart, so one 32-bit
+  AND/OR, `(word >> 4m) & 0x000F000F | 0x64006400`, makes both; each element takes its
+  half, and the compiler computes the pair as one f16x2 value (transform/pair_lanes.py): a
+  shift, a LOP3, a subtraction and a multiplication per two weights.
 - Only A and the packed words are in the pipelined loop, so on Hopper they stream in by TMA
   from a producer warpgroup while two consumer warpgroups expand the tile and run the gemm.
   With three or more stages the compiler also double-buffers B_shared so that the expansion
@@ -68,8 +74,10 @@ def dequant_gemm_int4(M, N, K, group_size=128, block_M=128, block_N=128, block_K
                 T.copy(B[bx * block_N, k * block_K // 8], B_packed)
                 for i, j in T.Parallel(block_N, block_K):
                     word = T.cast(B_packed[i, j // 8], "uint32")  # unsigned: logical shift
-                    code = (word >> (j % 8 * 4)) & 0xF
-                    w = T.reinterpret(T.cast(code | 0x6400, "uint16"), dtype) - T.cast(1032, dtype)
+                    # 1024 + the codes of elements j - j % 2 and j - j % 2 + 1, as float16 bits
+                    pair = (word >> (j % 8 // 2 * 4)) & 0x000F000F | 0x64006400
+                    bits = T.cast(pair >> (j % 2 * 16), "uint16")
+                    w = T.reinterpret(bits, dtype) - T.cast(1032, dtype)
                     B_shared[i, j] = w * S_shared[i, (k * block_K + j) // group_size]
                 T.gemm(A_shared, B_shared, C_local, transpose_B=True)
             if split_k == 1:
@@ -88,21 +96,37 @@ def dequant_gemm_int4(M, N, K, group_size=128, block_M=128, block_N=128, block_K
 
 def quantize_int4(w, group_size):
     """Symmetric per-group 4-bit quantisation of a float (N, K) matrix; returns
-    (packed uint8 (N, K/2), float16 scales (N, K/group_size))."""
+    (packed uint8 (N, K/2) in the kernel's word layout, float16 scales (N, K/group_size))."""
     N, K = w.shape
     g = w.float().reshape(N, K // group_size, group_size)
     scale = (g.abs().amax(dim=-1, keepdim=True) / 7.0).clamp_min(1e-8).half()
     codes = (torch.round(g / scale.float()).clamp(-8, 7) + 8).to(torch.uint8).reshape(N, K)
-    packed = codes[:, 0::2] | (codes[:, 1::2] << 4)
-    return packed.contiguous(), scale.reshape(N, K // group_size).contiguous()
+    return pack_int4(codes), scale.reshape(N, K // group_size).contiguous()
+
+
+def pack_int4(codes):
+    """(N, K) codes in [0, 16) -> (N, K/2) bytes: per group of eight elements (one 32-bit
+    word), nibble m holds element 2m and nibble m + 4 element 2m + 1."""
+    N, K = codes.shape
+    c = codes.reshape(N, K // 8, 8)
+    nibbles = torch.cat([c[..., 0::2], c[..., 1::2]], dim=-1)
+    return (nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)).reshape(N, K // 2).contiguous()
+
+
+def unpack_int4(packed):
+    """The codes `pack_int4` packed."""
+    N = packed.shape[0]
+    p = packed.reshape(N, -1, 4)
+    nibbles = torch.stack([p & 0xF, p >> 4], dim=-1).reshape(N, -1, 8)
+    codes = torch.empty_like(nibbles)
+    codes[..., 0::2], codes[..., 1::2] = nibbles[..., :4], nibbles[..., 4:]
+    return codes.reshape(N, -1)
 
 
 def dequantize_int4(packed, scale, group_size):
     """The float16 weights the kernel computes with (the same rounding: (code - 8) * scale)."""
-    N = packed.shape[0]
-    codes = torch.stack([packed & 0xF, packed >> 4], dim=-1).reshape(N, -1)
     s = scale.repeat_interleave(group_size, dim=1)
-    return (codes.half() - 8) * s
+    return (unpack_int4(packed).half() - 8) * s
 
 
 # (M, N, K, group_size, tile config); K is a multiple of block_K and group_size, M and N need

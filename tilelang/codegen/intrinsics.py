@@ -114,6 +114,10 @@ def render_call(p, c: ir.Call) -> str:
         buf, offset = c.args
         off = p.expr(offset)
         return f"({p.name(buf)} + {off})" if off != "0" else p.name(buf)
+    if op == "broadcast":
+        from .cuda import ctype
+
+        return f"tl::broadcast<{ctype(c.args[0].dtype)}, {c.dtype.lanes}>({p.expr(c.args[0])})"
     if op == "reinterpret":
         from .cuda import ctype
 

@@ -9,7 +9,9 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
     for vi: ... a_vec[vi] ...  c_vec[vi] = ...      # the tensor (the bounds pass guards those)
     copy_vec(&C[base], c_vec)
 
-Everything else keeps its scalar form. The result computes exactly what the scalar loop did.
+Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
+compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
+loop did.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect, substitute
+from .pair_lanes import pair_lanes
 
 VOID = ir.DType("void")
 MEMORY = ("global", "shared", "shared.dyn")
@@ -136,6 +139,9 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
             return self.generic(s)
 
     inner = _lane_loop(vi, vec, Replace().visit(body))
+    staged = [m[1] for m in mapping.values() if isinstance(m, tuple)]
+    if len(staged) == 1:
+        inner = pair_lanes(inner, staged[0], analyzer) or inner
     stmt = ir.Seq(tuple(st for _, st in pre) + (inner,) + tuple(post))
     regs = [reg for reg, _ in pre] + [m[1] for m in mapping.values() if isinstance(m, tuple)]
     for reg in reversed(regs):
