@@ -41,7 +41,7 @@ def expand(dtype="float16", paired_words=True, scaled=True, N=64, K=64):
 
 
 def _expansion(src):
-    start = src.index("Bs_vec[8]")
+    start = src.index("Bs_vec[32]")  # four groups of eight, stored after all are computed
     return src[start:src.index("tl::copy_vec<16>((&Bs[", start)]
 
 

@@ -151,3 +151,50 @@ def test_vectorised_kernels_compute_what_the_scalar_loop_does(make):
     tilelang.compile(f, target="cuda")(A, B)
     off = n_a - n_b
     np.testing.assert_array_equal(B.cpu().numpy(), (A.cpu().float() * 2).half().numpy()[off:])
+
+
+def _expand_rows(N=64, K=64, threads=128, dst="shared"):
+    """Out = 2 * In through shared memory; `dst`: where the doubled rows are stored."""
+    @T.prim_func
+    def f(A: T.Tensor((N, K), "float16"), B: T.Tensor((N, K), "float16")):
+        with T.Kernel(1, threads=threads) as _:
+            S = T.alloc_shared((N, K), "float16")
+            D = T.alloc_shared((N, K), "float16")
+            T.copy(A, S)
+            if dst == "shared":
+                for i, j in T.Parallel(N, K):
+                    D[i, j] = S[i, j] * 2.0
+                T.copy(D, B)
+            else:
+                for i, j in T.Parallel(N, K):
+                    B[i, j] = S[i, j] * 2.0
+    return f
+
+
+def test_small_shared_stores_wait_until_every_group_is_computed():
+    # 32 values a thread: four groups of eight; 64 bytes held in registers
+    src = tilelang.lower(_expand_rows(), target=SM90)
+    start = src.index("for (int vo", src.index("D_vec[32]"))  # after the copy's barrier
+    code = src[start:src.index("__syncthreads", src.index("tl::copy_vec<16>((&D[", start))]
+    compute, store = code.index("* 2.0f"), code.index("tl::copy_vec<16>((&D[")
+    assert compute < store and "(&D_vec[vo * 8])" in code[store:]
+    # computing loop, then storing loop, with no barrier between: S and D may share bytes
+    # (each thread rewrites the elements it read), which holds for the held-back stores too
+    assert code.count("for (int vo") == 2 and "__syncthreads" not in code
+
+
+@pytest.mark.parametrize("why", ["too many bytes", "global destination"])
+def test_other_stores_stay_with_their_group(why):
+    f = _expand_rows(threads=64) if why == "too many bytes" else _expand_rows(dst="global")
+    src = tilelang.lower(f, target=SM90)
+    assert "_vec[8]" in src and "_vec[32]" not in src and "_vec[64]" not in src
+
+
+@requires_gpu
+def test_held_back_stores_compute_the_same():
+    import torch
+
+    a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    b = torch.full_like(a, float("nan"))
+    tilelang.compile(_expand_rows(), target="cuda")(a, b)
+    assert torch.equal(b, a * 2)

@@ -293,7 +293,8 @@ class CudaPrinter:
         self.emit("}")
 
     def s_Attr(self, s):
-        self.emit(f"// {s.key}: {s.value}")
+        if s.key != "partitioned":  # a marker for insert_sync, nothing a reader needs
+            self.emit(f"// {s.key}: {s.value}")
         self.stmt(s.body)
 
     def s_Break(self, s):

@@ -1,10 +1,10 @@
 """Compute a vector of 16-bit floats two lanes at a time, as f16x2/bf16x2 values.
 
 Expects: the lane loop that vectorize.py builds for one vector group (`for vi in [0, vec)`:
-pure lets, then one store `reg[vi] = value` into a register array of float16 or bfloat16).
-Guarantees: when the value of lanes 2p and 2p+1 pairs up (below), the loop becomes
-`for p in [0, vec/2): reg[2p:2p+2] = pair`, which computes exactly the same bits; otherwise
-the loop is returned unchanged.
+pure lets, then one store `reg[base + vi] = value` into a register array of float16 or
+bfloat16). Guarantees: when the value of lanes 2p and 2p+1 pairs up (below), the loop becomes
+`for p in [0, vec/2): reg[base + 2p : base + 2p + 2] = pair`, which computes exactly the same
+bits; otherwise the loop is returned unchanged.
 
 Lanes pair up through their expressions, lane 2p's and lane 2p+1's side by side:
 - the same expression in both (it does not depend on vi % 2): one value broadcast;
@@ -29,9 +29,9 @@ HALVES = ("float16", "bfloat16")
 FLOAT_OPS = ("add", "sub", "mul")
 
 
-def pair_lanes(loop: ir.For, reg: ir.Buffer, analyzer):
-    """`loop` (the lane loop over vi storing reg[vi]) computing two lanes per iteration, or
-    None when its lanes do not pair up."""
+def pair_lanes(loop: ir.For, reg: ir.Buffer, base, analyzer):
+    """`loop` (the lane loop over vi storing reg[base + vi]) computing two lanes per
+    iteration, or None when its lanes do not pair up."""
     vi, vec = loop.var, ir.int_value(loop.extent)
     if reg.dtype.name not in HALVES or vec is None or vec % 2:
         return None
@@ -40,7 +40,7 @@ def pair_lanes(loop: ir.For, reg: ir.Buffer, analyzer):
         lets[s.var] = substitute(s.value, lets)
         s = s.body
     if not (isinstance(s, ir.Store) and s.buffer is reg and len(s.indices) == 1
-            and s.indices[0] is vi):
+            and ir.structural_equal(s.indices[0], ir.binary("add", base, vi))):
         return None
     value = substitute(s.value, lets)
     p = ir.Var("vp", vi.dtype)
@@ -50,7 +50,7 @@ def pair_lanes(loop: ir.For, reg: ir.Buffer, analyzer):
     pair = _pair(*lanes)
     if pair is None:
         return None
-    store = ir.Store(reg, (ir.binary("mul", p, 2),), pair, loc=s.loc)
+    store = ir.Store(reg, (ir.binary("add", base, ir.binary("mul", p, 2)),), pair, loc=s.loc)
     return ir.For(p, ir.const(0), ir.const(vec // 2), "unroll", store, 1, loop.annotations,
                   loc=loop.loc)
 

@@ -245,12 +245,12 @@ class NestPartitioner:
         vec = first.extent
         if vec < 2 or tuple(first.strides) != unit:
             return None
+        groups = Lp.num_values // vec
         vo, step = self._per_value_group(vec, lambda body, vo, vi: vectorize_value_loop(
-            self.ctx, body, vo, vi, vec, self.analyzer))
+            self.ctx, body, vo, vi, vec, self.analyzer, groups))
         if step is None:
             return None
-        return ir.For(vo, ir.const(0), ir.const(Lp.num_values // vec), "unroll", step, 1,
-                      PARTITIONED, loc=self.nest.loc)
+        return step.loops(vo, groups, self.nest.loc)
 
     def try_async_gather(self):
         """A gather the pipeliner issues ahead (annotation async_gather) as cp.async groups

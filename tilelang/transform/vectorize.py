@@ -12,6 +12,13 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
 Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
 loop did.
+
+When a thread's vector groups read shared memory and store into it (a tile the consumers
+expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every group wait until all
+groups are computed: the CUDA compiler cannot tell the shared loads of group vo + 1 from the
+stores of group vo apart, so it would otherwise keep each group's loads behind the previous
+group's stores, one load latency per group. Iterations of a T.Parallel nest are independent
+and a staged buffer is neither read by the nest nor stored twice, so the order is free.
 """
 
 from __future__ import annotations
@@ -49,9 +56,35 @@ class _Access:
         self.full = None  # bounds condition of the whole vector (None: always)
 
 
-def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
-    """Return the statement for one `vo` step (staged accesses around a `vi` loop), or None
-    when nothing can be vectorised."""
+DEFER_BYTES = 64  # staged shared-memory stores held back until every group is computed
+
+
+class VectorGroups:
+    """One vector group's statements (`step`: staged loads, the lane loop, the stores kept
+    in place) and, when the stores are held back, `stores` (run for every group after all
+    steps) and `regs` (staged registers holding every group's vector, declared around
+    both loops)."""
+
+    def __init__(self, step, stores=None, regs=()):
+        self.step, self.stores, self.regs = step, stores, regs
+
+    def loops(self, vo, groups: int, loc) -> ir.Stmt:
+        def loop(body):
+            return ir.For(vo, ir.const(0), ir.const(groups), "unroll", body, 1, PARTITIONED,
+                          loc=loc)
+
+        out = loop(self.step)
+        if self.stores is not None:
+            # still one nest: each thread stores only its own elements, as before
+            out = ir.Attr("partitioned", True, ir.Seq((out, loop(self.stores))), loc=loc)
+        for reg in reversed(self.regs):
+            out = ir.Allocate(reg, out)
+        return out
+
+
+def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups: int = 1):
+    """The statements of one `vo` step (staged accesses around a `vi` loop) of the `groups`
+    a thread runs, as VectorGroups, or None when nothing can be vectorised."""
     lets = {s.var for s in collect(body, lambda n: isinstance(n, (ir.LetStmt, ir.For)))}
     stores = collect(body, lambda n: isinstance(n, ir.Store))
     stored = {s.buffer for s in stores}
@@ -101,11 +134,18 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
         candidates.append(acc)
     if not candidates:
         return None
+    stores = [acc for acc in candidates if acc.kind == "store"]
+    reads_shared = any(b.scope in ("shared", "shared.dyn") for b in loaded)
+    defer = groups > 1 and stores and reads_shared and all(
+        acc.node.buffer.scope != "global" for acc in stores) and \
+        groups * vec * sum(acc.node.buffer.dtype.bytes for acc in stores) <= DEFER_BYTES
     pre, post, mapping = [], [], {}
     for n, acc in enumerate(candidates):
         buf = acc.node.buffer
-        reg = ir.Buffer(f"{buf.name}_vec", (vec,), buf.dtype, "local")
+        held = defer and acc.kind == "store"
+        reg = ir.Buffer(f"{buf.name}_vec", ((groups if held else 1) * vec,), buf.dtype, "local")
         acc.reg = reg
+        base = ir.binary("mul", vo, vec) if held else ir.const(0)  # this group's lanes
         nbytes = vec * buf.dtype.bytes
         idx0 = tuple(substitute(i, {vi: ir.const(0)}) for i in acc.node.indices)
         if acc.kind == "load":
@@ -119,13 +159,14 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
         else:
             vector = ir.Evaluate(ir.Call("call_extern", (f"tl::copy_vec<{nbytes}>",
                                                          _address(buf, idx0),
-                                                         _address(reg, (ir.const(0),))),
+                                                         _address(reg, (base,))),
                                          VOID))
+            lane = ir.binary("add", base, vi)
             scalar = _lane_loop(vi, vec, ir.Store(buf, acc.node.indices,
-                                                  ir.Load(reg, (vi,), buf.dtype),
+                                                  ir.Load(reg, (lane,), buf.dtype),
                                                   loc=acc.node.loc))
             post.append(vector if acc.full is None else ir.If(acc.full, vector, scalar))
-            mapping[id(acc.node)] = ("store", reg)
+            mapping[id(acc.node)] = ("store", reg, base)
 
     class Replace(Mutator):
         def visit_Load(self, e):
@@ -135,18 +176,22 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer):
         def visit_Store(self, s):
             new = mapping.get(id(s))
             if new is not None:
-                return ir.Store(new[1], (vi,), self.visit(s.value), loc=s.loc)
+                return ir.Store(new[1], (ir.binary("add", new[2], vi),), self.visit(s.value),
+                                loc=s.loc)
             return self.generic(s)
 
     inner = _lane_loop(vi, vec, Replace().visit(body))
-    staged = [m[1] for m in mapping.values() if isinstance(m, tuple)]
+    staged = [m for m in mapping.values() if isinstance(m, tuple)]
     if len(staged) == 1:
-        inner = pair_lanes(inner, staged[0], analyzer) or inner
-    stmt = ir.Seq(tuple(st for _, st in pre) + (inner,) + tuple(post))
-    regs = [reg for reg, _ in pre] + [m[1] for m in mapping.values() if isinstance(m, tuple)]
-    for reg in reversed(regs):
-        stmt = ir.Allocate(reg, stmt)
-    return stmt
+        inner = pair_lanes(inner, staged[0][1], staged[0][2], analyzer) or inner
+    loaded = [reg for reg, _ in pre]
+    step = ir.Seq(tuple(st for _, st in pre) + (inner,) + (() if defer else tuple(post)))
+    held = [m[1] for m in staged]
+    for reg in reversed(loaded + ([] if defer else held)):
+        step = ir.Allocate(reg, step)
+    if defer:
+        return VectorGroups(step, ir.Seq(tuple(post)), held)
+    return VectorGroups(step)
 
 
 def _lane_loop(vi, vec, body):
