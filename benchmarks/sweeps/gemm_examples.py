@@ -136,6 +136,11 @@ def dequant_family(cpu):
         ("dequant", f, cfg(256, 128, 128, 2, 256, split_k=2)),
         ("dequant", f, cfg(256, 128, 64, 3, 256, split_k=2, wgmma_overlap=False)),
         ("dequant", f, cfg(256, 64, 128, 2, 256, split_k=2)),
+        # four consumer warpgroups of 64 rows: half the expansion per thread, twice the warps
+        # to hide its latency (96 registers a thread: 64 accumulators)
+        ("dequant", f, cfg(256, 128, 64, 3, 512, split_k=2)),
+        ("dequant", f, cfg(256, 128, 64, 4, 512, split_k=2)),
+        ("dequant", f, cfg(256, 64, 64, 4, 512)),
         # clusters: A (all of M) multicast to the blocks of a cluster along N
         ("dequant", f, cfg(256, 64, 128, 2, 256, cluster=2)),
         ("dequant", f, cfg(256, 64, 64, 4, 256, cluster=2)),

@@ -63,10 +63,13 @@ def dequant_gemm_int4(M, N, K, group_size=128, block_M=128, block_N=128, block_K
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_packed = T.alloc_shared((block_N, block_K // 8), "int32")
             B_shared = T.alloc_shared((block_N, block_K), dtype)
-            S_shared = T.alloc_shared((block_N, n_groups), dtype)
+            # rows padded by 16 bytes: the rows one warp reads at once fall in different banks
+            S_shared = T.alloc_shared((block_N, n_groups + 8), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
 
-            T.copy(Scale[bx * block_N, 0], S_shared)  # once: every K-step uses these rows
+            # once: every K-step uses these rows
+            T.copy(Scale[bx * block_N:(bx + 1) * block_N, 0:n_groups],
+                   S_shared[0:block_N, 0:n_groups])
             T.clear(C_local)
             for ko in T.Pipelined(k_steps, num_stages=num_stages):
                 k = bz * k_steps + ko
