@@ -52,6 +52,11 @@ GPU_FINDINGS: dict = {
             "which threads read C elements they do not hold: rejected as 'read across threads' "
             "(counted as the known lower-rank-layout defect); the loop now extends the one "
             "both can be read under (H200, 2026-11-22, fifth session)",
+    192554: "a gather whose 4-lane vectors span two rows of X (row 2m + k // 2): the vector's "
+            "bounds check looked at the first lane's row only, so the last lanes read past X "
+            "instead of zeros; every row a vector touches is bounded now (also 192125; H200, "
+            "2026-11-22, sixth session)",
+    192125: "same defect, bfloat16, rows of four",
 }
 
 

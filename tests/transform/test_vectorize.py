@@ -98,6 +98,50 @@ def test_vector_that_may_leave_the_tensor_falls_back_per_element():
         assert lane.extent.value == 8 and not _vector_calls(s.else_body)
 
 
+def _row_gather(rows=7):
+    """A_s[i, j] = X[2i + j // 2 - 2, j % 2]: each vector of 4 lanes spans two rows of X, and
+    the rows of the last lanes leave X before those of the first (fuzz seed 192554)."""
+    @T.prim_func
+    def f(X: T.Tensor((rows, 2), "float16"), Y: T.Tensor((64, 16), "float16")):
+        with T.Kernel(1, threads=256):
+            A_s = T.alloc_shared((64, 16), "float16")
+            for i, j in T.Parallel(64, 16):
+                A_s[i, j] = X[i * 2 + j // 2 - 2, j % 2]
+            T.copy(A_s, Y)
+    return f
+
+
+def test_vector_crossing_rows_is_bounded_at_every_row_it_touches():
+    k, ctx = run_passes(_row_gather(), "partition_parallel", SM80)
+    (s,) = [s for s in nodes(k, ir.If) if any(m.buffer.name == "X" for _, _, m in
+                                               _vector_calls(s.then_body))]
+    ((w, kind, mem),) = _vector_calls(s.then_body)
+    (loop,) = [lp for lp in nodes(k, ir.For, lambda lp: lp.var.name.startswith("vo"))
+               if nodes(lp.body, ir.If, lambda x: x is s)]
+    env = {ctx.kernel.thread_vars[0]: np.arange(ctx.num_threads)[:, None],
+           loop.var: np.arange(loop.extent.value)[None, :]}
+    base = eval_index(mem.indices[0], env) * 2 + eval_index(mem.indices[1], env)  # lane 0
+    lanes = w // 2
+    full = np.broadcast_to(eval_index(s.cond, env), np.shape(base))
+    first_row, last_row = np.floor_divide(base, 2), np.floor_divide(base + lanes - 1, 2)
+    np.testing.assert_array_equal(full, (first_row >= 0) & (last_row < 7))
+
+
+@requires_gpu
+def test_vector_crossing_rows_reads_zeros_past_the_tensor():
+    import torch
+
+    x = torch.randn(7, 2, device="cuda", dtype=torch.float16)
+    y = torch.full((64, 16), float("nan"), device="cuda", dtype=torch.float16)
+    tilelang.compile(_row_gather(), target="cuda")(x, y)
+    i, j = torch.meshgrid(torch.arange(64), torch.arange(16), indexing="ij")
+    r = i * 2 + j // 2 - 2
+    ok = (r >= 0) & (r < 7)
+    want = torch.zeros(64, 16, dtype=torch.float16)
+    want[ok] = x.cpu()[r[ok], (j % 2)[ok]]
+    assert torch.equal(y.cpu(), want)
+
+
 def test_misaligned_access_stays_scalar_and_the_other_side_vectorises():
     k, _ = run_passes(_flat(4096, off=1), "partition_parallel", SM80)
     calls = _vector_calls(k)

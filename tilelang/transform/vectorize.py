@@ -215,18 +215,34 @@ def _unconditional_stores(body):
 
 
 def _vector_in_bounds(buf, indices, vi, vec, analyzer):
-    """Condition that all `vec` elements are inside the tensor; None when provable."""
+    """Condition that all `vec` elements are inside the tensor; None when provable.
+
+    A contiguous vector may cross rows (a gather whose row is k // 2 for lanes k): every dim's
+    index is bounded at each lane where it moves, at the first and last lane where it moves
+    by a constant step that does not go down."""
     from .widen_indices import _Widen, needs_int64
 
     if needs_int64(buf):
         indices = [_Widen().visit(i) for i in indices]
+    conds = []
+    for i, n in zip(indices, buf.shape):
+        lanes = [analyzer.simplify(substitute(i, {vi: ir.const(k)})) for k in range(vec)]
+        steps = [ir.int_value(analyzer.simplify(ir.binary("sub", e, lanes[0]))) for e in lanes]
+        if all(s is not None for s in steps) and steps == sorted(steps):
+            lows, highs = lanes[:1], lanes[-1:]
+        else:
+            lows = highs = _distinct(lanes)
+        conds += [ir.compare("ge", e, 0) for e in lows] + [ir.compare("lt", e, n) for e in highs]
     cond = None
-    last = len(indices) - 1
-    for d, (i, n) in enumerate(zip(indices, buf.shape)):
-        lo = substitute(i, {vi: ir.const(0)})
-        hi = substitute(i, {vi: ir.const(vec - 1)}) if d == last else lo
-        for c in (ir.compare("ge", lo, 0), ir.compare("lt", hi, n)):
-            if analyzer.prove(c):
-                continue
+    for c in conds:
+        if not analyzer.prove(c):
             cond = c if cond is None else ir.logical_and(cond, c)
     return cond
+
+
+def _distinct(exprs):
+    out = []
+    for e in exprs:
+        if not any(ir.structural_equal(e, o) for o in out):
+            out.append(e)
+    return out
