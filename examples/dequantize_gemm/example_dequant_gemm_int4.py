@@ -29,10 +29,11 @@ cores are not left waiting:
   With three or more stages the compiler also double-buffers B_shared so that the expansion
   of step k+1 runs under the gemm of step k (transform/computed_operands.py).
 - With M = 256 every block multiplies all of A by its block_N rows of W, so A is read from
-  L2 once per block: at 256x64 tiles that is 128 x 4 MB, and the loop is bound by L2
-  bandwidth. `split_k` = 2 halves it: blocks of 256x128 tiles take half of K each (still
-  128 blocks), and their partial tiles are added into C by the TMA unit. C is therefore an
-  argument, zeroed by the caller when split_k > 1 (0.0717 against 0.0790 ms on an H200).
+  L2 once per block: at 256x64 tiles that is 128 x 4 MB. `split_k` = 2 halves it: blocks of
+  256x128 tiles take half of K each (still 128 blocks), and their partial tiles are added
+  into C by the TMA unit. C is therefore an argument, zeroed by the caller when split_k > 1
+  (0.0717 against 0.0790 ms on an H200 with the earlier per-element expansion; 0.0643 ms,
+  0.82x of cuBLAS on the dequantised weights, with the one above: docs/perf.md).
 
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
