@@ -62,7 +62,9 @@ def gemm_calls(src):
 def test_lowering_choice(kw, want):
     src = tilelang.lower(fp8_gemm(200, 136, 272, **kw), target=SM90)
     names = [n for n, _ in gemm_calls(src)]
-    assert names == [want], names
+    # A copied into registers every iteration is double-buffered (computed_operands.py): the
+    # loop is unrolled by two, plus the last iteration of an odd count
+    assert names == [want] * (3 if kw.get("a_in_registers") else 1), names
 
 
 def test_k_below_one_step_is_a_located_error():

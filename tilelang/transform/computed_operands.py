@@ -1,11 +1,12 @@
-"""Shared wgmma operands that the consumers compute: overlap their computation with the gemm.
+"""wgmma operands that the consumers compute: overlap their computation with the gemm.
 
 Expects: the consumer statements of a warp-specialised pipelined loop (tile IR after layout
 inference, the TMA copies taken out; warp_specialize.py builds the loop).
 
 A tile the consumers write whole in every iteration and a wgmma gemm then reads (the
 dequantised weights of a weight-only-quantised GEMM: packed codes come in by TMA, a T.Parallel
-nest expands them into shared memory) serialises the plain loop: the expansion of iteration
+nest expands them into shared memory, or into the registers of a gemm's A operand)
+serialises the plain loop: the expansion of iteration
 k+1 overwrites the tile the gemm of iteration k still reads, so every gemm must finish before
 the next expansion starts. With two copies of the tile, alternating by iteration parity, the
 expansion of k+1 runs while the gemm of k does.
@@ -16,14 +17,16 @@ stages (with two, the next load waits for the publication of the tile and is exp
 Guarantees: `computed_operands` names the tiles this applies to (written by exactly one
 statement, a T.Parallel nest storing every element that reads nothing computed from a gemm of
 the loop, before
-anything in the body reads them; read as an operand of a synchronous wgmma gemm; used nowhere
+anything in the body reads them; read as an operand of a synchronous wgmma gemm (in shared
+memory, or in registers as its A operand); used nowhere
 outside the loop; a second copy fits in shared memory).
 `publish_then_issue` rewrites the body for the unrolled loop: those gemms are issued without
-waiting (wg_wait=-1), and before the first of them come a proxy fence, a barrier over the
-consumers and `release` (the caller's hand-back of the previous iteration's ring stage).
-wgmma_wait.py then waits for the previous gemm just before that barrier: after it the other
-warpgroups may overwrite the tiles that gemm reads. `swap_buffers` retargets the body of odd
-iterations to the second copies.
+waiting (wg_wait=-1), and before the first of them come, for tiles in shared memory, a proxy
+fence and a barrier over the consumers, then `release` (the caller's hand-back of the
+previous iteration's ring stage). wgmma_wait.py then waits for the previous gemm just before
+that barrier (after it the other warpgroups may overwrite the tiles that gemm reads) or, for
+tiles in registers, before the release. `swap_buffers` retargets the body of odd iterations
+to the second copies.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def computed_operands(stmts, is_wgmma, outside) -> list:
         if not (isinstance(g, ir.Gemm) and is_wgmma(g) and g.wg_wait == 0):
             continue
         for b in (g.A.buffer, g.B.buffer):
-            if b.scope not in SHARED or b in out:
+            held = b.scope in SHARED or (b is g.A.buffer and b.scope == "local.fragment")
+            if not held or b in out:
                 continue
             writers = [i for i, s in enumerate(stmts) if b in written_buffers(s)]
             if len(writers) != 1 or writers[0] > pos or \
@@ -89,16 +93,19 @@ def overwrites_whole(stmt, buf) -> bool:
 
 
 def publish_then_issue(stmts, computed, release) -> list:
-    """The body with its gemms of computed tiles asynchronous, a fenced barrier and `release`
-    before the first of them."""
+    """The body with its gemms of computed tiles asynchronous, a fenced barrier (for tiles in
+    shared memory; registers need none) and `release` before the first of them."""
     out, published = [], False
+    shared = any(b.scope in SHARED for b in computed)
     for s in stmts:
         reads_computed = isinstance(s, ir.Gemm) and \
             {s.A.buffer, s.B.buffer} & set(computed)
         if reads_computed:
             if not published:
-                out += [ir.extern_stmt("tl::fence_proxy_async"), ir.extern_stmt("__syncthreads"),
-                        release]
+                if shared:
+                    out += [ir.extern_stmt("tl::fence_proxy_async"),
+                            ir.extern_stmt("__syncthreads")]
+                out.append(release)
                 published = True
             s = ir.with_fields(s, wg_wait=-1)
         out.append(s)

@@ -133,7 +133,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
             acc.full = _vector_in_bounds(buf, node.indices, vi, vec, analyzer)
         candidates.append(acc)
     if not candidates:
-        return None
+        return _paired_registers(body, vi, vec, top_stores, analyzer)
     stores = [acc for acc in candidates if acc.kind == "store"]
     reads_shared = any(b.scope in ("shared", "shared.dyn") for b in loaded)
     defer = groups > 1 and stores and reads_shared and all(
@@ -192,6 +192,31 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
     if defer:
         return VectorGroups(step, ir.Seq(tuple(post)), held)
     return VectorGroups(step)
+
+
+def _paired_registers(body, vi, vec, top_stores, analyzer):
+    """A value loop with no memory vector whose one store fills consecutive registers of a
+    fragment (a gemm's A operand expanded from packed codes): its lanes computed in pairs
+    when they pair up (pair_lanes.py), else None."""
+    regs = [s for s in top_stores if s.buffer.scope == "local"]
+    if len(regs) != 1 or len(top_stores) != 1:
+        return None
+    (index,) = regs[0].indices
+    base = analyzer.simplify(substitute(index, {vi: ir.const(0)}))
+    if vi in set(collect(base, lambda n: isinstance(n, ir.Var))) or not all(
+            ir.int_value(analyzer.simplify(ir.binary("sub", substitute(index, {vi: ir.const(k)}),
+                                                     base))) == k for k in range(vec)):
+        return None
+    reg = regs[0].buffer
+
+    class Rebase(Mutator):
+        def visit_Store(self, s):
+            if s is regs[0]:
+                return ir.Store(reg, (ir.binary("add", base, vi),), s.value, loc=s.loc)
+            return self.generic(s)
+
+    paired = pair_lanes(_lane_loop(vi, vec, Rebase().visit(body)), reg, base, analyzer)
+    return None if paired is None else VectorGroups(paired)
 
 
 def _lane_loop(vi, vec, body):

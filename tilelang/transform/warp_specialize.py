@@ -425,6 +425,9 @@ class WarpSpecializer:
         return _call("tl::mbarrier_arrive", bar)
 
     def _second_copies_fit(self, computed) -> bool:
+        computed = [b for b in computed if b.scope in ("shared", "shared.dyn")]
+        if not computed:
+            return True  # copies in registers take no shared memory
         allocs = [self.ctx.replaced_shared.get(b, b) for b in self.kernel.allocs] + computed
         return arena_bytes(self.ctx, allocs) + 1024 <= smem_limit(self.ctx.target.sm)
 

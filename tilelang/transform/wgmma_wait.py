@@ -18,7 +18,8 @@ reads above the wait (`wgmma_wait_in_place`: ptxas would otherwise hoist the wai
 the independent work meant to overlap the gemm). Back-to-back gemms accumulating into the same registers need no wait
 between them. Mbarrier arrivals marked ("releases", tiles) (the consumer handing a shared tile
 back to the TMA producer) move down their statement list to just after the wait that
-completes the gemms reading those tiles, at the latest to its end. Loops are analysed to a
+completes the gemms reading those tiles, at the latest to its end. Other arrivals, barriers
+and TMA loads wait for every gemm reading shared memory, in a branch as at the top level. Loops are analysed to a
 fixed point (a group issued late in one iteration is still in flight early in the next);
 branches join conservatively; nothing is left in flight at the end of a thread-group region
 or of the kernel. Everything else is unchanged; without wg_wait=-1 gemms this pass only
@@ -169,11 +170,15 @@ class _Placer:
         n = min(x.after for x in groups)
         done = state.wait(n)
         self.inserted += 1
-        return [_extern(f"tl::wgmma_wait_in_place<{n}>")] + self.fences(done)
+        return [_extern(f"tl::wgmma_wait_in_place<{n}>")] + self.fences(done, state)
 
-    def fences(self, done):
+    def fences(self, done, state=None):
+        """Fences on the accumulators `done` completed, except those a gemm still in flight
+        (in `state`) accumulates into: nothing may read them yet, and the fence would touch
+        registers the tensor cores are writing."""
+        busy = {x.gemm.C.buffer for x in state.groups.values()} if state is not None else set()
         out = []
-        for c in sorted({x.gemm.C.buffer for x in done}, key=lambda b: b.name):
+        for c in sorted({x.gemm.C.buffer for x in done} - busy, key=lambda b: b.name):
             reg = self.ctx.register_of(c)
             out.append(_extern("tl::wgmma_fence_operands", reg, ir.const(reg.shape[0])))
         return out
@@ -233,12 +238,12 @@ class _Placer:
             state.commit(s)
             if s.wg_wait >= 0:  # the template waits itself
                 pre.append(s)
-                return pre + self.fences([x for x in state.wait(s.wg_wait) if x.gemm is not s]), \
-                    state
+                done = [x for x in state.wait(s.wg_wait) if x.gemm is not s]
+                return pre + self.fences(done, state), state
             return pre + [s], state
         if isinstance(s, ir.Evaluate):  # T.wait_wgmma(n)
             n = int(_WAIT.match(s.value.args[0]).group(1))
-            return [s] + self.fences(state.wait(n)), state
+            return [s] + self.fences(state.wait(n), state), state
         if isinstance(s, ir.LetStmt):
             body, state = self.block(s.body, state)
             return [ir.LetStmt(s.var, s.value, body, loc=s.loc)], state
@@ -300,11 +305,13 @@ class _Placer:
             return isinstance(s.value, ir.Call) and s.value.op == "call_extern" and \
                 isinstance(s.value.args[0], str) and bool(_WAIT.match(s.value.args[0]))
         if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
+            # a publication nested in a branch (a stage hand-back from the second iteration
+            # on) is checked where it is, like one at the top level
             return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
                                 or (isinstance(n, ir.Call) and n.op == "call_extern"
                                     and isinstance(n.args[0], str)
-                                    and (_WAIT.match(n.args[0]) or dict(n.attrs).get(
-                                        "releases")))))
+                                    and (_WAIT.match(n.args[0]) or n.args[0].startswith(_PUBLISH)
+                                         or dict(n.attrs).get("releases")))))
         return False
 
 
