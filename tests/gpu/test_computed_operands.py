@@ -61,3 +61,27 @@ def test_int4_dequant_example_matches_torch(M, N, K, G, cfg):
     ref = a.double() @ w.double().t()
     err = ((out.double() - ref).norm() / ref.norm()).item()
     assert not torch.isnan(out).any() and err < 2e-3, err
+
+
+@pytest.mark.parametrize("M,N,K,G,cfg", [
+    (256, 1024, 2048, 128, dict(block_M=256, block_N=128, block_K=64, num_stages=4, split_k=2)),
+    (200, 136, 384, 128, dict(block_M=128, block_N=64, block_K=64, num_stages=3, split_k=1)),
+    (72, 200, 640, 64, dict(block_M=64, block_N=64, block_K=64, num_stages=4, threads=128,
+                           split_k=1)),  # odd trip count: the last iteration on its own
+])
+def test_int4_register_operand_example_matches_torch(M, N, K, G, cfg):
+    """The expanded weights double-buffered in registers as the wgmma A operand."""
+    need_sm90()
+    torch.manual_seed(M + N + K)
+    kernel = tilelang.compile(dq.dequant_gemm_int4_rs.get_tir(M, N, K, G, **cfg), target="cuda")
+    assert "W_local_odd" in kernel.get_kernel_source()
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    packed, scale = dq.quantize_int4(torch.randn(N, K, device="cuda"), G)
+    w = dq.dequantize_int4(packed, scale, G)
+    out = torch.zeros((M, N), device="cuda", dtype=torch.float16)
+    if cfg["split_k"] == 1:
+        out.fill_(float("nan"))
+    kernel(a, dq.fragment_words(packed), scale, out)
+    ref = a.double() @ w.double().t()
+    err = ((out.double() - ref).norm() / ref.norm()).item()
+    assert not torch.isnan(out).any() and err < 2e-3, err
