@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "examples" / "dequantize_gemm"))
 from computed_operand_kernels import relu_scaled_gemm  # noqa: E402
 import example_dequant_gemm_int4 as dq  # noqa: E402
 
-from .hopper import need_sm90  # noqa: E402
+from .hopper import check_int4_gemm, need_sm90  # noqa: E402
 
 
 @pytest.mark.parametrize("M,N,K,cfg", [
@@ -53,14 +53,7 @@ def test_int4_dequant_example_matches_torch(M, N, K, G, cfg):
     torch.manual_seed(M + K)
     kernel = tilelang.compile(dq.dequant_gemm_int4.get_tir(M, N, K, G, **cfg), target="cuda")
     assert "_odd" in kernel.get_kernel_source()
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    packed, scale = dq.quantize_int4(torch.randn(N, K, device="cuda"), G)
-    w = dq.dequantize_int4(packed, scale, G)
-    out = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    kernel(a, packed.view(torch.int32), scale, out)
-    ref = a.double() @ w.double().t()
-    err = ((out.double() - ref).norm() / ref.norm()).item()
-    assert not torch.isnan(out).any() and err < 2e-3, err
+    check_int4_gemm(dq, kernel, M, N, K, G)
 
 
 @pytest.mark.parametrize("M,N,K,G,cfg", [
@@ -75,13 +68,4 @@ def test_int4_register_operand_example_matches_torch(M, N, K, G, cfg):
     torch.manual_seed(M + N + K)
     kernel = tilelang.compile(dq.dequant_gemm_int4_rs.get_tir(M, N, K, G, **cfg), target="cuda")
     assert "W_local_odd" in kernel.get_kernel_source()
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    packed, scale = dq.quantize_int4(torch.randn(N, K, device="cuda"), G)
-    w = dq.dequantize_int4(packed, scale, G)
-    out = torch.zeros((M, N), device="cuda", dtype=torch.float16)
-    if cfg["split_k"] == 1:
-        out.fill_(float("nan"))
-    kernel(a, dq.fragment_words(packed), scale, out)
-    ref = a.double() @ w.double().t()
-    err = ((out.double() - ref).norm() / ref.norm()).item()
-    assert not torch.isnan(out).any() and err < 2e-3, err
+    check_int4_gemm(dq, kernel, M, N, K, G, cfg["split_k"], dq.fragment_words)
