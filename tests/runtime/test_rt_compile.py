@@ -157,3 +157,24 @@ def test_nvcc_fallback_compiles_warp_specialised_hopper_kernels(tmp_path, monkey
     assert "mbarrier_wait" in source and "tma_load" in source
     result = compile_cuda(source, "sm_90a", name="main", compiler="nvcc")
     assert result.cubin[:4] == b"\x7fELF"
+
+
+@requires_compiler
+def test_running_out_of_registers_is_explained():
+    """640 threads leave 96 registers a thread; a 64x256 wgmma needs 128 accumulators."""
+    import sys
+    from pathlib import Path
+
+    import tilelang
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "examples" / "dequantize_gemm"))
+    import example_dequant_gemm_int4 as dq
+
+    func = dq.dequant_gemm_int4.get_tir(256, 1024, 1024, 128, block_M=256, block_N=256,
+                                        block_K=64, num_stages=2, threads=512)
+    with pytest.raises(CudaCompileError) as e:
+        tilelang.compile(func, target="cuda -arch=sm_90a")
+    msg = str(e.value)
+    assert "Insufficient registers" in msg
+    assert "a block of 640 threads leaves each thread at most 96" in msg

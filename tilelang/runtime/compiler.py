@@ -261,6 +261,21 @@ def _compile_error(source, fname, arch, which, ident, log, opts) -> CudaCompileE
                 parts += _context(f.read().split("\n"), hline)
         except OSError:
             pass
+    hint = _register_hint(source, log)
+    if hint:
+        parts.append(hint)
     parts.append(f"full source written to {path}")
     parts.append("options: " + " ".join(o for o in opts if not o.startswith("-I")))
     return CudaCompileError("\n".join(parts), log, path, line)
+
+
+def _register_hint(source: str, log: str) -> str:
+    """What ptxas's 'Insufficient registers (R)' means for the user's kernel, or ''."""
+    m = re.search(r"Insufficient registers \((\d+)\)", log)
+    bounds = re.search(r"__launch_bounds__\((\d+)", source)
+    if not m or not bounds:
+        return ""
+    return (f"hint: a block of {bounds.group(1)} threads leaves each thread at most "
+            f"{m.group(1)} of the SM's 65536 registers, too few for one instruction (a wgmma "
+            "needs its whole accumulator in registers: 64 per thread for a 64x128 tile per "
+            "warpgroup, 128 for 64x256). Use fewer threads or smaller tiles per warpgroup.")
