@@ -222,9 +222,25 @@ def test_small_shared_stores_wait_until_every_group_is_computed():
     code = src[start:src.index("__syncthreads", src.index("tl::copy_vec<16>((&D[", start))]
     compute, store = code.index("* 2.0f"), code.index("tl::copy_vec<16>((&D[")
     assert compute < store and "(&D_vec[vo * 8])" in code[store:]
-    # computing loop, then storing loop, with no barrier between: S and D may share bytes
-    # (each thread rewrites the elements it read), which holds for the held-back stores too
+    # computing loop, then storing loop, one nest: no barrier between them, and S and D
+    # (both touched in it) do not share bytes
     assert code.count("for (int vo") == 2 and "__syncthreads" not in code
+    k, ctx = run_passes(_expand_rows(), "plan_shared", SM90)
+    plan = {b.name: (off, off + b.numel() * b.dtype.bytes) for b, off in ctx.shared_plan.items()}
+    (s0, s1), (d0, d1) = plan["S"], plan["D"]
+    assert s1 <= d0 or d1 <= s0, plan
+
+
+def test_held_back_stores_never_overwrite_what_another_thread_still_reads():
+    """Words read as int32, weights written as float16 (racecheck found this on an H200):
+    the tile written in the storing loop must not take the bytes of the one read in the
+    computing loop, since their elements belong to different threads."""
+    from test_pair_lanes import expand
+
+    k, ctx = run_passes(expand(), "plan_shared", SM90)
+    plan = {b.name: (off, off + b.numel() * b.dtype.bytes) for b, off in ctx.shared_plan.items()}
+    (w0, w1), (b0, b1) = plan["Ws"], plan["Bs"]
+    assert w1 <= b0 or b1 <= w0, plan
 
 
 @pytest.mark.parametrize("why", ["too many bytes", "global destination"])

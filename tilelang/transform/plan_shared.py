@@ -35,8 +35,8 @@ def smem_limit(sm: int) -> int:
 
 class Liveness:
     """First/last position of each shared buffer in a linear walk of the statements. A use
-    inside a loop makes the buffer live over the whole loop (its value may be carried to the
-    next iteration), except for a *fresh* buffer (written before it is read wherever it is
+    inside a loop (or a partitioned T.Parallel region) makes the buffer live over the whole
+    loop (its value may be carried to the next iteration), except for a *fresh* buffer (written before it is read wherever it is
     used: pipeline stages, staged epilogues) in a loop that holds all of its uses: each
     iteration defines it anew, so it is live only between its own first and last use there."""
 
@@ -57,7 +57,11 @@ class Liveness:
     def walk(self, node):
         from ..ir.visitor import children
 
-        if isinstance(node, (ir.For, ir.While)):
+        # a loop, or one T.Parallel nest split into loops (vectorize.py's held-back stores):
+        # whatever it touches is live over all of it, so no buffer it writes takes the bytes
+        # of one that another thread may still be reading in it
+        if isinstance(node, (ir.For, ir.While)) or \
+                (isinstance(node, ir.Attr) and node.key == "partitioned"):
             start = self.pos
             self.stack.append((start, set()))
             for c in children(node):
