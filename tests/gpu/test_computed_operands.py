@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
 sys.path.insert(0, str(ROOT / "examples" / "dequantize_gemm"))
-from computed_operand_kernels import relu_scaled_gemm  # noqa: E402
+from computed_operand_kernels import relu_scaled_a_in_registers, relu_scaled_gemm  # noqa: E402
 import example_dequant_gemm_int4 as dq  # noqa: E402
 
 from .hopper import check_int4_gemm, need_sm90  # noqa: E402
@@ -69,3 +69,19 @@ def test_int4_register_operand_example_matches_torch(M, N, K, G, cfg):
     kernel = tilelang.compile(dq.dequant_gemm_int4_rs.get_tir(M, N, K, G, **cfg), target="cuda")
     assert "W_local_odd" in kernel.get_kernel_source()
     check_int4_gemm(dq, kernel, M, N, K, G, cfg["split_k"], dq.fragment_words)
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 256, 448), (200, 136, 512), (128, 128, 64)])
+def test_register_operand_matches_torch(M, N, K):
+    """relu(A) * 0.5 computed into the registers of the wgmma's A operand, double-buffered
+    (7, 8 iterations; one iteration: nothing to overlap)."""
+    need_sm90()
+    torch.manual_seed(M + N + K)
+    kernel = tilelang.compile(relu_scaled_a_in_registers(M, N, K), target="cuda")
+    assert ("A_local_odd" in kernel.get_kernel_source()) == (K // 64 >= 2)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kernel(a, b, c)
+    ref = (torch.relu(a) * 0.5).double() @ b.double()
+    torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=1e-3)

@@ -11,7 +11,7 @@ import pytest
 
 import tilelang
 
-from computed_operand_kernels import relu_scaled_gemm
+from computed_operand_kernels import relu_scaled_a_in_registers, relu_scaled_gemm
 from transform_helpers import SM90, requires_compiler, run_passes
 
 
@@ -73,3 +73,22 @@ def test_not_with_two_stages():
     # the load of the next iteration would wait for the publication of the tile
     assert "_odd" not in tilelang.lower(relu_scaled_gemm(256, 256, 512, num_stages=2),
                                         target=SM90)
+
+
+@pytest.mark.parametrize("K", [448, 512])  # 7 and 8 iterations
+def test_register_operand_gets_a_second_copy_and_no_barrier(K):
+    src = tilelang.lower(relu_scaled_a_in_registers(256, 256, K), target=SM90)
+    body = _consumer(src)
+    loop = body[body.index("for (int k = 0; k < "):]
+    assert "k += 2" in loop[:loop.index("\n")] and "A_local_odd[" in loop
+    # registers are each thread's own: no barrier publishes them; the stage handed back from
+    # the second iteration on waits for the gemm that read it, inside its branch
+    assert "named_barrier_sync" not in loop[:loop.index("tl::wgmma_gemm_rs<")]
+    assert re.search(r"if \(k > 0\) \{\s*tl::wgmma_wait_in_place<0>\(\);"
+                     r"\s*tl::wgmma_fence_operands\(C_local, \d+\);\s*tl::mbarrier_arrive", loop)
+    assert all(g.endswith("-1>") for g in re.findall(r"tl::wgmma_gemm_rs<[^>]*>", loop)[:2])
+
+
+@requires_compiler
+def test_register_operand_kernel_compiles():
+    tilelang.compile(relu_scaled_a_in_registers(256, 256, 448), target=SM90)

@@ -36,9 +36,10 @@ def smem_limit(sm: int) -> int:
 class Liveness:
     """First/last position of each shared buffer in a linear walk of the statements. A use
     inside a loop (or a partitioned T.Parallel region) makes the buffer live over the whole
-    loop (its value may be carried to the next iteration), except for a *fresh* buffer (written before it is read wherever it is
-    used: pipeline stages, staged epilogues) in a loop that holds all of its uses: each
-    iteration defines it anew, so it is live only between its own first and last use there."""
+    loop (its value may be carried to the next iteration), except for a *fresh* buffer
+    (written before it is read wherever it is used: pipeline stages, staged epilogues) in a
+    loop that holds all of its uses: each iteration defines it anew, so it is live only
+    between its own first and last use there."""
 
     def __init__(self, fresh=()):
         self.pos = 0

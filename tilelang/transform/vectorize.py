@@ -14,11 +14,13 @@ compute it two lanes at a time (pair_lanes.py). The result computes exactly what
 loop did.
 
 When a thread's vector groups read shared memory and store into it (a tile the consumers
-expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every group wait until all
-groups are computed: the CUDA compiler cannot tell the shared loads of group vo + 1 from the
-stores of group vo apart, so it would otherwise keep each group's loads behind the previous
-group's stores, one load latency per group. Iterations of a T.Parallel nest are independent
-and a staged buffer is neither read by the nest nor stored twice, so the order is free.
+expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every
+group wait until all groups are computed: the CUDA compiler cannot tell the shared loads of
+group vo + 1 from the stores of group vo apart, so it would otherwise keep each group's loads
+behind the previous group's stores, one load latency per group. Iterations of a T.Parallel
+nest are independent and a staged buffer is neither read by the nest nor stored twice, so
+the order is free; the two loops stay one partitioned region (no barrier between them, and
+plan_shared.py keeps what they touch apart).
 """
 
 from __future__ import annotations

@@ -12,14 +12,15 @@ whose lifetime overlaps those of the gemm's tiles has its own bytes; in the gemm
 multi-buffered tile, a pipeline stage other than those the gemm reads is other memory),
 synchronises threads while it still reads shared memory, or calls something unknown, a
 `tl::wgmma_wait_in_place<n>` with the largest n that completes that gemm (groups complete in
-commit order), followed by
-`tl::wgmma_fence_operands` on the accumulators it completes so the compiler cannot move their
-reads above the wait (`wgmma_wait_in_place`: ptxas would otherwise hoist the wait above
-the independent work meant to overlap the gemm). Back-to-back gemms accumulating into the same registers need no wait
-between them. Mbarrier arrivals marked ("releases", tiles) (the consumer handing a shared tile
-back to the TMA producer) move down their statement list to just after the wait that
-completes the gemms reading those tiles, at the latest to its end. Other arrivals, barriers
-and TMA loads wait for every gemm reading shared memory, in a branch as at the top level. Loops are analysed to a
+commit order), followed by `tl::wgmma_fence_operands` on the accumulators it completes and
+no gemm still in flight writes, so the compiler cannot move their reads above the wait
+(`wgmma_wait_in_place`: ptxas would otherwise hoist the wait above the independent work
+meant to overlap the gemm). Back-to-back gemms accumulating into the same registers need no
+wait between them. Mbarrier arrivals marked ("releases", tiles) (the consumer handing a
+shared tile back to the TMA producer) move down their statement list to just after the wait
+that completes the gemms reading those tiles, at the latest to its end. Other arrivals,
+barriers and TMA loads wait for every gemm reading shared memory, in a branch as at the top
+level. Loops are analysed to a
 fixed point (a group issued late in one iteration is still in flight early in the next);
 branches join conservatively; nothing is left in flight at the end of a thread-group region
 or of the kernel. Everything else is unchanged; without wg_wait=-1 gemms this pass only
