@@ -136,11 +136,11 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
         candidates.append(acc)
     if not candidates:
         return _paired_registers(body, vi, vec, top_stores, analyzer)
-    stores = [acc for acc in candidates if acc.kind == "store"]
+    vector_stores = [acc for acc in candidates if acc.kind == "store"]
     reads_shared = any(b.scope in ("shared", "shared.dyn") for b in loaded)
-    defer = groups > 1 and stores and reads_shared and all(
-        acc.node.buffer.scope != "global" for acc in stores) and \
-        groups * vec * sum(acc.node.buffer.dtype.bytes for acc in stores) <= DEFER_BYTES
+    defer = groups > 1 and vector_stores and reads_shared and all(
+        acc.node.buffer.scope != "global" for acc in vector_stores) and \
+        groups * vec * sum(acc.node.buffer.dtype.bytes for acc in vector_stores) <= DEFER_BYTES
     pre, post, mapping = [], [], {}
     for n, acc in enumerate(candidates):
         buf = acc.node.buffer
@@ -244,9 +244,9 @@ def _unconditional_stores(body):
 def _vector_in_bounds(buf, indices, vi, vec, analyzer):
     """Condition that all `vec` elements are inside the tensor; None when provable.
 
-    A contiguous vector may cross rows (a gather whose row is k // 2 for lanes k): every dim's
-    index is bounded at each lane where it moves, at the first and last lane where it moves
-    by a constant step that does not go down."""
+    A contiguous vector may cross rows (a gather whose row is k // 2 for lanes k), so no dim
+    is assumed constant along it: a dim's index is checked at the first and last lane when it
+    grows by constant steps along the vector, else at every distinct value the lanes give."""
     from .widen_indices import _Widen, needs_int64
 
     if needs_int64(buf):
