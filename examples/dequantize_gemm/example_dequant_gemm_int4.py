@@ -11,10 +11,12 @@ For small M the kernel is bound by reading W, so reading 4 bits instead of 16 pe
 the whole point; the work is to keep the expansion to float16 cheap enough that the tensor
 cores are not left waiting:
 
-- The kernel reads the packed bytes as 32-bit words, eight codes per word (the caller passes
-  `packed.view(torch.int32)`; on a little-endian GPU code j of a word sits in bits 4j..4j+3).
-  A thread then expands eight consecutive weights from one word and writes them with one
-  16-byte store.
+Two kernels compute it. `dequant_gemm_int4` expands the weights into shared memory:
+
+- It reads the packed bytes as 32-bit words, eight codes per word (the caller passes
+  `packed.view(torch.int32)`; on a little-endian GPU byte b of a word is its bits
+  8b..8b+7, so the nibbles sit as described above). A thread expands eight consecutive
+  weights from one word and writes them with one 16-byte store.
 - The scales of the block's rows are copied into shared memory once, before the K loop
   (block_N * K / group_size float16 values); block_K is a multiple of the group size, so the
   expansion of a K-step reads one scale per row.
@@ -35,7 +37,7 @@ cores are not left waiting:
   (0.0717 against 0.0790 ms on an H200 with the earlier per-element expansion; 0.0643 ms,
   0.82x of cuBLAS on the dequantised weights, with the one above: docs/perf.md).
 
-`dequant_gemm_int4_rs` computes the same product as C^T = W @ A^T, the expanded weights held
+The faster `dequant_gemm_int4_rs` computes the same product as C^T = W @ A^T, the expanded weights held
 in registers as the A operand of the gemm (wgmma takes A from registers, B from shared
 memory): each thread expands exactly the weights its fragment holds, from one 32-bit word
 per 16x16 block (`fragment_words` stores the codes in that order), so the weights never go
