@@ -1,11 +1,13 @@
 """Tile-config sweep of the GEMM-family examples against their run_all.py baselines.
 
-    python benchmarks/sweeps/gemm_examples.py [--only gemm,swizzle,splitk,dequant] [--rep 50]
+    python benchmarks/sweeps/gemm_examples.py [--only gemm,swizzle,splitk,dequant,dequant_rs]
+                                              [--rep 50]
     python benchmarks/sweeps/gemm_examples.py --cpu     # plumbing check, tiny sizes
 
 For each kernel family (examples/gemm/example_gemm.py at 8192^3, example_gemm_swizzle.py at
 16384^3, example_gemm_splitk.py at 1024x1024x32768, dequantize_gemm/example_dequant_gemm_int4.py
-at 256x8192x8192 group 128) a handful of configs is built from the example's own kernel
+at 256x8192x8192 group 128, through shared memory and, as dequant_rs, in registers) a
+handful of configs is built from the example's own kernel
 function, run once on fresh random inputs (outputs poisoned with NaN first, or zeroed where
 the kernel accumulates) and checked against a float32 torch reference, then timed with
 bench_core.bench_pair (CUDA events, L2 flushed, median; the variant and the baseline that
@@ -156,8 +158,34 @@ def dequant_family(cpu):
                      "expansion that read scales from global memory)")
 
 
+def dequant_rs_family(cpu):
+    """The register-operand kernel (dequant_gemm_int4_rs): weights expanded into the wgmma's
+    A fragment, codes in fragment order."""
+    ex = load("examples/dequantize_gemm/example_dequant_gemm_int4.py")
+    M, N, K, G = (64, 128, 256, 128) if cpu else (256, 8192, 8192, 128)
+    f = ex.dequant_gemm_int4_rs
+    small = dict(block_M=64, block_N=64, block_K=64, threads=128) if cpu else {}
+
+    def rs(bm, bn, bk, stages, threads, **extra):
+        return ("dequant_rs", f, dict(cfg(bm, bn, bk, stages, threads, **extra), **small))
+
+    variants = [
+        rs(256, 128, 64, 4, 256, split_k=2),
+        rs(256, 128, 64, 3, 256, split_k=2),
+        rs(256, 128, 64, 4, 256, split_k=2, wgmma_overlap=False),
+        rs(256, 128, 64, 3, 256, split_k=2, wgmma_overlap=False),
+        rs(256, 128, 128, 2, 256, split_k=2),
+        rs(256, 128, 64, 4, 256, split_k=4),
+        rs(256, 64, 64, 4, 128, split_k=1),
+    ]
+    return dict(title=f"int4 dequant gemm, weights in registers (group {G}) {M}x{N}x{K}",
+                shape=(M, N, K, G), variants=variants,
+                default=dict(_defaults(f), **ex.RS_SIZES["bench"][4]), kind="dequant_rs",
+                module=ex, baseline_name="cuBLAS fp16 on dequantised W")
+
+
 FAMILIES = {"gemm": gemm_family, "swizzle": swizzle_family, "splitk": splitk_family,
-            "dequant": dequant_family}
+            "dequant": dequant_family, "dequant_rs": dequant_rs_family}
 
 
 def _defaults(jit_fn):
@@ -198,7 +226,8 @@ def setup(family, device):
     packed, scale = ex.quantize_int4(randn(N, K), G)
     w = ex.dequantize_int4(packed, scale, G)
     ref = a.float() @ w.float().t()
-    return dict(args=(a, packed.view(torch.int32), scale), ref=ref, out_dtype=torch.float16,
+    words = ex.fragment_words(packed) if kind == "dequant_rs" else packed.view(torch.int32)
+    return dict(args=(a, words, scale), ref=ref, out_dtype=torch.float16,
                 baseline=lambda: a @ w.t(), flops=2.0 * M * N * K, shape=(M, N))
 
 
@@ -208,7 +237,7 @@ def build(family, jit_fn, c, target):
     if family["kind"] == "splitk":
         M, N, K = family["shape"]
         func = jit_fn.get_tir(M, N, K, c.pop("split_k"), **c)
-    elif family["kind"] == "dequant":
+    elif family["kind"] in ("dequant", "dequant_rs"):
         M, N, K, G = family["shape"]
         func = jit_fn.get_tir(M, N, K, G, **c)
     else:
