@@ -134,26 +134,16 @@ def _uniform_predicate(cond, vr, w, analyzer):
     return None if _mentions(out, vr) else out
 
 
-def _contiguous(offset, vr, w, analyzer) -> bool:
-    """offset(vr = k) == offset(0) + k for k < w, and offset(0) is a multiple of w."""
-    base = substitute(offset, {vr: ir.const(0)})
-    for k in range(1, w):
-        d = analyzer.simplify(ir.binary("sub", substitute(offset, {vr: ir.const(k)}), base))
-        if not (isinstance(d, ir.Const) and d.value == k):
-            return False
-    return analyzer.is_divisible(base, w)
-
-
 def _group(ctx, store, load, cond, vr, w, analyzer):
     """The cp.async statement for one w-lane group, or None when the group does not qualify."""
-    from .vectorize import _flat_offset
+    from .vectorize import _flat_offset, contiguous
 
     sbuf, gbuf = store.buffer, load.buffer
     esize = gbuf.dtype.bytes
     if w * esize not in (4, 8, 16):
         return None
     soff = _flat_offset(ctx, sbuf, store.indices)
-    if soff is None or not _contiguous(soff, vr, w, analyzer):
+    if soff is None or not contiguous(soff, vr, w, analyzer):
         return None
     strides = gbuf.effective_strides()
     if not (isinstance(strides[-1], int) and strides[-1] == 1):
@@ -162,7 +152,7 @@ def _group(ctx, store, load, cond, vr, w, analyzer):
         if not analyzer.is_divisible(ir.as_expr(st), w):
             return None  # a row start would break the source's w-alignment
     gidx = [analyzer.simplify(i) for i in load.indices]
-    if any(_mentions(i, vr) for i in gidx[:-1]) or not _contiguous(gidx[-1], vr, w, analyzer):
+    if any(_mentions(i, vr) for i in gidx[:-1]) or not contiguous(gidx[-1], vr, w, analyzer):
         return None
     pred = None
     if cond is not None:

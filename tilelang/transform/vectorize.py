@@ -121,14 +121,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
         off = _flat_offset(ctx, buf, node.indices)
         if off is None:
             continue
-        base = substitute(off, {vi: ir.const(0)})
-        ok = True
-        for k in range(1, vec):
-            d = analyzer.simplify(ir.binary("sub", substitute(off, {vi: ir.const(k)}), base))
-            if not (isinstance(d, ir.Const) and d.value == k):
-                ok = False
-                break
-        if not ok or not analyzer.is_divisible(base, vec):
+        if not contiguous(off, vi, vec, analyzer):
             continue
         acc = _Access(node, kind)
         if buf.scope == "global":
@@ -204,11 +197,9 @@ def _paired_registers(body, vi, vec, top_stores, analyzer):
     if len(regs) != 1 or len(top_stores) != 1:
         return None
     (index,) = regs[0].indices
-    base = analyzer.simplify(substitute(index, {vi: ir.const(0)}))
-    if vi in set(collect(base, lambda n: isinstance(n, ir.Var))) or not all(
-            ir.int_value(analyzer.simplify(ir.binary("sub", substitute(index, {vi: ir.const(k)}),
-                                                     base))) == k for k in range(vec)):
+    if not contiguous(index, vi, vec, analyzer, aligned=False):
         return None
+    base = analyzer.simplify(substitute(index, {vi: ir.const(0)}))
     reg = regs[0].buffer
 
     class Rebase(Mutator):
@@ -219,6 +210,21 @@ def _paired_registers(body, vi, vec, top_stores, analyzer):
 
     paired = pair_lanes(_lane_loop(vi, vec, Rebase().visit(body)), reg, base, analyzer)
     return None if paired is None else VectorGroups(paired)
+
+
+def lane_steps(expr, vi, vec: int, analyzer) -> list:
+    """expr(vi = k) - expr(vi = 0) for each lane k < vec, as ints (None where not constant)."""
+    base = substitute(expr, {vi: ir.const(0)})
+    return [ir.int_value(analyzer.simplify(ir.binary("sub", substitute(expr, {vi: ir.const(k)}),
+                                                     base))) for k in range(vec)]
+
+
+def contiguous(expr, vi, vec: int, analyzer, aligned=True) -> bool:
+    """Whether expr(vi = k) == expr(0) + k for every lane k < vec (and, `aligned`, expr(0) is
+    a multiple of vec)."""
+    if lane_steps(expr, vi, vec, analyzer) != list(range(vec)):
+        return False
+    return not aligned or analyzer.is_divisible(substitute(expr, {vi: ir.const(0)}), vec)
 
 
 def _lane_loop(vi, vec, body):
@@ -254,8 +260,8 @@ def _vector_in_bounds(buf, indices, vi, vec, analyzer):
     conds = []
     for i, n in zip(indices, buf.shape):
         lanes = [analyzer.simplify(substitute(i, {vi: ir.const(k)})) for k in range(vec)]
-        steps = [ir.int_value(analyzer.simplify(ir.binary("sub", e, lanes[0]))) for e in lanes]
-        if all(s is not None for s in steps) and steps == sorted(steps):
+        steps = lane_steps(i, vi, vec, analyzer)
+        if None not in steps and steps == sorted(steps):
             lows, highs = lanes[:1], lanes[-1:]
         else:
             lows = highs = _distinct(lanes)
