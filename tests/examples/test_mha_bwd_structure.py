@@ -41,6 +41,13 @@ def test_bench_kernel_structure(causal):
     assert "tl::atomic_add" not in loop
     # the dV and dK gemms stay in flight (one group) while the next gemm is issued
     assert len(re.findall(r"tl::wgmma_gemm_rs<[^>]*, 1>", loop)) == 2
+    # the issuing thread waits for the TMA unit's read of dq_shared only at the next
+    # iteration's first barrier (defer_store_waits.py), not before releasing the stage
+    issue = loop[loop.index("tma_store_add"):]
+    assert issue.index("tma_store_arrive") < issue.index("mbarrier_arrive")
+    assert "tma_store_wait" not in issue[:issue.index("mbarrier_arrive")]
+    assert loop.index("tma_store_wait<0>") < loop.index("named_barrier_sync") < \
+        loop.index("dq_shared[")
 
 
 @pytest.mark.skipif(toolkit.nvrtc_backend() is None, reason="NVRTC is not installed")
@@ -56,7 +63,7 @@ def test_bench_kernel_does_not_spill_or_serialize(causal):
 
 @pytest.mark.parametrize("dq_mode,overlap,block_N", [
     ("atomic2", True, 64), ("atomic2", False, 32), ("shared", True, 32), ("shared", False, 64),
-    ("atomic", False, 64)])
+    ("atomic", False, 64), ("tma", True, 64)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_bwd_options_ragged_cpu(dq_mode, overlap, block_N, causal):
     ex = _ex()
@@ -85,5 +92,8 @@ def test_sweep_variants_lower_for_sm90a():
     ex = _ex()
     for causal, variants in ((False, sweep.VARIANTS), (True, sweep.CAUSAL_VARIANTS)):
         for name, cfg in variants:
+            cfg = dict(cfg)
+            configs = {**ex.FAST_MATH, **cfg.pop("pass_configs", {})}
             func = ex.flash_bwd.get_tir(8, 32, 4096, 128, causal, **cfg)
-            assert "__global__" in tilelang.lower(func, target="cuda -arch=sm_90a"), name
+            assert "__global__" in tilelang.lower(func, target="cuda -arch=sm_90a",
+                                                  pass_configs=configs), name

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
-from tma_reduce_kernels import add_then_read, all_into_one, scaled_add  # noqa: E402
+from tma_reduce_kernels import add_each_step, add_then_read, all_into_one, scaled_add  # noqa: E402,E501
 
 from .hopper import need_sm90  # noqa: E402
 
@@ -73,3 +73,26 @@ def test_sums_read_back_in_the_same_kernel():
     kern(x, y, z)
     torch.cuda.synchronize()
     assert torch.equal(y, want) and torch.equal(z, want)
+
+
+@pytest.mark.parametrize("read_after", [False, True])
+@pytest.mark.parametrize("deferred", [True, False])
+def test_each_step_through_one_tile(read_after, deferred):
+    """The same shared tile rewritten every step after a TMA reduction read it, with the
+    issuing thread's wait deferred to the next step's first barrier (or not): every step's
+    sums exact, and the tile read after the loop is the last step's."""
+    need_sm90()
+    torch.manual_seed(11 + read_after)
+    steps, M, N = 9, 64, 128
+    x = torch.randn(steps, M, N, device="cuda")
+    y0 = torch.randn(steps, M, N, device="cuda")
+    configs = {} if deferred else {"tl.disable_deferred_store_wait": True}
+    kern = tilelang.compile(add_each_step(M, N, steps, read_after=read_after), target="cuda",
+                            pass_configs=configs)
+    assert "tma_store_add" in kern.get_kernel_source()
+    y, z = y0.clone(), torch.full((M, N), float("nan"), device="cuda")
+    kern(x, y, z)
+    torch.cuda.synchronize()
+    assert torch.equal(y, y0 + 2 * x.flip(1))
+    if read_after:
+        assert torch.equal(z, 2 * x[-1].flip(0))

@@ -56,3 +56,28 @@ def add_then_read(M, N, dtype="float32"):
                 Z[i, j] = Y[i, j]
 
     return main
+
+
+def add_each_step(M, N, steps, dtype="float32", read_after=False):
+    """Y[s] += 2 * X[s] with its rows reversed, for every step s, through the same shared tile
+    S. X[s] goes through a second tile W first, so each step starts with a barrier (W is
+    rewritten after the previous step read it) that comes before S is rewritten: the wait for
+    the TMA unit's read of S can move there (transform/defer_store_waits.py). `read_after`:
+    S is also read after the loop (Z = S of the last step), so the wait may not leave the
+    loop body."""
+
+    @T.prim_func
+    def main(X: T.Tensor((steps, M, N), dtype), Y: T.Tensor((steps, M, N), dtype),
+             Z: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((M, N), dtype)
+            W = T.alloc_shared((M, N), dtype)
+            for s in T.serial(steps):
+                T.copy(X[s, 0:M, 0:N], W)
+                for i, j in T.Parallel(M, N):
+                    S[i, j] = W[M - 1 - i, j] * 2
+                T.atomic_add(Y[s, 0:M, 0:N], S, use_tma=True)
+            if read_after:
+                T.copy(S, Z)
+
+    return main

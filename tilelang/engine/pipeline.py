@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from ..ir import nodes as ir
+from ..transform.defer_store_waits import defer_store_waits
 from ..transform.guard_global import guard_global_accesses
 from ..transform.inline_lets import inline_pure_lets
 from ..transform.insert_sync import insert_barriers
@@ -60,6 +61,7 @@ PASSES = [
     ("guard_global", guard_global_accesses),                   # out-of-bounds semantics
     ("plan_shared", plan_shared_memory),                       # one arena, physical offsets
     ("insert_sync", insert_barriers),                          # __syncthreads where needed
+    ("defer_store_waits", defer_store_waits),                  # sm_90a: TMA store waits late
     ("simplify", simplify_kernel),                             # readable indices
 ]
 

@@ -75,6 +75,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_TMA_STORE = "tl.disable_tma_store"
     TL_DISABLE_WG_PINGPONG = "tl.disable_warpgroup_pingpong"
     TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
+    TL_DISABLE_DEFERRED_STORE_WAIT = "tl.disable_deferred_store_wait"
     TL_PASS_PROFILE = "tl.pass_profile"
     TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
@@ -92,6 +93,7 @@ EFFECTIVE = {
     PassConfigKey.TL_CONFIG_INDEX_BITWIDTH, PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE,
     PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
     PassConfigKey.TL_DISABLE_WG_PINGPONG, PassConfigKey.TL_DISABLE_WGMMA_OVERLAP,
+    PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

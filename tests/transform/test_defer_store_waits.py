@@ -1,0 +1,66 @@
+"""defer_store_waits: the thread that issued a TMA store waits for the TMA unit's read of the
+shared tile just before the next barrier (wrapping into the next iteration of a loop, with one
+more wait after it), not right after the issue; and only where nothing in between could let
+another thread rewrite the tile. Checked on the generated sm_90a CUDA (no GPU needed;
+tests/gpu/test_tma_reduce.py runs the kernels)."""
+
+from __future__ import annotations
+
+import re
+
+import tilelang
+
+from tma_reduce_kernels import add_each_step, all_into_one
+from transform_helpers import SM90
+
+WAIT = "tl::tma_store_wait<0>();"
+OFF = {"tl.disable_deferred_store_wait": True}
+
+
+def _loop(src):
+    """(loop body, what follows the loop) of the kernel's only serial loop."""
+    start = src.index("for (int s = 0;")
+    depth, i = 0, src.index("{", start)
+    for i in range(i, len(src)):
+        depth += {"{": 1, "}": -1}.get(src[i], 0)
+        if depth == 0:
+            break
+    return src[start:i + 1], src[i + 1:]
+
+
+def test_wait_moves_to_the_first_barrier_of_the_next_step():
+    src = tilelang.lower(add_each_step(64, 128, 3), target=SM90)
+    body, after = _loop(src)
+    issue = body[body.index("tma_store_add"):]
+    assert "tma_store_arrive" in issue and WAIT not in issue, "no wait right after the issue"
+    # the wait comes before the step's first barrier, which comes before S is written
+    head = body[:body.index("tma_store_add")]
+    assert head.index(WAIT) < head.index("__syncthreads") < head.index("S[")
+    assert re.search(r"if \(tx == 0\) \{\s*" + re.escape(WAIT), head)
+    assert WAIT in after, "the last step's store is waited for after the loop"
+
+
+def test_pass_config_keeps_the_wait_after_the_issue():
+    src = tilelang.lower(add_each_step(64, 128, 3), target=SM90, pass_configs=OFF)
+    body, after = _loop(src)
+    assert body.count(WAIT) == 1
+    assert body.index("tma_store_arrive") < body.index(WAIT)
+    assert WAIT not in after
+
+
+def test_wait_stays_when_the_tile_is_read_after_the_loop():
+    """S read after the loop: the wait may not wrap into the next step (nothing else in the
+    body follows the issue), so the code is what the pass config gives."""
+    on = tilelang.lower(add_each_step(64, 128, 3, read_after=True), target=SM90)
+    off = tilelang.lower(add_each_step(64, 128, 3, read_after=True), target=SM90,
+                         pass_configs=OFF)
+    assert on == off
+
+
+def test_wait_stays_when_the_next_step_writes_the_tile_first():
+    """all_into_one rewrites S as the first thing of the next step: only the barrier before
+    that write separates them, so there is nothing to overlap and the wait stays."""
+    on = tilelang.lower(all_into_one(32, 64, 4), target=SM90)
+    assert on == tilelang.lower(all_into_one(32, 64, 4), target=SM90, pass_configs=OFF)
+    body, _ = _loop(on.replace("for (int r = 0;", "for (int s = 0;"))
+    assert body.index("tma_store_arrive") < body.index(WAIT)

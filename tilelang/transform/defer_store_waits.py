@@ -1,0 +1,163 @@
+"""Let the thread that issued a TMA store wait for it as late as the kernel allows.
+
+Expects: thread IR after insert_sync, in which a TMA store or reduction of a shared tile S
+(stage_epilogue.py's `tma_tile_stores`) is one statement
+
+    if <cond>: <tma_store/tma_store_add ...>; tl::tma_store_arrive; tl::tma_store_wait<0>
+
+and every other thread touches S again only after a barrier that the issuing thread reaches
+after that wait.
+
+Guarantees: the wait (cp.async.bulk.wait_group.read: "S may be overwritten now") moves forward
+over the statements of the same sequence that cannot order a later access of S behind the
+issuing thread: statements that touch no shared memory overlapping S and release nothing to
+other threads (no barrier, no TMA store, no user extern call, no mbarrier arrival on a
+barrier waited in the sequence). Waiting on an mbarrier only acquires and is passed. The wait
+lands just before the first statement that is not passable, typically the next barrier, so
+the store overlaps the work up to it instead of stalling the issuing warp (and with it its
+warpgroup's next wgmma). In a loop body the scan wraps into the next iteration when every
+statement that touches S is in the body; one more wait then follows the loop, so S is read
+before anything after the loop runs. Waits that cannot move are left where they are.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator
+from .insert_sync import SyncInserter, _accesses, _call_buffers
+from .pass_config import PassConfigKey
+
+_WAIT = "tl::tma_store_wait<0>"
+_RELEASES = ("__syncthreads", "tl::named_barrier", "tl::tma_store", "tl::wg_turn",
+             "tl::mbarrier_arrive", "tl::mbarrier_init")
+_ACQUIRES = ("tl::mbarrier_wait", "tl::mbarrier_try_wait")
+
+
+def _extern_calls(node):
+    return [c for c in _accesses(node)
+            if isinstance(c, ir.Call) and c.op == "call_extern" and isinstance(c.args[0], str)]
+
+
+def _issue(s):
+    """(cond, the store's shared source buffers) when `s` is an issue ending in the wait."""
+    if not isinstance(s, ir.If) or s.else_body is not None or \
+            not isinstance(s.then_body, ir.Seq) or not s.then_body.stmts:
+        return None
+    *issue, last = s.then_body.stmts
+    if not ir.calls_extern(last, _WAIT) or last.value.args[0] != _WAIT:
+        return None
+    sources = set()
+    for st in issue:
+        if not ir.calls_extern(st, "tl::tma_store"):
+            return None
+        if st.value.args[0] in ("tl::tma_store", "tl::tma_store_add"):
+            sources.update(b for b in _call_buffers(st.value)
+                           if b is not None and b.scope in ("shared", "shared.dyn"))
+    return (s.cond, sources) if sources else None
+
+
+class _Deferrer:
+    def __init__(self, kernel, ctx):
+        self.sync = SyncInserter(ctx)
+        self.kernel = kernel
+        self.deferred = 0
+
+    def touches(self, node, sources) -> bool:
+        reads, writes, async_writes = self.sync.all_effects(node)
+        return any(self.sync._overlap(b, s) for b in reads | writes | async_writes
+                   for s in sources)
+
+    def passable(self, s, sources, waited) -> bool:
+        if self.touches(s, sources):
+            return False
+        for c in _extern_calls(s):
+            name = c.args[0]
+            if name.startswith(_ACQUIRES):
+                continue
+            if name.startswith("tl::mbarrier_arrive"):
+                bar = _call_buffers(c)[0]
+                if bar is None or bar in waited:
+                    return False
+            elif name.startswith(_RELEASES) or not name.startswith("tl::"):
+                return False
+        return True
+
+    def seq(self, stmts, loop_body: bool):
+        """`stmts` with each issue's wait moved; (stmts, waits to add after the loop)."""
+        stmts = list(stmts)
+        after_loop = []
+        waited = {b for s in stmts for c in _extern_calls(s) if c.args[0].startswith(_ACQUIRES)
+                  for b in _call_buffers(c)[:1] if b is not None}
+        i = -1
+        while i + 1 < len(stmts):
+            i += 1
+            found = _issue(stmts[i])
+            if found is None:
+                continue
+            cond, sources = found
+            outside = self.touches_outside(stmts, sources)
+            order = list(range(i + 1, len(stmts)))
+            if loop_body and not outside:
+                order += list(range(0, i + 1))
+            stop = None
+            for j in order:
+                if not self.passable(stmts[j], sources, waited):
+                    stop = j
+                    break
+            if stop is None:
+                if loop_body:
+                    continue  # cannot happen: the issue itself touches S
+                stop = len(stmts)
+            passed = [stmts[j] for j in order[:order.index(stop)]] if stop in order else \
+                stmts[i + 1:]
+            if all(ir.calls_extern(p, "tl::fence") for p in passed):
+                continue  # nothing to overlap with
+            issue = stmts[i]
+            stmts[i] = ir.with_fields(issue, then_body=ir.Seq(issue.then_body.stmts[:-1]))
+            wait = ir.If(cond, ir.extern_stmt(_WAIT))
+            stmts.insert(stop, wait)
+            if stop <= i:
+                after_loop.append(wait)
+                i += 1  # the issue moved one place down
+            self.deferred += 1
+        return stmts, after_loop
+
+    def touches_outside(self, body_stmts, sources) -> bool:
+        """Whether anything outside `body_stmts` touches S (the scan may then not wrap)."""
+        inside = sum(self.touches_count(s, sources) for s in body_stmts)
+        return self.touches_count(self.kernel.body, sources) != inside
+
+    def touches_count(self, node, sources) -> int:
+        n = 0
+        for a in _accesses(node):
+            if isinstance(a, (ir.Load, ir.Store)) and \
+                    any(self.sync._overlap(a.buffer, s) for s in sources):
+                n += 1
+            elif isinstance(a, ir.Call) and a.op == "call_extern":
+                n += sum(1 for b in _call_buffers(a) if b is not None and
+                         any(self.sync._overlap(b, s) for s in sources))
+        return n
+
+
+def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT):
+        return kernel
+    deferrer = _Deferrer(kernel, ctx)
+
+    class Defer(Mutator):
+        def visit_For(self, f):
+            if not isinstance(f.body, ir.Seq):
+                return self.generic(f)
+            stmts, after = deferrer.seq([self.visit(x) for x in f.body.stmts], loop_body=True)
+            loop = ir.with_fields(f, body=ir.Seq(tuple(stmts)))
+            return ir.Seq((loop, *after)) if after else loop
+
+        def visit_Seq(self, s):
+            stmts = [self.visit(x) for x in s.stmts]
+            stmts, _ = deferrer.seq(stmts, loop_body=False)
+            return ir.Seq(tuple(stmts))
+
+    body = Defer().visit(kernel.body)
+    if deferrer.deferred:
+        ctx.note(f"TMA stores: {deferrer.deferred} read wait(s) deferred to the next barrier")
+    return ir.with_fields(kernel, body=body)
