@@ -63,3 +63,42 @@ def hand_staged(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128):
             T.copy(Cl, Cs)
             T.copy(Cs, C[by * bm, bx * bn])
     return f
+
+
+def persistent_ragged_k(M, N, K, bm=64, bn=128, bk=32, stages=2, threads=128, blocks=3):
+    """A persistent GEMM whose tile t sums only its first (t + t // 4) % 4 K tiles (0 to 3
+    iterations of the pipelined loop, so the ring positions of consecutive tiles are not
+    aligned): C[tile] = A[rows, :kt] @ B[:kt, cols], kt = that many K tiles (C = 0 at 0)."""
+    tm, tn = (M + bm - 1) // bm, (N + bn - 1) // bn
+    waves = (tm * tn + blocks - 1) // blocks
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), "float32")):
+        with T.Kernel(blocks, threads=threads) as bid:
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            for w in T.serial(waves):
+                t = w * blocks + bid
+                if t < tm * tn:
+                    T.clear(Cl)
+                    n = T.min((t + t // 4) % 4, T.ceildiv(K, bk))
+                    for ko in T.Pipelined(n, num_stages=stages):
+                        T.copy(A[t // tn * bm, ko * bk], As)
+                        T.copy(B[ko * bk, t % tn * bn], Bs)
+                        T.gemm(As, Bs, Cl)
+                    T.copy(Cl, C[t // tn * bm, t % tn * bn])
+    return f
+
+
+def ragged_k_reference(A, B, M, N, bm=64, bn=128, bk=32):
+    """What persistent_ragged_k computes, in float64."""
+    import torch
+
+    tn = (N + bn - 1) // bn
+    C = torch.zeros(M, N, dtype=torch.float64, device=A.device)
+    for t in range(((M + bm - 1) // bm) * tn):
+        r, c, kt = t // tn * bm, t % tn * bn, (t + t // 4) % 4 * bk
+        C[r:r + bm, c:c + bn] = A[r:r + bm, :kt].double() @ B[:kt, c:c + bn].double()
+    return C

@@ -99,8 +99,9 @@ def test_hand_staged_tile_reuses_the_warp_specialised_stages():
 
 
 def test_persistent_loop_reuses_stage_bytes_with_barriers():
+    configs = {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}
     for tgt in (SM80, SM90):
-        k, ctx = run_passes(persistent(1000, 1000, 96), "insert_sync", tgt)
+        k, ctx = run_passes(persistent(1000, 1000, 96), "insert_sync", tgt, configs)
         r = _ranges(ctx)
         assert _overlap(r["Cl_epi"], r["As"]), (tgt, r)
         assert ctx.smem_bytes == max(hi for _, hi in r.values())
@@ -109,6 +110,16 @@ def test_persistent_loop_reuses_stage_bytes_with_barriers():
         assert hazards(k, ctx) == [], show(k)
         loop = next(s for s in nodes(k, ir.For) if s.var.name == "w")
         assert externs(loop).count("__syncthreads") >= 4
+
+
+def test_warp_specialised_persistent_loop_keeps_the_stages_to_the_producer():
+    """With a TMA producer the stages of the next tile fill while the epilogue of this one
+    runs: the epilogue tile gets bytes of its own."""
+    k, ctx = run_passes(persistent(1000, 1000, 96), "insert_sync", SM90)
+    assert any("warp-specialised pipeline over ko (inside for w, if)" in n for n in ctx.notes)
+    r = _ranges(ctx)
+    assert not any(_overlap(r["Cl_epi"], r[b]) for b in ("As", "Bs", "full_bar", "empty_bar"))
+    assert hazards(k, ctx) == [], show(k)
 
 
 def test_reuse_can_be_disabled():

@@ -1,6 +1,7 @@
 """When a pipelined loop is not warp-specialised because a copy cannot be a TMA load, the
 note in the host source names the constraint that failed, with the numbers."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -32,3 +33,78 @@ def test_fallback_note_names_the_constraint(shape, reason):
 
 def test_tma_able_copies_are_warp_specialised():
     assert "warp-specialised pipeline over k" in _notes(512, 512, 512, 128, 128, 64)
+
+
+# ---- a T.Pipelined loop inside a persistent kernel's tile loop ----------------------------
+
+def _persistent_source(**kw):
+    from tests.gpu.epilogue_kernels import persistent_ragged_k
+
+    # 15 tiles on 4 blocks: the last wave is partial, so the tile guard stays
+    return tilelang.lower(persistent_ragged_k(300, 264, 128, blocks=4, **kw),
+                          target="cuda -arch=sm_90a")
+
+
+def test_tile_loop_runs_in_producer_and_consumers_with_a_running_ring_position():
+    src = _persistent_source()
+    producer = src[src.index("thread_group: ('producer'"):src.index("thread_group: ('consumer'")]
+    consumer = src[src.index("thread_group: ('consumer'"):]
+    for part in (producer, consumer):
+        # the tile loop, its guard, one counter of the iterations run so far
+        nest = part[part.index("int pipe_done = 0;"):]
+        assert nest.index("for (int w = 0;") < nest.index("if (") < nest.index("for (int ko")
+        assert re.search(r"pipe_done = [^;]*% 4 \+ pipe_done;", nest), nest
+        assert re.search(r"mbarrier_wait\(\(&\w+_bar\[tl::floormod\(ko \+ pipe_done, 2\)\]\)",
+                         part)
+    assert "tl::tma_load(" in producer and "tl::tma_load(" not in consumer
+
+
+def test_tile_loop_note_names_the_loops():
+    from tests.gpu.epilogue_kernels import persistent
+
+    kern = tilelang.compile(persistent(512, 512, 256), target="cuda -arch=sm_90a")
+    assert "warp-specialised pipeline over ko (inside for w, if)" in kern.get_host_source()
+
+
+def test_loads_that_depend_on_computed_values_fall_back():
+    """The producer cannot follow a tile index read from shared memory: cp.async instead."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((256, 64), "float16"), order: T.Tensor((4,), "int32"),
+          C: T.Tensor((256, 64), "float32")):
+        with T.Kernel(2, threads=128) as bid:
+            idx = T.alloc_shared((4,), "int32")
+            As = T.alloc_shared((64, 64), "float16")
+            Cl = T.alloc_fragment((64, 64), "float32")
+            T.copy(order, idx)
+            for w in T.serial(2):
+                t = idx[w * 2 + bid]
+                T.clear(Cl)
+                for ko in T.Pipelined(2, num_stages=2):
+                    T.copy(A[t * 64, ko * 32], As[:, 0:32])
+                    T.gemm(As, As, Cl, transpose_B=True)
+                T.copy(Cl, C[t * 64, 0])
+
+    src = tilelang.compile(f, target="cuda -arch=sm_90a").get_host_source()
+    assert "no warp specialisation: the loads of the T.Pipelined loop or its trip count " \
+        "depend on values computed from memory in the loops around it" in src, src
+
+
+def test_thread_dependent_outer_loop_is_not_a_tile_loop():
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((256, 64), "float16"), C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bid:
+            As = T.alloc_shared((64, 64), "float16")
+            Cl = T.alloc_fragment((64, 64), "float32")
+            T.clear(Cl)
+            for w in T.serial(T.get_thread_binding() // 64 + 1):
+                for ko in T.Pipelined(4, num_stages=2):
+                    T.copy(A[ko * 64, 0], As)
+                    T.gemm(As, As, Cl, transpose_B=True)
+            T.copy(Cl, C)
+
+    src = tilelang.compile(f, target="cuda -arch=sm_90a").get_host_source()
+    assert "no warp specialisation: the T.Pipelined loop is neither" in src

@@ -2,7 +2,9 @@
 
 Expects: tile IR after layout inference. Applies when the target is sm_90a, the block is whole
 warpgroups, warp specialisation and TMA are not disabled by pass config, and the kernel has
-exactly one `T.Pipelined` loop at its top level whose global→shared copies TMA can perform
+exactly one `T.Pipelined` loop, at its top level or inside serial loops and branches on
+block-uniform values there (a persistent kernel's tile loop, `T.Persistent`), whose
+global→shared copies TMA can perform
 (static shapes, 16-byte aligned strides, whole destination tiles, boxes of <= 256 elements,
 no dtype conversion, indices computable by the producer), and every `T.Parallel` gather into
 shared memory that the pipeliner could issue as cp.async is a `T.c2d_im2col` tile one TMA load
@@ -23,6 +25,15 @@ unchanged) run everything else:
                                               for k: wait full[k%S] parity (k/S)&1;
                                                      body on stage k%S; arrive empty[k%S]
                                               <code after the loop>
+
+Inside a tile loop, producer and consumers both run the loops and branches around the
+pipelined loop (the producer with the lets it can compute from parameters alone; loads or trip
+counts that need more keep the cp.async pipeline), and the ring position of iteration k is
+k - start plus the iterations run in earlier tiles (`pipe_done`), so the producer fills the
+next tile's stages while the consumers finish this one, and tiles whose loops run any number
+of times, zero included, stay in step. The stage buffers then stay out of reach of epilogue
+tiles (`ctx.pinned_shared`); the order/stage schedule, multicast and double-buffered computed
+operands are not used there.
 
 In a `T.ClusterKernel`, a tile every block of a cluster loads alike (its source region and the
 trip count independent of the block index along the cluster's axes) is multicast: each block
@@ -163,6 +174,7 @@ class WarpSpecializer:
         self.T = kernel.num_threads
         self.extra_allocs = []  # second copies of computed operands
         self.cluster = 1  # blocks per cluster whose consumers release every stage (multicast)
+        self.nest = None  # the loops around a T.Pipelined loop not at the top level
 
     def applicable(self):
         ctx = self.ctx
@@ -177,14 +189,22 @@ class WarpSpecializer:
         if not self.applicable():
             return None
         items = _flatten(self.kernel.body)
-        loops = [i for i, it in enumerate(items) if isinstance(it, ir.For)
-                 and it.kind == "pipelined"]
-        nested = collect(self.kernel.body, lambda n: isinstance(n, ir.For)
-                         and n.kind == "pipelined")
-        if len(loops) != 1 or len(nested) != 1:
-            return self._why("needs exactly one T.Pipelined loop at the kernel's top level")
-        li = loops[0]
-        loop = items[li]
+        pipelined = collect(self.kernel.body, lambda n: isinstance(n, ir.For)
+                            and n.kind == "pipelined")
+        if len(pipelined) != 1:
+            return self._why("needs exactly one T.Pipelined loop")
+        loop = pipelined[0]
+        levels = _levels_to(items, loop, set(self.kernel.thread_vars))
+        if levels is None:
+            return self._why("the T.Pipelined loop is neither at the kernel's top level nor "
+                             "inside serial loops and branches on block-uniform values there")
+        li = levels[0][1]
+        if len(levels) > 1:
+            self.nest = _TileNest(levels, self.ctx)
+            if not self.nest.producer_can_compute(
+                    [loop.start, loop.extent] + _copy_exprs(loop.body)):
+                return self._why("the loads of the T.Pipelined loop or its trip count depend "
+                                 "on values computed from memory in the loops around it")
         stages = int(loop.annotation("num_stages", 0) or 0)
         if stages < 2 or loop.step != 1:
             return None  # nothing to overlap: the plain loop is as good
@@ -210,7 +230,7 @@ class WarpSpecializer:
                 plans.append(plan)
         if not plans:
             return None
-        outside = items[:li] + items[li + 1:]
+        outside = [it for its, i in levels for it in its[:i] + its[i + 1:]]
         pipeliner = Pipeliner(self.ctx)
         rest_of_kernel = _rebuild(outside)
         for it in body_items:
@@ -227,9 +247,11 @@ class WarpSpecializer:
         for p in plans:
             if any(_mentions(o, p.dst) for o in outside if not isinstance(o, tuple)):
                 return self._why(f"{p.dst.name} is used outside the loop")
-        slots = self._overlap_slots(loop, stages, plans, body_items) \
-            if has_annotation(loop) else None
-        if slots is None:
+        slots = None
+        if has_annotation(loop):
+            slots = self._note_overlap("the loop is inside a tile loop") if self.nest else \
+                self._overlap_slots(loop, stages, plans, body_items)
+        if slots is None and not self.nest:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
 
@@ -331,6 +353,8 @@ class WarpSpecializer:
         empty = ctx.add_scratch_shared("empty_bar", (S,), U64)
         k, start, n = loop.var, loop.start, loop.extent
         rel = ir.binary("sub", k, start)
+        if self.nest:
+            rel = self.nest.position(rel)
         stage = ir.binary("floormod", rel, S)
         phase = ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
         total_bytes = sum(p.bytes for p in plans)
@@ -346,7 +370,6 @@ class WarpSpecializer:
                   ir.const(total_bytes)),
         ) + tuple(issue))
         producer_loop = ir.For(k, start, n, "serial", producer_body, loc=loop.loc)
-        producer, regs = self._producer(items[:li], producer_loop)
 
         # consumers: the loop without its copies, between the barrier waits
         plan_ids = {id(p.stmt) for p in plans}
@@ -360,7 +383,7 @@ class WarpSpecializer:
         # published (the stage of k-1 is handed back there) and would be waited for at once:
         # measured slower on an H200 (int4 dequant 256/64/128: 0.0946 vs 0.0777 ms)
         off = ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP) or S < 3
-        computed = [] if single or off else computed_operands(
+        computed = [] if single or off or self.nest else computed_operands(
             rest, ctx.is_wgmma, items[:li] + items[li + 1:])
         if computed and not self._second_copies_fit(computed):
             ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
@@ -375,11 +398,19 @@ class WarpSpecializer:
                 release,
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
+        if self.nest:
+            producer_loop, consumer_loop = self.nest.wrap(producer_loop, consumer_loop, n)
+            # the producer fills the stages of the next tile while the consumers finish this
+            # one: nothing else may take their bytes after the loop
+            ctx.pinned_shared.update(list(mapping.values()) + [full, empty])
+        producer, regs = self._producer(items[:li], producer_loop)
         consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
 
-        note = (f"warp-specialised pipeline over {k.name}: {S} stages, TMA loads of "
+        note = (f"warp-specialised pipeline over {k.name}"
+                + (f" (inside {self.nest.describe()})" if self.nest else "") +
+                f": {S} stages, TMA loads of "
                 f"{', '.join(p.src.name for p in plans)} ({total_bytes} B per "
                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
@@ -630,6 +661,119 @@ class WarpSpecializer:
         for let in reversed(p.deps):
             body = ir.LetStmt(let[1], let[2], body, loc=let[3])
         return body
+
+
+class _TileNest:
+    """The serial loops and block-uniform branches between the kernel's top level and a
+    T.Pipelined loop inside them (a persistent kernel's tile loop). Producer and consumers both
+    run the nest, the producer with only the lets it can compute from parameters; the ring
+    position of an iteration counts every iteration of the pipelined loop run before it
+    (`pipe_done`, a per-thread counter advanced after each run of the loop), so that the
+    mbarrier phases stay in step from one tile to the next."""
+
+    def __init__(self, levels, ctx):
+        self.levels = levels  # [(items, index)], top level first; the last indexes the loop
+        self.done = ir.Buffer("pipe_done", (1,), ir.DType("int32"), "local.var")
+        params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
+        self.lets = {it[1]: it for items, _ in levels for it in items if isinstance(it, tuple)}
+        self.computable = set()
+        for items, i in levels:
+            for it in items[:i]:
+                if isinstance(it, tuple) and not (_buffers_read(it[2]) - params) and \
+                        self._known(it[2]):
+                    self.computable.add(it[1])
+
+    def _known(self, expr) -> bool:
+        return all(v in self.computable for v in collect(expr, lambda n: isinstance(n, ir.Var))
+                   if v in self.lets)
+
+    def producer_can_compute(self, exprs) -> bool:
+        return all(self._known(ir.as_expr(e)) for e in exprs)
+
+    def position(self, rel):
+        return ir.binary("add", rel, ir.Load(self.done, (ir.const(0),), self.done.dtype))
+
+    def describe(self) -> str:
+        return ", ".join(f"for {its[i].var.name}" if isinstance(its[i], ir.For) else "if"
+                         for its, i in self.levels[:-1])
+
+    def wrap(self, producer_loop, consumer_loop, n):
+        """(producer, consumer): each loop inside its own copy of the nest."""
+        done = ir.Load(self.done, (ir.const(0),), self.done.dtype)
+        advance = ir.Store(self.done, (ir.const(0),),
+                           ir.binary("add", done, ir.binary("max", n, ir.const(0))))
+        p, c = [producer_loop, advance], [consumer_loop, advance]
+        for depth in range(len(self.levels) - 1, -1, -1):
+            items, i = self.levels[depth]
+            if depth < len(self.levels) - 1:
+                p, c = [_with_body(items[i], p)], [_with_body(items[i], c)]
+            if depth == 0:
+                break
+            lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
+            p = _rebuild(lets + p)
+            c = _rebuild(items[:i] + c + items[i + 1:])
+        zero = ir.const(0, "int32")
+        return ir.Allocate(self.done, p[0], zero), ir.Allocate(self.done, c[0], zero)
+
+
+def _with_body(node, body):
+    return ir.with_fields(node, body=body) if isinstance(node, ir.For) else \
+        ir.with_fields(node, then_body=body)
+
+
+def _levels_to(items, loop, thread_vars):
+    """[(items, index)] from the kernel's top level down to `loop` through serial loops and
+    branches without an else on block-uniform values, or None."""
+    levels = []
+    while True:
+        at = [i for i, it in enumerate(items) if not isinstance(it, tuple)
+              and (it is loop or collect(it, lambda n: n is loop))]
+        if len(at) != 1:
+            return None
+        node = items[at[0]]
+        levels.append((items, at[0]))
+        if node is loop:
+            return levels
+        if isinstance(node, ir.For) and node.kind == "serial" and node.step == 1 and \
+                _uniform((node.start, node.extent), levels, thread_vars):
+            items = _flatten(node.body)
+        elif isinstance(node, ir.If) and node.else_body is None and \
+                _uniform((node.cond,), levels, thread_vars):
+            items = _flatten(node.then_body)
+        else:
+            return None
+
+
+def _uniform(exprs, levels, thread_vars) -> bool:
+    """No thread index in `exprs`, directly or through the lets of `levels`."""
+    values = {it[1]: it[2] for items, _ in levels for it in items if isinstance(it, tuple)}
+    stack, seen = [ir.as_expr(e) for e in exprs], set()
+    while stack:
+        for v in collect(stack.pop(), lambda n: isinstance(n, ir.Var)):
+            if v in thread_vars:
+                return False
+            if v in values and v not in seen:
+                seen.add(v)
+                stack.append(values[v])
+    return True
+
+
+def _copy_exprs(body) -> list:
+    """The index expressions of the global->shared copies in `body` (what the producer's
+    TMA loads compute), with the lets of `body` they read."""
+    out = []
+    for c in collect(body, lambda n: isinstance(n, ir.Copy) and is_global_to_shared(n)):
+        out += list(c.src.starts) + list(c.src.extents)
+    lets = {it[1]: it[2] for it in _flatten(body) if isinstance(it, tuple)}
+    seen = set()
+    stack = list(out)
+    while stack:
+        for v in collect(ir.as_expr(stack.pop()), lambda n: isinstance(n, ir.Var)):
+            if v in lets and v not in seen:
+                seen.add(v)
+                stack.append(lets[v])
+                out.append(lets[v])
+    return out
 
 
 def _merge_guards(parts):

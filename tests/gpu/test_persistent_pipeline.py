@@ -1,0 +1,52 @@
+"""A T.Pipelined loop inside a persistent kernel's tile loop on sm_90a (warp_specialize.py):
+the TMA producer runs the tile loop too and fills the next tile's stages while the consumers
+finish this one; the mbarrier phases follow a running count of iterations, so tiles whose
+loops run 0, 1, 2 or 3 times (any number of stages) stay in step. Outputs NaN-poisoned,
+checked against float64, with warp specialisation on and off."""
+
+import pytest
+import torch
+
+import tilelang
+from tilelang.transform.pass_config import PassConfigKey
+
+from .epilogue_kernels import persistent, persistent_ragged_k, ragged_k_reference
+from .hopper import need_sm90
+
+pytestmark = pytest.mark.gpu
+
+WS_OFF = {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}
+
+
+@pytest.mark.parametrize("ws", [True, False])
+@pytest.mark.parametrize("M,N,K,stages,blocks", [
+    (300, 264, 128, 2, 4), (300, 264, 128, 3, 3), (1000, 520, 96, 2, 7), (64, 128, 32, 4, 1)])
+def test_ragged_trip_counts_stay_in_step(ws, M, N, K, stages, blocks):
+    need_sm90()
+    torch.manual_seed(M + N + K + stages)
+    kern = tilelang.compile(persistent_ragged_k(M, N, K, stages=stages, blocks=blocks),
+                            target="cuda", pass_configs=None if ws else WS_OFF)
+    host = kern.get_host_source()
+    assert ("inside for w, if" in host) == ws, host
+    a = torch.randn(M, K, device="cuda").half()
+    b = torch.randn(K, N, device="cuda").half()
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kern(a, b, c)
+    torch.cuda.synchronize()
+    assert not torch.isnan(c).any()
+    torch.testing.assert_close(c.double(), ragged_k_reference(a, b, M, N), rtol=1e-3,
+                               atol=1e-3)
+
+
+@pytest.mark.parametrize("M,N,K,blocks", [(1000, 1000, 512, 5), (2048, 2048, 1024, 132)])
+def test_persistent_gemm_warp_specialised(M, N, K, blocks):
+    need_sm90()
+    torch.manual_seed(blocks)
+    kern = tilelang.compile(persistent(M, N, K, 128, 128, 64, 3, 256, blocks), target="cuda")
+    assert "inside for w, if" in kern.get_host_source()
+    a = torch.randn(M, K, device="cuda").half()
+    b = torch.randn(K, N, device="cuda").half()
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    kern(a, b, c)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=5e-2)
