@@ -259,3 +259,37 @@ def test_tensor_view_inside_kernel_reads_the_same_storage():
 def test_tensor_annotation_with_data_none_and_strides_still_works():
     spec = T.Tensor((4, 8), "float32", None, (8, 1))
     assert spec.strides == (8, 1) and spec.shape == (4, 8)
+
+
+@pytest.mark.parametrize("tm,tn,group", [(9, 5, 8), (16, 3, 4), (5, 7, 1), (3, 4, 8)])
+def test_persistent_visits_every_tile_once_in_groups_of_rows(tm, tn, group):
+    """Each block records the tiles it visits, in order; together they cover the domain once,
+    and consecutive tiles walk `group` rows column by column (the last group may be short)."""
+    blocks, waves = 4, (tm * tn + 3) // 4
+
+    @T.prim_func
+    def visits(out: T.Tensor((blocks, waves, 2), "int32")):
+        with T.Kernel(blocks, threads=1) as bid:
+            for w in T.serial(waves):
+                out[bid, w, 0] = -1
+                out[bid, w, 1] = -1
+            n = T.alloc_var("int32")
+            for bx, by in T.Persistent([tm, tn], blocks, bid, group_size=group):
+                out[bid, n, 0] = bx
+                out[bid, n, 1] = by
+                n = n + 1
+
+    out = torch.zeros(blocks, waves, 2, dtype=torch.int32)
+    tilelang.compile(visits, target="cpu")(out)
+    order = [None] * (tm * tn)
+    for b in range(blocks):
+        for w in range(waves):
+            if out[b, w, 0] >= 0:
+                order[w * blocks + b] = (int(out[b, w, 0]), int(out[b, w, 1]))
+    assert sorted(order) == [(i, j) for i in range(tm) for j in range(tn)]
+    g = max(group, 1)
+    want = []
+    for first in range(0, tm, g):
+        rows = min(g, tm - first)
+        want += [(first + r, c) for c in range(tn) for r in range(rows)]
+    assert order == want

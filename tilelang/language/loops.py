@@ -213,15 +213,34 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
 
 class _Persistent(LoopSpec):
     """`for bx, by in T.Persistent([TM, TN], wave_size, index)`: block `index` of a
-    `wave_size`-block grid visits tiles index, index + wave_size, ... of the row-major domain.
+    `wave_size`-block grid visits tiles index, index + wave_size, ... of the domain.
     Traced as a serial loop over waves with the tile coordinates bound by lets and the body
-    guarded by `tile < prod(domain)` (the last wave may be partial)."""
+    guarded by `tile < prod(domain)` (the last wave may be partial). A 2-D domain is walked
+    in groups of `group_size` rows, column by column within a group (the tiles running at
+    once share rows of one operand and columns of the other in L2); other domains and
+    group_size <= 1 are walked row-major."""
 
     kind = "serial"
 
-    def __init__(self, domain, wave_size, index):
+    def __init__(self, domain, wave_size, index, group_size=1):
         super().__init__([])
         self.domain, self.wave_size, self.index = domain, wave_size, index
+        self.group_size = group_size
+
+    def _coords(self, tile):
+        dom, g = self.domain, self.group_size
+        if len(dom) == 2 and not (isinstance(g, int) and g <= 1):
+            tm, tn = dom
+            per_group = g * tn
+            first = tile // per_group * g
+            rows = ir.binary("min", ir.as_expr(tm - first), ir.as_expr(g))
+            within = tile % per_group
+            return [first + within % rows, within // rows]
+        coords, rest = [], tile
+        for d in range(len(dom) - 1, -1, -1):  # row-major: the last dimension varies fastest
+            coords.append(rest % dom[d] if d > 0 else rest)
+            rest = rest // dom[d]
+        return coords[::-1]
 
     def trace(self, names):
         b = current_builder(what="a T.Persistent loop")
@@ -242,11 +261,7 @@ class _Persistent(LoopSpec):
         b.loop_kinds.append("ir")
         tile = ir.as_expr(w * self.wave_size + self.index)
         b.push("then")
-        coords, rest = [], tile
-        for d in range(nd - 1, -1, -1):  # row-major: the last dimension varies fastest
-            coords.append(rest % self.domain[d] if d > 0 else rest)
-            rest = rest // self.domain[d]
-        coords.reverse()
+        coords = self._coords(tile)
         vars_ = [b.let(b.fresh_name(n), ir.as_expr(c)) for n, c in zip(coord_names, coords)]
         yield vars_[0] if nd == 1 else tuple(vars_)
         _, then = b.pop("then")
@@ -259,8 +274,11 @@ class _Persistent(LoopSpec):
 def Persistent(domain, wave_size, index, group_size=8):
     """`for bx, by in T.Persistent([TM, TN], wave_size, index)`: a persistent-kernel tile loop.
     Block `index` (of `wave_size` launched blocks) runs the body for tiles index,
-    index + wave_size, ... of the domain, numbered row-major. `group_size` (the reference's
-    rasterisation width) is accepted; the visiting order does not change results."""
+    index + wave_size, ... of the domain. A 2-D domain is walked `group_size` rows at a time,
+    column by column within the group (L2 reuse; the reference's rasterisation width, 8 by
+    default), others row-major; the visiting order does not change results. On sm_90a a
+    `T.Pipelined` loop inside keeps its TMA producer, which loads the next tile's stages
+    during this tile's epilogue."""
     if isinstance(domain, (int, ir.Expr)):
         domain = [domain]
     if not isinstance(domain, (list, tuple)) or not domain:
@@ -270,7 +288,8 @@ def Persistent(domain, wave_size, index, group_size=8):
     ws = _int_or_expr(wave_size, "T.Persistent wave_size")
     if isinstance(ws, int) and ws < 1:
         raise error(ValueError, f"T.Persistent wave_size must be positive, got {ws}")
-    return _Persistent(dom, ws, _int_or_expr(index, "T.Persistent index"))
+    g = _int_or_expr(group_size, "T.Persistent group_size") if group_size is not None else 1
+    return _Persistent(dom, ws, _int_or_expr(index, "T.Persistent index"), g)
 
 
 def thread_binding(*args, **kwargs):
