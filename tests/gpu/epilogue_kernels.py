@@ -65,6 +65,29 @@ def hand_staged(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128):
     return f
 
 
+def persistent_tiles(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256, blocks=132,
+                     group_size=8, out="float16"):
+    """The reference's persistent GEMM idiom: `T.Persistent` over the tile grid, `blocks`
+    blocks, tiles visited `group_size` rows at a time."""
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), out)):
+        with T.Kernel(blocks, threads=threads) as bid:
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            for by, bx in T.Persistent([T.ceildiv(M, bm), T.ceildiv(N, bn)], blocks, bid,
+                                       group_size=group_size):
+                T.clear(Cl)
+                for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                    T.copy(A[by * bm, ko * bk], As)
+                    T.copy(B[ko * bk, bx * bn], Bs)
+                    T.gemm(As, Bs, Cl)
+                T.copy(Cl, C[by * bm, bx * bn])
+    return f
+
+
 def persistent_ragged_k(M, N, K, bm=64, bn=128, bk=32, stages=2, threads=128, blocks=3):
     """A persistent GEMM whose tile t sums only its first (t + t // 4) % 4 K tiles (0 to 3
     iterations of the pipelined loop, so the ring positions of consecutive tiles are not
