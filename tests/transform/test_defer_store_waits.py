@@ -64,3 +64,30 @@ def test_wait_stays_when_the_next_step_writes_the_tile_first():
     assert on == tilelang.lower(all_into_one(32, 64, 4), target=SM90, pass_configs=OFF)
     body, _ = _loop(on.replace("for (int r = 0;", "for (int s = 0;"))
     assert body.index("tma_store_arrive") < body.index(WAIT)
+
+
+def test_persistent_epilogue_store_overlaps_the_next_tile():
+    """In a persistent GEMM the tile loop's body is the tile guard: the epilogue's TMA store
+    is waited for before the next tile's epilogue barrier, after its whole main loop."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.gpu.epilogue_kernels import persistent_tiles
+
+    src = tilelang.lower(persistent_tiles(1024, 1024, 512, blocks=6), target=SM90)
+    consumer = src[src.index("thread_group: ('consumer'"):]
+    loop = consumer[consumer.index("for (int wave"):]
+    body, after = loop[:loop.rindex("if (tx == 0) {\n      tl::tma_store_wait<0>")], \
+        loop[loop.rindex("if (tx == 0) {\n      tl::tma_store_wait<0>"):]
+    tile = body[body.index("if ((wave"):]
+    # the main loop, then the wait, then the barrier before the epilogue tile is written
+    assert tile.index("for (int ko") < tile.index(WAIT) < tile.index("named_barrier_sync") \
+        < tile.index("Cl_epi[")
+    issue = tile[tile.index("tl::tma_store("):]
+    assert WAIT not in issue
+    assert WAIT in after
+    off = tilelang.lower(persistent_tiles(1024, 1024, 512, blocks=6), target=SM90,
+                         pass_configs=OFF)
+    off_tile = off[off.index("thread_group: ('consumer'"):]
+    assert off_tile.index("tma_store_arrive") < off_tile.index(WAIT)

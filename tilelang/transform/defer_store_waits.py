@@ -17,13 +17,16 @@ lands just before the first statement that is not passable, typically the next b
 the store overlaps the work up to it instead of stalling the issuing warp (and with it its
 warpgroup's next wgmma). In a loop body the scan wraps into the next iteration when every
 statement that touches S is in the body; one more wait then follows the loop, so S is read
-before anything after the loop runs. Waits that cannot move are left where they are.
+before anything after the loop runs. A loop body that is one branch without an else (the
+tile guard of a persistent loop) counts as its branch's statements: an iteration that skips
+them runs nothing, so the wait lands in the next tile (a persistent GEMM's epilogue store
+then overlaps the next tile's main loop). Waits that cannot move are left where they are.
 """
 
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator
+from ..ir.visitor import Mutator, collect
 from .insert_sync import SyncInserter, _accesses, _call_buffers
 from .pass_config import PassConfigKey
 
@@ -139,6 +142,11 @@ class _Deferrer:
         return n
 
 
+def _pure(expr) -> bool:
+    return not collect(expr, lambda n: isinstance(n, ir.Call) and
+                       (n.op in ir.SIDE_EFFECT_CALLS or n.op == "call_extern"))
+
+
 def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT):
         return kernel
@@ -146,10 +154,17 @@ def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
 
     class Defer(Mutator):
         def visit_For(self, f):
-            if not isinstance(f.body, ir.Seq):
+            body, guard = f.body, None
+            if isinstance(body, ir.If) and body.else_body is None and \
+                    isinstance(body.then_body, ir.Seq) and _pure(body.cond):
+                guard, body = body, body.then_body  # a persistent tile loop's tile guard
+            if not isinstance(body, ir.Seq):
                 return self.generic(f)
-            stmts, after = deferrer.seq([self.visit(x) for x in f.body.stmts], loop_body=True)
-            loop = ir.with_fields(f, body=ir.Seq(tuple(stmts)))
+            stmts, after = deferrer.seq([self.visit(x) for x in body.stmts], loop_body=True)
+            body = ir.Seq(tuple(stmts))
+            if guard is not None:
+                body = ir.with_fields(guard, then_body=body)
+            loop = ir.with_fields(f, body=body)
             return ir.Seq((loop, *after)) if after else loop
 
         def visit_Seq(self, s):
