@@ -125,3 +125,30 @@ def ragged_k_reference(A, B, M, N, bm=64, bn=128, bk=32):
         r, c, kt = t // tn * bm, t % tn * bn, (t + t // 4) % 4 * bk
         C[r:r + bm, c:c + bn] = A[r:r + bm, :kt].double() @ B[:kt, c:c + bn].double()
     return C
+
+
+def persistent_conv(N, C, H, W, F, K=3, stride=1, padding=1, bm=64, bn=64, bk=32, stages=3,
+                    threads=128, blocks=5):
+    """An implicit-GEMM 2-D convolution (NHWC, weights (K*K*C, F)) in a persistent tile loop:
+    the im2col tile is one TMA load in im2col mode on sm_90a, issued by the producer of the
+    tile loop."""
+    OH = (H + 2 * padding - K) // stride + 1
+    OW = (W + 2 * padding - K) // stride + 1
+    M, KK = N * OH * OW, K * K * C
+
+    @T.prim_func
+    def f(data: T.Tensor((N, H, W, C), "float16"), weight: T.Tensor((KK, F), "float16"),
+          out: T.Tensor((N, OH, OW, F), "float16")):
+        with T.Kernel(blocks, threads=threads) as bid:
+            data_s = T.alloc_shared((bm, bk), "float16")
+            weight_s = T.alloc_shared((bk, bn), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            out_flat = T.Tensor((M, F), "float16", out.data)
+            for by, bx in T.Persistent([T.ceildiv(M, bm), T.ceildiv(F, bn)], blocks, bid):
+                T.clear(acc)
+                for ko in T.Pipelined(T.ceildiv(KK, bk), num_stages=stages):
+                    T.c2d_im2col(data, data_s, by, ko, K, stride, 1, padding)
+                    T.copy(weight[ko * bk, bx * bn], weight_s)
+                    T.gemm(data_s, weight_s, acc)
+                T.copy(acc, out_flat[by * bm, bx * bn])
+    return f

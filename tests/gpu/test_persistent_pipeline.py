@@ -10,8 +10,8 @@ import torch
 import tilelang
 from tilelang.transform.pass_config import PassConfigKey
 
-from .epilogue_kernels import (persistent, persistent_ragged_k, persistent_tiles,
-                               ragged_k_reference)
+from .epilogue_kernels import (persistent, persistent_conv, persistent_ragged_k,
+                               persistent_tiles, ragged_k_reference)
 from .hopper import need_sm90
 
 pytestmark = pytest.mark.gpu
@@ -70,3 +70,26 @@ def test_t_persistent_gemm_grouped_order(M, N, K, group, blocks):
     torch.cuda.synchronize()
     assert not torch.isnan(c).any()
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("N,C,H,W,F,stride,blocks", [(2, 64, 9, 11, 72, 1, 5), (3, 32, 14, 14, 64, 2, 132)])
+def test_persistent_convolution_im2col_producer(N, C, H, W, F, stride, blocks):
+    """The TMA im2col load of a persistent convolution, issued by the producer of the tile
+    loop: NaN-poisoned output against torch conv2d in float64, ragged tiles."""
+    need_sm90()
+    torch.manual_seed(C + blocks)
+    kern = tilelang.compile(persistent_conv(N, C, H, W, F, stride=stride, blocks=blocks),
+                            target="cuda")
+    assert "inside for wave, if" in kern.get_host_source()
+    assert "im2col" in kern.get_kernel_source()
+    x = torch.randn(N, H, W, C, device="cuda").half()
+    w = torch.randn(9 * C, F, device="cuda").half()
+    OH, OW = (H + 2 - 3) // stride + 1, (W + 2 - 3) // stride + 1
+    out = torch.full((N, OH, OW, F), float("nan"), device="cuda", dtype=torch.float16)
+    kern(x, w, out)
+    torch.cuda.synchronize()
+    wt = w.double().reshape(3, 3, C, F).permute(3, 2, 0, 1)
+    ref = torch.nn.functional.conv2d(x.double().permute(0, 3, 1, 2), wt, stride=stride,
+                                     padding=1).permute(0, 2, 3, 1)
+    assert not torch.isnan(out).any()
+    torch.testing.assert_close(out.double(), ref, rtol=1e-2, atol=5e-2)

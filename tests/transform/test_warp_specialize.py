@@ -108,3 +108,33 @@ def test_thread_dependent_outer_loop_is_not_a_tile_loop():
 
     src = tilelang.compile(f, target="cuda -arch=sm_90a").get_host_source()
     assert "no warp specialisation: the T.Pipelined loop is neither" in src
+
+
+def test_persistent_im2col_is_issued_by_the_producer_unless_its_tile_is_read_from_memory():
+    import tilelang.language as T
+    from tests.gpu.epilogue_kernels import persistent_conv
+
+    src = tilelang.compile(persistent_conv(2, 64, 9, 11, 72), target="cuda -arch=sm_90a")
+    assert "(inside for wave, if)" in src.get_host_source()
+
+    @T.prim_func
+    def f(data: T.Tensor((2, 9, 11, 64), "float16"), weight: T.Tensor((576, 64), "float16"),
+          order: T.Tensor((4,), "int32"), out: T.Tensor((256, 64), "float32")):
+        with T.Kernel(2, threads=128) as bid:
+            idx = T.alloc_shared((4,), "int32")
+            data_s = T.alloc_shared((64, 32), "float16")
+            weight_s = T.alloc_shared((32, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.copy(order, idx)
+            for w in T.serial(2):
+                t = idx[w * 2 + bid]
+                T.clear(acc)
+                for ko in T.Pipelined(18, num_stages=2):
+                    T.c2d_im2col(data, data_s, t, ko, 3, 1, 1, 1)
+                    T.copy(weight[ko * 32, 0], weight_s)
+                    T.gemm(data_s, weight_s, acc)
+                T.copy(acc, out[t * 64, 0])
+
+    host = tilelang.compile(f, target="cuda -arch=sm_90a").get_host_source()
+    assert "no warp specialisation: the gather into data_s depends on values computed from " \
+        "memory in the loops around it" in host, host

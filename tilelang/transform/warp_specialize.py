@@ -243,6 +243,10 @@ class WarpSpecializer:
                 if plan is None:
                     return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not "
                                      "TMA)" + (f"; no TMA im2col: {reason}" if reason else ""))
+                if self.nest and not self.nest.producer_can_compute(
+                        list(_gather_exprs(it)) + [d[2] for d in deps]):
+                    return self._why(f"the gather into {name} depends on values computed from "
+                                     "memory in the loops around it")
                 plans.append(plan)
         for p in plans:
             if any(_mentions(o, p.dst) for o in outside if not isinstance(o, tuple)):
