@@ -21,14 +21,17 @@ def gemm(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, out="float16"):
     return f
 
 
-def persistent(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, blocks=4):
-    """The tile loop of a persistent GEMM around the pipelined loop and the epilogue."""
+def persistent(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, blocks=4,
+               ragged_k=False, out="float16"):
+    """The tile loop of a persistent GEMM around the pipelined loop and the epilogue.
+    `ragged_k`: tile t sums only its first (t + t // 4) % 4 K tiles (0 to 3 iterations of the
+    pipelined loop, so the ring positions of consecutive tiles are not aligned)."""
     tm, tn = (M + bm - 1) // bm, (N + bn - 1) // bn
     waves = (tm * tn + blocks - 1) // blocks
 
     @T.prim_func
     def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-          C: T.Tensor((M, N), "float16")):
+          C: T.Tensor((M, N), out)):
         with T.Kernel(blocks, threads=threads) as bid:
             As = T.alloc_shared((bm, bk), "float16")
             Bs = T.alloc_shared((bk, bn), "float16")
@@ -37,7 +40,10 @@ def persistent(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128, blocks=4):
                 t = w * blocks + bid
                 if t < tm * tn:
                     T.clear(Cl)
-                    for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                    n = T.ceildiv(K, bk)
+                    if ragged_k:
+                        n = T.min((t + t // 4) % 4, n)
+                    for ko in T.Pipelined(n, num_stages=stages):
                         T.copy(A[t // tn * bm, ko * bk], As)
                         T.copy(B[ko * bk, t % tn * bn], Bs)
                         T.gemm(As, Bs, Cl)
@@ -89,30 +95,10 @@ def persistent_tiles(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256, bloc
 
 
 def persistent_ragged_k(M, N, K, bm=64, bn=128, bk=32, stages=2, threads=128, blocks=3):
-    """A persistent GEMM whose tile t sums only its first (t + t // 4) % 4 K tiles (0 to 3
-    iterations of the pipelined loop, so the ring positions of consecutive tiles are not
-    aligned): C[tile] = A[rows, :kt] @ B[:kt, cols], kt = that many K tiles (C = 0 at 0)."""
-    tm, tn = (M + bm - 1) // bm, (N + bn - 1) // bn
-    waves = (tm * tn + blocks - 1) // blocks
-
-    @T.prim_func
-    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-          C: T.Tensor((M, N), "float32")):
-        with T.Kernel(blocks, threads=threads) as bid:
-            As = T.alloc_shared((bm, bk), "float16")
-            Bs = T.alloc_shared((bk, bn), "float16")
-            Cl = T.alloc_fragment((bm, bn), "float32")
-            for w in T.serial(waves):
-                t = w * blocks + bid
-                if t < tm * tn:
-                    T.clear(Cl)
-                    n = T.min((t + t // 4) % 4, T.ceildiv(K, bk))
-                    for ko in T.Pipelined(n, num_stages=stages):
-                        T.copy(A[t // tn * bm, ko * bk], As)
-                        T.copy(B[ko * bk, t % tn * bn], Bs)
-                        T.gemm(As, Bs, Cl)
-                    T.copy(Cl, C[t // tn * bm, t % tn * bn])
-    return f
+    """C[tile] = A[rows, :kt] @ B[:kt, cols] with kt = (t + t // 4) % 4 K tiles of tile t
+    (C = 0 at 0), float32 output: `persistent` with `ragged_k`."""
+    return persistent(M, N, K, bm, bn, bk, stages, threads, blocks, ragged_k=True,
+                      out="float32")
 
 
 def ragged_k_reference(A, B, M, N, bm=64, bn=128, bk=32):

@@ -751,15 +751,7 @@ def _levels_to(items, loop, thread_vars):
 def _uniform(exprs, levels, thread_vars) -> bool:
     """No thread index in `exprs`, directly or through the lets of `levels`."""
     values = {it[1]: it[2] for items, _ in levels for it in items if isinstance(it, tuple)}
-    stack, seen = [ir.as_expr(e) for e in exprs], set()
-    while stack:
-        for v in collect(stack.pop(), lambda n: isinstance(n, ir.Var)):
-            if v in thread_vars:
-                return False
-            if v in values and v not in seen:
-                seen.add(v)
-                stack.append(values[v])
-    return True
+    return not _depends_on(exprs, thread_vars, values)
 
 
 def _copy_exprs(body) -> list:
