@@ -91,3 +91,71 @@ def test_persistent_epilogue_store_overlaps_the_next_tile():
                          pass_configs=OFF)
     off_tile = off[off.index("thread_group: ('consumer'"):]
     assert off_tile.index("tma_store_arrive") < off_tile.index(WAIT)
+
+
+# ---- the rules on hand-built statement lists --------------------------------------------
+
+def _statements():
+    """(issue, arrival on `bar`, wait on `bar`, barrier, a write of S, S, tid) of a sequence
+    like the backward kernel's: one thread issues a TMA reduction of S."""
+    from tilelang.ir import nodes as ir
+
+    S = ir.Buffer("S", (64,), ir.DType("float32"), "shared.dyn")
+    bar = ir.Buffer("bar", (2,), ir.DType("uint64"), "shared.dyn")
+    tid = ir.Var("tx", ir.DType("int32"))
+    call = ir.extern_stmt
+    issue = ir.If(ir.compare("eq", tid, 0), ir.Seq((
+        call("tl::tma_store_add", ir.const(0), ir.address_of(S, (0,)), ir.const(0)),
+        call("tl::tma_store_arrive"), call(WAIT[:-3]))))
+    arrive = call("tl::mbarrier_arrive", ir.address_of(bar, (0,)))
+    wait_bar = call("tl::mbarrier_wait", ir.address_of(bar, (0,)), ir.const(0))
+    barrier = call("tl::named_barrier_sync", ir.const(1), ir.const(256))
+    write = ir.Store(S, (ir.const(0),), ir.const(1.0, "float32"))
+    return issue, arrive, wait_bar, barrier, write, S, tid
+
+
+def _defer(stmts, kernel_body, loop=False):
+    from types import SimpleNamespace
+
+    from tilelang.ir import nodes as ir
+    from tilelang.transform.defer_store_waits import _Deferrer
+
+    ctx = SimpleNamespace(shared_plan={}, kernel=SimpleNamespace(thread_vars=()),
+                          uses_wgmma=False)
+    out, after = _Deferrer(SimpleNamespace(body=ir.Seq(tuple(kernel_body))), ctx).seq(
+        stmts, loop_body=loop)
+    return [("wait" if isinstance(s, ir.If) and not isinstance(s.then_body, ir.Seq) else
+             "issue" if isinstance(s, ir.If) else type(s).__name__ if not
+             isinstance(s, ir.Evaluate) else s.value.args[0]) for s in out], after
+
+
+def test_rules_arrival_passed_only_when_the_sequence_holds_every_access_of_the_tile():
+    from tilelang.ir import nodes as ir
+
+    issue, arrive, wait_bar, barrier, write, S, _ = _statements()
+    stmts = [issue, arrive, barrier, write]
+    names, _ = _defer(stmts, stmts)
+    assert names == ["issue", "tl::mbarrier_arrive", "wait", "tl::named_barrier_sync", "Store"]
+    # S is also read elsewhere: a thread the arrival releases might rewrite it
+    elsewhere = ir.Evaluate(ir.Call("call_extern", ("tl::use", ir.address_of(S, (0,))),
+                                    ir.DType("void")))
+    names, _ = _defer(stmts, stmts + [elsewhere])
+    assert names[:2] == ["issue", "tl::mbarrier_arrive"] and "wait" not in names
+    # the sequence itself waits on the barrier the arrival signals
+    names, _ = _defer([issue, arrive, wait_bar, barrier, write],
+                      [issue, arrive, wait_bar, barrier, write])
+    assert "wait" not in names
+
+
+def test_rules_wrap_into_the_next_iteration_past_acquires():
+    issue, arrive, wait_bar, barrier, write, _, _ = _statements()
+    # next iteration: wait on a (different) barrier, then the barrier before S is written
+    from tilelang.ir import nodes as ir
+
+    other = ir.Buffer("full", (2,), ir.DType("uint64"), "shared.dyn")
+    acquire = ir.extern_stmt("tl::mbarrier_wait", ir.address_of(other, (0,)), ir.const(0))
+    body = [acquire, barrier, write, issue, arrive]
+    names, after = _defer(body, body, loop=True)
+    assert names == ["tl::mbarrier_wait", "wait", "tl::named_barrier_sync", "Store", "issue",
+                     "tl::mbarrier_arrive"]
+    assert len(after) == 1

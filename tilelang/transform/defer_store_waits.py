@@ -11,8 +11,9 @@ after that wait.
 Guarantees: the wait (cp.async.bulk.wait_group.read: "S may be overwritten now") moves forward
 over the statements of the same sequence that cannot order a later access of S behind the
 issuing thread: statements that touch no shared memory overlapping S and release nothing to
-other threads (no barrier, no TMA store, no user extern call, no mbarrier arrival on a
-barrier waited in the sequence). Waiting on an mbarrier only acquires and is passed. The wait
+other threads (no barrier, arrival, cluster sync or other TMA store, no user extern call; an
+mbarrier arrival only when the sequence holds every access of S and does not wait on that
+barrier). Waiting on an mbarrier only acquires and is passed. The wait
 lands just before the first statement that is not passable, typically the next barrier, so
 the store overlaps the work up to it instead of stalling the issuing warp (and with it its
 warpgroup's next wgmma). In a loop body the scan wraps into the next iteration when every
@@ -25,15 +26,19 @@ then overlaps the next tile's main loop). Waits that cannot move are left where 
 
 from __future__ import annotations
 
+import re
+
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
 from .insert_sync import SyncInserter, _accesses, _call_buffers
 from .pass_config import PassConfigKey
 
 _WAIT = "tl::tma_store_wait<0>"
-_RELEASES = ("__syncthreads", "tl::named_barrier", "tl::tma_store", "tl::wg_turn",
-             "tl::mbarrier_arrive", "tl::mbarrier_init")
 _ACQUIRES = ("tl::mbarrier_wait", "tl::mbarrier_try_wait")
+# header calls whose names say they synchronise or publish (barriers, arrivals, cluster
+# syncs, warpgroup turns, other TMA stores; "sync" as a word, not the end of "async"); user
+# extern calls count as such too
+_RELEASE = re.compile(r"(^|[_:])sync|barrier|arrive|cluster|tma_store|wg_turn")
 
 
 def _extern_calls(node):
@@ -70,7 +75,10 @@ class _Deferrer:
         return any(self.sync._overlap(b, s) for b in reads | writes | async_writes
                    for s in sources)
 
-    def passable(self, s, sources, waited) -> bool:
+    def passable(self, s, sources, waited, arrivals_ok) -> bool:
+        """Whether the wait may move past `s`. An mbarrier arrival is passed only when the
+        barrier is not waited in the sequence and nothing outside it touches S (then no
+        thread it releases can rewrite S)."""
         if self.touches(s, sources):
             return False
         for c in _extern_calls(s):
@@ -79,9 +87,9 @@ class _Deferrer:
                 continue
             if name.startswith("tl::mbarrier_arrive"):
                 bar = _call_buffers(c)[0]
-                if bar is None or bar in waited:
+                if not arrivals_ok or bar is None or bar in waited:
                     return False
-            elif name.startswith(_RELEASES) or not name.startswith("tl::"):
+            elif not name.startswith("tl::") or _RELEASE.search(name):
                 return False
         return True
 
@@ -104,7 +112,7 @@ class _Deferrer:
                 order += list(range(0, i + 1))
             stop = None
             for j in order:
-                if not self.passable(stmts[j], sources, waited):
+                if not self.passable(stmts[j], sources, waited, not outside):
                     stop = j
                     break
             if stop is None:
