@@ -44,6 +44,7 @@ FAMILIES = {
     "atomic": fam_atomic.sample,
     "gather": fam_gather.sample,
     "conv2d": fam_conv2d.sample,
+    "persistent": fam_gemm.sample_persistent,
 }
 # how often each family is drawn when none is asked for
 WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
@@ -53,8 +54,8 @@ WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
 # finding keep their programs (the checked-in regression seeds stay valid)
 LATER = {"gather": 0.12}
 _LATER_STREAM = 0x6A1
-# and each later one from its own stream after that (conv2d: 2026-11-22)
-LATEST = {"conv2d": (0.08, 0x6A2)}
+# and each later one from its own stream after that (conv2d, persistent: 2026-11-22)
+LATEST = {"conv2d": (0.08, 0x6A2), "persistent": (0.06, 0x6A3)}
 
 
 def generate(seed: int, family: str | None = None) -> Case:
@@ -69,7 +70,8 @@ def generate(seed: int, family: str | None = None) -> Case:
                 family = name
                 break
             u -= weight
-        for name, (weight, stream) in LATEST.items():
+        for name, (weight, stream) in LATEST.items():  # the first one drawn takes the seed
             if np.random.default_rng([seed, stream]).random() < weight:
                 family = name
+                break
     return FAMILIES[family](rng, seed)

@@ -60,6 +60,26 @@ def sample(rng, seed: int) -> Case:
     return build(spec, seed)
 
 
+def sample_persistent(rng, seed: int) -> Case:
+    """Family "persistent": the same GEMMs in a `T.Persistent` tile loop over 1..9 blocks
+    (fewer or more than the tiles), tiles grouped 1..8 rows at a time, whole warpgroups and
+    a pipelined k loop most of the time and 16-byte rows for A and B often, so that on sm_90a
+    the TMA producer runs the tile loop (warp_specialize.py) with a running ring position."""
+    case = sample(rng, seed)
+    s = dict(case.spec)
+    if rng.random() < 0.7:
+        s["threads"] = int(pick(rng, (128, 256)))
+        while not _partitionable(s["bm"], s["bn"], s["threads"] // 32):
+            s["bm"], s["bn"] = int(pick(rng, (64, 128))), int(pick(rng, (32, 64, 128)))
+        s["loop"], s["stages"] = "pipelined", int(pick(rng, (2, 3, 4)))
+    if rng.random() < 0.6:  # 16-byte rows (TMA): dimensions in multiples of 16 elements
+        s["M"], s["N"], s["K"] = (-(-s[d] // 16) * 16 for d in ("M", "N", "K"))
+    s["M"] = int(s["M"] + rng.integers(0, 3) * s["bm"])
+    s["N"] = int(s["N"] + rng.integers(0, 3) * s["bn"])
+    s["persistent"] = (int(rng.integers(1, 10)), int(pick(rng, (1, 2, 3, 8))))
+    return build(s, seed)
+
+
 def build(s: dict, seed: int) -> Case:
     ab, acc, out = s["ab"], s["acc"], s["out"]
     bm, bn, bk, M, N, K = s["bm"], s["bn"], s["bk"], s["M"], s["N"], s["K"]
@@ -74,13 +94,22 @@ def build(s: dict, seed: int) -> Case:
     params.append(Param("C", (M, N), out, "out"))
     ind = "    "
     nk = -(-K // bk)
-    k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), "
-         f"threads={s['threads']}) as (bx, by):"]
+    tile_loop = s.get("persistent")  # (blocks, group_size): a T.Persistent tile loop
+    if tile_loop:
+        k = [f"with T.Kernel({tile_loop[0]}, threads={s['threads']}) as bid:"]
+    else:
+        k = [f"with T.Kernel(T.ceildiv({N}, {bn}), T.ceildiv({M}, {bm}), "
+             f"threads={s['threads']}) as (bx, by):"]
     k.append(ind + f'A_s = T.alloc_shared({(bk, bm) if ta else (bm, bk)}, "{ab}")')
     k.append(ind + f'B_s = T.alloc_shared({(bn, bk) if tb else (bk, bn)}, "{ab}")')
     if s["a_regs"]:
         k.append(ind + f'A_r = T.alloc_fragment(({bm}, {bk}), "{ab}")')
     k.append(ind + f'C_l = T.alloc_fragment(({bm}, {bn}), "{acc}")')
+    if tile_loop:
+        k.append(ind + f"for by, bx in T.Persistent([T.ceildiv({M}, {bm}), "
+                       f"T.ceildiv({N}, {bn})], {tile_loop[0]}, bid, "
+                       f"group_size={tile_loop[1]}):")
+        head, k = k, []
     if s["init"] == "clear":
         k.append(ind + "T.clear(C_l)")
     elif s["init"] == "input":
@@ -123,7 +152,11 @@ def build(s: dict, seed: int) -> Case:
         k.append(ind + f"T.copy(C_l, C[by * {bm}, bx * {bn}])")
     feats = ("gemm", f"gemm_{ab}_{acc}", f"trans{int(ta)}{int(tb)}", s["loop"],
              "a_regs" if s["a_regs"] else "a_shared", s["init"], ep)
-    return Case("gemm", seed, kernel_source(params, k), params,
+    family = "gemm"
+    if tile_loop:  # the body once more indented, inside the tile loop
+        k = head + [ind + line for line in k]
+        family, feats = "persistent", feats + ("persistent",)
+    return Case(family, seed, kernel_source(params, k), params,
                 lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
 
