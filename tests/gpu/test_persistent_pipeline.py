@@ -93,3 +93,25 @@ def test_persistent_convolution_im2col_producer(N, C, H, W, F, stride, blocks):
                                      padding=1).permute(0, 2, 3, 1)
     assert not torch.isnan(out).any()
     torch.testing.assert_close(out.double(), ref, rtol=1e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("blocks", [3, 2, 1])
+def test_stage_read_through_registers_is_fenced_before_the_hand_back(blocks):
+    """Fuzz seed 734 of the "persistent" family (H200, 2026-11-22): A goes from the stage into
+    registers with ordinary loads, the tile loop reuses a stage across tiles at a position the
+    first tile did not, and the next TMA load of the stage overwrote it before those loads
+    had read it (a third of C wrong) until a proxy fence preceded the consumers' arrival."""
+    import numpy as np
+
+    from tilelang.testing import fuzz
+    from tilelang.testing.fuzz import fam_gemm
+
+    need_sm90()
+    spec = dict(fuzz.generate(734, "persistent").spec, persistent=(blocks, 8))
+    case = fam_gemm.build(spec, 734)
+    kernel = fuzz.compile_case(case, "cuda")
+    assert "inside for" in kernel.get_host_source()
+    for trial in range(4):
+        inputs = case.make_inputs(np.random.default_rng(trial))
+        got = fuzz.run_kernel(case, kernel, inputs, device="cuda")
+        assert not fuzz.check(case, got, fuzz.expected(case, inputs)), trial

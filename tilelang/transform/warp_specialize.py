@@ -381,7 +381,8 @@ class WarpSpecializer:
         # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
         # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
         # TFLOP/s, 4096^3); users can still ask for it with T.gemm(..., wg_wait=1).
-        release = self._release(_addr(empty, (stage,)))
+        generic = bool(self._read_generically(rest, {p.dst for p in plans}))
+        release = self._release(_addr(empty, (stage,)), generic)
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
         # With two stages the load of iteration k+1 could only start once the tile of k is
         # published (the stage of k-1 is handed back there) and would be waited for at once:
@@ -394,7 +395,8 @@ class WarpSpecializer:
                      "copy does not fit in shared memory")
             computed = []
         if computed:
-            consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed)
+            consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed,
+                                                  generic)
         else:
             consumer_body = ir.Seq((
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
@@ -424,7 +426,7 @@ class WarpSpecializer:
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble([(full, empty)], S, producer, consumer, note)
 
-    def _double_buffered(self, loop, S, full, empty, mapping, rest, computed):
+    def _double_buffered(self, loop, S, full, empty, mapping, rest, computed, generic):
         """The consumer loop unrolled by two, odd iterations on second copies of the
         `computed` tiles (computed_operands.py): the tile of iteration k+1 is computed while
         the gemm of iteration k runs; the ring stage of iteration k-1 is handed back once the
@@ -434,8 +436,8 @@ class WarpSpecializer:
         stage = ir.binary("floormod", rel, S)
         phase = ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
         prev = ir.binary("floormod", ir.binary("sub", rel, 1), S)
-        release_prev = ir.If(ir.compare("gt", k, start), self._release(_addr(empty, (prev,))),
-                             None)
+        release_prev = ir.If(ir.compare("gt", k, start),
+                             self._release(_addr(empty, (prev,)), generic), None)
         body = publish_then_issue(rest, computed, release_prev)
         even = ir.Seq((_call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
                        _Rebuffer(mapping, stage).visit(_rebuild(body))))
@@ -452,12 +454,30 @@ class WarpSpecializer:
                       even, 1, (), loc=loop.loc)
         return ir.Seq((pairs, last))
 
-    def _release(self, bar):
+    def _release(self, bar, generic=False):
         """The consumers handing a stage back: every thread arrives, or with multicast one
-        lane per warp arrives on the barrier of every block of the cluster (after its warp)."""
-        if self.cluster > 1:
-            return _call(f"tl::mbarrier_arrive_cluster<{self.cluster}>", bar)
-        return _call("tl::mbarrier_arrive", bar)
+        lane per warp arrives on the barrier of every block of the cluster (after its warp).
+        `generic`: the consumers read the stage with ordinary loads (ld.shared, ldmatrix), not
+        only through wgmma; the TMA load that next fills it is an async-proxy write, which
+        the arrival's release does not order after those reads: a proxy fence first (without
+        it, a persistent GEMM whose A went through registers read overwritten tiles)."""
+        arrive = _call(f"tl::mbarrier_arrive_cluster<{self.cluster}>", bar) \
+            if self.cluster > 1 else _call("tl::mbarrier_arrive", bar)
+        return ir.Seq((_call("tl::fence_proxy_async"), arrive)) if generic else arrive
+
+    def _read_generically(self, stmts, buffers) -> set:
+        """The `buffers` that `stmts` read other than as wgmma operands."""
+        out = set()
+        for st in stmts:
+            if isinstance(st, tuple):  # a let: its value may load from a stage
+                out.update(b for b in buffers if _mentions(st[2], b))
+                continue
+            for g in collect(st, lambda n: isinstance(n, ir.Gemm)):
+                if not self.ctx.is_wgmma(g):  # mma.sync: ldmatrix reads
+                    out.update(b for b in (g.A.buffer, g.B.buffer) if b in buffers)
+            rest = _without_gemms(st)  # wgmma reads shared operands through the async proxy
+            out.update(b for b in buffers if _mentions(rest, b))
+        return out
 
     def _second_copies_fit(self, computed) -> bool:
         computed = [b for b in computed if b.scope in ("shared", "shared.dyn")]
@@ -556,6 +576,7 @@ class WarpSpecializer:
             return st
 
         stmts = {id(sl): async_gemms(sl.stmt) for sl in slots}
+        generic = self._read_generically([sl.stmt for sl in slots], set(rings))
         readers = {b: [sl for sl in slots if b in touched_buffers(sl.stmt)] for b in rings}
         first = {b: min(r, key=lambda sl: (sl.stage, sl.key)) for b, r in readers.items()}
         last = {b: max(r, key=lambda sl: (sl.stage, sl.key)) for b, r in readers.items()}
@@ -568,6 +589,8 @@ class WarpSpecializer:
             out.append(_Rebuffer(mapping, slot_of(rel)).visit(stmt))
             for b in rings:
                 if last[b] is sl:
+                    if b in generic:  # see _release
+                        out.append(_call("tl::fence_proxy_async"))
                     arrive = ir.Call("call_extern", ("tl::mbarrier_arrive", _addr(
                         rings[b][1], (slot_of(rel),))), VOID, (("releases", (mapping[b],)),))
                     out.append(ir.Evaluate(arrive))
@@ -802,6 +825,16 @@ def _depends_on(exprs, block_vars, let_values) -> bool:
                 seen.add(v)
                 stack.append(let_values[v])
     return False
+
+
+def _without_gemms(node):
+    from ..ir.visitor import Mutator
+
+    class Drop(Mutator):
+        def visit_Gemm(self, g):
+            return ir.Seq(())
+
+    return Drop().visit(node)
 
 
 def _mentions(node, buf) -> bool:
