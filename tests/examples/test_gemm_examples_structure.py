@@ -51,12 +51,12 @@ def test_register_dequant_expands_pairs_into_two_alternating_fragments():
     assert "Scale[" not in loop and "S_shared[" in loop
     # the previous stage goes back (from the second iteration on) only once the gemm reading
     # it is complete: the wait sits in the branch, before the arrival
-    # (the codes are read from the stage with ordinary loads: a proxy fence precedes the
-    # hand-back to the TMA producer)
-    handback = re.search(r"if \(ko > 0\) \{\s*(tl::fence_proxy_async\(\);\s*)?"
-                         r"tl::wgmma_wait_in_place<0>\(\);"
+    # (the codes are read from the stage with ordinary loads: a proxy fence follows them,
+    # before the stage goes back to the TMA producer)
+    handback = re.search(r"tl::fence_proxy_async\(\);\s*if \(ko > 0\) \{"
+                         r"\s*tl::wgmma_wait_in_place<0>\(\);"
                          r"\s*tl::wgmma_fence_operands\(Ct_local, 128\);"
-                         r"\s*(tl::fence_proxy_async\(\);\s*)?tl::mbarrier_arrive\(", loop)
+                         r"\s*tl::mbarrier_arrive\(", loop)
     assert handback, loop
     # after a wait that leaves a gemm accumulating into Ct_local in flight, no fence touches
     # those registers

@@ -381,8 +381,8 @@ class WarpSpecializer:
         # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
         # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
         # TFLOP/s, 4096^3); users can still ask for it with T.gemm(..., wg_wait=1).
-        generic = bool(self._read_generically(rest, {p.dst for p in plans}))
-        release = self._release(_addr(empty, (stage,)), generic)
+        rest = self._fence_after_reads(rest, {p.dst for p in plans})
+        release = self._release(_addr(empty, (stage,)))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
         # With two stages the load of iteration k+1 could only start once the tile of k is
         # published (the stage of k-1 is handed back there) and would be waited for at once:
@@ -395,8 +395,7 @@ class WarpSpecializer:
                      "copy does not fit in shared memory")
             computed = []
         if computed:
-            consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed,
-                                                  generic)
+            consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed)
         else:
             consumer_body = ir.Seq((
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
@@ -426,7 +425,7 @@ class WarpSpecializer:
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble([(full, empty)], S, producer, consumer, note)
 
-    def _double_buffered(self, loop, S, full, empty, mapping, rest, computed, generic):
+    def _double_buffered(self, loop, S, full, empty, mapping, rest, computed):
         """The consumer loop unrolled by two, odd iterations on second copies of the
         `computed` tiles (computed_operands.py): the tile of iteration k+1 is computed while
         the gemm of iteration k runs; the ring stage of iteration k-1 is handed back once the
@@ -436,8 +435,8 @@ class WarpSpecializer:
         stage = ir.binary("floormod", rel, S)
         phase = ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
         prev = ir.binary("floormod", ir.binary("sub", rel, 1), S)
-        release_prev = ir.If(ir.compare("gt", k, start),
-                             self._release(_addr(empty, (prev,)), generic), None)
+        release_prev = ir.If(ir.compare("gt", k, start), self._release(_addr(empty, (prev,))),
+                             None)
         body = publish_then_issue(rest, computed, release_prev)
         even = ir.Seq((_call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
                        _Rebuffer(mapping, stage).visit(_rebuild(body))))
@@ -454,16 +453,12 @@ class WarpSpecializer:
                       even, 1, (), loc=loop.loc)
         return ir.Seq((pairs, last))
 
-    def _release(self, bar, generic=False):
+    def _release(self, bar):
         """The consumers handing a stage back: every thread arrives, or with multicast one
-        lane per warp arrives on the barrier of every block of the cluster (after its warp).
-        `generic`: the consumers read the stage with ordinary loads (ld.shared, ldmatrix), not
-        only through wgmma; the TMA load that next fills it is an async-proxy write, which
-        the arrival's release does not order after those reads: a proxy fence first (without
-        it, a persistent GEMM whose A went through registers read overwritten tiles)."""
-        arrive = _call(f"tl::mbarrier_arrive_cluster<{self.cluster}>", bar) \
-            if self.cluster > 1 else _call("tl::mbarrier_arrive", bar)
-        return ir.Seq((_call("tl::fence_proxy_async"), arrive)) if generic else arrive
+        lane per warp arrives on the barrier of every block of the cluster (after its warp)."""
+        if self.cluster > 1:
+            return _call(f"tl::mbarrier_arrive_cluster<{self.cluster}>", bar)
+        return _call("tl::mbarrier_arrive", bar)
 
     def _read_generically(self, stmts, buffers) -> set:
         """The `buffers` that `stmts` read other than as wgmma operands."""
@@ -478,6 +473,19 @@ class WarpSpecializer:
             rest = _without_gemms(st)  # wgmma reads shared operands through the async proxy
             out.update(b for b in buffers if _mentions(rest, b))
         return out
+
+    def _fence_after_reads(self, items, buffers) -> list:
+        """`items` with a proxy fence after the last one that reads a stage with ordinary
+        loads (ld.shared, ldmatrix: not only through wgmma). The TMA load that next fills the
+        stage is an async-proxy write, which the consumers' arrival does not order after
+        generic-proxy reads (without the fence a persistent GEMM whose A went through
+        registers read tiles already overwritten). Right after the reads the fence costs
+        little; at the hand-back it measured 2% on the MHA backward kernel."""
+        last = max((i for i, it in enumerate(items)
+                    if self._read_generically([it], buffers)), default=None)
+        if last is None:
+            return items
+        return items[:last + 1] + [_call("tl::fence_proxy_async")] + items[last + 1:]
 
     def _second_copies_fit(self, computed) -> bool:
         computed = [b for b in computed if b.scope in ("shared", "shared.dyn")]
@@ -589,7 +597,7 @@ class WarpSpecializer:
             out.append(_Rebuffer(mapping, slot_of(rel)).visit(stmt))
             for b in rings:
                 if last[b] is sl:
-                    if b in generic:  # see _release
+                    if b in generic:  # see _fence_after_reads
                         out.append(_call("tl::fence_proxy_async"))
                     arrive = ir.Call("call_extern", ("tl::mbarrier_arrive", _addr(
                         rings[b][1], (slot_of(rel),))), VOID, (("releases", (mapping[b],)),))
