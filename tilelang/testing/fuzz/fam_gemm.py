@@ -72,6 +72,11 @@ def sample_persistent(rng, seed: int) -> Case:
         while not _partitionable(s["bm"], s["bn"], s["threads"] // 32):
             s["bm"], s["bn"] = int(pick(rng, (64, 128))), int(pick(rng, (32, 64, 128)))
         s["loop"], s["stages"] = "pipelined", int(pick(rng, (2, 3, 4)))
+        # every stage fits in shared memory next to an output tile (a valid program)
+        elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
+        while s["stages"] > 2 and s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + \
+                s["bm"] * s["bn"] * 4 > 200 * 1024:
+            s["stages"] -= 1
     if rng.random() < 0.6:  # 16-byte rows (TMA): dimensions in multiples of 16 elements
         s["M"], s["N"], s["K"] = (-(-s[d] // 16) * 16 for d in ("M", "N", "K"))
     s["M"] = int(s["M"] + rng.integers(0, 3) * s["bm"])
