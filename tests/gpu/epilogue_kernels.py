@@ -1,6 +1,10 @@
 """GEMM kernels whose epilogue the compiler stages through shared memory (used by the pass
 tests, the GPU tests and benchmarks/sweeps/epilogue.py)."""
 
+import functools
+import importlib.util
+from pathlib import Path
+
 import tilelang.language as T
 
 
@@ -72,26 +76,23 @@ def hand_staged(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128):
 
 
 def persistent_tiles(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256, blocks=132,
-                     group_size=8, out="float16"):
-    """The reference's persistent GEMM idiom: `T.Persistent` over the tile grid, `blocks`
-    blocks, tiles visited `group_size` rows at a time."""
+                     group_size=8):
+    """The reference's persistent GEMM idiom (`T.Persistent` over the tile grid, `blocks`
+    blocks, tiles visited `group_size` rows at a time): the kernel of
+    examples/gemm/example_gemm_persistent.py."""
+    return _persistent_example().matmul_persistent.get_tir(
+        M, N, K, blocks, block_M=bm, block_N=bn, block_K=bk, num_stages=stages,
+        threads=threads, group_size=group_size)
 
-    @T.prim_func
-    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-          C: T.Tensor((M, N), out)):
-        with T.Kernel(blocks, threads=threads) as bid:
-            As = T.alloc_shared((bm, bk), "float16")
-            Bs = T.alloc_shared((bk, bn), "float16")
-            Cl = T.alloc_fragment((bm, bn), "float32")
-            for by, bx in T.Persistent([T.ceildiv(M, bm), T.ceildiv(N, bn)], blocks, bid,
-                                       group_size=group_size):
-                T.clear(Cl)
-                for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                    T.copy(A[by * bm, ko * bk], As)
-                    T.copy(B[ko * bk, bx * bn], Bs)
-                    T.gemm(As, Bs, Cl)
-                T.copy(Cl, C[by * bm, bx * bn])
-    return f
+
+@functools.lru_cache(maxsize=None)
+def _persistent_example():
+    path = Path(__file__).resolve().parents[2] / "examples" / "gemm" / \
+        "example_gemm_persistent.py"
+    spec = importlib.util.spec_from_file_location("example_gemm_persistent_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def persistent_ragged_k(M, N, K, bm=64, bn=128, bk=32, stages=2, threads=128, blocks=3):

@@ -82,8 +82,8 @@ def test_persistent_epilogue_store_overlaps_the_next_tile():
         loop[loop.rindex("if (tx == 0) {\n      tl::tma_store_wait<0>"):]
     tile = body[body.index("if ((wave"):]
     # the main loop, then the wait, then the barrier before the epilogue tile is written
-    assert tile.index("for (int ko") < tile.index(WAIT) < tile.index("named_barrier_sync") \
-        < tile.index("Cl_epi[")
+    assert tile.index("for (int k = 0;") < tile.index(WAIT) < \
+        tile.index("named_barrier_sync") < tile.index("C_local_epi[")
     issue = tile[tile.index("tl::tma_store("):]
     assert WAIT not in issue
     assert WAIT in after

@@ -162,5 +162,5 @@ def test_stage_read_by_ordinary_loads_is_fenced_before_the_hand_back():
             assert "fence_proxy_async" not in loop, loop
     src = tilelang.lower(persistent_tiles(1024, 1024, 512), target="cuda -arch=sm_90a")
     consumer = src[src.index("thread_group: ('consumer'"):]
-    loop = consumer[consumer.index("for (int ko = 0;"):]
+    loop = consumer[consumer.index("for (int k = 0;"):]
     assert "fence_proxy_async" not in loop[:loop.index("tl::mbarrier_arrive((&empty_bar")]
