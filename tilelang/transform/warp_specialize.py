@@ -201,10 +201,9 @@ class WarpSpecializer:
         li = levels[0][1]
         if len(levels) > 1:
             self.nest = _TileNest(levels, self.ctx)
-            if not self.nest.producer_can_compute(
-                    [loop.start, loop.extent] + _copy_exprs(loop.body)):
-                return self._why("the loads of the T.Pipelined loop or its trip count depend "
-                                 "on values computed from memory in the loops around it")
+            if not self.nest.producer_can_compute([loop.start, loop.extent]):
+                return self._why("the trip count of the T.Pipelined loop depends on values "
+                                 "computed from memory in the loops around it")
         stages = int(loop.annotation("num_stages", 0) or 0)
         if stages < 2 or loop.step != 1:
             return None  # nothing to overlap: the plain loop is as good
@@ -227,6 +226,11 @@ class WarpSpecializer:
                 if plan is None:
                     return self._why(f"copy {it.src.buffer.name} -> {it.dst.buffer.name} does "
                                      f"not meet TMA's constraints: {reason}")
+                if self.nest and not self.nest.producer_can_compute(
+                        [e for region in it.src.region for e in region] +
+                        [d[2] for d in deps]):
+                    return self._why(f"the load into {it.dst.buffer.name} depends on values "
+                                     "computed from memory in the loops around it")
                 plans.append(plan)
         if not plans:
             return None
@@ -245,7 +249,7 @@ class WarpSpecializer:
                                      "TMA)" + (f"; no TMA im2col: {reason}" if reason else ""))
                 if self.nest and not self.nest.producer_can_compute(
                         list(_gather_exprs(it)) + [d[2] for d in deps]):
-                    return self._why(f"the gather into {name} depends on values computed from "
+                    return self._why(f"the load into {name} depends on values computed from "
                                      "memory in the loops around it")
                 plans.append(plan)
         for p in plans:
@@ -738,11 +742,11 @@ class _TileNest:
         advance = ir.Store(self.done, (ir.const(0),),
                            ir.binary("add", done, ir.binary("max", n, ir.const(0))))
         p, c = [producer_loop, advance], [consumer_loop, advance]
-        for depth in range(len(self.levels) - 1, -1, -1):
-            items, i = self.levels[depth]
-            if depth < len(self.levels) - 1:
+        for level in range(len(self.levels) - 1, -1, -1):
+            items, i = self.levels[level]
+            if level < len(self.levels) - 1:
                 p, c = [_with_body(items[i], p)], [_with_body(items[i], c)]
-            if depth == 0:
+            if level == 0:
                 break
             lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
             p = _rebuild(lets + p)
@@ -783,24 +787,6 @@ def _uniform(exprs, levels, thread_vars) -> bool:
     """No thread index in `exprs`, directly or through the lets of `levels`."""
     values = {it[1]: it[2] for items, _ in levels for it in items if isinstance(it, tuple)}
     return not _depends_on(exprs, thread_vars, values)
-
-
-def _copy_exprs(body) -> list:
-    """The index expressions of the global->shared copies in `body` (what the producer's
-    TMA loads compute), with the lets of `body` they read."""
-    out = []
-    for c in collect(body, lambda n: isinstance(n, ir.Copy) and is_global_to_shared(n)):
-        out += list(c.src.starts) + list(c.src.extents)
-    lets = {it[1]: it[2] for it in _flatten(body) if isinstance(it, tuple)}
-    seen = set()
-    stack = list(out)
-    while stack:
-        for v in collect(ir.as_expr(stack.pop()), lambda n: isinstance(n, ir.Var)):
-            if v in lets and v not in seen:
-                seen.add(v)
-                stack.append(lets[v])
-                out.append(lets[v])
-    return out
 
 
 def _merge_guards(parts):
