@@ -159,3 +159,39 @@ def test_rules_wrap_into_the_next_iteration_past_acquires():
     assert names == ["tl::mbarrier_wait", "wait", "tl::named_barrier_sync", "Store", "issue",
                      "tl::mbarrier_arrive"]
     assert len(after) == 1
+
+
+def _scheduled_tiles(M=1024, N=256, K=256, bm=128, bk=64, width=3, blocks=4):
+    """A persistent GEMM whose tiles come from a schedule table: the tile loop's body is a
+    let (the tile read from the table) around the tile guard."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          sched: T.Tensor((blocks, width), "int32"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(blocks, threads=256) as bid:
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, N), "float16")
+            acc = T.alloc_fragment((bm, N), "float32")
+            for j in T.serial(width):
+                t = sched[bid, j]
+                if t >= 0:
+                    T.clear(acc)
+                    for k in T.Pipelined(K // bk, num_stages=2):
+                        T.copy(A[t * bm, k * bk], As)
+                        T.copy(B[k * bk, 0], Bs)
+                        T.gemm(As, Bs, acc)
+                    T.copy(acc, C[t * bm, 0])
+    return f
+
+
+def test_tile_loop_with_lets_around_the_guard_defers_the_wait():
+    """The let of the tile read from the table does not hide the guard: the epilogue's store
+    is waited for in the next tile, after its main loop."""
+    src = tilelang.lower(_scheduled_tiles(), target=SM90)
+    consumer = src[src.index("thread_group: ('consumer'"):]
+    tile = consumer[consumer.index("if (t >= 0)"):]
+    issue = tile[tile.index("tl::tma_store("):]
+    assert WAIT not in issue[:issue.index("}")], "no wait right after the issue"
+    assert tile.index("for (int k = 0;") < tile.index(WAIT) < tile.index("tl::tma_store(")
+    assert WAIT in issue, "the last tile's store is waited for after the loop"

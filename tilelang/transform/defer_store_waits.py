@@ -19,7 +19,8 @@ the store overlaps the work up to it instead of stalling the issuing warp (and w
 warpgroup's next wgmma). In a loop body the scan wraps into the next iteration when every
 statement that touches S is in the body; one more wait then follows the loop, so S is read
 before anything after the loop runs. A loop body that is one branch without an else (the
-tile guard of a persistent loop) counts as its branch's statements: an iteration that skips
+tile guard of a persistent loop), possibly under lets that only compute (the tile's coordinates),
+counts as its branch's statements: an iteration that skips
 them runs nothing, so the wait lands in the next tile (a persistent GEMM's epilogue store
 then overlaps the next tile's main loop). Waits that cannot move are left where they are.
 """
@@ -162,7 +163,10 @@ def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
 
     class Defer(Mutator):
         def visit_For(self, f):
-            body, guard = f.body, None
+            body, lets, guard = f.body, [], None
+            while isinstance(body, ir.LetStmt) and _pure(body.value):
+                lets.append(body)  # the tile's coordinates, read from a schedule
+                body = body.body
             if isinstance(body, ir.If) and body.else_body is None and \
                     isinstance(body.then_body, ir.Seq) and _pure(body.cond):
                 guard, body = body, body.then_body  # a persistent tile loop's tile guard
@@ -172,6 +176,8 @@ def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
             body = ir.Seq(tuple(stmts))
             if guard is not None:
                 body = ir.with_fields(guard, then_body=body)
+            for let in reversed(lets):
+                body = ir.with_fields(let, body=body)
             loop = ir.with_fields(f, body=body)
             return ir.Seq((loop, *after)) if after else loop
 
