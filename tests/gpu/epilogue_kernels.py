@@ -139,3 +139,64 @@ def persistent_conv(N, C, H, W, F, K=3, stride=1, padding=1, bm=64, bn=64, bk=32
                     T.gemm(data_s, weight_s, acc)
                 T.copy(acc, out_flat[by * bm, bx * bn])
     return f
+
+
+def persistent_attention(batch, heads, seq_len, dim, is_causal, bm=64, bn=64, stages=2,
+                         threads=128, blocks=5):
+    """FlashAttention forward in a persistent tile loop (`T.Persistent` over (batch * heads,
+    query tiles)): Q is loaded once per tile before the pipelined loop over the keys, which
+    on sm_90a the producer issues too (warp_specialize.py's tile loads). Ragged `seq_len`
+    masks the last key tile; causal tiles run different numbers of iterations."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    shape = [batch, seq_len, heads, dim]
+    n_q = (seq_len + bm - 1) // bm
+
+    @T.prim_func
+    def f(Q: T.Tensor(shape, "float16"), K: T.Tensor(shape, "float16"),
+          V: T.Tensor(shape, "float16"), O: T.Tensor(shape, "float16")):
+        with T.Kernel(blocks, threads=threads) as bid:
+            Q_s = T.alloc_shared([bm, dim], "float16")
+            K_s = T.alloc_shared([bn, dim], "float16")
+            V_s = T.alloc_shared([bn, dim], "float16")
+            s = T.alloc_fragment([bm, bn], "float32")
+            p = T.alloc_fragment([bm, bn], "float16")
+            acc = T.alloc_fragment([bm, dim], "float32")
+            m = T.alloc_fragment([bm], "float32")
+            m_prev = T.alloc_fragment([bm], "float32")
+            r = T.alloc_fragment([bm], "float32")
+            row = T.alloc_fragment([bm], "float32")
+            l = T.alloc_fragment([bm], "float32")
+            for bh, qb in T.Persistent([batch * heads, n_q], blocks, bid, group_size=2):
+                b, h = bh // heads, bh % heads
+                T.copy(Q[b, qb * bm:(qb + 1) * bm, h, :], Q_s)
+                T.fill(acc, 0)
+                T.fill(l, 0)
+                T.fill(m, -T.infinity("float32"))
+                n_k = T.ceildiv(seq_len, bn)
+                if is_causal:
+                    n_k = T.min(n_k, T.ceildiv((qb + 1) * bm, bn))
+                for k in T.Pipelined(n_k, num_stages=stages):
+                    T.copy(K[b, k * bn:(k + 1) * bn, h, :], K_s)
+                    for i, j in T.Parallel(bm, bn):
+                        s[i, j] = T.if_then_else(
+                            (k * bn + j < seq_len) and (not is_causal or qb * bm + i >= k * bn + j),
+                            0, -T.infinity("float32"))
+                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    T.copy(m, m_prev)
+                    T.reduce_max(s, m, dim=1, clear=False)
+                    for i in T.Parallel(bm):
+                        r[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
+                    for i, j in T.Parallel(bm, bn):
+                        s[i, j] = T.exp2(s[i, j] * scale - m[i] * scale)
+                    T.reduce_sum(s, row, dim=1)
+                    for i in T.Parallel(bm):
+                        l[i] = l[i] * r[i] + row[i]
+                    for i, j in T.Parallel(bm, dim):
+                        acc[i, j] *= r[i]
+                    T.copy(s, p)
+                    T.copy(V[b, k * bn:(k + 1) * bn, h, :], V_s)
+                    T.gemm(p, V_s, acc, policy=T.GemmWarpPolicy.FullRow)
+                for i, j in T.Parallel(bm, dim):
+                    acc[i, j] /= l[i]
+                T.copy(acc, O[b, qb * bm:(qb + 1) * bm, h, :])
+    return f

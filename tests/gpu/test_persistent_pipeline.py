@@ -10,8 +10,8 @@ import torch
 import tilelang
 from tilelang.transform.pass_config import PassConfigKey
 
-from .epilogue_kernels import (persistent, persistent_conv, persistent_ragged_k,
-                               persistent_tiles, ragged_k_reference)
+from .epilogue_kernels import (persistent, persistent_attention, persistent_conv,
+                               persistent_ragged_k, persistent_tiles, ragged_k_reference)
 from .hopper import need_sm90
 
 pytestmark = pytest.mark.gpu
@@ -115,3 +115,42 @@ def test_stage_read_through_registers_is_fenced_before_the_hand_back(blocks):
         inputs = case.make_inputs(np.random.default_rng(trial))
         got = fuzz.run_kernel(case, kernel, inputs, device="cuda")
         assert not fuzz.check(case, got, fuzz.expected(case, inputs)), trial
+
+
+def _attention_reference(q, k, v, causal):
+    q, k, v = (x.double().transpose(1, 2) for x in (q, k, v))
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if causal:
+        n = s.shape[-1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1),
+                          float("-inf"))
+    return (torch.softmax(s, dim=-1) @ v).transpose(1, 2)
+
+
+@pytest.mark.parametrize("buffers", [2, 1])
+@pytest.mark.parametrize("B,H,S,D,causal,bm,threads,blocks", [
+    (2, 3, 333, 64, True, 64, 128, 5), (1, 4, 520, 128, False, 128, 256, 3),
+    (3, 2, 1000, 128, True, 128, 256, 7), (1, 1, 64, 64, True, 64, 128, 1),
+    (2, 8, 777, 64, True, 64, 128, 132)])
+def test_persistent_attention_q_loaded_by_the_producer(B, H, S, D, causal, bm, threads, blocks,
+                                                        buffers, monkeypatch):
+    """The producer loads each tile's Q into one of `buffers` buffers (a second one lets it
+    load the next tile's Q while this tile runs; one is what a kernel gets when two do not
+    fit), the consumers wait for it and hand it back after the loop: NaN-poisoned output of
+    tiles with different trip counts (causal) and ragged sequences, against float64."""
+    need_sm90()
+    import tilelang.transform.warp_specialize as ws
+
+    if buffers == 1:  # as if a second Q buffer did not fit in shared memory
+        monkeypatch.setattr(ws, "arena_bytes", lambda ctx, allocs: 1 << 30)
+    torch.manual_seed(S + blocks)
+    kern = tilelang.compile(persistent_attention(B, H, S, D, causal, bm=bm, threads=threads,
+                                                 blocks=blocks), target="cuda")
+    assert f"loads Q once per tile ({buffers} buffer(s))" in kern.get_host_source()
+    q, k, v = (torch.randn(B, S, H, D, device="cuda").half() for _ in range(3))
+    out = torch.full((B, S, H, D), float("nan"), device="cuda", dtype=torch.float16)
+    kern(q, k, v, out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any()
+    torch.testing.assert_close(out.double(), _attention_reference(q, k, v, causal), rtol=1e-2,
+                               atol=1e-2)

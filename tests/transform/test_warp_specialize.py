@@ -164,3 +164,63 @@ def test_stage_read_by_ordinary_loads_is_fenced_before_the_hand_back():
     consumer = src[src.index("thread_group: ('consumer'"):]
     loop = consumer[consumer.index("for (int k = 0;"):]
     assert "fence_proxy_async" not in loop[:loop.index("tl::mbarrier_arrive((&empty_bar")]
+
+
+def _attention_source(**kw):
+    from tests.gpu.epilogue_kernels import persistent_attention
+
+    return tilelang.compile(persistent_attention(2, 3, 333, 64, True, **kw),
+                            target="cuda -arch=sm_90a")
+
+
+def test_tile_load_before_the_loop_is_issued_by_the_producer_once_per_tile():
+    """Q (read only by the pipelined loop) is loaded by the producer on its own ring of two
+    buffers, indexed by a count of tiles: the consumers wait for it where their copy was and
+    hand it back right after the loop."""
+    kern = _attention_source()
+    src = kern.get_kernel_source()
+    producer = src[src.index("thread_group: ('producer'"):src.index("thread_group: ('consumer'")]
+    consumer = src[src.index("thread_group: ('consumer'"):]
+    slot = "tile_full_bar[tl::floormod(tiles_done, 2)]"
+    # the producer: free buffer, then Q, then the loop's stages; one count per tile
+    assert producer.index("tile_empty_bar[tl::floormod(tiles_done, 2)]") < \
+        producer.index(f"tl::tma_load((&Q_desc), (&{slot})") < producer.index("for (int k")
+    assert re.search(r"tiles_done = tiles_done \+ 1;", producer)
+    # the consumers: wait, loop reading Q from the tile's buffer, release after the loop
+    loop = consumer.index("for (int k")
+    assert consumer.index(f"tl::mbarrier_wait((&{slot})") < loop
+    assert "(&Q_s[tl::floormod(tiles_done, 2) * 4096])" in consumer
+    release = consumer.index("tl::mbarrier_arrive((&tile_empty_bar[tl::floormod(tiles_done, 2)]))")
+    assert release > consumer.rindex("tl::mbarrier_arrive((&empty_bar")
+    assert "cp_async" not in consumer and "Q[" not in consumer
+    assert "loads Q once per tile (2 buffer(s))" in kern.get_host_source()
+
+
+def _tile_reuse(read_after_loop):
+    import tilelang.language as T
+
+    @T.prim_func
+    def f(X: T.Tensor((640, 64), "float16"), Y: T.Tensor((256, 64), "float16"),
+          C: T.Tensor((640, 64), "float32"), Z: T.Tensor((640, 64), "float16")):
+        with T.Kernel(4, threads=128) as bid:
+            Xs = T.alloc_shared((64, 64), "float16")
+            Ys = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            for t in T.Persistent([10], 4, bid):
+                T.copy(X[t * 64, 0], Xs)
+                T.clear(acc)
+                for k in T.Pipelined(4, num_stages=2):
+                    T.copy(Y[k * 64, 0], Ys)
+                    T.gemm(Xs, Ys, acc)
+                if read_after_loop:
+                    T.copy(Xs, Z[t * 64, 0])
+                T.copy(acc, C[t * 64, 0])
+    return tilelang.compile(f, target="cuda -arch=sm_90a").get_host_source()
+
+
+def test_tile_read_after_the_loop_stays_with_the_consumers():
+    """Only a tile the pipelined loop alone reads is handed to the producer: one read after
+    the loop too would need the buffer after its hand-back."""
+    assert "loads X once per tile" in _tile_reuse(False)
+    host = _tile_reuse(True)
+    assert "warp-specialised pipeline over k" in host and "once per tile" not in host

@@ -175,6 +175,7 @@ class WarpSpecializer:
         self.extra_allocs = []  # second copies of computed operands
         self.cluster = 1  # blocks per cluster whose consumers release every stage (multicast)
         self.nest = None  # the loops around a T.Pipelined loop not at the top level
+        self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
 
     def applicable(self):
         ctx = self.ctx
@@ -255,6 +256,8 @@ class WarpSpecializer:
         for p in plans:
             if any(_mentions(o, p.dst) for o in outside if not isinstance(o, tuple)):
                 return self._why(f"{p.dst.name} is used outside the loop")
+        if self.nest:
+            self.tile_plans = self._tile_plans(levels[-1], loop, outside, plans, written)
         slots = None
         if has_annotation(loop):
             slots = self._note_overlap("the loop is inside a tile loop") if self.nest else \
@@ -262,6 +265,45 @@ class WarpSpecializer:
         if slots is None and not self.nest:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
+
+    def _tile_plans(self, level, loop, outside, plans, written):
+        """The copies of a tile (global -> shared, just before the pipelined loop, at its
+        level of the nest) that the producer can issue too: TMA performs them, the producer
+        computes their region, and their tile is read only by the pipelined loop (as
+        FlashAttention's Q). The producer then loads the next tile's Q while the consumers
+        finish this one, instead of the consumers loading it with the loop's stages idle."""
+        items, i = level
+        out = []
+        for it in items[:i]:
+            if not (isinstance(it, ir.Copy) and is_global_to_shared(it)):
+                continue
+            dst = it.dst.buffer
+            if dst in written or any(p.dst is dst for p in plans) or \
+                    any(_mentions(o, dst) for o in outside
+                        if not isinstance(o, tuple) and o is not it):
+                continue
+            if not self.nest.producer_can_compute([e for r in it.src.region for e in r]):
+                continue
+            plan, _ = tma_plan(it, self.ctx.layouts[dst], [])
+            if plan is not None:
+                out.append(plan)
+        return out
+
+    def _tile_ring(self, plans, loop):
+        """Buffers and barriers for the tile loads: two buffers (the next tile's loads start
+        while this tile's run) when they fit in shared memory with everything else, else
+        one. Returns (mapping, full, empty, depth) or None without tile loads."""
+        if not plans:
+            return None
+        ctx = self.ctx
+        tiles = {p.dst for p in plans}
+        allocs = [ctx.replaced_shared.get(b, b) for b in self.kernel.allocs] + \
+            [b for b in tiles]  # a second copy of each
+        depth = 2 if arena_bytes(ctx, allocs) + 1024 <= smem_limit(ctx.target.sm) else 1
+        mapping = {b: self._multi_buffer(b, depth) for b in tiles}
+        full = ctx.add_scratch_shared("tile_full_bar", (depth,), U64)
+        empty = ctx.add_scratch_shared("tile_empty_bar", (depth,), U64)
+        return mapping, full, empty, depth
 
     def _multicast(self, loop, plans, lets):
         """In a kernel launched in clusters, mark the plans whose tile is the same in every
@@ -407,11 +449,23 @@ class WarpSpecializer:
                 release,
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
+        rings = [(full, empty)]
+        tile_ring = self._tile_ring(self.tile_plans, loop) if self.nest else None
         if self.nest:
-            producer_loop, consumer_loop = self.nest.wrap(producer_loop, consumer_loop, n)
+            producer_pre, consumer_post, replace = [], [], {}
+            if tile_ring is not None:
+                producer_pre, consumer_post, replace = self._tile_loads(tile_ring,
+                                                                        consumer_loop)
+                consumer_loop = _Rebuffer(tile_ring[0], self.nest.tile_slot(tile_ring[3])) \
+                    .visit(consumer_loop)
+                rings.append(tile_ring[1:3])
+            producer_loop, consumer_loop = self.nest.wrap(
+                producer_pre + [producer_loop], [consumer_loop] + consumer_post, n, replace)
             # the producer fills the stages of the next tile while the consumers finish this
             # one: nothing else may take their bytes after the loop
             ctx.pinned_shared.update(list(mapping.values()) + [full, empty])
+            if tile_ring is not None:
+                ctx.pinned_shared.update(list(tile_ring[0].values()) + list(tile_ring[1:3]))
         producer, regs = self._producer(items[:li], producer_loop)
         consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
@@ -423,11 +477,33 @@ class WarpSpecializer:
                 f"{', '.join(p.src.name for p in plans)} ({total_bytes} B per "
                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
+                + (f"; the producer also loads {', '.join(p.src.name for p in self.tile_plans)}"
+                   f" once per tile ({tile_ring[3]} buffer(s))" if tile_ring else "")
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
                    "the previous gemm runs" if computed else "")
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
-        return self._assemble([(full, empty)], S, producer, consumer, note)
+        return self._assemble(rings, S, producer, consumer, note)
+
+    def _tile_loads(self, tile_ring, consumer_loop):
+        """(producer statements before its loop, consumer statements after theirs, the
+        consumers' copies to replace) for the tile loads: the producer waits for the tile's
+        buffer to be free and loads it; the consumers wait for it where their copy was and
+        hand it back after the pipelined loop, its only reader."""
+        mapping, full, empty, depth = tile_ring
+        slot = self.nest.tile_slot(depth)
+        phase = self.nest.tile_phase(depth)
+        issue = [_call("tl::mbarrier_wait", _addr(empty, (slot,)), ir.binary("bitxor", phase, 1)),
+                 _call("tl::mbarrier_arrive_expect_tx", _addr(full, (slot,)),
+                       ir.const(sum(p.bytes for p in self.tile_plans)))]
+        issue += [self._tma_loads(p, mapping, slot, full) for p in self.tile_plans]
+        wait = _call("tl::mbarrier_wait", _addr(full, (slot,)), phase)
+        replace = {id(p.stmt): wait for p in self.tile_plans[:1]}
+        replace.update({id(p.stmt): None for p in self.tile_plans[1:]})
+        post = [self._release(_addr(empty, (slot,)))]
+        if self._read_generically([consumer_loop], set(mapping)):
+            post.insert(0, _call("tl::fence_proxy_async"))  # see _fence_after_reads
+        return [ir.Seq(tuple(issue))], post, replace
 
     def _double_buffered(self, loop, S, full, empty, mapping, rest, computed):
         """The consumer loop unrolled by two, odd iterations on second copies of the
@@ -515,11 +591,16 @@ class WarpSpecializer:
             # a peer still arrives on our empty barriers after our last use of them: nothing
             # (a staged epilogue in the dead stage buffers) may reuse their bytes
             ctx.pinned_shared.update(b for ring in rings for b in ring)
-        for full, empty in rings:
-            inits += [_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
-                      _call("tl::mbarrier_init", _addr(empty, (s,)), ir.const(releases))]
+        for size in sorted({full.shape[0] for full, _ in rings}, reverse=True):
+            body = []
+            for full, empty in rings:
+                if full.shape[0] == size:
+                    body += [_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
+                             _call("tl::mbarrier_init", _addr(empty, (s,)),
+                                   ir.const(releases))]
+            inits.append(ir.For(s, ir.const(0), ir.const(size), "unroll", ir.Seq(tuple(body))))
         init = ir.If(ir.compare("eq", tid, 0), ir.Seq((
-            ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq(tuple(inits))),
+            *inits,
             _call("tl::fence_mbarrier_init"),
             _call("tl::fence_proxy_async"),
         )), None)
@@ -713,6 +794,8 @@ class _TileNest:
     def __init__(self, levels, ctx):
         self.levels = levels  # [(items, index)], top level first; the last indexes the loop
         self.done = ir.Buffer("pipe_done", (1,), ir.DType("int32"), "local.var")
+        self.tiles = ir.Buffer("tiles_done", (1,), ir.DType("int32"), "local.var")
+        self.counts_tiles = False  # whether tile loads use `tiles`
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
         self.lets = {it[1]: it for items, _ in levels for it in items if isinstance(it, tuple)}
         self.computable = set()
@@ -732,16 +815,30 @@ class _TileNest:
     def position(self, rel):
         return ir.binary("add", rel, ir.Load(self.done, (ir.const(0),), self.done.dtype))
 
+    def tile_slot(self, depth):
+        self.counts_tiles = True
+        return ir.binary("floormod", ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype),
+                         depth)
+
+    def tile_phase(self, depth):
+        tiles = ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype)
+        return ir.binary("floormod", ir.binary("floordiv", tiles, depth), 2)
+
     def describe(self) -> str:
         return ", ".join(f"for {its[i].var.name}" if isinstance(its[i], ir.For) else "if"
                          for its, i in self.levels[:-1])
 
-    def wrap(self, producer_loop, consumer_loop, n):
-        """(producer, consumer): each loop inside its own copy of the nest."""
+    def wrap(self, producer, consumer, n, replace):
+        """(producer, consumer): each list of statements (the loop and what the tile loads
+        add around it) inside its own copy of the nest; the consumers' statements whose id
+        is in `replace` become its value (None: removed)."""
         done = ir.Load(self.done, (ir.const(0),), self.done.dtype)
-        advance = ir.Store(self.done, (ir.const(0),),
-                           ir.binary("add", done, ir.binary("max", n, ir.const(0))))
-        p, c = [producer_loop, advance], [consumer_loop, advance]
+        advance = [ir.Store(self.done, (ir.const(0),),
+                            ir.binary("add", done, ir.binary("max", n, ir.const(0))))]
+        if self.counts_tiles:
+            tiles = ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype)
+            advance.append(ir.Store(self.tiles, (ir.const(0),), ir.binary("add", tiles, 1)))
+        p, c = producer + advance, consumer + advance
         for level in range(len(self.levels) - 1, -1, -1):
             items, i = self.levels[level]
             if level < len(self.levels) - 1:
@@ -750,9 +847,14 @@ class _TileNest:
                 break
             lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
             p = _rebuild(lets + p)
-            c = _rebuild(items[:i] + c + items[i + 1:])
+            mine = [replace.get(id(it), it) if not isinstance(it, tuple) else it
+                    for it in items[:i]]
+            c = _rebuild([it for it in mine if it is not None] + c + items[i + 1:])
         zero = ir.const(0, "int32")
-        return ir.Allocate(self.done, p[0], zero), ir.Allocate(self.done, c[0], zero)
+        p, c = ir.Allocate(self.done, p[0], zero), ir.Allocate(self.done, c[0], zero)
+        if self.counts_tiles:
+            p, c = ir.Allocate(self.tiles, p, zero), ir.Allocate(self.tiles, c, zero)
+        return p, c
 
 
 def _with_body(node, body):
