@@ -33,7 +33,11 @@ k - start plus the iterations run in earlier tiles (`pipe_done`), so the produce
 next tile's stages while the consumers finish this one, and tiles whose loops run any number
 of times, zero included, stay in step. The stage buffers then stay out of reach of epilogue
 tiles (`ctx.pinned_shared`); the order/stage schedule, multicast and double-buffered computed
-operands are not used there.
+operands are not used there. A copy of the tile just before the pipelined loop whose shared
+tile only that loop reads (FlashAttention's Q) is issued by the producer too, once per tile,
+into one of two buffers (one when two do not fit) on its own full/empty ring indexed by a
+count of tiles (`tiles_done`): the consumers wait for it where their copy was and hand it back
+after the loop, so the next tile's Q arrives while this tile runs.
 
 In a `T.ClusterKernel`, a tile every block of a cluster loads alike (its source region and the
 trip count independent of the block index along the cluster's axes) is multicast: each block
