@@ -54,8 +54,9 @@ def test_tile_loop_runs_in_producer_and_consumers_with_a_running_ring_position()
         nest = part[part.index("int pipe_done = 0;"):]
         assert nest.index("for (int w = 0;") < nest.index("if (") < nest.index("for (int ko")
         assert re.search(r"pipe_done = [^;]*% 4 \+ pipe_done;", nest), nest
-        assert re.search(r"mbarrier_wait\(\(&\w+_bar\[tl::floormod\(ko \+ pipe_done, 2\)\]\)",
-                         part)
+        # the ring slot of a counted position: unsigned, so a mask rather than floor rounding
+        assert re.search(r"mbarrier_wait\(\(&\w+_bar\[\(\(int\)\(\(\(unsigned int\)"
+                         r"\(ko \+ pipe_done\)\) % 2u\)\)\]\)", part)
     assert "tl::tma_load(" in producer and "tl::tma_load(" not in consumer
 
 
@@ -181,16 +182,17 @@ def test_tile_load_before_the_loop_is_issued_by_the_producer_once_per_tile():
     src = kern.get_kernel_source()
     producer = src[src.index("thread_group: ('producer'"):src.index("thread_group: ('consumer'")]
     consumer = src[src.index("thread_group: ('consumer'"):]
-    slot = "tile_full_bar[tl::floormod(tiles_done, 2)]"
+    ring = "((int)(((unsigned int)tiles_done) % 2u))"
+    slot = f"tile_full_bar[{ring}]"
     # the producer: free buffer, then Q, then the loop's stages; one count per tile
-    assert producer.index("tile_empty_bar[tl::floormod(tiles_done, 2)]") < \
+    assert producer.index(f"tile_empty_bar[{ring}]") < \
         producer.index(f"tl::tma_load((&Q_desc), (&{slot})") < producer.index("for (int k")
     assert re.search(r"tiles_done = tiles_done \+ 1;", producer)
     # the consumers: wait, loop reading Q from the tile's buffer, release after the loop
     loop = consumer.index("for (int k")
     assert consumer.index(f"tl::mbarrier_wait((&{slot})") < loop
-    assert "(&Q_s[tl::floormod(tiles_done, 2) * 4096])" in consumer
-    release = consumer.index("tl::mbarrier_arrive((&tile_empty_bar[tl::floormod(tiles_done, 2)]))")
+    assert f"(&Q_s[{ring} * 4096])" in consumer
+    release = consumer.index(f"tl::mbarrier_arrive((&tile_empty_bar[{ring}]))")
     assert release > consumer.rindex("tl::mbarrier_arrive((&empty_bar")
     assert "cp_async" not in consumer and "Q[" not in consumer
     assert "loads Q once per tile (2 buffer(s))" in kern.get_host_source()
