@@ -200,3 +200,25 @@ def persistent_attention(batch, heads, seq_len, dim, is_causal, bm=64, bn=64, st
                     acc[i, j] /= l[i]
                 T.copy(acc, O[b, qb * bm:(qb + 1) * bm, h, :])
     return f
+
+
+def persistent_tile_load(tiles, blocks, stages=2, bm=64, n=64, bk=64):
+    """C[t] = X[t] @ (Y[0] + ... + Y[kt - 1]) for tile t of `tiles`, kt = (t + t // 4) % 4
+    (0 to 3 iterations; C[t] = 0 at 0): X[t] is loaded once per tile before the pipelined
+    loop and read only inside it, so on sm_90a the producer loads it (a tile load), also for
+    tiles whose loop runs no iteration."""
+    @T.prim_func
+    def f(X: T.Tensor((tiles * bm, bk), "float16"), Y: T.Tensor((3 * bk, n), "float16"),
+          C: T.Tensor((tiles * bm, n), "float32")):
+        with T.Kernel(blocks, threads=128) as bid:
+            Xs = T.alloc_shared((bm, bk), "float16")
+            Ys = T.alloc_shared((bk, n), "float16")
+            acc = T.alloc_fragment((bm, n), "float32")
+            for t in T.Persistent([tiles], blocks, bid):
+                T.copy(X[t * bm, 0], Xs)
+                T.clear(acc)
+                for k in T.Pipelined((t + t // 4) % 4, num_stages=stages):
+                    T.copy(Y[k * bk, 0], Ys)
+                    T.gemm(Xs, Ys, acc)
+                T.copy(acc, C[t * bm, 0])
+    return f

@@ -11,7 +11,8 @@ import tilelang
 from tilelang.transform.pass_config import PassConfigKey
 
 from .epilogue_kernels import (persistent, persistent_attention, persistent_conv,
-                               persistent_ragged_k, persistent_tiles, ragged_k_reference)
+                               persistent_ragged_k, persistent_tile_load, persistent_tiles,
+                               ragged_k_reference)
 from .hopper import need_sm90
 
 pytestmark = pytest.mark.gpu
@@ -131,7 +132,7 @@ def _attention_reference(q, k, v, causal):
 @pytest.mark.parametrize("B,H,S,D,causal,bm,threads,blocks", [
     (2, 3, 333, 64, True, 64, 128, 5), (1, 4, 520, 128, False, 128, 256, 3),
     (3, 2, 1000, 128, True, 128, 256, 7), (1, 1, 64, 64, True, 64, 128, 1),
-    (2, 8, 777, 64, True, 64, 128, 132)])
+    (2, 8, 777, 64, True, 64, 128, 132), (1, 3, 1000, 128, False, 192, 384, 4)])
 def test_persistent_attention_q_loaded_by_the_producer(B, H, S, D, causal, bm, threads, blocks,
                                                         buffers, monkeypatch):
     """The producer loads each tile's Q into one of `buffers` buffers (a second one lets it
@@ -154,3 +155,32 @@ def test_persistent_attention_q_loaded_by_the_producer(B, H, S, D, causal, bm, t
     assert not torch.isnan(out).any()
     torch.testing.assert_close(out.double(), _attention_reference(q, k, v, causal), rtol=1e-2,
                                atol=1e-2)
+
+
+@pytest.mark.parametrize("buffers", [2, 1])
+@pytest.mark.parametrize("tiles,blocks,stages", [(13, 3, 2), (13, 1, 3), (40, 7, 2)])
+def test_tile_load_of_tiles_whose_loop_runs_no_iteration(tiles, blocks, stages, buffers,
+                                                         monkeypatch):
+    """Tiles whose pipelined loop runs 0 to 3 times: the producer still loads X of a tile
+    without iterations and the consumers still hand its buffer back, so the ring stays in
+    step (a missed load or hand-back would hang the next use of the buffer)."""
+    need_sm90()
+    import tilelang.transform.warp_specialize as ws
+
+    if buffers == 1:
+        monkeypatch.setattr(ws, "arena_bytes", lambda ctx, allocs: 1 << 30)
+    torch.manual_seed(tiles + stages)
+    kern = tilelang.compile(persistent_tile_load(tiles, blocks, stages), target="cuda")
+    assert f"loads X once per tile ({buffers} buffer(s))" in kern.get_host_source()
+    x = torch.randn(tiles * 64, 64, device="cuda").half()
+    y = torch.randn(3 * 64, 64, device="cuda").half()
+    c = torch.full((tiles * 64, 64), float("nan"), device="cuda")
+    kern(x, y, c)
+    torch.cuda.synchronize()
+    ref = torch.zeros(tiles * 64, 64, dtype=torch.float64, device="cuda")
+    for t in range(tiles):
+        kt = (t + t // 4) % 4
+        ysum = y.double().reshape(3, 64, 64)[:kt].sum(0)
+        ref[t * 64:(t + 1) * 64] = x[t * 64:(t + 1) * 64].double() @ ysum
+    assert not torch.isnan(c).any()
+    torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=1e-3)
