@@ -108,7 +108,7 @@ def test_stage_read_through_registers_is_fenced_before_the_hand_back(blocks):
     from tilelang.testing.fuzz import fam_gemm
 
     need_sm90()
-    spec = dict(fuzz.generate(734, "persistent").spec, persistent=(blocks, 8))
+    spec = dict(fuzz.generate(734, "persistent").spec, persistent=(blocks, 8), a_panel=False)
     case = fam_gemm.build(spec, 734)
     kernel = fuzz.compile_case(case, "cuda")
     assert "inside for" in kernel.get_host_source()

@@ -82,6 +82,14 @@ def sample_persistent(rng, seed: int) -> Case:
     s["M"] = int(s["M"] + rng.integers(0, 3) * s["bm"])
     s["N"] = int(s["N"] + rng.integers(0, 3) * s["bn"])
     s["persistent"] = (int(rng.integers(1, 10)), int(pick(rng, (1, 2, 3, 8))))
+    # A's whole row panel loaded once per tile before the k loop, which copies its slices
+    # (the producer's tile loads on sm_90a, read with ordinary loads)
+    panel = -(-s["K"] // s["bk"]) * s["bk"]
+    elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
+    if rng.random() < 0.35 and not s["trans_a"] and s["loop"] == "pipelined" and \
+            panel <= 256 and s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + \
+            2 * s["bm"] * panel * elem + s["bm"] * s["bn"] * 4 <= 200 * 1024:
+        s["a_panel"] = True
     return build(s, seed)
 
 
@@ -107,6 +115,8 @@ def build(s: dict, seed: int) -> Case:
              f"threads={s['threads']}) as (bx, by):"]
     k.append(ind + f'A_s = T.alloc_shared({(bk, bm) if ta else (bm, bk)}, "{ab}")')
     k.append(ind + f'B_s = T.alloc_shared({(bn, bk) if tb else (bk, bn)}, "{ab}")')
+    if s.get("a_panel"):
+        k.append(ind + f'A_p = T.alloc_shared(({bm}, {nk * bk}), "{ab}")')
     if s["a_regs"]:
         k.append(ind + f'A_r = T.alloc_fragment(({bm}, {bk}), "{ab}")')
     k.append(ind + f'C_l = T.alloc_fragment(({bm}, {bn}), "{acc}")')
@@ -119,11 +129,15 @@ def build(s: dict, seed: int) -> Case:
         k.append(ind + "T.clear(C_l)")
     elif s["init"] == "input":
         k.append(ind + f"T.copy(C0[by * {bm}, bx * {bn}], C_l)")
+    if s.get("a_panel"):
+        k.append(ind + f"T.copy(A[by * {bm}, 0], A_p)")
     loop = (f"T.Pipelined({nk}, num_stages={s['stages']})" if s["loop"] == "pipelined"
             else f"T.serial({nk})")
     k.append(ind + f"for k in {loop}:")
     a_src = f"A[k * {bk}, by * {bm}]" if ta else f"A[by * {bm}, k * {bk}]"
     b_src = f"B[bx * {bn}, k * {bk}]" if tb else f"B[k * {bk}, bx * {bn}]"
+    if s.get("a_panel"):
+        a_src = f"A_p[0, k * {bk}]"
     k.append(ind * 2 + f"T.copy({a_src}, A_s)")
     k.append(ind * 2 + f"T.copy({b_src}, B_s)")
     a_op = "A_s"
@@ -160,7 +174,8 @@ def build(s: dict, seed: int) -> Case:
     family = "gemm"
     if tile_loop:  # the body once more indented, inside the tile loop
         k = head + [ind + line for line in k]
-        family, feats = "persistent", feats + ("persistent",)
+        family, feats = "persistent", feats + ("persistent",) + \
+            (("a_panel",) if s.get("a_panel") else ())
     return Case(family, seed, kernel_source(params, k), params,
                 lambda rng: _inputs(rng, params), lambda arrs: _oracle(s, arrs),
                 spec=s, features=feats)
