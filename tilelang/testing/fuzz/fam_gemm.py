@@ -72,11 +72,12 @@ def sample_persistent(rng, seed: int) -> Case:
         while not _partitionable(s["bm"], s["bn"], s["threads"] // 32):
             s["bm"], s["bn"] = int(pick(rng, (64, 128))), int(pick(rng, (32, 64, 128)))
         s["loop"], s["stages"] = "pipelined", int(pick(rng, (2, 3, 4)))
-        # every stage fits in shared memory next to an output tile (a valid program)
-        elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
-        while s["stages"] > 2 and s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + \
-                s["bm"] * s["bn"] * 4 > 200 * 1024:
-            s["stages"] -= 1
+    # every stage fits in shared memory next to an output tile (a valid program: in a tile
+    # loop the stages keep their bytes, no output tile may reuse them)
+    elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
+    while s["loop"] == "pipelined" and s["stages"] > 2 and \
+            s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + s["bm"] * s["bn"] * 4 > 200 * 1024:
+        s["stages"] -= 1
     if rng.random() < 0.6:  # 16-byte rows (TMA): dimensions in multiples of 16 elements
         s["M"], s["N"], s["K"] = (-(-s[d] // 16) * 16 for d in ("M", "N", "K"))
     s["M"] = int(s["M"] + rng.integers(0, 3) * s["bm"])
@@ -85,7 +86,6 @@ def sample_persistent(rng, seed: int) -> Case:
     # A's whole row panel loaded once per tile before the k loop, which copies its slices
     # (the producer's tile loads on sm_90a, read with ordinary loads)
     panel = -(-s["K"] // s["bk"]) * s["bk"]
-    elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
     if rng.random() < 0.35 and not s["trans_a"] and s["loop"] == "pipelined" and \
             panel <= 256 and s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + \
             2 * s["bm"] * panel * elem + s["bm"] * s["bn"] * 4 <= 200 * 1024:
