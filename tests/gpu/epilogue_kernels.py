@@ -141,12 +141,21 @@ def persistent_conv(N, C, H, W, F, K=3, stride=1, padding=1, bm=64, bn=64, bk=32
     return f
 
 
+# FlashAttention-3's schedule of the loop below (examples/flash_attention/
+# example_mha_fwd_pipelined.py): QK^T(k), rescale(k-1), PV(k-1), softmax(k)
+FA3_SCHEDULE = dict(group=[[0], [1, 2], [3, 4, 5, 6, 7, 8, 9], [10], [11], [12]],
+                    order=[-1, 0, 3, 1, -1, 2], stage=[-1, 0, 0, 1, -1, 1])
+
+
 def persistent_attention(batch, heads, seq_len, dim, is_causal, bm=64, bn=64, stages=2,
-                         threads=128, blocks=5):
+                         threads=128, blocks=5, overlap=False):
     """FlashAttention forward in a persistent tile loop (`T.Persistent` over (batch * heads,
     query tiles)): Q is loaded once per tile before the pipelined loop over the keys, which
     on sm_90a the producer issues too (warp_specialize.py's tile loads). Ragged `seq_len`
-    masks the last key tile; causal tiles run different numbers of iterations."""
+    masks the last key tile; causal tiles run different numbers of iterations. `overlap`:
+    the loop runs FlashAttention-3's order/stage schedule, gemms issued without waiting."""
+    schedule = FA3_SCHEDULE if overlap else {}
+    wg_wait = -1 if overlap else 0
     scale = (1.0 / dim) ** 0.5 * 1.44269504
     shape = [batch, seq_len, heads, dim]
     n_q = (seq_len + bm - 1) // bm
@@ -175,13 +184,14 @@ def persistent_attention(batch, heads, seq_len, dim, is_causal, bm=64, bn=64, st
                 n_k = T.ceildiv(seq_len, bn)
                 if is_causal:
                     n_k = T.min(n_k, T.ceildiv((qb + 1) * bm, bn))
-                for k in T.Pipelined(n_k, num_stages=stages):
+                for k in T.Pipelined(n_k, num_stages=stages, **schedule):
                     T.copy(K[b, k * bn:(k + 1) * bn, h, :], K_s)
                     for i, j in T.Parallel(bm, bn):
                         s[i, j] = T.if_then_else(
                             (k * bn + j < seq_len) and (not is_causal or qb * bm + i >= k * bn + j),
                             0, -T.infinity("float32"))
-                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow,
+                           wg_wait=wg_wait)
                     T.copy(m, m_prev)
                     T.reduce_max(s, m, dim=1, clear=False)
                     for i in T.Parallel(bm):
@@ -191,11 +201,11 @@ def persistent_attention(batch, heads, seq_len, dim, is_causal, bm=64, bn=64, st
                     T.reduce_sum(s, row, dim=1)
                     for i in T.Parallel(bm):
                         l[i] = l[i] * r[i] + row[i]
+                    T.copy(s, p)
                     for i, j in T.Parallel(bm, dim):
                         acc[i, j] *= r[i]
-                    T.copy(s, p)
                     T.copy(V[b, k * bn:(k + 1) * bn, h, :], V_s)
-                    T.gemm(p, V_s, acc, policy=T.GemmWarpPolicy.FullRow)
+                    T.gemm(p, V_s, acc, policy=T.GemmWarpPolicy.FullRow, wg_wait=wg_wait)
                 for i, j in T.Parallel(bm, dim):
                     acc[i, j] /= l[i]
                 T.copy(acc, O[b, qb * bm:(qb + 1) * bm, h, :])

@@ -184,3 +184,25 @@ def test_tile_load_of_tiles_whose_loop_runs_no_iteration(tiles, blocks, stages, 
         ref[t * 64:(t + 1) * 64] = x[t * 64:(t + 1) * 64].double() @ ysum
     assert not torch.isnan(c).any()
     torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("B,H,S,causal,blocks", [
+    (2, 3, 333, True, 5), (1, 4, 1000, True, 7), (2, 2, 520, False, 3), (1, 2, 128, True, 1)])
+def test_persistent_attention_with_the_fa3_schedule(B, H, S, causal, blocks):
+    """The order/stage schedule (QK^T(k) and PV(k-1) issued together, two warpgroups taking
+    turns) inside a persistent tile loop: tiles of 1 to 8 iterations in a row on one block,
+    the prologue and epilogue passes per tile keeping the rings in step; NaN-poisoned,
+    against float64."""
+    need_sm90()
+    torch.manual_seed(S + blocks)
+    kern = tilelang.compile(persistent_attention(B, H, S, 128, causal, bm=128, bn=128,
+                                                 threads=256, blocks=blocks, overlap=True),
+                            target="cuda")
+    assert "overlapped pipeline over k (inside for wave, if)" in kern.get_host_source()
+    q, k, v = (torch.randn(B, S, H, 128, device="cuda").half() for _ in range(3))
+    out = torch.full((B, S, H, 128), float("nan"), device="cuda", dtype=torch.float16)
+    kern(q, k, v, out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any()
+    torch.testing.assert_close(out.double(), _attention_reference(q, k, v, causal), rtol=1e-2,
+                               atol=1e-2)

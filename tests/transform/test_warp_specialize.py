@@ -226,3 +226,26 @@ def test_tile_read_after_the_loop_stays_with_the_consumers():
     assert "loads X once per tile" in _tile_reuse(False)
     host = _tile_reuse(True)
     assert "warp-specialised pipeline over k" in host and "once per tile" not in host
+
+
+def test_order_stage_schedule_runs_inside_a_tile_loop():
+    """FlashAttention-3's order/stage schedule in a persistent tile loop: the overlapped
+    pipeline with its prologue and epilogue passes runs per tile, every ring position counted
+    from the iterations of earlier tiles (prologue instance 0 included), ping-pong between
+    the consumer warpgroups, Q from the producer."""
+    from tests.gpu.epilogue_kernels import persistent_attention
+
+    kern = tilelang.compile(persistent_attention(2, 3, 333, 128, True, bm=128, bn=128,
+                                                 threads=256, overlap=True),
+                            target="cuda -arch=sm_90a")
+    host = kern.get_host_source()
+    assert "warp-specialised overlapped pipeline over k (inside for wave, if)" in host
+    assert "loads Q once per tile" in host and "warpgroup ping-pong" in host
+    src = kern.get_kernel_source()
+    consumer = src[src.index("thread_group: ('consumer'"):]
+    tile = consumer[consumer.index("for (int wave"):]
+    prologue = tile[:tile.index("for (int k")]
+    assert "K_s_full[((int)(((unsigned int)pipe_done) % 2u))]" in prologue
+    steady = tile[tile.index("for (int k"):]
+    assert "V_s_full[((int)(((unsigned int)(k + pipe_done - 1)) % 2u))]" in steady
+    assert re.search(r"pipe_done = [^;]*\+ pipe_done;", tile)

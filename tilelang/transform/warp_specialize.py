@@ -32,8 +32,8 @@ counts that need more keep the cp.async pipeline), and the ring position of iter
 k - start plus the iterations run in earlier tiles (`pipe_done`), so the producer fills the
 next tile's stages while the consumers finish this one, and tiles whose loops run any number
 of times, zero included, stay in step. The stage buffers then stay out of reach of epilogue
-tiles (`ctx.pinned_shared`); the order/stage schedule, multicast and double-buffered computed
-operands are not used there. A copy of the tile just before the pipelined loop whose shared
+tiles (`ctx.pinned_shared`); multicast and double-buffered computed operands are not used
+there (the order/stage schedule is: its prologue and epilogue passes run per tile). A copy of the tile just before the pipelined loop whose shared
 tile only that loop reads (FlashAttention's Q) is issued by the producer too, once per tile,
 into one of two buffers (one when two do not fit) on its own full/empty ring indexed by a
 count of tiles (`tiles_done`): the consumers wait for it where their copy was and hand it back
@@ -264,8 +264,7 @@ class WarpSpecializer:
             self.tile_plans = self._tile_plans(levels[-1], loop, outside, plans, written)
         slots = None
         if has_annotation(loop):
-            slots = self._note_overlap("the loop is inside a tile loop") if self.nest else \
-                self._overlap_slots(loop, stages, plans, body_items)
+            slots = self._overlap_slots(loop, stages, plans, body_items)
         if slots is None and not self.nest:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
@@ -293,7 +292,7 @@ class WarpSpecializer:
                 out.append(plan)
         return out
 
-    def _tile_ring(self, plans, loop):
+    def _tile_ring(self, plans):
         """Buffers and barriers for the tile loads: two buffers (the next tile's loads start
         while this tile's run) when they fit in shared memory with everything else, else
         one. Returns (mapping, full, empty, depth) or None without tile loads."""
@@ -453,22 +452,10 @@ class WarpSpecializer:
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         rings = [(full, empty)]
-        tile_ring = self._tile_ring(self.tile_plans, loop) if self.nest else None
+        tile_ring = None
         if self.nest:
-            producer_pre, consumer_post, replace = [], [], {}
-            if tile_ring is not None:
-                producer_pre, consumer_post, replace = self._tile_loads(tile_ring,
-                                                                        consumer_loop)
-                slot = self.nest.tile_ring_position(tile_ring[3])[0]
-                consumer_loop = _Rebuffer(tile_ring[0], slot).visit(consumer_loop)
-                rings.append(tile_ring[1:3])
-            producer_loop, consumer_loop = self.nest.wrap(
-                producer_pre + [producer_loop], [consumer_loop] + consumer_post, n, replace)
-            # the producer fills the stages of the next tile while the consumers finish this
-            # one: nothing else may take their bytes after the loop
-            ctx.pinned_shared.update(list(mapping.values()) + [full, empty])
-            if tile_ring is not None:
-                ctx.pinned_shared.update(list(tile_ring[0].values()) + list(tile_ring[1:3]))
+            producer_loop, consumer_loop, tile_ring = self._in_nest(
+                producer_loop, consumer_loop, n, list(mapping.values()), rings)
         producer, regs = self._producer(items[:li], producer_loop)
         consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
@@ -487,6 +474,25 @@ class WarpSpecializer:
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble(rings, S, producer, consumer, note)
+
+    def _in_nest(self, producer_loop, consumer_loop, n, stage_buffers, rings):
+        """(producer, consumer, tile ring or None): the two loops inside their copies of the
+        tile nest, with the tile loads (_tile_plans) around them; `rings` gains the tile
+        ring. The producer fills the stages of the next tile while the consumers finish this
+        one, so nothing else may take the bytes of the stages, the tile buffers or their
+        barriers after the loop (`ctx.pinned_shared`)."""
+        tile_ring = self._tile_ring(self.tile_plans)
+        producer_pre, consumer_post, replace = [], [], {}
+        if tile_ring is not None:
+            producer_pre, consumer_post, replace = self._tile_loads(tile_ring, consumer_loop)
+            slot = self.nest.tile_ring_position(tile_ring[3])[0]
+            consumer_loop = _Rebuffer(tile_ring[0], slot).visit(consumer_loop)
+            rings.append(tile_ring[1:3])
+            self.ctx.pinned_shared.update(list(tile_ring[0].values()) + list(tile_ring[1:3]))
+        self.ctx.pinned_shared.update(stage_buffers + [b for ring in rings for b in ring])
+        producer_loop, consumer_loop = self.nest.wrap(
+            producer_pre + [producer_loop], [consumer_loop] + consumer_post, n, replace)
+        return producer_loop, consumer_loop, tile_ring
 
     def _tile_loads(self, tile_ring, consumer_loop):
         """(producer statements before its loop, consumer statements after theirs, the
@@ -646,11 +652,16 @@ class WarpSpecializer:
         k, start, n = loop.var, loop.start, loop.extent
         D = depth(slots)
 
+        def ring_position(rel):
+            if self.nest:
+                return _slot_and_phase(self.nest.position(rel), S, counted=True)
+            return _slot_and_phase(rel, S, counted=False)
+
         def slot_of(rel):
-            return ir.binary("floormod", rel, S)
+            return ring_position(rel)[0]
 
         def phase_of(rel):
-            return ir.binary("floormod", ir.binary("floordiv", rel, S), 2)
+            return ring_position(rel)[1]
 
         # producer: iteration by iteration, each tile on its own ring
         rel = ir.binary("sub", k, start)
@@ -662,7 +673,6 @@ class WarpSpecializer:
                             ir.const(sum(p.bytes for p in ps)))]
             issue += [self._tma_loads(p, mapping, slot_of(rel), full) for p in ps]
         producer_loop = ir.For(k, start, n, "serial", ir.Seq(tuple(issue)), loc=loop.loc)
-        producer, regs = self._producer(items[:li], producer_loop)
 
         # consumers
         def async_gemms(st):
@@ -714,16 +724,25 @@ class WarpSpecializer:
                     body += instance(sl, ir.binary("sub", ir.binary("add", n, e), sl.stage))
             parts.append(ir.If(ir.compare("ge", ir.binary("add", n, e), D),
                                ir.Seq(tuple(body)), None))
-        consumer = _rebuild(items[:li] + [_merge_guards(parts)] + items[li + 1:])
+        consumer_loop = _merge_guards(parts)
+        ring_pairs = [(f, e) for f, e, _ in rings.values()]
+        tile_ring = None
+        if self.nest:
+            producer_loop, consumer_loop, tile_ring = self._in_nest(
+                producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
+        producer, regs = self._producer(items[:li], producer_loop)
+        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
         order = ", ".join(f"{sl.pos}@{sl.stage}" for sl in in_pass)
-        note = (f"warp-specialised overlapped pipeline over {k.name}: {S} stages, schedule "
-                f"(statement@stage) {order}; TMA rings for "
+        note = (f"warp-specialised overlapped pipeline over {k.name}"
+                + (f" (inside {self.nest.describe()})" if self.nest else "") +
+                f": {S} stages, schedule (statement@stage) {order}; TMA rings for "
                 f"{', '.join(b.name for b in rings)}, producer warpgroup + {T // 128} consumer "
-                f"warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else ""))
-        return self._assemble([(f, e) for f, e, _ in rings.values()], S, producer, consumer,
-                              note)
+                f"warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
+                + (f"; the producer also loads {', '.join(p.src.name for p in self.tile_plans)}"
+                   f" once per tile ({tile_ring[3]} buffer(s))" if tile_ring else ""))
+        return self._assemble(ring_pairs, S, producer, consumer, note)
 
     def _register_split(self):
         total = self.T + PRODUCER_THREADS
