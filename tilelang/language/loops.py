@@ -277,8 +277,9 @@ def Persistent(domain, wave_size, index, group_size=8):
     index + wave_size, ... of the domain. A 2-D domain is walked `group_size` rows at a time,
     column by column within the group (L2 reuse; the reference's rasterisation width, 8 by
     default), others row-major; the visiting order does not change results. On sm_90a a
-    `T.Pipelined` loop inside keeps its TMA producer, which loads the next tile's stages
-    during this tile's epilogue."""
+    `T.Pipelined` loop inside keeps its TMA producer (and its order/stage schedule), which
+    loads the next tile's stages during this tile's epilogue, and also a tile's copy before
+    the loop that only the loop reads (FlashAttention's Q) while the previous tile runs."""
     if isinstance(domain, (int, ir.Expr)):
         domain = [domain]
     if not isinstance(domain, (list, tuple)) or not domain:

@@ -19,10 +19,10 @@ the store overlaps the work up to it instead of stalling the issuing warp (and w
 warpgroup's next wgmma). In a loop body the scan wraps into the next iteration when every
 statement that touches S is in the body; one more wait then follows the loop, so S is read
 before anything after the loop runs. A loop body that is one branch without an else (the
-tile guard of a persistent loop), possibly under lets that only compute (the tile's coordinates),
-counts as its branch's statements: an iteration that skips
-them runs nothing, so the wait lands in the next tile (a persistent GEMM's epilogue store
-then overlaps the next tile's main loop). Waits that cannot move are left where they are.
+tile guard of a persistent loop), possibly under lets that only compute (the tile's
+coordinates), counts as its branch's statements: an iteration that skips them runs nothing,
+so the wait lands in the next tile (a persistent GEMM's epilogue store then overlaps the next
+tile's main loop). Waits that cannot move are left where they are.
 """
 
 from __future__ import annotations

@@ -33,11 +33,12 @@ k - start plus the iterations run in earlier tiles (`pipe_done`), so the produce
 next tile's stages while the consumers finish this one, and tiles whose loops run any number
 of times, zero included, stay in step. The stage buffers then stay out of reach of epilogue
 tiles (`ctx.pinned_shared`); multicast and double-buffered computed operands are not used
-there (the order/stage schedule is: its prologue and epilogue passes run per tile). A copy of the tile just before the pipelined loop whose shared
-tile only that loop reads (FlashAttention's Q) is issued by the producer too, once per tile,
-into one of two buffers (one when two do not fit) on its own full/empty ring indexed by a
-count of tiles (`tiles_done`): the consumers wait for it where their copy was and hand it back
-after the loop, so the next tile's Q arrives while this tile runs.
+there (the order/stage schedule is: its prologue and epilogue passes run per tile). A copy of
+the tile just before the pipelined loop whose shared tile only that loop reads
+(FlashAttention's Q) is issued by the producer too, once per tile, into one of two buffers
+(one when two do not fit) on its own full/empty ring indexed by a count of tiles
+(`tiles_done`): the consumers wait for it where their copy was and hand it back after the
+loop, so the next tile's Q arrives while this tile runs.
 
 In a `T.ClusterKernel`, a tile every block of a cluster loads alike (its source region and the
 trip count independent of the block index along the cluster's axes) is multicast: each block
@@ -261,7 +262,7 @@ class WarpSpecializer:
             if any(_mentions(o, p.dst) for o in outside if not isinstance(o, tuple)):
                 return self._why(f"{p.dst.name} is used outside the loop")
         if self.nest:
-            self.tile_plans = self._tile_plans(levels[-1], loop, outside, plans, written)
+            self.tile_plans = self._tile_plans(levels[-1], outside, plans, written)
         slots = None
         if has_annotation(loop):
             slots = self._overlap_slots(loop, stages, plans, body_items)
@@ -269,7 +270,7 @@ class WarpSpecializer:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
 
-    def _tile_plans(self, level, loop, outside, plans, written):
+    def _tile_plans(self, level, outside, plans, written):
         """The copies of a tile (global -> shared, just before the pipelined loop, at its
         level of the nest) that the producer can issue too: TMA performs them, the producer
         computes their region, and their tile is read only by the pipelined loop (as
@@ -294,7 +295,7 @@ class WarpSpecializer:
 
     def _tile_ring(self, plans):
         """Buffers and barriers for the tile loads: two buffers (the next tile's loads start
-        while this tile's run) when they fit in shared memory with everything else, else
+        while this tile runs) when they fit in shared memory with everything else, else
         one. Returns (mapping, full, empty, depth) or None without tile loads."""
         if not plans:
             return None
