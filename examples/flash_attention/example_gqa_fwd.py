@@ -30,6 +30,7 @@ def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=6
     head_group = math.gcd(heads, head_group)  # heads per scheduling group (causal)
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): softmax via exp2
     kv_heads = heads // groups
+    ragged = seq_len % block_N != 0  # the last key tile reaches past the end: mask it
     q_shape = [batch, seq_len, heads, dim]
     kv_shape = [batch, seq_len, kv_heads, dim]
 
@@ -82,10 +83,14 @@ def flash_attention_gqa(batch, heads, seq_len, dim, groups, is_causal, block_M=6
                                                          0, -T.infinity(accum_dtype))
                     else:
                         T.clear(acc_s)
-                elif seq_len % block_N != 0:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
-                                                     -T.infinity(accum_dtype))
+                elif ragged:
+                    # only the last key tile reaches past the end
+                    if k == n_tiles - 1:
+                        for i, j in T.Parallel(block_M, block_N):
+                            acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
+                                                         -T.infinity(accum_dtype))
+                    else:
+                        T.clear(acc_s)
                 else:
                     T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,

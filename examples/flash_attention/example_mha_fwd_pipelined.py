@@ -96,9 +96,13 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
                     else:
                         T.clear(acc_s)
                 elif ragged:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
-                                                     -T.infinity(accum_dtype))
+                    # only the last key tile reaches past the end
+                    if k == n_tiles - 1:
+                        for i, j in T.Parallel(block_M, block_N):
+                            acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
+                                                         -T.infinity(accum_dtype))
+                    else:
+                        T.clear(acc_s)
                 else:
                     T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,  # 2
