@@ -251,7 +251,7 @@ def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, star
     until the writes are done and visible to its generic loads (the kernel reads G later).
     Registers the tensor map (box: `rows` along G's dim `row_dim`, `blk` along its innermost
     dim)."""
-    from .warp_specialize import TmaDescriptor
+    from .tma_plan import TmaDescriptor
 
     box = [1] * len(G.shape)
     box[row_dim] = rows

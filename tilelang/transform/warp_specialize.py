@@ -64,8 +64,6 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..ir import nodes as ir
 from ..ir.visitor import collect, substitute
 from .. import layout as L
@@ -77,7 +75,9 @@ from .plan_shared import arena_bytes, smem_limit
 from .overlap_schedule import depth, has_annotation, schedule, touched_buffers
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
                        _whole_buffer_user, _written_buffers, stack_layout)
+from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
 from .tma_im2col import Im2colPlan, im2col_plan
+from .tma_plan import TmaDescriptor, tma_plan
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")
@@ -87,89 +87,6 @@ PRODUCER_THREADS = 128
 _call = ir.extern_stmt
 
 _addr = ir.address_of
-
-
-@dataclass
-class TmaDescriptor:
-    """A CUtensorMap kernel parameter the host encodes per call."""
-
-    name: str
-    buffer: ir.Buffer
-    box: tuple  # outermost first, elements
-    swizzle: int  # bytes: 0, 32, 64, 128
-    param: ir.Var = None
-    # im2col mode (tma_im2col.py): (lower (h, w), upper (h, w), channels, pixels, stride (h, w))
-    im2col: tuple = None
-
-
-class _Plan:
-    """A global->shared copy the producer performs with TMA: `stmt` (the copy) leaves the
-    consumers' loop, `dst` is the shared tile it fills from the global tensor `src`."""
-
-    def __init__(self, copy: ir.Copy, deps, swizzle, block_elems, n_blocks, box):
-        self.copy = self.stmt = copy
-        self.dst, self.src = copy.dst.buffer, copy.src.buffer
-        self.deps = deps
-        self.swizzle = swizzle
-        self.block_elems = block_elems
-        self.n_blocks = n_blocks
-        self.box = box
-        self.bytes = n_blocks * copy.src.buffer.dtype.bytes * _prod(box)
-        # (dimension of the box split across the cluster, blocks in the cluster): each block
-        # loads one slice and multicasts it to all (see WarpSpecializer._multicast)
-        self.multicast = None
-
-
-def _prod(xs):
-    p = 1
-    for x in xs:
-        p *= x
-    return p
-
-
-def tma_plan(copy: ir.Copy, layout, deps):
-    """How TMA performs `copy`: (a _Plan, None), or (None, the constraint it breaks)."""
-    src, dst = copy.src, copy.dst
-    g, s = src.buffer, dst.buffer
-    if g.dtype is not s.dtype:
-        return None, f"it converts {g.dtype} to {s.dtype}"
-    if g.dtype.bits < 8:
-        return None, f"{g.dtype} elements are narrower than a byte"
-    if not all(isinstance(x, int) for x in g.shape) or g.strides is not None:
-        return None, f"{g.name} has a symbolic shape or explicit strides"
-    esize = g.dtype.bytes
-    row_elems = g.shape[-1]
-    if (row_elems * esize) % 16:
-        return None, (f"the rows of {g.name} are {row_elems * esize} bytes apart, not a "
-                      f"multiple of 16")
-    # the destination must be the whole tile of one stage
-    if any(ir.int_value(st) != 0 for st in dst.starts) or \
-            [ir.int_value(e) for e in dst.extents] != list(s.shape) or len(s.shape) < 1:
-        return None, f"it fills part of {s.name}, not the whole tile"
-    swz = getattr(layout, "swizzle_bytes", None) or 0
-    if not swz and not layout.is_row_major():
-        return None, f"{s.name}'s layout is neither swizzled nor row-major"
-    cols = s.shape[-1]
-    if swz:
-        block_elems = swz // esize
-        if cols % block_elems or (len(s.shape) >= 2 and s.shape[-2] % 8):
-            return None, (f"{s.name} ({'x'.join(map(str, s.shape))}) is not whole {swz}-byte "
-                          "swizzle atoms")
-    else:
-        block_elems = cols
-        if (cols * esize) % 16:
-            return None, f"the rows of {s.name} are not a multiple of 16 bytes"
-    n_blocks = cols // block_elems
-    ext = [ir.int_value(e) for e in src.extents]
-    if any(e is None for e in ext) or ext[-1] != cols:
-        return None, "the copied region's extents are not static, whole rows of the tile"
-    box = list(ext)
-    box[-1] = block_elems
-    if any(b > 256 or b < 1 for b in box):
-        return None, f"a box of {tuple(box)} elements exceeds TMA's 256 per dimension"
-    if _prod(box) * n_blocks != _prod(s.shape):
-        return None, "the copied region does not map onto the tile's shape"
-    return _Plan(copy, deps, swz, block_elems, n_blocks, tuple(box)), None
 
 
 class WarpSpecializer:
@@ -200,13 +117,13 @@ class WarpSpecializer:
         if len(pipelined) != 1:
             return self._why("needs exactly one T.Pipelined loop")
         loop = pipelined[0]
-        levels = _levels_to(items, loop, set(self.kernel.thread_vars))
+        levels = levels_to(items, loop, set(self.kernel.thread_vars))
         if levels is None:
             return self._why("the T.Pipelined loop is neither at the kernel's top level nor "
                              "inside serial loops and branches on block-uniform values there")
         li = levels[0][1]
         if len(levels) > 1:
-            self.nest = _TileNest(levels, self.ctx)
+            self.nest = TileNest(levels, self.ctx)
             if not self.nest.producer_can_compute([loop.start, loop.extent]):
                 return self._why("the trip count of the T.Pipelined loop depends on values "
                                  "computed from memory in the loops around it")
@@ -323,7 +240,7 @@ class WarpSpecializer:
         cs = dims[0] * dims[1] * dims[2]
         axes = {v for v, c in zip(self.kernel.block_vars, dims) if c > 1}
         values = {it[1]: it[2] for it in lets if isinstance(it, tuple)}
-        if _depends_on((loop.start, loop.extent), axes, values):
+        if depends_on((loop.start, loop.extent), axes, values):
             return self.ctx.note("no multicast: the trip count differs between the blocks of a "
                                  "cluster")
         for p in plans:
@@ -331,7 +248,7 @@ class WarpSpecializer:
                 continue
             region = list(p.copy.src.starts) + list(p.copy.src.extents)
             split = [d for d, b in enumerate(p.box[:-1]) if b > 1]
-            if _depends_on(region, axes, values) or len(split) != 1 or len(p.dst.shape) != 2:
+            if depends_on(region, axes, values) or len(split) != 1 or len(p.dst.shape) != 2:
                 continue
             rows = p.box[split[0]]
             if rows % cs or (p.swizzle and (rows // cs) % 8):
@@ -409,7 +326,7 @@ class WarpSpecializer:
         rel = ir.binary("sub", k, start)
         if self.nest:
             rel = self.nest.position(rel)
-        stage, phase = _slot_and_phase(rel, S, counted=self.nest is not None)
+        stage, phase = slot_and_phase(rel, S, counted=self.nest is not None)
         total_bytes = sum(p.bytes for p in plans)
 
         # producer: one thread issues the TMA loads of every stage
@@ -655,8 +572,8 @@ class WarpSpecializer:
 
         def ring_position(rel):
             if self.nest:
-                return _slot_and_phase(self.nest.position(rel), S, counted=True)
-            return _slot_and_phase(rel, S, counted=False)
+                return slot_and_phase(self.nest.position(rel), S, counted=True)
+            return slot_and_phase(rel, S, counted=False)
 
         def slot_of(rel):
             return ring_position(rel)[0]
@@ -805,126 +722,6 @@ class WarpSpecializer:
         return body
 
 
-class _TileNest:
-    """The serial loops and block-uniform branches between the kernel's top level and a
-    T.Pipelined loop inside them (a persistent kernel's tile loop). Producer and consumers both
-    run the nest, the producer with only the lets it can compute from parameters; the ring
-    position of an iteration counts every iteration of the pipelined loop run before it
-    (`pipe_done`, a per-thread counter advanced after each run of the loop), so that the
-    mbarrier phases stay in step from one tile to the next."""
-
-    def __init__(self, levels, ctx):
-        self.levels = levels  # [(items, index)], top level first; the last indexes the loop
-        self.done = ir.Buffer("pipe_done", (1,), ir.DType("int32"), "local.var")
-        self.tiles = ir.Buffer("tiles_done", (1,), ir.DType("int32"), "local.var")
-        self.counts_tiles = False  # whether tile loads use `tiles`
-        params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
-        self.lets = {it[1]: it for items, _ in levels for it in items if isinstance(it, tuple)}
-        self.computable = set()
-        for items, i in levels:
-            for it in items[:i]:
-                if isinstance(it, tuple) and not (_buffers_read(it[2]) - params) and \
-                        self._known(it[2]):
-                    self.computable.add(it[1])
-
-    def _known(self, expr) -> bool:
-        return all(v in self.computable for v in collect(expr, lambda n: isinstance(n, ir.Var))
-                   if v in self.lets)
-
-    def producer_can_compute(self, exprs) -> bool:
-        return all(self._known(ir.as_expr(e)) for e in exprs)
-
-    def position(self, rel):
-        return ir.binary("add", rel, ir.Load(self.done, (ir.const(0),), self.done.dtype))
-
-    def tile_ring_position(self, depth):
-        """(slot, parity) of this tile on a ring of `depth` buffers loaded once per tile."""
-        self.counts_tiles = True
-        tiles = ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype)
-        return _slot_and_phase(tiles, depth, counted=True)
-
-    def describe(self) -> str:
-        return ", ".join(f"for {its[i].var.name}" if isinstance(its[i], ir.For) else "if"
-                         for its, i in self.levels[:-1])
-
-    def wrap(self, producer, consumer, n, replace):
-        """(producer, consumer): each list of statements (the loop and what the tile loads
-        add around it) inside its own copy of the nest; the consumers' statements whose id
-        is in `replace` become its value (None: removed)."""
-        done = ir.Load(self.done, (ir.const(0),), self.done.dtype)
-        advance = [ir.Store(self.done, (ir.const(0),),
-                            ir.binary("add", done, ir.binary("max", n, ir.const(0))))]
-        if self.counts_tiles:
-            tiles = ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype)
-            advance.append(ir.Store(self.tiles, (ir.const(0),), ir.binary("add", tiles, 1)))
-        p, c = producer + advance, consumer + advance
-        for level in range(len(self.levels) - 1, -1, -1):
-            items, i = self.levels[level]
-            if level < len(self.levels) - 1:
-                p, c = [_with_body(items[i], p)], [_with_body(items[i], c)]
-            if level == 0:
-                break
-            lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
-            p = _rebuild(lets + p)
-            mine = [replace.get(id(it), it) if not isinstance(it, tuple) else it
-                    for it in items[:i]]
-            c = _rebuild([it for it in mine if it is not None] + c + items[i + 1:])
-        zero = ir.const(0, "int32")
-        p, c = ir.Allocate(self.done, p[0], zero), ir.Allocate(self.done, c[0], zero)
-        if self.counts_tiles:
-            p, c = ir.Allocate(self.tiles, p, zero), ir.Allocate(self.tiles, c, zero)
-        return p, c
-
-
-def _slot_and_phase(position, S, counted):
-    """(slot, mbarrier parity) of ring position `position` on a ring of S. A position counted
-    across tiles (`pipe_done`, `tiles_done`) is not provably non-negative, so it is taken as
-    unsigned: `%` and `/` by S are then a mask and a shift instead of Python's floor rounding
-    (a dozen instructions an iteration; a persistent FlashAttention measured 1-2% slower
-    than one block per tile with them)."""
-    if counted:
-        u = ir.Cast(position, ir.DType("uint32"))
-        return (ir.Cast(ir.binary("floormod", u, S), ir.DType("int32")),
-                ir.Cast(ir.binary("floormod", ir.binary("floordiv", u, S), 2),
-                        ir.DType("int32")))
-    return ir.binary("floormod", position, S), \
-        ir.binary("floormod", ir.binary("floordiv", position, S), 2)
-
-
-def _with_body(node, body):
-    return ir.with_fields(node, body=body) if isinstance(node, ir.For) else \
-        ir.with_fields(node, then_body=body)
-
-
-def _levels_to(items, loop, thread_vars):
-    """[(items, index)] from the kernel's top level down to `loop` through serial loops and
-    branches without an else on block-uniform values, or None."""
-    levels = []
-    while True:
-        at = [i for i, it in enumerate(items) if not isinstance(it, tuple)
-              and (it is loop or collect(it, lambda n: n is loop))]
-        if len(at) != 1:
-            return None
-        node = items[at[0]]
-        levels.append((items, at[0]))
-        if node is loop:
-            return levels
-        if isinstance(node, ir.For) and node.kind == "serial" and node.step == 1 and \
-                _uniform((node.start, node.extent), levels, thread_vars):
-            items = _flatten(node.body)
-        elif isinstance(node, ir.If) and node.else_body is None and \
-                _uniform((node.cond,), levels, thread_vars):
-            items = _flatten(node.then_body)
-        else:
-            return None
-
-
-def _uniform(exprs, levels, thread_vars) -> bool:
-    """No thread index in `exprs`, directly or through the lets of `levels`."""
-    values = {it[1]: it[2] for items, _ in levels for it in items if isinstance(it, tuple)}
-    return not _depends_on(exprs, thread_vars, values)
-
-
 def _merge_guards(parts):
     """Adjacent `if c: ...` with the same condition become one branch (prologue passes)."""
     out = []
@@ -941,20 +738,6 @@ def _merge_guards(parts):
 
 def _stmts(s):
     return s.stmts if isinstance(s, ir.Seq) else (s,)
-
-
-def _depends_on(exprs, block_vars, let_values) -> bool:
-    """Whether any of `exprs` reads one of `block_vars`, directly or through the values of
-    the lets it reads (`let_values`: var -> value)."""
-    stack, seen = [ir.as_expr(e) for e in exprs], set()
-    while stack:
-        for v in collect(stack.pop(), lambda n: isinstance(n, ir.Var)):
-            if v in block_vars:
-                return True
-            if v in let_values and v not in seen:
-                seen.add(v)
-                stack.append(let_values[v])
-    return False
 
 
 def _without_gemms(node):

@@ -1,0 +1,98 @@
+"""Whether and how TMA copies a global tile into shared memory (sm_90a, HARDWARE §7).
+
+`tma_plan(copy, layout, deps)` checks a global->shared `T.copy` against what one
+cp.async.bulk.tensor load per swizzle-width column block can do: the same element type, whole
+bytes, a static global shape with 16-byte row strides, the whole destination tile, boxes of at
+most 256 elements per dimension, whole swizzle atoms. It returns the plan (box, swizzle,
+bytes per load) or, for the note of the cp.async fallback, the constraint the copy breaks.
+`TmaDescriptor` is the CUtensorMap kernel parameter the host encodes per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+
+
+@dataclass
+class TmaDescriptor:
+    """A CUtensorMap kernel parameter the host encodes per call."""
+
+    name: str
+    buffer: ir.Buffer
+    box: tuple  # outermost first, elements
+    swizzle: int  # bytes: 0, 32, 64, 128
+    param: ir.Var = None
+    # im2col mode (tma_im2col.py): (lower (h, w), upper (h, w), channels, pixels, stride (h, w))
+    im2col: tuple = None
+
+
+class TmaPlan:
+    """A global->shared copy the producer performs with TMA: `stmt` (the copy) leaves the
+    consumers' loop, `dst` is the shared tile it fills from the global tensor `src`."""
+
+    def __init__(self, copy: ir.Copy, deps, swizzle, block_elems, n_blocks, box):
+        self.copy = self.stmt = copy
+        self.dst, self.src = copy.dst.buffer, copy.src.buffer
+        self.deps = deps
+        self.swizzle = swizzle
+        self.block_elems = block_elems
+        self.n_blocks = n_blocks
+        self.box = box
+        self.bytes = n_blocks * copy.src.buffer.dtype.bytes * _prod(box)
+        # (dimension of the box split across the cluster, blocks in the cluster): each block
+        # loads one slice and multicasts it to all (see WarpSpecializer._multicast)
+        self.multicast = None
+
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def tma_plan(copy: ir.Copy, layout, deps):
+    """How TMA performs `copy`: (a TmaPlan, None), or (None, the constraint it breaks)."""
+    src, dst = copy.src, copy.dst
+    g, s = src.buffer, dst.buffer
+    if g.dtype is not s.dtype:
+        return None, f"it converts {g.dtype} to {s.dtype}"
+    if g.dtype.bits < 8:
+        return None, f"{g.dtype} elements are narrower than a byte"
+    if not all(isinstance(x, int) for x in g.shape) or g.strides is not None:
+        return None, f"{g.name} has a symbolic shape or explicit strides"
+    esize = g.dtype.bytes
+    row_elems = g.shape[-1]
+    if (row_elems * esize) % 16:
+        return None, (f"the rows of {g.name} are {row_elems * esize} bytes apart, not a "
+                      f"multiple of 16")
+    # the destination must be the whole tile of one stage
+    if any(ir.int_value(st) != 0 for st in dst.starts) or \
+            [ir.int_value(e) for e in dst.extents] != list(s.shape) or len(s.shape) < 1:
+        return None, f"it fills part of {s.name}, not the whole tile"
+    swz = getattr(layout, "swizzle_bytes", None) or 0
+    if not swz and not layout.is_row_major():
+        return None, f"{s.name}'s layout is neither swizzled nor row-major"
+    cols = s.shape[-1]
+    if swz:
+        block_elems = swz // esize
+        if cols % block_elems or (len(s.shape) >= 2 and s.shape[-2] % 8):
+            return None, (f"{s.name} ({'x'.join(map(str, s.shape))}) is not whole {swz}-byte "
+                          "swizzle atoms")
+    else:
+        block_elems = cols
+        if (cols * esize) % 16:
+            return None, f"the rows of {s.name} are not a multiple of 16 bytes"
+    n_blocks = cols // block_elems
+    ext = [ir.int_value(e) for e in src.extents]
+    if any(e is None for e in ext) or ext[-1] != cols:
+        return None, "the copied region's extents are not static, whole rows of the tile"
+    box = list(ext)
+    box[-1] = block_elems
+    if any(b > 256 or b < 1 for b in box):
+        return None, f"a box of {tuple(box)} elements exceeds TMA's 256 per dimension"
+    if _prod(box) * n_blocks != _prod(s.shape):
+        return None, "the copied region does not map onto the tile's shape"
+    return TmaPlan(copy, deps, swz, block_elems, n_blocks, tuple(box)), None
