@@ -66,7 +66,6 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import collect, substitute
-from .. import layout as L
 from .async_gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
 from .lower_elementwise import is_global_to_shared
@@ -759,5 +758,3 @@ def warp_specialize(kernel: ir.Kernel, ctx) -> ir.Kernel:
     out = WarpSpecializer(kernel, ctx).run()
     return kernel if out is None else out
 
-
-_ = (substitute, L)
