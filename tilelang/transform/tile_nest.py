@@ -47,13 +47,12 @@ class TileNest:
         return all(self._known(ir.as_expr(e)) for e in exprs)
 
     def position(self, rel):
-        return ir.binary("add", rel, ir.Load(self.done, (ir.const(0),), self.done.dtype))
+        return ir.binary("add", rel, _value(self.done))
 
     def tile_ring_position(self, depth):
         """(slot, parity) of this tile on a ring of `depth` buffers loaded once per tile."""
         self.counts_tiles = True
-        tiles = ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype)
-        return slot_and_phase(tiles, depth, counted=True)
+        return slot_and_phase(_value(self.tiles), depth, counted=True)
 
     def describe(self) -> str:
         return ", ".join(f"for {its[i].var.name}" if isinstance(its[i], ir.For) else "if"
@@ -63,12 +62,11 @@ class TileNest:
         """(producer, consumer): each list of statements (the loop and what the tile loads
         add around it) inside its own copy of the nest; the consumers' statements whose id
         is in `replace` become its value (None: removed)."""
-        done = ir.Load(self.done, (ir.const(0),), self.done.dtype)
         advance = [ir.Store(self.done, (ir.const(0),),
-                            ir.binary("add", done, ir.binary("max", n, ir.const(0))))]
+                            ir.binary("add", _value(self.done), ir.binary("max", n, ir.const(0))))]
         if self.counts_tiles:
-            tiles = ir.Load(self.tiles, (ir.const(0),), self.tiles.dtype)
-            advance.append(ir.Store(self.tiles, (ir.const(0),), ir.binary("add", tiles, 1)))
+            advance.append(ir.Store(self.tiles, (ir.const(0),),
+                                    ir.binary("add", _value(self.tiles), 1)))
         p, c = producer + advance, consumer + advance
         for level in range(len(self.levels) - 1, -1, -1):
             items, i = self.levels[level]
@@ -86,6 +84,11 @@ class TileNest:
         if self.counts_tiles:
             p, c = ir.Allocate(self.tiles, p, zero), ir.Allocate(self.tiles, c, zero)
         return p, c
+
+
+def _value(counter):
+    """The value of a per-thread counter (a local.var)."""
+    return ir.Load(counter, (ir.const(0),), counter.dtype)
 
 
 def slot_and_phase(position, S, counted):

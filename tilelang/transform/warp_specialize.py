@@ -65,7 +65,7 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.visitor import collect, substitute
+from ..ir.visitor import Mutator, collect, substitute
 from .async_gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
 from .lower_elementwise import is_global_to_shared
@@ -218,7 +218,7 @@ class WarpSpecializer:
         ctx = self.ctx
         tiles = {p.dst for p in plans}
         allocs = [ctx.replaced_shared.get(b, b) for b in self.kernel.allocs] + \
-            [b for b in tiles]  # a second copy of each
+            list(tiles)  # a second copy of each
         depth = 2 if arena_bytes(ctx, allocs) + 1024 <= smem_limit(ctx.target.sm) else 1
         mapping = {b: self._multi_buffer(b, depth) for b in tiles}
         full = ctx.add_scratch_shared("tile_full_bar", (depth,), U64)
@@ -378,14 +378,11 @@ class WarpSpecializer:
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
 
-        note = (f"warp-specialised pipeline over {k.name}"
-                + (f" (inside {self.nest.describe()})" if self.nest else "") +
-                f": {S} stages, TMA loads of "
+        where, tile_loads = self._nest_notes(tile_ring)
+        note = (f"warp-specialised pipeline over {k.name}{where}: {S} stages, TMA loads of "
                 f"{', '.join(p.src.name for p in plans)} ({total_bytes} B per "
                 f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
-                + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
-                + (f"; the producer also loads {', '.join(p.src.name for p in self.tile_plans)}"
-                   f" once per tile ({tile_ring[3]} buffer(s))" if tile_ring else "")
+                + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "") + tile_loads
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
                    "the previous gemm runs" if computed else "")
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
@@ -405,11 +402,19 @@ class WarpSpecializer:
             slot = self.nest.tile_ring_position(tile_ring[3])[0]
             consumer_loop = _Rebuffer(tile_ring[0], slot).visit(consumer_loop)
             rings.append(tile_ring[1:3])
-            self.ctx.pinned_shared.update(list(tile_ring[0].values()) + list(tile_ring[1:3]))
+            stage_buffers = stage_buffers + list(tile_ring[0].values())
         self.ctx.pinned_shared.update(stage_buffers + [b for ring in rings for b in ring])
         producer_loop, consumer_loop = self.nest.wrap(
             producer_pre + [producer_loop], [consumer_loop] + consumer_post, n, replace)
         return producer_loop, consumer_loop, tile_ring
+
+    def _nest_notes(self, tile_ring):
+        """(where the loop sits, what the producer loads per tile) for the verbose note."""
+        if not self.nest:
+            return "", ""
+        loads = (f"; the producer also loads {', '.join(p.src.name for p in self.tile_plans)}"
+                 f" once per tile ({tile_ring[3]} buffer(s))" if tile_ring else "")
+        return f" (inside {self.nest.describe()})", loads
 
     def _tile_loads(self, tile_ring, consumer_loop):
         """(producer statements before its loop, consumer statements after theirs, the
@@ -652,13 +657,12 @@ class WarpSpecializer:
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
         order = ", ".join(f"{sl.pos}@{sl.stage}" for sl in in_pass)
-        note = (f"warp-specialised overlapped pipeline over {k.name}"
-                + (f" (inside {self.nest.describe()})" if self.nest else "") +
-                f": {S} stages, schedule (statement@stage) {order}; TMA rings for "
+        where, tile_loads = self._nest_notes(tile_ring)
+        note = (f"warp-specialised overlapped pipeline over {k.name}{where}: {S} stages, "
+                f"schedule (statement@stage) {order}; TMA rings for "
                 f"{', '.join(b.name for b in rings)}, producer warpgroup + {T // 128} consumer "
                 f"warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
-                + (f"; the producer also loads {', '.join(p.src.name for p in self.tile_plans)}"
-                   f" once per tile ({tile_ring[3]} buffer(s))" if tile_ring else ""))
+                + tile_loads)
         return self._assemble(ring_pairs, S, producer, consumer, note)
 
     def _register_split(self):
@@ -740,8 +744,6 @@ def _stmts(s):
 
 
 def _without_gemms(node):
-    from ..ir.visitor import Mutator
-
     class Drop(Mutator):
         def visit_Gemm(self, g):
             return ir.Seq(())
