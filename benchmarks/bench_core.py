@@ -3,7 +3,7 @@
     python benchmarks/bench_core.py [--quick]
 
 Prints one row per kernel: time (median of CUDA-event timings after warm-up, L2 flushed
-between runs, ours and torch's in alternating batches), TFLOP/s or GB/s, torch's time and the
+and the host's launch latency kept out of each timing, ours and torch's in alternating batches), TFLOP/s or GB/s, torch's time and the
 ratio; then cold compile time, host
 overhead per call and `import tilelang` time.
 """
@@ -23,18 +23,21 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import tilelang  # noqa: E402
 from tests.gpu import kernels as K  # noqa: E402
+from tilelang.profiler.bench import gpu_lead  # noqa: E402
 
 _FLUSH = None
 
 
 def _samples(fn, rep):
-    """`rep` CUDA-event timings of `fn` in ms, the L2 cache flushed before each."""
+    """`rep` CUDA-event timings of `fn` in ms, the L2 cache flushed before each and the GPU
+    kept busy while the host issues the call (`gpu_lead`)."""
     global _FLUSH
     if _FLUSH is None:
         _FLUSH = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     times = []
     for _ in range(rep):
         _FLUSH.zero_()
+        gpu_lead()  # the host's launch latency stays out of the timed interval
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         fn()

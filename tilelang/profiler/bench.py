@@ -3,7 +3,7 @@
 On the GPU (backend "event", the default): one call to settle, five calls to estimate, then
 `warmup` ms of warm-up calls and `rep` ms of timed calls, each timed with its own pair of CUDA
 events and preceded by writing a `cache_size` MB buffer so the L2 cache holds nothing of the
-inputs. Backend "cupti" measures device time of the kernels alone (via torch.profiler, which uses
+inputs, and by a short GPU sleep so that the host's launch latency is not timed (`gpu_lead`). Backend "cupti" measures device time of the kernels alone (via torch.profiler, which uses
 CUPTI) with the flush subtracted; "cudagraph" captures the calls in a CUDA graph and times the
 replay (no per-call launch overhead, no flush). Where one of these cannot work here it says so once
 (warnings.warn) and uses events.
@@ -167,6 +167,23 @@ def _bench_gpu(fn, warmup, rep, n_warmup, n_repeat, quantiles, fast_flush, backe
     return summarize(_times_events(fn, nr, cache, grad_to_none), quantiles, return_mode)
 
 
+# GPU cycles of work queued ahead of each timed call (~250 µs at 2 GHz): the host enqueues
+# the call while the GPU is still busy, so the time from the start event to the call's first
+# kernel is not the host's launch latency. Without it a call whose host side takes longer than
+# the cache flush (tens of µs: tensor checks, TMA descriptors, allocations) is timed with that
+# gap in it, and the result moves with the host's speed from one process to the next.
+LEAD_CYCLES = 500_000
+
+
+def gpu_lead(cycles: int = LEAD_CYCLES):
+    """Queue `cycles` of idle GPU work on the current stream (see LEAD_CYCLES)."""
+    import torch
+
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(cycles)
+
+
 def _times_events(fn, n, cache, grad_to_none):
     import torch
 
@@ -175,6 +192,7 @@ def _times_events(fn, n, cache, grad_to_none):
     for i in range(n):
         _clear_grads(grad_to_none)
         cache.zero_()
+        gpu_lead()
         starts[i].record()
         fn()
         ends[i].record()
