@@ -127,6 +127,62 @@ def test_static_grid_is_decided_when_the_path_is_generated(monkeypatch, launch_e
     assert call((FakeCudaTensor((999,), torch.float32),)) == "slow"
 
 
+def _tma_gemm(m):
+    @T.prim_func
+    def gemm(A: T.Tensor((m, 256), "float16"), B: T.Tensor((256, 256), "float16"),
+             C: T.Tensor((m, 256), "float16")):
+        with T.Kernel(2, T.ceildiv(m, 128), threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, acc)
+            T.copy(acc, C[by * 128, bx * 128])
+    return gemm
+
+
+def test_tensor_maps_are_encoded_once_per_address(monkeypatch):
+    """The fast path keeps each tensor map by the tensor's address: a call on tensors where
+    earlier ones sat encodes nothing."""
+    from tilelang.engine import build
+
+    encoded = []
+
+    def fake_encode(d, tensor, swizzle):
+        encoded.append((d.buffer.name, tensor.data_ptr(), tuple(tensor.shape)))
+        return bytes([len(encoded)]) * 128
+
+    monkeypatch.setattr(build, "encode_tma", fake_encode)
+    call, calls, slow_calls = _fake_call(monkeypatch, _tma_gemm(384), [2])
+    assert "encode_tma" not in call.source
+    a, b = FakeCudaTensor((384, 256), torch.float16), FakeCudaTensor((256, 256), torch.float16,
+                                                                      ptr=1 << 20)
+    call((a, b))
+    n_maps = len(encoded)
+    assert n_maps >= 2 and not slow_calls
+    call((a, b))
+    assert len(encoded) == n_maps  # same addresses: nothing encoded again
+    call((FakeCudaTensor((384, 256), torch.float16, ptr=1 << 30), b))
+    assert len(encoded) == n_maps + 1 and encoded[-1][1] == 1 << 30  # only A's map is new
+    assert len(calls) == 3 and not slow_calls
+
+
+def test_tensor_map_of_a_symbolic_shape_is_keyed_by_shape_too(monkeypatch):
+    from tilelang.engine import build
+    from tilelang.engine.host import tma_encoder
+
+    encoded = []
+    monkeypatch.setattr(build, "encode_tma",
+                        lambda d, t, sw: encoded.append(tuple(t.shape)) or b"x" * 128)
+    encode = tma_encoder(None, 3, static=False)
+    for shape in ((256, 64), (256, 64), (128, 64)):
+        encode(FakeCudaTensor(shape, torch.float16, ptr=1 << 20))
+    assert encoded == [(256, 64), (128, 64)]
+
+
 if __name__ == "__main__":
     pytest.main([__file__])
 

@@ -136,15 +136,13 @@ def make_fast_call(adapter, plan, slow):
         values.append(f"{text}.data_ptr()" if isinstance(p, ir.Buffer) else text)
     values += [names[v] for v in module.symbols]
     values += [f"w{j}.data_ptr()" for j in range(len(module.workspaces))]
-    if module.tma:
-        from .build import encode_tma
-
-        g["encode_tma"] = encode_tma
-        for j, (d, (index, swizzle)) in enumerate(zip(module.tma, adapter.tma_sources)):
-            g[f"TMA{j}"] = d
-            tensor = by_index[index] if index >= 0 else f"w{-1 - index}"
-            lines.append(f"    t{j} = encode_tma(TMA{j}, {tensor}, {swizzle})")
-            values.append(f"t{j}")
+    for j, (d, (index, swizzle)) in enumerate(zip(module.tma, adapter.tma_sources)):
+        over = module.params[index] if index >= 0 else module.workspaces[-1 - index]
+        static = all(isinstance(x, int) for x in over.shape)
+        g[f"TMA{j}"] = tma_encoder(d, swizzle, static)
+        tensor = by_index[index] if index >= 0 else f"w{-1 - index}"
+        lines.append(f"    t{j} = TMA{j}({tensor})")
+        values.append(f"t{j}")
     lines.append("    s = raw_stream(dev)")
     if launch_ex is not None:  # one CUlaunchConfig per kernel and stream, built once
         g["configs_for"] = _launch_configs(module.kernels, names, driver)
@@ -204,6 +202,30 @@ def make_fast_call(adapter, plan, slow):
 
     call.register = register
     return call
+
+
+def tma_encoder(d, swizzle: int, static: bool):
+    """`encode(tensor)`: the CUtensorMap of descriptor `d` over `tensor`, remembered per
+    tensor address, so that a call whose tensors sit where they sat before pays one dict
+    lookup (encode_tma normalises its arguments, and re-views a tensor whose buffer is a view:
+    tens of microseconds for a kernel with three maps). With `static` the call has checked the
+    tensor's shape and contiguity already (or allocated it), so the address is the whole key;
+    otherwise the shape and strides are part of it."""
+    from .build import encode_tma
+
+    cache: dict = {}
+
+    def encode(tensor):
+        key = tensor.data_ptr() if static else (tensor.data_ptr(), tensor.shape,
+                                                 tensor.stride())
+        hit = cache.get(key)
+        if hit is None:
+            if len(cache) >= 64:  # a program cycling through many buffers
+                cache.clear()
+            hit = cache[key] = encode_tma(d, tensor, swizzle)
+        return hit
+
+    return encode
 
 
 def static_grid(kernel, names):
