@@ -248,4 +248,4 @@ def test_order_stage_schedule_runs_inside_a_tile_loop():
     assert "K_s_full[((int)(((unsigned int)pipe_done) % 2u))]" in prologue
     steady = tile[tile.index("for (int k"):]
     assert "V_s_full[((int)(((unsigned int)(k + pipe_done - 1)) % 2u))]" in steady
-    assert re.search(r"pipe_done = [^;]*\+ pipe_done;", tile)
+    assert re.search(r"pipe_done = [^;]*\+ pipe_done[^;]*;", tile)  # counted across tiles

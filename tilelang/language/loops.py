@@ -233,7 +233,10 @@ class _Persistent(LoopSpec):
             tm, tn = dom
             per_group = g * tn
             first = tile // per_group * g
-            rows = ir.binary("min", ir.as_expr(tm - first), ir.as_expr(g))
+            if isinstance(tm, int) and isinstance(g, int) and tm % g == 0:
+                rows = g  # every group is whole: no division by a runtime row count
+            else:
+                rows = ir.binary("min", ir.as_expr(tm - first), ir.as_expr(g))
             within = tile % per_group
             return [first + within % rows, within // rows]
         coords, rest = [], tile
