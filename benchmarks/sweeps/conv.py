@@ -4,8 +4,9 @@
     python benchmarks/sweeps/conv.py --cpu    # plumbing only: tiny size on the CPU interpreter
 
 Each variant is built, checked on fresh random inputs against torch conv2d in float64 (the
-output is poisoned with NaN first), and timed with bench_core.bench (CUDA events, L2 flush,
-median) next to torch.nn.functional.conv2d on channels_last fp16 tensors in the same run.
+output is poisoned with NaN first), and timed with bench_core.bench_pair (CUDA events, L2
+flush, median, alternating batches) against torch.nn.functional.conv2d on channels_last fp16
+tensors.
 One line per variant:  name  time_ms  rate(TFLOP/s)  baseline_ms  ratio(baseline/time)  max_err
 A variant that fails to build or check prints FAILED and the reason; the sweep goes on.
 """
@@ -23,11 +24,13 @@ sys.path.insert(0, str(ROOT / "examples" / "convolution"))
 import example_convolution as ex  # noqa: E402
 from bench_core import wall_bench  # noqa: E402
 
-# block_M, block_N, block_K, num_stages, threads[, wgmma overlap]: the old default first, then
-# wgmma-sized tiles; "no overlap" keeps each gemm synchronous (tl.disable_wgmma_overlap)
+# block_M, block_N, block_K, num_stages, threads[, options]: the old default first, then
+# wgmma-sized tiles; options: "overlap": False keeps each gemm synchronous
+# (tl.disable_wgmma_overlap), "persistent": True launches one block per multiprocessor
+# walking the tiles (T.Persistent) instead of one block per tile
 VARIANTS = [
     (128, 128, 32, 2, 128),
-    (128, 128, 32, 4, 128, False),
+    (128, 128, 32, 4, 128, {"overlap": False}),
     (128, 128, 32, 4, 128),
     (128, 128, 64, 4, 128),
     (128, 128, 64, 3, 128),
@@ -37,6 +40,11 @@ VARIANTS = [
     (128, 256, 64, 4, 256),
     (256, 128, 64, 3, 256),
     (64, 256, 64, 4, 128),
+    (128, 256, 64, 3, 256, {"persistent": True}),
+    (128, 256, 64, 4, 256, {"persistent": True}),
+    (128, 256, 32, 4, 256, {"persistent": True}),
+    (128, 128, 64, 4, 256, {"persistent": True}),
+    (256, 128, 64, 3, 256, {"persistent": True}),
 ]
 
 
@@ -49,10 +57,13 @@ def main():
     dev = "cpu" if args.cpu else "cuda"
     if args.cpu:
         N, C, H, W, F, KH, KW, s, p, d = 1, 16, 5, 6, 24, 3, 3, 1, 1, 1
-        timer, target = wall_bench, "cpu"
+        target = "cpu"
+
+        def pair(fn, base):
+            return wall_bench(fn), wall_bench(base)
     else:
         N, C, H, W, F, KH, KW, s, p, d, _ = ex.SIZES["bench"]
-        from bench_core import bench as timer
+        from bench_core import bench_pair as pair
         target = "cuda"
     OH = (H + 2 * p - d * (KH - 1) - 1) // s + 1
     OW = (W + 2 * p - d * (KW - 1) - 1) // s + 1
@@ -68,21 +79,27 @@ def main():
         x_base, w_base = x_nchw.float(), w_cl.float()   # no fp16 conv2d on the CPU
     else:
         x_base, w_base = x_nchw, w_cl
-    base_ms = timer(lambda: torch.nn.functional.conv2d(x_base, w_base, stride=s, padding=p,
-                                                       dilation=d))
+    def baseline():
+        return torch.nn.functional.conv2d(x_base, w_base, stride=s, padding=p, dilation=d)
+
     print(f"conv2d fp16 N{N} {H}x{W} C{C}->F{F} {KH}x{KW} s{s} p{p} d{d}; baseline torch "
-          f"conv2d (cuDNN, channels_last) {base_ms:.4f} ms", flush=True)
-    print(f"{'name':34s} {'time_ms':>9s} {'TFLOP/s':>8s} {'baseline_ms':>11s} {'ratio':>6s} "
+          f"conv2d (cuDNN, channels_last), timed in alternating batches with each variant",
+          flush=True)
+    print(f"{'name':40s} {'time_ms':>9s} {'TFLOP/s':>8s} {'baseline_ms':>11s} {'ratio':>6s} "
           f"{'max_err':>8s}", flush=True)
     w_flat = w.reshape(KH * KW * C, F)
-    for bm, bn, bk, stages, threads, *overlap in VARIANTS:
-        overlap = overlap[0] if overlap else True
-        name = f"conv {bm}x{bn}x{bk} s{stages} t{threads}" + ("" if overlap else " no overlap")
+    blocks = 4 if args.cpu else torch.cuda.get_device_properties(0).multi_processor_count
+    for bm, bn, bk, stages, threads, *options in VARIANTS:
+        options = options[0] if options else {}
+        overlap, persistent = options.get("overlap", True), options.get("persistent", False)
+        name = (f"conv {bm}x{bn}x{bk} s{stages} t{threads}" + ("" if overlap else " no overlap")
+                + (f" persistent b{blocks}" if persistent else ""))
         configs = {} if overlap else {"tl.disable_wgmma_overlap": True}
         try:
             func = ex.convolution.get_tir(N, C, H, W, F, KH, KW, s, p, d, block_M=bm,
                                           block_N=bn, block_K=bk, num_stages=stages,
-                                          threads=threads)
+                                          threads=threads,
+                                          num_blocks=blocks if persistent else None)
             kernel = ex.tilelang.compile(func, target=target, pass_configs=configs)
             out = torch.full((N, OH, OW, F), float("nan"), device=dev, dtype=torch.float16)
             xs = torch.randn_like(x)          # fresh inputs for the check
@@ -96,12 +113,12 @@ def main():
             err = ((out.double() - check).abs().max() / check.abs().max()).item()
             if err > 2e-3:
                 raise AssertionError(f"max relative error {err:.2e}")
-            ms = timer(lambda: kernel(x, w_flat, out))
-            print(f"{name:34s} {ms:9.4f} {flops / ms * 1e-9:8.1f} {base_ms:11.4f} "
+            ms, base_ms = pair(lambda: kernel(x, w_flat, out), baseline)
+            print(f"{name:40s} {ms:9.4f} {flops / ms * 1e-9:8.1f} {base_ms:11.4f} "
                   f"{base_ms / ms:6.2f} {err:8.1e}", flush=True)
         except Exception as e:  # noqa: BLE001 - one failed variant must not stop the sweep
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            print(f"{name:34s} FAILED {type(e).__name__}: {msg[:160]}", flush=True)
+            print(f"{name:40s} FAILED {type(e).__name__}: {msg[:160]}", flush=True)
     del ref
 
 

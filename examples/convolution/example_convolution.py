@@ -20,8 +20,11 @@ filter copy:
 - Elsewhere it is issued `num_stages - 1` iterations ahead as cp.async with zero-fill (16-byte
   copies when C % 8 == 0; transform/async_gather.py), and on Hopper each wgmma runs while the
   threads compute the next stage's addresses.
-The defaults (128x256x64 tiles, two consumer warpgroups) suit an H200; see
-benchmarks/sweeps/conv.py for the alternatives.
+With `num_blocks`, that many blocks (one per multiprocessor) walk the output tiles
+(`T.Persistent`) instead of one block per tile: on Hopper the producer then loads a block's
+next tile while its consumers store this one, which the short K loop of a convolution (36
+steps here) feels. The defaults (128x256x64 tiles, two consumer warpgroups, persistent on
+Hopper) suit an H200; see benchmarks/sweeps/conv.py for the alternatives.
 
 The input is (N, H, W, C); the filter is given as (KH*KW*C, F), i.e. an HWIO filter
 flattened over its first three dimensions; the output is (N, OH, OW, F).
@@ -37,42 +40,62 @@ import tilelang.language as T
 
 @tilelang.jit(out_idx=[2])
 def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=128,
-                block_N=256, block_K=64, num_stages=3, threads=256, dtype="float16",
-                accum_dtype="float"):
+                block_N=256, block_K=64, num_stages=3, threads=256, num_blocks=None,
+                dtype="float16", accum_dtype="float"):
+    """num_blocks=None: one block per output tile; an int: that many blocks walk the tiles
+    (T.Persistent), so each block's next tile loads while it stores this one."""
     OH = (H + 2 * padding - dilation * (KH - 1) - 1) // stride + 1
     OW = (W + 2 * padding - dilation * (KW - 1) - 1) // stride + 1
     M, K = N * OH * OW, KH * KW * C
 
-    @T.prim_func
-    def main(data: T.Tensor((N, H, W, C), dtype), weight: T.Tensor((K, F), dtype),
-             out: T.Tensor((N, OH, OW, F), dtype)):
-        with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            data_shared = T.alloc_shared((block_M, block_K), dtype)
-            weight_shared = T.alloc_shared((block_K, block_N), dtype)
-            out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+    @T.macro
+    def output_tile(data, weight, out, data_shared, weight_shared, out_local, by, bx):
+        T.clear(out_local)
+        for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+            # im2col gather of a (block_M x block_K) tile
+            if KH == KW:  # the reference's helper (on sm_90a: one TMA load, im2col mode)
+                T.c2d_im2col(data, data_shared, by, ko, KH, stride, dilation, padding)
+            else:
+                for i, j in T.Parallel(block_M, block_K):
+                    m = by * block_M + i
+                    k = ko * block_K + j
+                    n, oh, ow = m // (OH * OW), m % (OH * OW) // OW, m % OW
+                    kh, kw, c = k // (KW * C), k % (KW * C) // C, k % C
+                    ih = oh * stride + kh * dilation - padding
+                    iw = ow * stride + kw * dilation - padding
+                    inside = (m < M) and (k < K) and (ih >= 0) and (ih < H) and \
+                        (iw >= 0) and (iw < W)
+                    data_shared[i, j] = T.if_then_else(inside, data[n, ih, iw, c], 0)
+            T.copy(weight[ko * block_K, bx * block_N], weight_shared)
+            T.gemm(data_shared, weight_shared, out_local)
 
-            T.clear(out_local)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                # im2col gather of a (block_M x block_K) tile
-                if KH == KW:  # the reference's helper (on sm_90a: one TMA load, im2col mode)
-                    T.c2d_im2col(data, data_shared, by, ko, KH, stride, dilation, padding)
-                else:
-                    for i, j in T.Parallel(block_M, block_K):
-                        m = by * block_M + i
-                        k = ko * block_K + j
-                        n, oh, ow = m // (OH * OW), m % (OH * OW) // OW, m % OW
-                        kh, kw, c = k // (KW * C), k % (KW * C) // C, k % C
-                        ih = oh * stride + kh * dilation - padding
-                        iw = ow * stride + kw * dilation - padding
-                        inside = (m < M) and (k < K) and (ih >= 0) and (ih < H) and \
-                            (iw >= 0) and (iw < W)
-                        data_shared[i, j] = T.if_then_else(inside, data[n, ih, iw, c], 0)
-                T.copy(weight[ko * block_K, bx * block_N], weight_shared)
-                T.gemm(data_shared, weight_shared, out_local)
+        # NHWC output rows are the im2col rows: store the tile through an (M, F) view
+        out_flat = T.Tensor((M, F), dtype, out.data)
+        T.copy(out_local, out_flat[by * block_M, bx * block_N])
 
-            # NHWC output rows are the im2col rows: store the tile through an (M, F) view
-            out_flat = T.Tensor((M, F), dtype, out.data)
-            T.copy(out_local, out_flat[by * block_M, bx * block_N])
+    if num_blocks is None:
+        @T.prim_func
+        def main(data: T.Tensor((N, H, W, C), dtype), weight: T.Tensor((K, F), dtype),
+                 out: T.Tensor((N, OH, OW, F), dtype)):
+            with T.Kernel(T.ceildiv(F, block_N), T.ceildiv(M, block_M),
+                          threads=threads) as (bx, by):
+                data_shared = T.alloc_shared((block_M, block_K), dtype)
+                weight_shared = T.alloc_shared((block_K, block_N), dtype)
+                out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+                output_tile(data, weight, out, data_shared, weight_shared, out_local, by, bx)
+    else:
+        @T.prim_func
+        def main(data: T.Tensor((N, H, W, C), dtype), weight: T.Tensor((K, F), dtype),
+                 out: T.Tensor((N, OH, OW, F), dtype)):
+            with T.Kernel(num_blocks, threads=threads) as block_id:
+                data_shared = T.alloc_shared((block_M, block_K), dtype)
+                weight_shared = T.alloc_shared((block_K, block_N), dtype)
+                out_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+                # consecutive blocks take neighbouring pixel rows (their input rows overlap)
+                for by, bx in T.Persistent([T.ceildiv(M, block_M), T.ceildiv(F, block_N)],
+                                           num_blocks, block_id):
+                    output_tile(data, weight, out, data_shared, weight_shared, out_local,
+                                by, bx)
 
     return main
 
@@ -81,14 +104,16 @@ def convolution(N, C, H, W, F, KH, KW, stride=1, padding=0, dilation=1, block_M=
 SIZES = {
     "small": (2, 12, 9, 11, 20, 3, 3, 1, 1, 1, dict(block_M=64, block_N=64, block_K=32,
                                                      threads=128)),
-    "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict(block_N=128, threads=128)),
-    # best of eleven configs on an H200 (benchmarks/sweeps/conv.py, 2026-11-22): two
-    # warpgroups on 128x256 tiles, the next stage's gather issued under the running gemm
+    "medium": (3, 64, 29, 31, 96, 3, 3, 2, 1, 2, dict(block_N=128, threads=128, num_blocks=5)),
+    # H200 (benchmarks/sweeps/conv.py): two warpgroups on 128x256 tiles, one block per
+    # multiprocessor (132 on an H100/H200; run() asks the GPU) walking the tiles, 3 stages
+    # so that the epilogue's 64 KB staging buffer fits beside them
     "bench": (128, 256, 28, 28, 256, 3, 3, 1, 1, 1, dict(block_M=128, block_N=256, block_K=64,
-                                                         num_stages=4, threads=256)),
+                                                         num_stages=3, threads=256,
+                                                         num_blocks=132)),
 }
-# Ampere has less shared memory per block than Hopper: one stage fewer.
-SM80_CONFIG = dict(num_stages=3)
+# Ampere has less shared memory per block than Hopper: one block per tile, 3 stages.
+SM80_CONFIG = dict(num_stages=3, num_blocks=None)
 
 
 def check(out, ref, tol):
@@ -110,6 +135,11 @@ def run(device=None, size="small"):
     return [{name, tilelang, baseline, baseline_name, flops, error}]."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     N, C, H, W, F, KH, KW, s, p, d, cfg = SIZES[size]
+    if device == "cuda" and size == "bench":
+        if torch.cuda.get_device_capability() < (9, 0):
+            cfg = {**cfg, **SM80_CONFIG}
+        else:
+            cfg = {**cfg, "num_blocks": torch.cuda.get_device_properties(0).multi_processor_count}
     kernel = convolution(N, C, H, W, F, KH, KW, s, p, d, **cfg)
     x = torch.randn(N, H, W, C, device=device, dtype=torch.float16)        # NHWC
     w = torch.randn(KH, KW, C, F, device=device, dtype=torch.float16)      # HWIO
