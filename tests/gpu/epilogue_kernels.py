@@ -232,3 +232,35 @@ def persistent_tile_load(tiles, blocks, stages=2, bm=64, n=64, bk=64):
                     T.gemm(Xs, Ys, acc)
                 T.copy(acc, C[t * bm, 0])
     return f
+
+
+def cleared_tiles(between="", region=False):
+    """Four 64x64 tiles C[:, 64k:64k+64] = A @ B[64k:64k+64]^T, the accumulator cleared before
+    each gemm (transform/fold_accumulator_clear.py folds the clear into the wgmma);
+    `between`: "read" adds its row sums into D between clear and gemm, "other" touches only
+    D; `region`: the clear covers half of the accumulator."""
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((256, 64), "float16"),
+          C: T.Tensor((64, 256), "float32"), D: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), "float16")
+            B_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            row = T.alloc_fragment((64,), "float32")
+            T.copy(A, A_s)
+            T.clear(row)
+            for k in T.serial(4):
+                T.copy(B[k * 64, 0], B_s)
+                if region:
+                    T.fill(acc[0:32, :], 0)
+                else:
+                    T.clear(acc)
+                if between == "read":
+                    T.reduce_sum(acc, row, dim=1, clear=False)
+                elif between == "other":
+                    for i in T.Parallel(64):
+                        row[i] = row[i] + 1.0
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+                T.copy(acc, C[0, k * 64])
+            T.copy(row, D)
+    return f

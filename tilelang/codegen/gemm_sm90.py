@@ -136,20 +136,22 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     # wg_wait=n >= 0: the template waits until n wgmma groups are in flight; -1: it only
     # commits (transform/wgmma_wait.py has placed the waits where the result is used)
     wait = max(-1, int(g.wg_wait))
+    # a clear known here lets the template drop C's old values (FreshC: tl/gemm_sm90.cuh)
+    fresh = ", true" if isinstance(clear, ir.Const) and bool(clear.value) else ""
     b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = gemm_sm80._tile_info(
         g.B, ctx.layouts[g.B.buffer], g.loc)
     tb = "true" if g.trans_B else "false"
     if g.A.buffer.scope == "local.fragment":
         a_reg = ctx.register_of(g.A.buffer)
         name = (f"tl::wgmma_gemm_rs<{M}, {N}, {K}, {wgm}, {wgn}, {tb}, {b_rows}, {b_cols}, "
-                f"{b_swz}, {wait}>")
+                f"{b_swz}, {wait}{fresh}>")
         args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
     else:
         a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = gemm_sm80._tile_info(
             g.A, ctx.layouts[g.A.buffer], g.loc)
         ta = "true" if g.trans_A else "false"
         name = (f"tl::wgmma_gemm_ss<{M}, {N}, {K}, {wgm}, {wgn}, {ta}, {tb}, {a_rows}, "
-                f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}, {wait}>")
+                f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}, {wait}{fresh}>")
         args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
     ctx.uses_wgmma = True
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

@@ -10,6 +10,7 @@ import sys
 
 from ..ir import nodes as ir
 from ..transform.defer_store_waits import defer_store_waits
+from ..transform.fold_accumulator_clear import fold_accumulator_clears
 from ..transform.guard_global import guard_global_accesses
 from ..transform.inline_lets import inline_pure_lets
 from ..transform.insert_sync import insert_barriers
@@ -53,6 +54,7 @@ PASSES = [
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages
     ("pingpong", schedule_warpgroup_turns),                    # sm_90a: warpgroups take turns
     ("wgmma_waits", place_wgmma_waits),                        # sm_90a: waits for async wgmma
+    ("fold_clears", fold_accumulator_clears),                  # sm_90a: clear -> wgmma scale-d
     ("lower_copies", lower_copies),                            # cp.async copies, staged epilogues
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
     # thread level

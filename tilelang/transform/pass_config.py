@@ -76,6 +76,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_WG_PINGPONG = "tl.disable_warpgroup_pingpong"
     TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
     TL_DISABLE_DEFERRED_STORE_WAIT = "tl.disable_deferred_store_wait"
+    TL_DISABLE_CLEAR_FOLD = "tl.disable_clear_fold"
     TL_PASS_PROFILE = "tl.pass_profile"
     TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
@@ -93,7 +94,7 @@ EFFECTIVE = {
     PassConfigKey.TL_CONFIG_INDEX_BITWIDTH, PassConfigKey.TL_DISABLE_SHARED_MEMORY_REUSE,
     PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
     PassConfigKey.TL_DISABLE_WG_PINGPONG, PassConfigKey.TL_DISABLE_WGMMA_OVERLAP,
-    PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT,
+    PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT, PassConfigKey.TL_DISABLE_CLEAR_FOLD,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

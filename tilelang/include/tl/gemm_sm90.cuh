@@ -107,13 +107,25 @@ TL_DEVICE void wgmma_rs_any(float* d, const uint32_t* a, uint64_t db, int scale_
 }  // namespace detail
 
 #if TL_HAVE_SM90A
+// FreshC: the gemm overwrites C (a clear known at compile time). C's registers are then
+// redefined as unknown instead of pinned, so their old values die before the gemm and nothing
+// zeroes them: the first wgmma of each row block has scale-d = 0.
+template <bool FreshC, typename TC>
+TL_DEVICE void fence_or_refresh(TC* C, int n) {
+  if constexpr (FreshC) {
+    wgmma_fresh_operands(C, n);
+  } else {
+    wgmma_fence_operands(C, n);
+  }
+}
+
 // C (+)= op(A) @ op(B), A and B in shared memory. Returns after `wgmma.wait_group WgWait`:
 // WgWait = 0 is synchronous (C complete); WgWait = 1 leaves this gemm in flight and only
 // guarantees the previous one finished (a pipelined mainloop then waits once at the end);
 // WgWait = -1 only commits (the caller waits with tl::wgmma_wait before touching C or A).
 template <int M, int N, int K, int WGM, int WGN, bool TransA, bool TransB, int ARows, int ACols,
-          int ASwz, int BRows, int BCols, int BSwz, int WgWait = 0, typename TA, typename TB,
-          typename TC>
+          int ASwz, int BRows, int BCols, int BSwz, int WgWait = 0, bool FreshC = false,
+          typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
                              TC* C, bool clear_accum, int tid) {
   constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, kK = detail::kWgmmaK<TA>;
@@ -122,7 +134,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
   static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
   const int wg = tid >> 7;
   const int gm = wg % WGM, gn = wg / WGM;
-  wgmma_fence_operands(C, MR * kRegs);
+  fence_or_refresh<FreshC>(C, MR * kRegs);
   wgmma_fence();
 #pragma unroll
   for (int mr = 0; mr < MR; ++mr) {
@@ -133,7 +145,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
                                  : detail::desc_kmajor<TA, ARows, ASwz>(A, a_r0 + m0, a_c0 + k);
       const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
                                  : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
-      const int scale_d = (clear_accum && k == 0) ? 0 : 1;
+      const int scale_d = ((FreshC || clear_accum) && k == 0) ? 0 : 1;
       detail::wgmma_ss_any<WN, TransA ? 1 : 0, TransB ? 0 : 1, TA, TB>(C + mr * kRegs, da, db,
                                                                      scale_d);
     }
@@ -145,7 +157,7 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
 
 // C (+)= A @ op(B), A in registers (the layout in the header comment), B in shared memory.
 template <int M, int N, int K, int WGM, int WGN, bool TransB, int BRows, int BCols, int BSwz,
-          int WgWait = 0, typename TA, typename TB, typename TC>
+          int WgWait = 0, bool FreshC = false, typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C,
                              bool clear_accum, int tid) {
   constexpr int kK = detail::kWgmmaK<TA>;
@@ -156,7 +168,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
   const int gn = (tid >> 7) / WGM;
   uint32_t* a_regs = const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(A));
   wgmma_fence_operands(a_regs, MR * KT * 4);
-  wgmma_fence_operands(C, MR * kRegs);
+  fence_or_refresh<FreshC>(C, MR * kRegs);
   wgmma_fence();
 #pragma unroll
   for (int mr = 0; mr < MR; ++mr) {
@@ -165,7 +177,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
       const int k = kK * kt;
       const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
                                  : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
-      const int scale_d = (clear_accum && kt == 0) ? 0 : 1;
+      const int scale_d = ((FreshC || clear_accum) && kt == 0) ? 0 : 1;
       // 4 registers = one k-step of A: 8 f16/bf16 or 16 fp8 elements
       detail::wgmma_rs_any<WN, TransB ? 0 : 1, TA, TB>(C + mr * kRegs, a_regs + 4 * (kt + KT * mr),
                                                       db, scale_d);

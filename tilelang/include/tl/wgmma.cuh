@@ -8,6 +8,7 @@
 //   tl::wgmma_fence_operand(x)        empty asm pinning a register ("+f"/"+r") so the
 //                                     compiler cannot move its uses across fence/wait
 //   tl::wgmma_fence_operands(d, n)    the same over an array
+//   tl::wgmma_fresh_operands(d, n)    empty asm defining them ("=f"/"=r"): old values dead
 //   tl::make_smem_desc(ptr, swizzle, lbo_bytes, sbo_bytes, base_offset = 0) -> uint64_t
 //   tl::smem_desc_advance(desc, bytes) -> desc with the start address moved by `bytes`
 //   tl::WgmmaSwizzle::{kNone, k128B, k64B, k32B}   descriptor layout codes 0, 1, 2, 3
@@ -97,6 +98,19 @@ template <class T>
 TL_DEVICE void wgmma_fence_operands(T* d, int n) {
 #pragma unroll
   for (int i = 0; i < n; ++i) wgmma_fence_operand(d[i]);
+}
+
+// A value the compiler must treat as unknown, with no input: the accumulator of a wgmma whose
+// first instruction has scale-d = 0 (it ignores D). Without it the in/out asm operands keep
+// the registers' previous values (say, the last iteration's scores) alive up to the gemm, or
+// keep a zeroing the hardware does not need (ptxas drops it only sometimes).
+TL_DEVICE void wgmma_fresh_operand(float& x) { asm volatile("" : "=f"(x)::"memory"); }
+TL_DEVICE void wgmma_fresh_operand(uint32_t& x) { asm volatile("" : "=r"(x)::"memory"); }
+
+template <class T>
+TL_DEVICE void wgmma_fresh_operands(T* d, int n) {
+#pragma unroll
+  for (int i = 0; i < n; ++i) wgmma_fresh_operand(d[i]);
 }
 
 }  // namespace tl

@@ -1,0 +1,108 @@
+"""Fold the zeroing of a wgmma accumulator into the gemm that overwrites it.
+
+Expects: tile IR after the schedule passes (warp_specialize, pipeline, pingpong, wgmma_waits),
+fills lowered to parallel loops tagged ("from_tile_op", "fill"), gemms not lowered yet, and
+each gemm's backend in `ctx.gemm_info`.
+
+Guarantees: where a statement list holds `T.clear(C)` (a fill of the whole fragment C with
+zero) and, later in the same list with nothing between them touching C, a wgmma gemm that
+accumulates into the whole of C, the fill is dropped and the gemm gets `clear_accum=True`. Its
+first instruction per row block then runs with scale-d = 0, and because the clear is known at
+compile time the template redefines C's registers instead of reading them (`FreshC` in
+tl/gemm_sm90.cuh). ptxas turns `C = 0; wgmma(C)` into a zero-initialised wgmma by itself in
+simple loops but not in every one (FlashAttention in a persistent tile loop kept 64 register
+moves per iteration and the wgmma read them); folded, nothing is left to zero. Runs after the
+schedule passes so that the statement indices of `T.Pipelined(order=, stage=, group=)` still
+name the user's statements. mma.sync gemms are left alone (their clear is the same zeroing).
+Pass config `tl.disable_clear_fold` turns it off.
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as ir
+from ..ir.visitor import Mutator
+from .overlap_schedule import touched_buffers
+from .pass_config import PassConfigKey
+
+
+def _zero(e) -> bool:
+    while isinstance(e, ir.Cast):
+        e = e.value
+    if isinstance(e, ir.Const):
+        e = e.value
+    return isinstance(e, (int, float)) and not isinstance(e, bool) and e == 0
+
+
+def _extent(e):
+    return e.value if isinstance(e, ir.Const) else e
+
+
+def cleared_fragment(stmt):
+    """The fragment a `T.clear`/`T.fill(_, 0)` loop nest zeroes whole, else None."""
+    if not (isinstance(stmt, ir.For) and stmt.annotation("from_tile_op") == "fill"):
+        return None
+    loops, body = [], stmt
+    while isinstance(body, ir.For):
+        if not _zero(body.start) or body.step != 1:
+            return None
+        loops.append(body)
+        body = body.body
+    if not (isinstance(body, ir.Store) and _zero(body.value)):
+        return None
+    buf = body.buffer
+    if buf.scope != "local.fragment" or len(loops) != len(buf.shape):
+        return None
+    if any(idx is not loop.var for idx, loop in zip(body.indices, loops)):
+        return None
+    if [_extent(lp.extent) for lp in loops] != list(buf.shape):
+        return None
+    return buf
+
+
+def _accumulates_whole(g: ir.Gemm, buf) -> bool:
+    if g.C.buffer is not buf or not (g.clear_accum is False or _zero(g.clear_accum)):
+        return False
+    return all(_zero(start) and _extent(extent) == size
+               for (start, extent), size in zip(g.C.region, buf.shape))
+
+
+class _Fold(Mutator):
+    def __init__(self, is_wgmma):
+        self.is_wgmma = is_wgmma
+        self.folded = 0
+
+    def _gemm_overwriting(self, stmts, i, buf):
+        """Index of the wgmma gemm after stmts[i] that accumulates into all of `buf` with
+        nothing touching `buf` in between, else None."""
+        for j in range(i + 1, len(stmts)):
+            st = stmts[j]
+            if isinstance(st, ir.Gemm) and self.is_wgmma(st) and _accumulates_whole(st, buf):
+                return j
+            if buf in touched_buffers(st):
+                return None
+        return None
+
+    def visit_Seq(self, s: ir.Seq):
+        stmts = [self.visit(c) for c in s.stmts]
+        out = []
+        for i, st in enumerate(stmts):
+            buf = cleared_fragment(st)
+            j = None if buf is None else self._gemm_overwriting(stmts, i, buf)
+            if j is None:
+                out.append(st)
+                continue
+            stmts[j] = ir.with_fields(stmts[j], clear_accum=True)
+            self.folded += 1
+        if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
+            return s
+        return ir.with_fields(s, stmts=tuple(out))
+
+
+def fold_accumulator_clears(kernel, ctx):
+    if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_CLEAR_FOLD):
+        return kernel
+    fold = _Fold(ctx.is_wgmma)
+    body = fold.visit(kernel.body)
+    if fold.folded:
+        ctx.note(f"{fold.folded} accumulator clear(s) folded into the wgmma that follows")
+    return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
