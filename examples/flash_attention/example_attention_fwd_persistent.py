@@ -94,17 +94,16 @@ def flash_attention_persistent(batch, heads, kv_heads, seq_len, dim, blocks, wid
                                     T.ceildiv((qb + 1) * block_M, block_N))
                     for k in T.Pipelined(n_tiles, num_stages=num_stages):
                         T.copy(K[bz, k * block_N:(k + 1) * block_N, kv_head, :], K_shared)
-                        # 0 where a key is visible, -inf where it is masked: only the tiles
+                        # the scores overwrite acc_s (the wgmma starts from zero, no register
+                        # is cleared or read), then -inf where a key is masked: only the tiles
                         # reaching past the diagonal need the mask (keys past the sequence's
                         # end are beyond every query row there, so it masks them too)
+                        T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
+                               policy=T.GemmWarpPolicy.FullRow)
                         if (k + 1) * block_N > qb * block_M:
                             for i, jj in T.Parallel(block_M, block_N):
                                 acc_s[i, jj] = T.if_then_else(qb * block_M + i >= k * block_N + jj,
-                                                              0, -T.infinity(accum_dtype))
-                        else:
-                            T.clear(acc_s)
-                        T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
-                               policy=T.GemmWarpPolicy.FullRow)
+                                                              acc_s[i, jj], -T.infinity(accum_dtype))
 
                         T.copy(m, m_prev)
                         T.reduce_max(acc_s, m, dim=1, clear=False)

@@ -74,27 +74,22 @@ def flash_attention_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block
 
             for k in T.Pipelined(n_tiles, num_stages=num_stages):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, head, :], K_shared)
-                # start the scores at 0 where a key is visible and at -inf where it is masked;
-                # with causal masking only the tiles that reach past the diagonal need it
+                # the scores overwrite acc_s (the wgmma starts from zero: no register is
+                # cleared or read), then -inf where a key is masked: causal masking only on
+                # tiles that reach past the diagonal, the key-range mask only on the last
+                # tile of a ragged sequence
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
+                       policy=T.GemmWarpPolicy.FullRow)
                 if is_causal:
                     if (k + 1) * block_N > qb * block_M:
                         for i, j in T.Parallel(block_M, block_N):
                             acc_s[i, j] = T.if_then_else(qb * block_M + i >= k * block_N + j,
-                                                         0, -T.infinity(accum_dtype))
-                    else:
-                        T.clear(acc_s)
+                                                         acc_s[i, j], -T.infinity(accum_dtype))
                 elif ragged:
-                    # only the last key tile reaches past the end
                     if k == n_tiles - 1:
                         for i, j in T.Parallel(block_M, block_N):
-                            acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
+                            acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, acc_s[i, j],
                                                          -T.infinity(accum_dtype))
-                    else:
-                        T.clear(acc_s)
-                else:
-                    T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,
-                       policy=T.GemmWarpPolicy.FullRow)
 
                 # online softmax
                 T.copy(m, m_prev)

@@ -6,7 +6,7 @@ The same computation as example_mha_fwd.py (O = softmax(Q K^T / sqrt(d)) V, layo
 seq, heads, dim), online softmax in exp2, optional causal mask), written so that on Hopper
 (sm_90a) the two gemms of one key tile run while the CUDA cores do the softmax of another:
 
-    T.Pipelined(n, num_stages=2, order=ORDER, stage=STAGE, group=GROUP)
+    T.Pipelined(n, num_stages=2, order=ORDER, stage=STAGE, group=statement_groups(masked))
 
 splits the loop body into groups of statements. A group of stage 1 runs one iteration late,
 and within one pass of the pipelined loop the groups run in `order`. With the groups below,
@@ -39,10 +39,15 @@ import tilelang.language as T
 FAST_MATH = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
 
 # Statement groups of the loop body (indices count its top-level statements, see the comments
-# in the kernel): K copy | scores init + QK^T | softmax (7) | rescale | V copy | PV.
-GROUP = [[0], [1, 2], [3, 4, 5, 6, 7, 8, 9], [10], [11], [12]]
+# in the kernel): K copy | QK^T | mask (when there is one) + softmax (7) | rescale | V copy | PV.
 STAGE = [-1, 0, 0, 1, -1, 1]  # copies: -1 (the producer loads them ahead)
 ORDER = [-1, 0, 3, 1, -1, 2]  # QK^T(k), rescale(k-1), PV(k-1), softmax(k)
+
+
+def statement_groups(masked):
+    """GROUP for a loop body with (masked) or without a mask statement after QK^T."""
+    s = 2 + int(masked)  # the first softmax statement
+    return [[0], [1], list(range(2, s + 7)), [s + 7], [s + 8], [s + 9]]
 
 
 @tilelang.jit(out_idx=[3], pass_configs=FAST_MATH)
@@ -50,11 +55,12 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
                                   block_N=128, num_stages=2, threads=256, dtype="float16",
                                   accum_dtype="float", overlap=True):
     """`overlap=False`: the same loop without the schedule (every gemm waits for itself)."""
-    schedule = dict(order=ORDER, stage=STAGE, group=GROUP) if overlap else {}
+    ragged = seq_len % block_N != 0  # the last key tile reaches past the end: mask it
+    group = statement_groups(is_causal or ragged)
+    schedule = dict(order=ORDER, stage=STAGE, group=group) if overlap else {}
     wg_wait = -1 if overlap else 0
     scale = (1.0 / dim) ** 0.5 * 1.44269504  # 1/sqrt(d) * log2(e): softmax via exp2
     shape = [batch, seq_len, heads, dim]
-    ragged = seq_len % block_N != 0  # the last key tile reaches past the end: mask it
 
     @T.prim_func
     def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
@@ -86,30 +92,25 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
 
             for k in T.Pipelined(n_tiles, num_stages=num_stages, **schedule):
                 T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)  # 0
-                # 1: scores start at 0 where a key is visible and at -inf where it is masked
-                # (causal: only tiles that reach past the diagonal need the mask)
+                # 1: the scores overwrite acc_s (the wgmma starts from zero: no register is
+                # cleared or read first)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, clear_accum=True,
+                       policy=T.GemmWarpPolicy.FullRow, wg_wait=wg_wait)
+                # 2 (causal or ragged only): -inf where a key is masked; causal masking only on
+                # tiles that reach past the diagonal, the key-range mask only on the last tile
                 if is_causal:
                     if (k + 1) * block_N > qb * block_M:
                         for i, j in T.Parallel(block_M, block_N):
                             acc_s[i, j] = T.if_then_else(qb * block_M + i >= k * block_N + j,
-                                                         0, -T.infinity(accum_dtype))
-                    else:
-                        T.clear(acc_s)
+                                                         acc_s[i, j], -T.infinity(accum_dtype))
                 elif ragged:
-                    # only the last key tile reaches past the end
                     if k == n_tiles - 1:
                         for i, j in T.Parallel(block_M, block_N):
-                            acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0,
+                            acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, acc_s[i, j],
                                                          -T.infinity(accum_dtype))
-                    else:
-                        T.clear(acc_s)
-                else:
-                    T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True,  # 2
-                       policy=T.GemmWarpPolicy.FullRow, wg_wait=wg_wait)
 
-                # 3-9: online softmax of this tile; P(k) goes to acc_s_cast last, once the
-                # previous P V gemm (which reads acc_s_cast) is done with it
+                # online softmax of this tile (7 statements); P(k) goes to acc_s_cast last,
+                # once the previous P V gemm (which reads acc_s_cast) is done with it
                 T.copy(m, m_prev)
                 T.reduce_max(acc_s, m, dim=1, clear=False)
                 for i in T.Parallel(block_M):
@@ -121,10 +122,10 @@ def flash_attention_fwd_pipelined(batch, heads, seq_len, dim, is_causal, block_M
                     l[i] = l[i] * rescale[i] + row_sum[i]
                 T.copy(acc_s, acc_s_cast)
 
-                for i, j in T.Parallel(block_M, dim):  # 10
+                for i, j in T.Parallel(block_M, dim):  # rescale
                     acc_o[i, j] *= rescale[i]
-                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)  # 11
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow,  # 12
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)  # V copy
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow,  # PV
                        wg_wait=wg_wait)
 
             for i, j in T.Parallel(block_M, dim):
