@@ -366,3 +366,38 @@ def test_reference_macro_idiom_gets_the_overlap(causal):
         s = s.masked_fill(torch.ones(256, 256, dtype=torch.bool).triu(1), float("-inf"))
     ref = torch.softmax(s, -1) @ v.double()
     assert ((out.double() - ref).norm() / ref.norm()).item() < 5e-3
+
+
+def test_gemms_take_the_warpgroup_computed_once():
+    """Every wgmma gemm gets the warpgroup index bound at the kernel's top (a lane-0 broadcast,
+    so that ptxas keeps the descriptors in uniform registers), none computes its own."""
+    name, func = _example().programs("bench")[0]
+    src = tilelang.lower(func, target=SM90)
+    assert src.count("tl::warpgroup_index(") == 1
+    assert src.index("tl::warpgroup_index(") < src.index("thread_group: ('consumer'")
+    calls = re.findall(r"tl::wgmma_gemm_(?:ss|rs)<[^;]*;", src)
+    assert calls and all(c.endswith(", warpgroup);") for c in calls)
+
+
+@requires_compiler
+@pytest.mark.skipif(_cuobjdump() is None, reason="cuobjdump/nvdisasm not on PATH")
+def test_sass_builds_wgmma_descriptors_in_uniform_registers():
+    """The descriptors of the attention loop's wgmmas are computed on the uniform datapath:
+    no vector-to-uniform moves (R2UR) between the first and the last HGMMA of the loop."""
+    import os
+    import subprocess
+    import tempfile
+
+    from tilelang.runtime.compiler import compile_cuda
+
+    name, func = _example().programs("bench")[0]
+    cubin = compile_cuda(tilelang.lower(func, target=SM90), "sm_90a", use_cache=False).cubin
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        sass = subprocess.run([_cuobjdump(), "--dump-sass", path], capture_output=True,
+                              text=True, check=True).stdout
+    ops = re.findall(r"\b(HGMMA|R2UR)\b", sass)
+    first, last = ops.index("HGMMA"), len(ops) - 1 - ops[::-1].index("HGMMA")
+    assert "R2UR" not in ops[first:last], ops[first:last].count("R2UR")

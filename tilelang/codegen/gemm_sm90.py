@@ -145,14 +145,14 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
         a_reg = ctx.register_of(g.A.buffer)
         name = (f"tl::wgmma_gemm_rs<{M}, {N}, {K}, {wgm}, {wgn}, {tb}, {b_rows}, {b_cols}, "
                 f"{b_swz}, {wait}{fresh}>")
-        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.warpgroup())
     else:
         a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = gemm_sm80._tile_info(
             g.A, ctx.layouts[g.A.buffer], g.loc)
         ta = "true" if g.trans_A else "false"
         name = (f"tl::wgmma_gemm_ss<{M}, {N}, {K}, {wgm}, {wgn}, {ta}, {tb}, {a_rows}, "
                 f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}, {wait}{fresh}>")
-        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.tid)
+        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.warpgroup())
     ctx.uses_wgmma = True
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)
 

@@ -9,6 +9,7 @@ every fragment, scratch shared buffers added by lowerings, and the gemm instruct
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from ..ir import nodes as ir
 from ..jit.target import Target
@@ -35,6 +36,8 @@ class KernelContext:
     shared_plan: dict = field(default_factory=dict)
     smem_bytes: int = 0
     uses_wgmma: bool = False
+    # the warpgroup index the wgmma gemms take, bound once at the kernel's top (lower_tile_ops)
+    warpgroup_var: Optional[ir.Var] = None
 
     def __post_init__(self):
         from ..codegen import gemm_sm80
@@ -49,6 +52,13 @@ class KernelContext:
             tid = ir.binary("add", tid, ir.binary("mul", k.thread_vars[2],
                                                   k.threads[0] * k.threads[1]))
         self.tid = tid
+
+    def warpgroup(self) -> ir.Var:
+        """The thread's warpgroup index, the same across each warp as far as the compiler can
+        tell (tl::warpgroup_index), so that wgmma descriptors stay in uniform registers."""
+        if self.warpgroup_var is None:
+            self.warpgroup_var = ir.Var("warpgroup")
+        return self.warpgroup_var
 
     @property
     def num_threads(self) -> int:

@@ -3,7 +3,7 @@
 
 Expects: layouts inferred, pipelining done, global→shared copies lowered. Guarantees: no
 Gemm, Reduce, CumSum or Print node remains; new parallel loops carry a loop layout when they
-touch a fragment.
+touch a fragment; a kernel with wgmma gemms binds their warpgroup index once, at its top.
 """
 
 from __future__ import annotations
@@ -92,4 +92,7 @@ def lower_tile_ops(kernel: ir.Kernel, ctx) -> ir.Kernel:
     init = _barrier_init(kernel, ctx)
     if init is not None:
         body = ir.Seq((init, body))
+    if ctx.warpgroup_var is not None:  # wgmma gemms: their warpgroup, computed once
+        index = ir.Call("call_extern", ("tl::warpgroup_index", ctx.tid), ir.DType("int32"))
+        body = ir.LetStmt(ctx.warpgroup_var, index, body)
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)

@@ -55,14 +55,28 @@ struct WgmmaSwzCode {
                                : Swz == 64 ? WgmmaSwizzle::k64B : WgmmaSwizzle::k32B;
 };
 
+// Descriptors come in two halves: the high word (stride byte offset, swizzle mode) is a
+// compile-time constant, and the low word is the tile base's start-address field (the low 18
+// bits of the shared address >> 4: in a cluster the address has the block's rank above them;
+// at most 14 bits, so adding to it never carries into the leading byte offset above) plus the
+// sub-tile's offset >> 4. The k-steps of an unrolled gemm then share one base and add a
+// constant each, where building every descriptor from its own pointer took about ten
+// instructions per wgmma.
+template <int Swz>
+TL_DEVICE uint64_t desc_at(const void* base, uint32_t lbo_bytes, uint32_t sbo_bytes, int byte) {
+  const uint32_t field = ((smem_addr(base) & 0x3FFFFu) >> 4) | ((lbo_bytes >> 4) << 16);
+  const uint32_t lo = field + (uint32_t(byte) >> 4);
+  const uint32_t hi = (sbo_bytes >> 4) | (uint32_t(WgmmaSwzCode<Swz>::value) << 30);
+  return (uint64_t(hi) << 32) | lo;
+}
+
 // Descriptor of the operand sub-tile whose K-major rows start at tile row `r0` and whose
 // k-range starts at element `k0` (K-major), for a tile of Rows rows of Swz-byte blocks.
 template <typename T, int Rows, int Swz>
 TL_DEVICE uint64_t desc_kmajor(const T* base, int r0, int k0) {
   const int kb = k0 * int(sizeof(T));
   const int byte = (kb / Swz) * Rows * Swz + r0 * Swz + (kb % Swz);
-  return make_smem_desc(reinterpret_cast<const char*>(base) + byte, WgmmaSwzCode<Swz>::value, 16,
-                        8 * Swz);
+  return desc_at<Swz>(base, 16, 8 * Swz, byte);
 }
 
 // Descriptor of an MN-major sub-tile: tile rows are k, columns are m/n; starts at k row `k0`
@@ -71,8 +85,7 @@ template <typename T, int Rows, int Swz>
 TL_DEVICE uint64_t desc_mnmajor(const T* base, int k0, int n0) {
   const int nb = n0 * int(sizeof(T));
   const int byte = (nb / Swz) * Rows * Swz + k0 * Swz + (nb % Swz);
-  return make_smem_desc(reinterpret_cast<const char*>(base) + byte, WgmmaSwzCode<Swz>::value,
-                        Rows * Swz, 8 * Swz);
+  return desc_at<Swz>(base, Rows * Swz, 8 * Swz, byte);
 }
 
 // K elements one wgmma consumes (32 bytes of K-major operand).
@@ -107,6 +120,12 @@ TL_DEVICE void wgmma_rs_any(float* d, const uint32_t* a, uint64_t db, int scale_
 }  // namespace detail
 
 #if TL_HAVE_SM90A
+// The warpgroup of thread `tid`, broadcast from lane 0 so that the compiler knows it is the
+// same across the warp: the descriptors built from it then stay in uniform registers.
+// Generated kernels compute it once, at the top (every thread there, all lanes converged),
+// and pass it to every gemm.
+TL_DEVICE int warpgroup_index(int tid) { return __shfl_sync(0xffffffffu, tid >> 7, 0); }
+
 // FreshC: the gemm overwrites C (a clear known at compile time). C's registers are then
 // redefined as unknown instead of pinned, so their old values die before the gemm and nothing
 // zeroes them: the first wgmma of each row block has scale-d = 0.
@@ -127,12 +146,11 @@ template <int M, int N, int K, int WGM, int WGN, bool TransA, bool TransB, int A
           int ASwz, int BRows, int BCols, int BSwz, int WgWait = 0, bool FreshC = false,
           typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
-                             TC* C, bool clear_accum, int tid) {
+                             TC* C, bool clear_accum, int wg) {
   constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, kK = detail::kWgmmaK<TA>;
   static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
                 "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
   static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
-  const int wg = tid >> 7;
   const int gm = wg % WGM, gn = wg / WGM;
   fence_or_refresh<FreshC>(C, MR * kRegs);
   wgmma_fence();
@@ -159,13 +177,13 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
 template <int M, int N, int K, int WGM, int WGN, bool TransB, int BRows, int BCols, int BSwz,
           int WgWait = 0, bool FreshC = false, typename TA, typename TB, typename TC>
 TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C,
-                             bool clear_accum, int tid) {
+                             bool clear_accum, int wg) {
   constexpr int kK = detail::kWgmmaK<TA>;
   constexpr int WN = N / WGN, MR = M / (64 * WGM), kRegs = WN / 2, KT = K / kK;
   static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
                 "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
   static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
-  const int gn = (tid >> 7) / WGM;
+  const int gn = wg / WGM;
   uint32_t* a_regs = const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(A));
   wgmma_fence_operands(a_regs, MR * KT * 4);
   fence_or_refresh<FreshC>(C, MR * kRegs);
