@@ -250,12 +250,8 @@ def _cuobjdump():
     return shutil.which("cuobjdump") if shutil.which("nvdisasm") else None
 
 
-@requires_compiler
-@pytest.mark.skipif(_cuobjdump() is None, reason="cuobjdump/nvdisasm not on PATH")
-def test_sass_keeps_the_softmax_between_the_waits():
-    """ptxas schedules within basic blocks; a plain wgmma.wait_group 0 was hoisted above the
-    softmax (every exp2 after the wait for P V). In the steady loop the 64 + 2 exp2 of the
-    softmax must sit between the wait for S (DEPBAR 1) and the wait for P V (DEPBAR 0)."""
+def _example_sass() -> str:
+    """SASS of the example's non-causal kernel at its bench size, compiled for sm_90a."""
     import os
     import subprocess
     import tempfile
@@ -268,8 +264,17 @@ def test_sass_keeps_the_softmax_between_the_waits():
         path = os.path.join(d, "k.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
-        sass = subprocess.run([_cuobjdump(), "--dump-sass", path], capture_output=True,
+        return subprocess.run([_cuobjdump(), "--dump-sass", path], capture_output=True,
                               text=True, check=True).stdout
+
+
+@requires_compiler
+@pytest.mark.skipif(_cuobjdump() is None, reason="cuobjdump/nvdisasm not on PATH")
+def test_sass_keeps_the_softmax_between_the_waits():
+    """ptxas schedules within basic blocks; a plain wgmma.wait_group 0 was hoisted above the
+    softmax (every exp2 after the wait for P V). In the steady loop the 64 + 2 exp2 of the
+    softmax must sit between the wait for S (DEPBAR 1) and the wait for P V (DEPBAR 0)."""
+    sass = _example_sass()
     ops = re.findall(r"(HGMMA|WARPGROUP\.DEPBAR\.LE gsb0, 0x[01]|MUFU\.EX2)", sass)
     # HGMMA runs: the prologue's S, the steady loop's S and P V (adjacent), the epilogue's P V
     runs = [i for i, o in enumerate(ops) if o == "HGMMA" and (i == 0 or ops[i - 1] != "HGMMA")]
@@ -384,20 +389,6 @@ def test_gemms_take_the_warpgroup_computed_once():
 def test_sass_builds_wgmma_descriptors_in_uniform_registers():
     """The descriptors of the attention loop's wgmmas are computed on the uniform datapath:
     no vector-to-uniform moves (R2UR) between the first and the last HGMMA of the loop."""
-    import os
-    import subprocess
-    import tempfile
-
-    from tilelang.runtime.compiler import compile_cuda
-
-    name, func = _example().programs("bench")[0]
-    cubin = compile_cuda(tilelang.lower(func, target=SM90), "sm_90a", use_cache=False).cubin
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "k.cubin")
-        with open(path, "wb") as f:
-            f.write(cubin)
-        sass = subprocess.run([_cuobjdump(), "--dump-sass", path], capture_output=True,
-                              text=True, check=True).stdout
-    ops = re.findall(r"\b(HGMMA|R2UR)\b", sass)
+    ops = re.findall(r"\b(HGMMA|R2UR)\b", _example_sass())
     first, last = ops.index("HGMMA"), len(ops) - 1 - ops[::-1].index("HGMMA")
     assert "R2UR" not in ops[first:last], ops[first:last].count("R2UR")
