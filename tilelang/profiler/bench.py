@@ -3,7 +3,8 @@
 On the GPU (backend "event", the default): one call to settle, five calls to estimate, then
 `warmup` ms of warm-up calls and `rep` ms of timed calls, each timed with its own pair of CUDA
 events and preceded by writing a `cache_size` MB buffer so the L2 cache holds nothing of the
-inputs, and by a short GPU sleep so that the host's launch latency is not timed (`gpu_lead`). Backend "cupti" measures device time of the kernels alone (via torch.profiler, which uses
+inputs, and by a short GPU sleep so that the host's launch latency is not timed (`gpu_lead`).
+Backend "cupti" measures device time of the kernels alone (via torch.profiler, which uses
 CUPTI) with the flush subtracted; "cudagraph" captures the calls in a CUDA graph and times the
 replay (no per-call launch overhead, no flush). Where one of these cannot work here it says so once
 (warnings.warn) and uses events.

@@ -67,18 +67,20 @@ def _accumulates_whole(g: ir.Gemm, buf) -> bool:
 
 
 class _Fold(Mutator):
-    def __init__(self, is_wgmma):
+    def __init__(self, is_wgmma, registers):
         self.is_wgmma = is_wgmma
+        self.registers = registers  # fragment -> its register array, where one exists yet
         self.folded = 0
 
     def _gemm_overwriting(self, stmts, i, buf):
         """Index of the wgmma gemm after stmts[i] that accumulates into all of `buf` with
-        nothing touching `buf` in between, else None."""
+        nothing touching `buf` (or its register array) in between, else None."""
+        names = {buf, self.registers.get(buf)} - {None}
         for j in range(i + 1, len(stmts)):
             st = stmts[j]
             if isinstance(st, ir.Gemm) and self.is_wgmma(st) and _accumulates_whole(st, buf):
                 return j
-            if buf in touched_buffers(st):
+            if names & touched_buffers(st):
                 return None
         return None
 
@@ -101,7 +103,7 @@ class _Fold(Mutator):
 def fold_accumulator_clears(kernel, ctx):
     if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_CLEAR_FOLD):
         return kernel
-    fold = _Fold(ctx.is_wgmma)
+    fold = _Fold(ctx.is_wgmma, ctx.registers)
     body = fold.visit(kernel.body)
     if fold.folded:
         ctx.note(f"{fold.folded} accumulator clear(s) folded into the wgmma that follows")
