@@ -52,7 +52,8 @@ def matmul_persistent(M, N, K, num_blocks, block_M=128, block_N=128, block_K=32,
 
 # (M, N, K, blocks, tile config); "small" is ragged on purpose (15 tiles on 4 blocks).
 # "bench": H200, benchmarks/sweeps/gemm.py: 128/256/64 s3, groups of 8 tile rows, 0.97x cuBLAS
-# at 4096^3 and 0.99x at 8192^3 (row-major order 0.95x / 0.99x; on cp.async 0.68x / 0.62x).
+# at 4096^3 and 0.99x at 8192^3 (row-major order 0.95x / 0.99x; on cp.async 0.68x / 0.62x);
+# 1.00x at 4096^3 in run_all since the uniform wgmma descriptors (docs/perf.md).
 SIZES = {
     "small": (200, 136, 72, 4, dict(block_M=64, block_N=32, block_K=32)),
     "medium": (1000, 1000, 1000, 16, dict()),
