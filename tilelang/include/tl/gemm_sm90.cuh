@@ -55,19 +55,13 @@ struct WgmmaSwzCode {
                                : Swz == 64 ? WgmmaSwizzle::k64B : WgmmaSwizzle::k32B;
 };
 
-// Descriptors come in two halves: the high word (stride byte offset, swizzle mode) is a
-// compile-time constant, and the low word is the tile base's start-address field (the low 18
-// bits of the shared address >> 4: in a cluster the address has the block's rank above them;
-// at most 14 bits, so adding to it never carries into the leading byte offset above) plus the
-// sub-tile's offset >> 4. The k-steps of an unrolled gemm then share one base and add a
-// constant each, where building every descriptor from its own pointer took about ten
-// instructions per wgmma.
+// Every sub-tile's descriptor is its tile base's (the same for all k-steps of an unrolled gemm,
+// so computed once) advanced by the sub-tile's byte offset, a constant per k-step; building each
+// from its own pointer took about ten instructions per wgmma.
 template <int Swz>
 TL_DEVICE uint64_t desc_at(const void* base, uint32_t lbo_bytes, uint32_t sbo_bytes, int byte) {
-  const uint32_t field = ((smem_addr(base) & 0x3FFFFu) >> 4) | ((lbo_bytes >> 4) << 16);
-  const uint32_t lo = field + (uint32_t(byte) >> 4);
-  const uint32_t hi = (sbo_bytes >> 4) | (uint32_t(WgmmaSwzCode<Swz>::value) << 30);
-  return (uint64_t(hi) << 32) | lo;
+  return smem_desc_advance(make_smem_desc(base, WgmmaSwzCode<Swz>::value, lbo_bytes, sbo_bytes),
+                           byte);
 }
 
 // Descriptor of the operand sub-tile whose K-major rows start at tile row `r0` and whose

@@ -59,9 +59,12 @@ TL_DEVICE uint64_t make_smem_desc(const void* smem_ptr, int swizzle, uint32_t lb
 }
 
 // Move the start address by `bytes` (a multiple of 16); the other fields are unchanged as long
-// as the address stays inside the 256 KB shared window.
+// as the address stays inside the 256 KB shared window (the 14-bit field then never carries),
+// so the add is on the low word alone: one 32-bit add, where a 64-bit one costs a carry and a
+// sign extension per wgmma.
 TL_HOST_DEVICE uint64_t smem_desc_advance(uint64_t desc, int bytes) {
-  return desc + (uint64_t)(int64_t)(bytes >> 4);
+  const uint32_t lo = (uint32_t)desc + (uint32_t)(bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
 }
 
 #if TL_HAVE_SM90A
