@@ -2,10 +2,10 @@
 
     python benchmarks/bench_core.py [--quick]
 
-Prints one row per kernel: time (median of CUDA-event timings after warm-up, L2 flushed
-and the host's launch latency kept out of each timing, ours and torch's in alternating batches), TFLOP/s or GB/s, torch's time and the
-ratio; then cold compile time, host
-overhead per call and `import tilelang` time.
+Prints one row per kernel: time (median of CUDA-event timings after warm-up, L2 flushed and
+the host's launch latency kept out of each timing, ours and torch's in alternating batches),
+TFLOP/s or GB/s, torch's time and the ratio; then cold compile time, host overhead per call
+and `import tilelang` time.
 """
 
 from __future__ import annotations

@@ -25,16 +25,11 @@ from .overlap_schedule import touched_buffers
 from .pass_config import PassConfigKey
 
 
-def _zero(e) -> bool:
+def _zero_value(e) -> bool:
+    """A stored 0 (int or float literal, through casts)."""
     while isinstance(e, ir.Cast):
         e = e.value
-    if isinstance(e, ir.Const):
-        e = e.value
-    return isinstance(e, (int, float)) and not isinstance(e, bool) and e == 0
-
-
-def _extent(e):
-    return e.value if isinstance(e, ir.Const) else e
+    return isinstance(e, ir.Const) and not e.dtype.is_bool and e.value == 0
 
 
 def cleared_fragment(stmt):
@@ -43,26 +38,26 @@ def cleared_fragment(stmt):
         return None
     loops, body = [], stmt
     while isinstance(body, ir.For):
-        if not _zero(body.start) or body.step != 1:
+        if ir.int_value(body.start) != 0 or body.step != 1:
             return None
         loops.append(body)
         body = body.body
-    if not (isinstance(body, ir.Store) and _zero(body.value)):
+    if not (isinstance(body, ir.Store) and _zero_value(body.value)):
         return None
     buf = body.buffer
     if buf.scope != "local.fragment" or len(loops) != len(buf.shape):
         return None
     if any(idx is not loop.var for idx, loop in zip(body.indices, loops)):
         return None
-    if [_extent(lp.extent) for lp in loops] != list(buf.shape):
+    if [ir.int_value(lp.extent) for lp in loops] != list(buf.shape):
         return None
     return buf
 
 
 def _accumulates_whole(g: ir.Gemm, buf) -> bool:
-    if g.C.buffer is not buf or not (g.clear_accum is False or _zero(g.clear_accum)):
+    if g.C.buffer is not buf or not (g.clear_accum is False or _zero_value(g.clear_accum)):
         return False
-    return all(_zero(start) and _extent(extent) == size
+    return all(ir.int_value(start) == 0 and ir.int_value(extent) == size
                for (start, extent), size in zip(g.C.region, buf.shape))
 
 
