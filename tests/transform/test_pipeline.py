@@ -294,3 +294,20 @@ def test_hopper_issues_the_next_stage_under_the_running_gemm(overlap):
         assert body.index("tl::wgmma_wait_in_place<0>") < body.index("__syncthreads")
     else:
         assert copies < gemm and "wgmma_wait_in_place" not in body
+
+
+@pytest.mark.parametrize("shape,dtype_bytes,stride", [
+    ((80,), 4, 96),          # 320 bytes: the next stage would start off a 128-byte boundary
+    ((64,), 4, 64),          # already aligned: plain row-major stacking
+    ((3, 40), 2, 128),       # 240 bytes
+    ((128, 64), 2, 8192)])
+def test_stages_start_on_128_byte_boundaries(shape, dtype_bytes, stride):
+    from tilelang import layout as L
+    from tilelang.transform.pipeline import stack_layout
+
+    stacked = stack_layout(L.row_major(shape), 3, dtype_bytes)
+    zero = (0,) * len(shape)
+    assert [stacked.forward(s, *zero) for s in range(3)] == [0, stride, 2 * stride]
+    assert stacked.physical_size == 3 * stride
+    last = tuple(n - 1 for n in shape)
+    assert stacked.forward(1, *last) == stride + L.row_major(shape).forward(*last)

@@ -57,7 +57,7 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
         if M % (64 * wgm) or N % wgn:
             continue
         wn = N // wgn
-        if wn % 8 or wn > 256:
+        if wn % 8 or wn > 256 or not _slice_starts_on_atom(g, wn):
             continue
         options.append((wgm, wgn))
     if not options:
@@ -65,6 +65,18 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
     if g.policy == "FullCol":
         return max(options, key=lambda o: (o[1], -o[0]))
     return max(options, key=lambda o: (o[0], -o[1]))  # full N per instruction first
+
+
+def _slice_starts_on_atom(g: ir.Gemm, wn: int) -> bool:
+    """Whether a warpgroup's N slice of B, `wn` columns in, starts on a whole swizzle atom of
+    an N-contiguous B (K x N in shared memory): a wgmma descriptor can only start there (80
+    columns of float16 have 32-byte atoms of 16 columns: a slice at column 40 would not). A
+    K-major B (N x K) is sliced by rows, which any multiple of 8 allows."""
+    b = g.B.buffer
+    if g.trans_B or b.scope not in ("shared", "shared.dyn"):
+        return True
+    mode = L.swizzle_mode(b.shape, b.dtype.bits)
+    return mode is None or wn * b.dtype.bits // 8 % mode == 0
 
 
 def eligible(g: ir.Gemm, M, N, num_warps, ctx):

@@ -40,18 +40,21 @@ VOID = ir.DType("void")
 _call = ir.extern_stmt
 
 
-def stack_layout(layout, stages: int):
-    """`layout` repeated `stages` times along a new leading dimension."""
+def stack_layout(layout, stages: int, elem_bytes: int):
+    """`layout` repeated `stages` times along a new leading dimension. Each stage starts on a
+    128-byte boundary: the TMA and bulk copies that fill the stages need it (a stage of 80
+    float32 values would otherwise put the second stage 320 bytes in)."""
     from .. import layout as L
 
     if getattr(layout, "swizzle_bytes", None):
         return L.swizzled((stages,) + tuple(layout.shape), layout.elem_bits)
-    if layout.is_row_major():
-        return L.row_major((stages,) + tuple(layout.shape))
     size = layout.physical_size
+    stride = -(-size * elem_bytes // 128) * 128 // elem_bytes
+    if layout.is_row_major() and stride == size:
+        return L.row_major((stages,) + tuple(layout.shape))
     return Layout((stages,) + tuple(layout.shape),
-                  lambda s, *idx: s * size + layout.forward(*idx),
-                  physical_size=size * stages)
+                  lambda s, *idx: s * stride + layout.forward(*idx),
+                  physical_size=stride * stages)
 
 
 def _flatten(body):
@@ -204,7 +207,7 @@ class Pipeliner:
             if b not in mapping:
                 nb = ir.Buffer(b.name, (stages,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
                 mapping[b] = nb
-                self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], stages)
+                self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], stages, b.dtype.bytes)
                 self.ctx.replaced_shared[b] = nb
         k = loop.var
         n = loop.extent

@@ -291,7 +291,7 @@ class WarpSpecializer:
     def _multi_buffer(self, b: ir.Buffer, S: int) -> ir.Buffer:
         """`b` with a leading stage dimension of S (its layout stacked S times)."""
         nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
-        self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], S)
+        self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], S, b.dtype.bytes)
         self.ctx.replaced_shared[b] = nb
         return nb
 

@@ -1,0 +1,43 @@
+"""How a 16-bit T.gemm is split over warpgroups on wgmma (sm_90a), checked on the generated
+CUDA without a GPU. A warpgroup's slice of an N-contiguous B (K x N in shared memory) must
+start on a whole swizzle atom, since a wgmma descriptor can only start there; where no split
+allows it, the gemm stays on mma.sync (and is still correct: tests/gpu/test_cuda_core.py)."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import tilelang
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tests.gpu import kernels as K  # noqa: E402
+
+
+def _gemm_call(bm, bn, bk, threads, trans_B):
+    src = tilelang.lower(K.gemm(256, 320, 192, bm, bn, bk, trans_B=trans_B,
+                                out_dtype="float16", threads=threads),
+                         target="cuda -arch=sm_90a")
+    calls = re.findall(r"tl::(\w*gemm_ss)<(\d+), (\d+), \d+, (\d+), (\d+),", src)
+    assert len(calls) == 1, calls
+    name, _, _, wm, wn = calls[0]
+    return name, (int(wm), int(wn))  # warpgroups (wgmma) or warps (mma.sync) along M, N
+
+
+@pytest.mark.parametrize("bm,bn,bk,trans_B,want", [
+    # B K x N, 128-byte atoms of 64 columns: two slices of 64 columns
+    (64, 128, 64, False, ("wgmma_gemm_ss", (1, 2))),
+    # 80 columns (32-byte atoms of 16): slices of 40 would start mid-atom
+    (64, 80, 64, False, ("gemm_ss", None)),
+    # 96 columns (64-byte atoms of 32): slices of 48 would start mid-atom
+    (64, 96, 32, False, ("gemm_ss", None)),
+    # split along M instead: each warpgroup takes all 80 columns
+    (128, 80, 64, False, ("wgmma_gemm_ss", (2, 1))),
+    # B N x K is sliced by rows: 40 rows are five 8-row groups
+    (64, 80, 64, True, ("wgmma_gemm_ss", (1, 2))),
+])
+def test_n_slices_of_b_start_on_swizzle_atoms(bm, bn, bk, trans_B, want):
+    name, split = _gemm_call(bm, bn, bk, 256, trans_B)
+    assert (name, split if want[1] else None) == want
