@@ -38,21 +38,24 @@ from bench_core import wall_bench  # noqa: E402
 # default first
 NO_DEFERRED_WAIT = {"tl.disable_deferred_store_wait": True}
 VARIANTS = [
-    ("128x64 t256 s2 tma overlap", dict()),
-    ("128x64 t256 s2 tma overlap, wait at issue", dict(pass_configs=NO_DEFERRED_WAIT)),
-    ("128x64 t256 s3 tma overlap", dict(num_stages=3)),
-    ("128x64 t256 s2 tma sync", dict(overlap=False)),
-    ("128x64 t256 s2 atomic2 overlap", dict(dq_mode="atomic2")),
-    ("128x64 t256 s2 atomic2 sync", dict(dq_mode="atomic2", overlap=False)),
-    ("128x64 t256 s2 shared overlap", dict(dq_mode="shared")),
-    ("128x64 t256 s2 shared sync", dict(dq_mode="shared", overlap=False)),
-    ("128x64 t256 s3 atomic2 overlap", dict(num_stages=3, dq_mode="atomic2")),
-    ("128x32 t256 s2 atomic2 overlap", dict(block_N=32, dq_mode="atomic2")),
-    ("64x64 t128 s2 atomic2 overlap", dict(block_M=64, threads=128, dq_mode="atomic2")),
+    ("128x80 t256 s2 tma overlap", dict()),
+    ("128x80 t256 s2 tma sync", dict(overlap=False)),
+    ("128x64 t256 s2 tma overlap", dict(block_N=64)),
+    ("128x64 t256 s2 tma overlap, dQ not transposed", dict(block_N=64, dq_transposed=False)),
+    ("128x80 t256 s2 tma overlap, wait at issue", dict(pass_configs=NO_DEFERRED_WAIT)),
+    ("128x80 t256 s2 shared overlap", dict(dq_mode="shared")),
+    ("128x64 t256 s3 tma overlap", dict(block_N=64, num_stages=3)),
+    ("128x64 t256 s2 atomic2 overlap", dict(block_N=64, dq_mode="atomic2",
+                                            dq_transposed=False)),
+    ("128x32 t256 s2 atomic2 overlap", dict(block_N=32, dq_mode="atomic2",
+                                            dq_transposed=False)),
+    ("64x64 t128 s2 atomic2 overlap", dict(block_M=64, block_N=64, threads=128,
+                                           dq_mode="atomic2", dq_transposed=False)),
     ("64x32 t128 s2 atomic (old tiles)", dict(block_M=64, block_N=32, threads=128,
-                                               dq_mode="atomic", overlap=False)),
+                                               dq_mode="atomic", overlap=False,
+                                               dq_transposed=False)),
 ]
-CAUSAL_VARIANTS = VARIANTS[:4]
+CAUSAL_VARIANTS = VARIANTS[:5]
 TOL = 2e-2  # float16 gradients against float64: the example's own check is 1e-2 (norm-wise)
 
 

@@ -48,6 +48,17 @@ def test_bench_kernel_structure(causal):
     assert "tma_store_wait" not in issue[:issue.index("mbarrier_arrive")]
     assert loop.index("tma_store_wait<0>") < loop.index("named_barrier_sync") < \
         loop.index("dq_shared[")
+    # dQ^T = K^T dS^T: 80 queries along N, the head dimension along M
+    assert re.search(r"tl::wgmma_gemm_ss<128, 80, 128, 2, 1, true, false,[^;]*dsT_shared",
+                     loop), loop
+    # every stage a TMA load fills starts on a 128-byte boundary (lse and delta: 80 floats,
+    # 320 bytes, in stages 384 bytes apart)
+    strides = {name: int(n) for name, n in re.findall(
+        r"tl::tma_load\([^;]*\(&(\w+)\[[^\]]*?% 2 \* (\d+)", src)}
+    elem_bytes = {"lse_shared": 4, "delta": 4, "q": 2, "do_1": 2}
+    assert strides.keys() == elem_bytes.keys(), strides
+    assert all(n * elem_bytes[b] % 128 == 0 for b, n in strides.items()), strides
+    assert strides["lse_shared"] == 96
 
 
 @pytest.mark.skipif(toolkit.nvrtc_backend() is None, reason="NVRTC is not installed")
@@ -61,15 +72,16 @@ def test_bench_kernel_does_not_spill_or_serialize(causal):
     assert "C7512" not in log and "serialized" not in log, log  # wgmma serialised by ptxas
 
 
-@pytest.mark.parametrize("dq_mode,overlap,block_N", [
-    ("atomic2", True, 64), ("atomic2", False, 32), ("shared", True, 32), ("shared", False, 64),
-    ("atomic", False, 64), ("tma", True, 64)])
+@pytest.mark.parametrize("dq_mode,overlap,block_N,transposed", [
+    ("atomic2", True, 64, False), ("atomic2", False, 32, False), ("shared", True, 32, False),
+    ("shared", False, 64, False), ("atomic", False, 64, False), ("tma", True, 64, False),
+    ("tma", True, 80, True), ("shared", False, 80, True), ("tma", False, 48, True)])
 @pytest.mark.parametrize("causal", [False, True])
-def test_bwd_options_ragged_cpu(dq_mode, overlap, block_N, causal):
+def test_bwd_options_ragged_cpu(dq_mode, overlap, block_N, transposed, causal):
     ex = _ex()
     B, H, S, D = 1, 2, 150, 64  # S is no multiple of either tile
     attn = ex.FlashAttention(B, H, S, D, causal, bwd_cfg=dict(
-        dq_mode=dq_mode, overlap=overlap, block_N=block_N))
+        dq_mode=dq_mode, overlap=overlap, block_N=block_N, dq_transposed=transposed))
     q, k, v, do = (torch.randn(B, S, H, D, dtype=torch.float16) for _ in range(4))
     o, lse = attn.forward(q, k, v)
     grads = attn.backward(q, k, v, o, lse, do)
