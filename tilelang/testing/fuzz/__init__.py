@@ -12,7 +12,8 @@ reductions over either axis (pipelined accumulation, softmax-style broadcasts), 
 transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, block-level),
 "gather" im2col gathers into shared tiles inside pipelined GEMMs (async zero-fill copies),
 "conv2d" 2-D convolutions through `T.c2d_im2col` (TMA in im2col mode on sm_90a where it
-applies).
+applies), "persistent" the GEMMs in a `T.Persistent` tile loop, "odd_tiles" the GEMMs with N
+tiles that are not powers of two (24 to 112 columns).
 `generate(seed)` is deterministic: the same seed gives the same program and inputs on every
 machine, so a failing seed is a reproducer (and `case.source` is the program text).
 
@@ -45,6 +46,7 @@ FAMILIES = {
     "gather": fam_gather.sample,
     "conv2d": fam_conv2d.sample,
     "persistent": fam_gemm.sample_persistent,
+    "odd_tiles": fam_gemm.sample_odd_tiles,
 }
 # how often each family is drawn when none is asked for
 WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
@@ -54,8 +56,9 @@ WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
 # finding keep their programs (the checked-in regression seeds stay valid)
 LATER = {"gather": 0.12}
 _LATER_STREAM = 0x6A1
-# and each later one from its own stream after that (conv2d, persistent: 2026-11-22)
-LATEST = {"conv2d": (0.08, 0x6A2), "persistent": (0.06, 0x6A3)}
+# and each later one from its own stream after that (conv2d, persistent, odd_tiles:
+# 2026-11-22; odd_tiles on 0x6A5 because 0x6A4 would have taken finding 192125)
+LATEST = {"conv2d": (0.08, 0x6A2), "persistent": (0.06, 0x6A3), "odd_tiles": (0.06, 0x6A5)}
 
 
 def generate(seed: int, family: str | None = None) -> Case:

@@ -74,10 +74,7 @@ def sample_persistent(rng, seed: int) -> Case:
         s["loop"], s["stages"] = "pipelined", int(pick(rng, (2, 3, 4)))
     # every stage fits in shared memory next to an output tile (a valid program: in a tile
     # loop the stages keep their bytes, no output tile may reuse them)
-    elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
-    while s["loop"] == "pipelined" and s["stages"] > 2 and \
-            s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + s["bm"] * s["bn"] * 4 > 200 * 1024:
-        s["stages"] -= 1
+    elem = _fit_stages(s)
     if rng.random() < 0.6:  # 16-byte rows (TMA): dimensions in multiples of 16 elements
         s["M"], s["N"], s["K"] = (-(-s[d] // 16) * 16 for d in ("M", "N", "K"))
     s["M"] = int(s["M"] + rng.integers(0, 3) * s["bm"])
@@ -91,6 +88,40 @@ def sample_persistent(rng, seed: int) -> Case:
             2 * s["bm"] * panel * elem + s["bm"] * s["bn"] * 4 <= 200 * 1024:
         s["a_panel"] = True
     return build(s, seed)
+
+
+def sample_odd_tiles(rng, seed: int) -> Case:
+    """Family "odd_tiles": the same GEMMs with N tiles that are not powers of two (24 to 112
+    columns) on whole warpgroups, ragged and 16-element-aligned sizes, pipelined k loops
+    most of the time: swizzles of 48-, 80- and 96-column tiles, wgmma N slices of them that
+    must start on whole swizzle atoms (or fall back to mma.sync), and pipeline stages whose
+    size is no multiple of 128 bytes (an 80-column tile of B, the bias row of one)."""
+    case = sample(rng, seed)
+    s = dict(case.spec)
+    s["threads"] = int(pick(rng, (128, 256, 256)))
+    while True:
+        s["bm"], s["bn"] = int(pick(rng, (64, 128))), int(pick(rng, (24, 40, 48, 80, 96, 112)))
+        if s["bm"] * s["bn"] <= 128 * 128 and _partitionable(s["bm"], s["bn"],
+                                                             s["threads"] // 32):
+            break
+    s["N"] = int(rng.integers(1, 2 * s["bn"] + 9))
+    if rng.random() < 0.7:
+        s["loop"], s["stages"] = "pipelined", int(pick(rng, (2, 3, 4)))
+    _fit_stages(s)
+    if rng.random() < 0.6:  # 16-byte rows (TMA): dimensions in multiples of 16 elements
+        s["M"], s["N"], s["K"] = (-(-s[d] // 16) * 16 for d in ("M", "N", "K"))
+    return build(s, seed)
+
+
+def _fit_stages(s: dict) -> int:
+    """Lower a pipelined draw's stage count until its stages fit in shared memory next to an
+    output tile (over 227 KB the program would be invalid, not the compiler wrong); returns
+    the operands' element size in bytes."""
+    elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
+    while s["loop"] == "pipelined" and s["stages"] > 2 and \
+            s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + s["bm"] * s["bn"] * 4 > 200 * 1024:
+        s["stages"] -= 1
+    return elem
 
 
 def build(s: dict, seed: int) -> Case:
