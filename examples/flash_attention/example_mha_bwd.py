@@ -151,7 +151,10 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, nu
     issued, instead of waiting for each gemm (sm_90a; elsewhere the gemms are synchronous).
     dq_transposed: compute dQ^T = K^T dS^T (head dimension along M) and store it transposed
     into the staging tile ("tma" and "shared" only); otherwise dQ = dS K with the queries
-    along M, which on sm_90a needs block_N to be a multiple of 64."""
+    along M, which on sm_90a needs block_N to be a multiple of 64. At dim = 64 the
+    transposed gemm has one warpgroup's rows, and two warpgroups cannot split its 80
+    columns on whole swizzle atoms: it runs on mma.sync (block_N=64, dq_transposed=False
+    keeps all five gemms on wgmma)."""
     assert not dq_transposed or dq_mode in ("shared", "tma"), \
         "dq_transposed stages dQ in shared memory: dq_mode 'shared' or 'tma'"
     if dq_mode == "shared":

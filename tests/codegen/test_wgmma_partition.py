@@ -1,7 +1,7 @@
 """How a 16-bit T.gemm is split over warpgroups on wgmma (sm_90a), checked on the generated
 CUDA without a GPU. A warpgroup's slice of an N-contiguous B (K x N in shared memory) must
-start on a whole swizzle atom, since a wgmma descriptor can only start there; where no split
-allows it, the gemm stays on mma.sync (and is still correct: tests/gpu/test_cuda_core.py)."""
+be whole swizzle atoms or lie within one; where no split allows it, the gemm stays on
+mma.sync (and is still correct: tests/gpu/test_cuda_core.py)."""
 
 import re
 import sys
@@ -37,7 +37,12 @@ def _gemm_call(bm, bn, bk, threads, trans_B):
     (128, 80, 64, False, ("wgmma_gemm_ss", (2, 1))),
     # B N x K is sliced by rows: 40 rows are five 8-row groups
     (64, 80, 64, True, ("wgmma_gemm_ss", (1, 2))),
+    # halves of one atom: 32 of a 128-byte atom's 64 columns, 16 of a 64-byte atom's 32,
+    # 8 of a 32-byte atom's 16
+    (64, 64, 32, False, ("wgmma_gemm_ss", (1, 2))),
+    (64, 32, 32, False, ("wgmma_gemm_ss", (1, 2))),
+    (64, 16, 32, False, ("wgmma_gemm_ss", (1, 2))),
 ])
-def test_n_slices_of_b_start_on_swizzle_atoms(bm, bn, bk, trans_B, want):
+def test_n_slices_of_b_fit_swizzle_atoms(bm, bn, bk, trans_B, want):
     name, split = _gemm_call(bm, bn, bk, 256, trans_B)
     assert (name, split if want[1] else None) == want

@@ -120,7 +120,9 @@ def _check_gemm(k, M, N, K_, tdtype, acc, tol, trans_A, trans_B):
 @pytest.mark.parametrize("bm,bn,bk,threads", [(64, 64, 32, 128), (128, 128, 64, 256),
                                                (128, 256, 32, 256), (64, 128, 64, 256),
                                                (64, 80, 64, 256), (64, 96, 32, 256),
-                                               (128, 80, 64, 256)])
+                                               (128, 80, 64, 256), (64, 64, 32, 256),
+                                               (64, 32, 32, 256), (64, 16, 32, 256),
+                                               (64, 128, 32, 512)])
 def test_gemm_tiles_and_stages(wgmma, bm, bn, bk, threads):
     for stages in (0, 1, 3):
         func = K.gemm(256, 320, 192, bm, bn, bk, dtype="float16", accum_dtype="float32",

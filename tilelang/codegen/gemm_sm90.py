@@ -57,7 +57,7 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
         if M % (64 * wgm) or N % wgn:
             continue
         wn = N // wgn
-        if wn % 8 or wn > 256 or not _slice_starts_on_atom(g, wn):
+        if wn % 8 or wn > 256 or not _slice_fits_atoms(g, wn):
             continue
         options.append((wgm, wgn))
     if not options:
@@ -67,16 +67,21 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
     return max(options, key=lambda o: (o[0], -o[1]))  # full N per instruction first
 
 
-def _slice_starts_on_atom(g: ir.Gemm, wn: int) -> bool:
-    """Whether a warpgroup's N slice of B, `wn` columns in, starts on a whole swizzle atom of
-    an N-contiguous B (K x N in shared memory): a wgmma descriptor can only start there (80
-    columns of float16 have 32-byte atoms of 16 columns: a slice at column 40 would not). A
+def _slice_fits_atoms(g: ir.Gemm, wn: int) -> bool:
+    """Whether the warpgroups' N slices of `wn` columns of an N-contiguous B (K x N in shared
+    memory) are ones a wgmma descriptor can address: whole swizzle atoms, or pieces of one
+    atom that never cross into the next (32 columns of a 64-column 128-byte atom). A slice
+    that ends or starts mid-atom after whole ones is not: 80 columns of float16 have
+    32-byte atoms of 16 columns, and slices of 40 came out wrong from column 32 on. A
     K-major B (N x K) is sliced by rows, which any multiple of 8 allows."""
     b = g.B.buffer
     if g.trans_B or b.scope not in ("shared", "shared.dyn"):
         return True
     mode = L.swizzle_mode(b.shape, b.dtype.bits)
-    return mode is None or wn * b.dtype.bits // 8 % mode == 0
+    if mode is None:
+        return True
+    atom = mode * 8 // b.dtype.bits  # columns
+    return wn % atom == 0 or atom % wn == 0
 
 
 def eligible(g: ir.Gemm, M, N, num_warps, ctx):
