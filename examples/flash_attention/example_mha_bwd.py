@@ -1,4 +1,4 @@
-"""FlashAttention backward (multi-head attention), causal or not.
+"""FlashAttention backward, multi-head or grouped-query attention, causal or not.
 
     python examples/flash_attention/example_mha_bwd.py
 
@@ -25,6 +25,11 @@ way FlashAttention-2/3 builds its backward pass:
 4. `bwd_postprocess`: dQ = accumulator / sqrt(d) in float16 (the 1/sqrt(d) factor of dS is
    applied once, to dK and dQ, rather than to every dS element).
 
+Grouped-query attention (`groups` query heads per key/value head) changes only the
+indexing: the forward pass reads key/value head h // groups, and a block of the backward
+main kernel walks the query tiles of all `groups` query heads of its key/value head in one
+pipelined loop, so dK and dV sum over the group in the registers and are written once.
+
 Tensors are laid out (batch, seq, heads, dim).
 
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
@@ -47,14 +52,18 @@ LOG2E = 1.44269504
 
 @tilelang.jit(out_idx=[3, 4], pass_configs=FAST_MATH)
 def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
-              threads=128, dtype="float16", accum_dtype="float"):
+              threads=128, groups=1, dtype="float16", accum_dtype="float"):
+    """O and lse; with `groups` > 1, query head h attends with key/value head h // groups."""
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = [batch, seq_len, heads, dim]
+    kv_shape = [batch, seq_len, heads // groups, dim]
 
     @T.prim_func
-    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
-             Output: T.Tensor(shape, dtype), lse: T.Tensor([batch, heads, seq_len], accum_dtype)):
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(kv_shape, dtype),
+             V: T.Tensor(kv_shape, dtype), Output: T.Tensor(shape, dtype),
+             lse: T.Tensor([batch, heads, seq_len], accum_dtype)):
         with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            kv_head = by // groups if groups > 1 else by
             Q_shared = T.alloc_shared([block_M, dim], dtype)
             K_shared = T.alloc_shared([block_N, dim], dtype)
             V_shared = T.alloc_shared([block_N, dim], dtype)
@@ -75,7 +84,7 @@ def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
             if is_causal:
                 n_tiles = T.min(n_tiles, T.ceildiv((bx + 1) * block_M, block_N))
             for k in T.Pipelined(n_tiles, num_stages=num_stages):
-                T.copy(K[bz, k * block_N:(k + 1) * block_N, by, :], K_shared)
+                T.copy(K[bz, k * block_N:(k + 1) * block_N, kv_head, :], K_shared)
                 for i, j in T.Parallel(block_M, block_N):
                     if is_causal:
                         visible = bx * block_M + i >= k * block_N + j
@@ -96,7 +105,7 @@ def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
                 for i, j in T.Parallel(block_M, dim):
                     acc_o[i, j] *= rescale[i]
                 T.copy(acc_s, acc_s_cast)
-                T.copy(V[bz, k * block_N:(k + 1) * block_N, by, :], V_shared)
+                T.copy(V[bz, k * block_N:(k + 1) * block_N, kv_head, :], V_shared)
                 T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= l[i]
@@ -136,10 +145,14 @@ def bwd_preprocess(batch, heads, seq_len, dim, block=64, dtype="float16", accum_
 
 @tilelang.jit(pass_configs=FAST_MATH)
 def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, num_stages=2,
-              threads=256, dq_mode="tma", overlap=True, dq_transposed=True,
+              threads=256, dq_mode="tma", overlap=True, dq_transposed=True, groups=1,
               dtype="float16", accum_dtype="float"):
     """dK, dV (written) and dQ * sqrt(d) (added into a zeroed float32 accumulator) of one key
     tile per block.
+
+    groups: query heads per key/value head (grouped-query attention). A block then walks the
+    query tiles of each of its key/value head's query heads in turn, one pipelined loop, and
+    its dK and dV sum over all of them in the registers.
 
     dq_mode: how the key tile's share of dQ reaches the float32 accumulator. "atomic2": the
     gemm accumulator's column pairs with 2-wide float atomics, straight from the registers;
@@ -162,14 +175,17 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, nu
     sm_scale = (1.0 / dim) ** 0.5
     scale = sm_scale * LOG2E
     shape = [batch, seq_len, heads, dim]
+    kv_shape = [batch, seq_len, heads // groups, dim]
 
     @T.prim_func
-    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
-             dO: T.Tensor(shape, dtype), lse: T.Tensor([batch, heads, seq_len], accum_dtype),
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(kv_shape, dtype),
+             V: T.Tensor(kv_shape, dtype), dO: T.Tensor(shape, dtype),
+             lse: T.Tensor([batch, heads, seq_len], accum_dtype),
              Delta: T.Tensor([batch, heads, seq_len], accum_dtype),
-             dQ: T.Tensor(shape, accum_dtype), dK: T.Tensor(shape, dtype),
-             dV: T.Tensor(shape, dtype)):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+             dQ: T.Tensor(shape, accum_dtype), dK: T.Tensor(kv_shape, dtype),
+             dV: T.Tensor(kv_shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads // groups, batch,
+                      threads=threads) as (bx, by, bz):
             K_shared = T.alloc_shared([block_M, dim], dtype)
             V_shared = T.alloc_shared([block_M, dim], dtype)
             q = T.alloc_shared([block_N, dim], dtype)
@@ -199,11 +215,21 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, nu
             T.clear(dk)
             # with a causal mask, query tiles that end before this key tile see none of it
             first = T.floordiv(bx * block_M, block_N) if is_causal else 0
-            for k in T.Pipelined(first, T.ceildiv(seq_len, block_N), num_stages=num_stages):
-                T.copy(Q[bz, k * block_N:(k + 1) * block_N, by, :], q)
-                T.copy(dO[bz, k * block_N:(k + 1) * block_N, by, :], do)
-                T.copy(lse[bz, by, k * block_N:(k + 1) * block_N], lse_shared)
-                T.copy(Delta[bz, by, k * block_N:(k + 1) * block_N], delta)
+            q_tiles = T.ceildiv(seq_len, block_N)
+            if groups == 1:
+                steps = T.Pipelined(first, q_tiles, num_stages=num_stages)
+            else:  # the query tiles of each query head of the group in turn
+                steps = T.Pipelined(groups * (q_tiles - first), num_stages=num_stages)
+            for t in steps:
+                if groups == 1:
+                    h, k = by, t
+                else:
+                    h = by * groups + t // (q_tiles - first)  # query head
+                    k = first + t % (q_tiles - first)  # its query tile
+                T.copy(Q[bz, k * block_N:(k + 1) * block_N, h, :], q)
+                T.copy(dO[bz, k * block_N:(k + 1) * block_N, h, :], do)
+                T.copy(lse[bz, h, k * block_N:(k + 1) * block_N], lse_shared)
+                T.copy(Delta[bz, h, k * block_N:(k + 1) * block_N], delta)
                 # S^T = K Q^T and dP^T = V dO^T: keys along M, so P^T and dS^T stay in the
                 # registers as the A operands of dV += P^T dO and dK += dS^T Q. P^T is
                 # rounded to float16 before dP^T is computed, which keeps only one float32
@@ -253,7 +279,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, nu
                     if dq_mode in ("shared", "tma"):
                         T.copy(dq, dq_shared)
                 if dq_mode == "tma":
-                    T.atomic_add(dQ[bz, k * block_N:(k + 1) * block_N, by, :], dq_shared,
+                    T.atomic_add(dQ[bz, k * block_N:(k + 1) * block_N, h, :], dq_shared,
                                  use_tma=True)
                 elif dq_mode == "shared":
                     # lane l of a warp adds columns 4l..4l+3: one instruction adds whole
@@ -261,15 +287,15 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, nu
                     for r in T.unroll(block_N * dim // 4 // threads):
                         i = (r * threads + tx) // (dim // 4)
                         j = (r * threads + tx) % (dim // 4)
-                        T.atomic_addx4(dQ[bz, k * block_N + i, by, j * 4], dq_shared[i, j * 4])
+                        T.atomic_addx4(dQ[bz, k * block_N + i, h, j * 4], dq_shared[i, j * 4])
                 elif dq_mode == "atomic2":
                     # the accumulator holds column pairs (2j, 2j + 1) in consecutive registers
                     for i, j in T.Parallel(block_N, dim):
                         if j % 2 == 0:
-                            T.atomic_addx2(dQ[bz, k * block_N + i, by, j], dq[i, j])
+                            T.atomic_addx2(dQ[bz, k * block_N + i, h, j], dq[i, j])
                 else:
                     for i, j in T.Parallel(block_N, dim):
-                        T.atomic_add(dQ[bz, k * block_N + i, by, j], dq[i, j])
+                        T.atomic_add(dQ[bz, k * block_N + i, h, j], dq[i, j])
 
             for i, j in T.Parallel(block_M, dim):
                 dk[i, j] *= sm_scale
@@ -301,11 +327,12 @@ def bwd_postprocess(batch, heads, seq_len, dim, block=64, dtype="float16", accum
 class FlashAttention:
     """The kernels for one problem shape, with torch-style forward/backward calls."""
 
-    def __init__(self, batch, heads, seq_len, dim, is_causal, fwd_cfg=None, bwd_cfg=None):
+    def __init__(self, batch, heads, seq_len, dim, is_causal, fwd_cfg=None, bwd_cfg=None,
+                 groups=1):
         args = (batch, heads, seq_len, dim)
-        self.fwd = flash_fwd(*args, is_causal, **(fwd_cfg or {}))
+        self.fwd = flash_fwd(*args, is_causal, groups=groups, **(fwd_cfg or {}))
         self.prep = bwd_preprocess(*args)
-        self.bwd = flash_bwd(*args, is_causal, **(bwd_cfg or {}))
+        self.bwd = flash_bwd(*args, is_causal, groups=groups, **(bwd_cfg or {}))
         self.post = bwd_postprocess(*args)
 
     def forward(self, q, k, v):
@@ -318,10 +345,12 @@ class FlashAttention:
         return self.post(dq_accum), dk, dv
 
 
-def ref_grads(q, k, v, do, is_causal):
-    """float64 autograd through plain attention, (batch, seq, heads, dim) layout."""
+def ref_grads(q, k, v, do, is_causal, groups=1):
+    """float64 autograd through plain attention, (batch, seq, heads, dim) layout; K and V
+    have heads // groups heads, each shared by `groups` query heads."""
     q, k, v = (x.detach().double().requires_grad_() for x in (q, k, v))
-    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+    qt, kt, vt = (x.repeat_interleave(groups, dim=2).transpose(1, 2) if x is not q
+                  else x.transpose(1, 2) for x in (q, k, v))
     s = qt @ kt.transpose(-1, -2) / math.sqrt(q.shape[-1])
     if is_causal:
         n = s.shape[-1]
@@ -336,6 +365,8 @@ SIZES = {
     "medium": (2, 4, 1000, 128, dict(block_M=128, num_stages=2, threads=256), dict()),
     "bench": (8, 32, 4096, 128, dict(block_M=128, num_stages=2, threads=256), dict()),
 }
+# query heads per key/value head in the grouped-query cases
+GQA_GROUPS = {"small": 2, "medium": 2, "bench": 4}
 
 
 def fit_config(cfg, arch):
@@ -363,42 +394,58 @@ def programs(size="bench", arch="sm_90a"):
     for c in (False, True):
         out.append((f"fwd_lse_causal{int(c)}", flash_fwd.get_tir(B, H, S, D, c, **fcfg)))
         out.append((f"bwd_causal{int(c)}", flash_bwd.get_tir(B, H, S, D, c, **bcfg)))
+        out.append((f"bwd_gqa_causal{int(c)}", flash_bwd.get_tir(
+            B, H, S, D, c, groups=GQA_GROUPS[size], **bcfg)))
     return out
 
 
 def run(device=None, size="small"):
-    """Build the kernels (non-causal and causal), check O, dQ, dK, dV against float64 autograd
-    on fresh random inputs, and return one backward case per mask:
+    """Build the kernels (multi-head and grouped-query, non-causal and causal), check O, dQ,
+    dK, dV against float64 autograd on fresh random inputs, and return one backward case each:
     [{name, tilelang, baseline, baseline_name, flops, error}]."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     B, H, S, D, fcfg, bcfg = SIZES[size]
     if device == "cuda":
         bcfg = fit_config(bcfg, "sm_%d%d" % torch.cuda.get_device_capability())
-    q, k, v, do = (torch.randn(B, S, H, D, device=device, dtype=torch.float16)
-                   for _ in range(4))
     cases = []
-    for causal in (False, True):
-        attn = FlashAttention(B, H, S, D, causal, fcfg, bcfg)
-        o, lse = attn.forward(q, k, v)
-        grads = attn.backward(q, k, v, o, lse, do)
-        # at benchmark sizes the float64 reference is computed for one sequence and two heads
-        b, h = (1, 2) if size == "bench" else (B, H)
-        refs = ref_grads(*(x[:b, :, :h] for x in (q, k, v, do)), causal)
-        err = max(check(x[:b, :, :h], r, tol) for x, r, tol in zip(
-            (o, *grads), refs, (5e-3, 1e-2, 1e-2, 1e-2)))
-
-        # baseline: the backward pass of torch's fused attention (its forward done once here)
-        qt, kt, vt = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))
-        ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-        dot = do.transpose(1, 2).contiguous()
-        baseline = (lambda ot=ot, qt=qt, kt=kt, vt=vt, dot=dot:
-                    torch.autograd.grad(ot, (qt, kt, vt), dot, retain_graph=True))
-        flops = 2.5 * 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)  # 5 GEMMs
-        cases.append(dict(
-            name=f"mha bwd fp16 B{B} H{H} S{S} D{D}{' causal' if causal else ''}",
-            tilelang=lambda attn=attn, o=o, lse=lse: attn.backward(q, k, v, o, lse, do),
-            baseline=baseline, baseline_name="torch SDPA backward", flops=flops, error=err))
+    for groups in (1, GQA_GROUPS[size]):
+        q, do = (torch.randn(B, S, H, D, device=device, dtype=torch.float16) for _ in range(2))
+        k, v = (torch.randn(B, S, H // groups, D, device=device, dtype=torch.float16)
+                for _ in range(2))
+        for causal in (False, True):
+            cases.append(_case(q, k, v, do, causal, groups, fcfg, bcfg, size == "bench"))
     return cases
+
+
+def _case(q, k, v, do, causal, groups, fcfg, bcfg, bench):
+    B, S, H, D = q.shape
+    attn = FlashAttention(B, H, S, D, causal, fcfg, bcfg, groups)
+    o, lse = attn.forward(q, k, v)
+    grads = attn.backward(q, k, v, o, lse, do)
+    # at benchmark sizes the float64 reference is computed for one sequence and two heads
+    # (grouped: the query heads of one key/value head)
+    b, kv = (1, 2 if groups == 1 else 1) if bench else (B, H // groups)
+    qs = (slice(None, b), slice(None), slice(None, kv * groups))
+    kvs = (slice(None, b), slice(None), slice(None, kv))
+    refs = ref_grads(q[qs], k[kvs], v[kvs], do[qs], causal, groups)
+    err = max(check(x, r, tol) for x, r, tol in zip(
+        (o[qs], grads[0][qs], grads[1][kvs], grads[2][kvs]), refs, (5e-3, 1e-2, 1e-2, 1e-2)))
+
+    # baseline: the backward pass of torch's fused attention (its forward done once here)
+    qt, kt, vt = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))
+    ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=causal,
+                                                          enable_gqa=groups > 1)
+    dot = do.transpose(1, 2).contiguous()
+    baseline = (lambda: torch.autograd.grad(ot, (qt, kt, vt), dot, retain_graph=True))
+    flops = 2.5 * 4.0 * B * H * S * S * D * (0.5 if causal else 1.0)  # 5 GEMMs
+    heads = f"H{H}" if groups == 1 else f"H{H}/{H // groups}"
+    return dict(
+        name=f"{'mha' if groups == 1 else 'gqa'} bwd fp16 B{B} {heads} S{S} D{D}"
+             f"{' causal' if causal else ''}",
+        tilelang=lambda: attn.backward(q, k, v, o, lse, do),
+        baseline=baseline, baseline_name="torch SDPA backward" + (" (enable_gqa)" if groups > 1
+                                                                 else ""),
+        flops=flops, error=err)
 
 
 def main():

@@ -19,17 +19,19 @@ def _ex():
     return load_example(next(p for p in EXAMPLES if p.stem == "example_mha_bwd"))
 
 
-def _bench_source(causal):
+def _bench_source(causal, gqa=False):
+    kind = "bwd_gqa" if gqa else "bwd"
     name, func = next((n, f) for n, f in _ex().programs("bench")
-                      if n == f"bwd_causal{int(causal)}")
+                      if n == f"{kind}_causal{int(causal)}")
     return tilelang.lower(func, target="cuda -arch=sm_90a")
 
 
+@pytest.mark.parametrize("gqa", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_bench_kernel_structure(causal):
-    src = _bench_source(causal)
+def test_bench_kernel_structure(causal, gqa):
+    src = _bench_source(causal, gqa)
     consumer = src[src.index("setmaxnreg_inc"):]
-    loop = consumer[consumer.index("for (int k"):]
+    loop = consumer[consumer.index("for (int t"):]
     # all five gemms on wgmma, two consumer warpgroups with the registers rebalanced
     assert len(re.findall(r"tl::wgmma_gemm_(?:ss|rs)<", loop)) == 5
     assert "tl::gemm_" not in src
@@ -62,11 +64,13 @@ def test_bench_kernel_structure(causal):
 
 
 @pytest.mark.skipif(toolkit.nvrtc_backend() is None, reason="NVRTC is not installed")
+@pytest.mark.parametrize("gqa", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_bench_kernel_does_not_spill_or_serialize(causal):
+def test_bench_kernel_does_not_spill_or_serialize(causal, gqa):
     from tilelang.runtime.compiler import compile_cuda
 
-    log = compile_cuda(_bench_source(causal), "sm_90a", verbose=True, use_cache=False).log
+    log = compile_cuda(_bench_source(causal, gqa), "sm_90a", verbose=True,
+                       use_cache=False).log
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
     assert spills and max(spills) == 0, log
     assert "C7512" not in log and "serialized" not in log, log  # wgmma serialised by ptxas
@@ -87,6 +91,25 @@ def test_bwd_options_ragged_cpu(dq_mode, overlap, block_N, transposed, causal):
     grads = attn.backward(q, k, v, o, lse, do)
     refs = ex.ref_grads(q, k, v, do, causal)[1:]
     for name, g, r in zip(("dQ", "dK", "dV"), grads, refs):
+        err = ex.check(g, r, 1e-2)
+        assert err < 1e-2, (name, err)
+
+
+@pytest.mark.parametrize("groups,heads", [(2, 4), (3, 6)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_gqa_bwd_ragged_cpu(groups, heads, causal):
+    """Grouped-query attention: each block walks the query tiles of its key/value head's
+    query heads in one loop, and dK, dV sum over them."""
+    ex = _ex()
+    B, S, D = 2, 150, 64
+    attn = ex.FlashAttention(B, heads, S, D, causal, groups=groups)
+    q, do = (torch.randn(B, S, heads, D, dtype=torch.float16) for _ in range(2))
+    k, v = (torch.randn(B, S, heads // groups, D, dtype=torch.float16) for _ in range(2))
+    o, lse = attn.forward(q, k, v)
+    grads = attn.backward(q, k, v, o, lse, do)
+    refs = ex.ref_grads(q, k, v, do, causal, groups)
+    assert ex.check(o, refs[0], 5e-3) < 5e-3
+    for name, g, r in zip(("dQ", "dK", "dV"), grads, refs[1:]):
         err = ex.check(g, r, 1e-2)
         assert err < 1e-2, (name, err)
 
