@@ -177,6 +177,10 @@ def dequant_rs_family(cpu):
         rs(256, 128, 128, 2, 256, split_k=2),
         rs(256, 128, 64, 4, 256, split_k=4),
         rs(256, 64, 64, 4, 128, split_k=1),
+        rs(256, 128, 64, 5, 256, split_k=2),
+        rs(128, 256, 64, 4, 256, split_k=2),
+        rs(128, 128, 64, 4, 256, split_k=1),
+        rs(128, 128, 64, 4, 256, split_k=2),
     ]
     return dict(title=f"int4 dequant gemm, weights in registers (group {G}) {M}x{N}x{K}",
                 shape=(M, N, K, G), variants=variants,
