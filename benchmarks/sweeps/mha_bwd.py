@@ -2,6 +2,7 @@
 backward pass of torch SDPA.
 
     python benchmarks/sweeps/mha_bwd.py          # H200: B8 H32 S4096 D128 fp16, < 60 s
+    python benchmarks/sweeps/mha_bwd.py --dim 64 # the same at head dimension 64
     python benchmarks/sweeps/mha_bwd.py --cpu    # plumbing only: tiny size on the CPU interpreter
 
 For each mask (full, causal) the forward kernel of the example gives O and lse once, and torch
@@ -38,12 +39,14 @@ from bench_core import wall_bench  # noqa: E402
 # default first
 NO_DEFERRED_WAIT = {"tl.disable_deferred_store_wait": True}
 VARIANTS = [
-    ("128x80 t256 s2 tma overlap", dict()),
-    ("128x80 t256 s2 tma sync", dict(overlap=False)),
+    ("example default", dict()),
+    ("128x80 t256 s2 tma sync", dict(block_N=80, overlap=False)),
     ("128x64 t256 s2 tma overlap", dict(block_N=64)),
     ("128x64 t256 s2 tma overlap, dQ not transposed", dict(block_N=64, dq_transposed=False)),
-    ("128x80 t256 s2 tma overlap, wait at issue", dict(pass_configs=NO_DEFERRED_WAIT)),
-    ("128x80 t256 s2 shared overlap", dict(dq_mode="shared")),
+    ("128x80 t256 s2 tma overlap, wait at issue", dict(block_N=80,
+                                                       pass_configs=NO_DEFERRED_WAIT)),
+    ("128x80 t256 s2 tma overlap", dict(block_N=80)),
+    ("128x80 t256 s2 shared overlap", dict(block_N=80, dq_mode="shared")),
     ("128x64 t256 s3 tma overlap", dict(block_N=64, num_stages=3)),
     ("128x64 t256 s2 atomic2 overlap", dict(block_N=64, dq_mode="atomic2",
                                             dq_transposed=False)),
@@ -55,7 +58,13 @@ VARIANTS = [
                                                dq_mode="atomic", overlap=False,
                                                dq_transposed=False)),
 ]
-CAUSAL_VARIANTS = VARIANTS[:5]
+CAUSAL_VARIANTS = VARIANTS[:6]
+# wide query steps, which fit head dimension 64 only (dK, dV take half the registers)
+WIDE_VARIANTS = [
+    ("128x128 t256 s2 tma overlap", dict(block_N=128)),
+    ("128x128 t256 s2 tma overlap, dQ not transposed", dict(block_N=128,
+                                                             dq_transposed=False)),
+]
 TOL = 2e-2  # float16 gradients against float64: the example's own check is 1e-2 (norm-wise)
 
 
@@ -130,6 +139,8 @@ def sweep_mask(causal, shape, variants, compiled, timer, dev):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true", help="tiny size on the CPU interpreter")
+    ap.add_argument("--dim", type=int, default=None, help="head dimension (default: the "
+                    "example's bench size, 128)")
     args = ap.parse_args()
     if not args.cpu and not torch.cuda.is_available():
         sys.exit("benchmarks/sweeps/mha_bwd.py needs a CUDA GPU (or --cpu for a plumbing check)")
@@ -144,9 +155,11 @@ def main():
         dev, target = "cuda", "cuda"
         timer = lambda fn: bench(fn, warmup=5, rep=20)  # noqa: E731 - ~15 ms per call
         B, H, S, D, fcfg, _ = ex.SIZES["bench"]
+        D = args.dim or D
         arch = "sm_%d%d" % torch.cuda.get_device_capability()
-        variants = [(n, ex.fit_config(cfg, arch)) for n, cfg in VARIANTS]
-        causal_variants = [(n, ex.fit_config(cfg, arch)) for n, cfg in CAUSAL_VARIANTS]
+        wide = WIDE_VARIANTS if D <= 64 else []
+        variants = [(n, ex.fit_config(cfg, arch)) for n, cfg in VARIANTS + wide]
+        causal_variants = [(n, ex.fit_config(cfg, arch)) for n, cfg in CAUSAL_VARIANTS + wide]
     shape = (B, H, S, D)
 
     # build everything first, in threads (lowering is Python, NVRTC runs in parallel)

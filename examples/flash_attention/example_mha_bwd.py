@@ -21,7 +21,8 @@ way FlashAttention-2/3 builds its backward pass:
    in the last, so P^T and dS^T are used straight from the registers as the A operand of the
    dV and dK gemms, and the query step is only ever along N, where wgmma takes any multiple
    of 8: 128 keys (two consumer warpgroups of 64) by 80 queries, FlashAttention-3's tile for
-   d = 128, which reads 7% fewer bytes of shared memory per flop than 64 queries;
+   d = 128, which reads 7% fewer bytes of shared memory per flop than 64 queries (128
+   queries for d = 64);
 4. `bwd_postprocess`: dQ = accumulator / sqrt(d) in float16 (the 1/sqrt(d) factor of dS is
    applied once, to dK and dQ, rather than to every dS element).
 
@@ -144,12 +145,15 @@ def bwd_preprocess(batch, heads, seq_len, dim, block=64, dtype="float16", accum_
 
 
 @tilelang.jit(pass_configs=FAST_MATH)
-def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, num_stages=2,
+def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=None, num_stages=2,
               threads=256, dq_mode="tma", overlap=True, dq_transposed=True, groups=1,
               dtype="float16", accum_dtype="float"):
     """dK, dV (written) and dQ * sqrt(d) (added into a zeroed float32 accumulator) of one key
     tile per block.
 
+    block_N: query rows per step; by default 80 (FlashAttention-3's tile for dim = 128), and
+    128 for dim <= 64, where dK and dV take half the registers (H200, B8 H32 S4096 D64:
+    1.03x SDPA against 0.85x at 80; benchmarks/sweeps/mha_bwd.py --dim 64).
     groups: query heads per key/value head (grouped-query attention). A block then walks the
     query tiles of each of its key/value head's query heads in turn, one pipelined loop, and
     its dK and dV sum over all of them in the registers.
@@ -165,9 +169,10 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=80, nu
     dq_transposed: compute dQ^T = K^T dS^T (head dimension along M) and store it transposed
     into the staging tile ("tma" and "shared" only); otherwise dQ = dS K with the queries
     along M, which on sm_90a needs block_N to be a multiple of 64. At dim = 64 the
-    transposed gemm has one warpgroup's rows, and two warpgroups cannot split its 80
-    columns on whole swizzle atoms: it runs on mma.sync (block_N=64, dq_transposed=False
-    keeps all five gemms on wgmma)."""
+    transposed gemm has one warpgroup's rows, so two warpgroups split its columns: 128 of
+    them into whole swizzle atoms, but 80 not (that gemm then runs on mma.sync)."""
+    if block_N is None:
+        block_N = 128 if dim <= 64 else 80
     assert not dq_transposed or dq_mode in ("shared", "tma"), \
         "dq_transposed stages dQ in shared memory: dq_mode 'shared' or 'tma'"
     if dq_mode == "shared":

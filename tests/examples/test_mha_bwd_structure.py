@@ -125,10 +125,12 @@ def test_sweep_variants_lower_for_sm90a():
     sweep = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sweep)
     ex = _ex()
-    for causal, variants in ((False, sweep.VARIANTS), (True, sweep.CAUSAL_VARIANTS)):
+    for causal, variants, dim in ((False, sweep.VARIANTS, 128), (True, sweep.CAUSAL_VARIANTS, 128),
+                                  (False, sweep.VARIANTS + sweep.WIDE_VARIANTS, 64),
+                                  (True, sweep.WIDE_VARIANTS, 64)):
         for name, cfg in variants:
             cfg = dict(cfg)
             configs = {**ex.FAST_MATH, **cfg.pop("pass_configs", {})}
-            func = ex.flash_bwd.get_tir(8, 32, 4096, 128, causal, **cfg)
+            func = ex.flash_bwd.get_tir(8, 32, 4096, dim, causal, **cfg)
             assert "__global__" in tilelang.lower(func, target="cuda -arch=sm_90a",
                                                   pass_configs=configs), name
