@@ -1,7 +1,7 @@
 """Tile-config sweep of the attention-forward examples (MHA, GQA) against torch SDPA.
 
     python benchmarks/sweeps/attention_examples.py [--only mha,gqa] [--mma-sync]  # H200: < 90 s
-        [--head-groups 1,4] [--tiles 128/128,192/128]
+        [--head-groups 1,4] [--tiles 128/128,192/128] [--dim 64]
     python benchmarks/sweeps/attention_examples.py --cpu               # plumbing, tiny size
 
 Each variant is the example's own kernel compiled with its pass configs (fast math; with
@@ -41,6 +41,8 @@ def load(name: str):
 # (block_M, block_N, stages, threads)
 VARIANTS = [(128, 128, 2, 256), (192, 128, 2, 384), (128, 64, 2, 256), (192, 64, 2, 384),
             (128, 64, 3, 256)]
+# wider key tiles, which fit head dimension 64 only (half the output accumulator)
+WIDE_VARIANTS = [(192, 192, 2, 384), (128, 256, 2, 256), (192, 128, 3, 384)]
 
 
 def main():
@@ -51,12 +53,14 @@ def main():
     ap.add_argument("--head-groups", default="4",
                     help="causal only: heads per scheduling group, comma-separated")
     ap.add_argument("--tiles", default="", help="only these block_M/block_N, e.g. 128/128")
+    ap.add_argument("--dim", type=int, default=128, help="head dimension (GPU; default 128)")
     args = ap.parse_args()
     if args.cpu:
         B, H, S, D, device, variants, timer = 1, 4, 192, 64, "cpu", [(64, 64, 2, 128)], wall_bench
     else:
         from bench_core import bench as timer, bench_pair
-        B, H, S, D, device, variants = 8, 32, 4096, 128, "cuda", VARIANTS
+        B, H, S, D, device, variants = 8, 32, 4096, args.dim, "cuda", VARIANTS
+        variants = variants + (WIDE_VARIANTS if D <= 64 else [])
         print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     sdpa = torch.nn.functional.scaled_dot_product_attention
     print(f"{'name':44s} {'time_ms':>9s} {'TFLOP/s':>8s} {'sdpa_ms':>9s} {'ratio':>6s} "

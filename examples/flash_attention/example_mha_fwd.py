@@ -132,6 +132,8 @@ SIZES = {
     # H200, fast math (sweeps/attention_examples.py, paired with SDPA): three consumer
     # warpgroups of 64 query rows, with and without the causal mask (647 / 569 TFLOP/s,
     # 1.08x / 1.04x, against 519 / 502 TFLOP/s for 128/128 with two)
+    # (head dimension 64: 192/192 tiles, 1.07-1.08x / 1.05-1.06x, the output accumulator
+    # being half as large; sweeps/attention_examples.py --dim 64)
     "bench": (8, 32, 4096, 128, dict(block_M=192, block_N=128, num_stages=2, threads=384)),
 }
 
