@@ -46,3 +46,15 @@ def _gemm_call(bm, bn, bk, threads, trans_B):
 def test_n_slices_of_b_fit_swizzle_atoms(bm, bn, bk, trans_B, want):
     name, split = _gemm_call(bm, bn, bk, 256, trans_B)
     assert (name, split if want[1] else None) == want
+
+
+def test_mma_sync_fallback_is_noted():
+    from tilelang.engine.build import lower_cuda
+    from tilelang.jit.target import parse_target
+
+    func = K.gemm(256, 320, 192, 64, 80, 64, out_dtype="float16", threads=256)
+    mod = lower_cuda(func, parse_target("cuda -arch=sm_90a"), {})
+    notes = [n for k in mod.kernels for n in k.notes if "swizzle atoms" in n]
+    assert len(notes) == 1, notes
+    assert "80 columns of B_shared into slices of 40" in notes[0]
+    assert "16-column" in notes[0] and "mma.sync" in notes[0]

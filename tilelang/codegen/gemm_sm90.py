@@ -49,7 +49,7 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
     if num_warps % 4:
         return None
     nwg = num_warps // 4
-    options = []
+    options, mid_atom = [], []
     for wgm in range(1, nwg + 1):
         if nwg % wgm:
             continue
@@ -57,10 +57,20 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
         if M % (64 * wgm) or N % wgn:
             continue
         wn = N // wgn
-        if wn % 8 or wn > 256 or not _slice_fits_atoms(g, wn):
+        if wn % 8 or wn > 256:
+            continue
+        if not _slice_fits_atoms(g, wn):
+            mid_atom.append(wn)
             continue
         options.append((wgm, wgn))
     if not options:
+        if mid_atom:
+            b = g.B.buffer
+            atom = L.swizzle_mode(b.shape, b.dtype.bits) * 8 // b.dtype.bits
+            _note_once(ctx, f"T.gemm {g.A.buffer.name} x {b.name}: wgmma would split the "
+                       f"{N} columns of {b.name} into slices of {mid_atom[0]}, which cross "
+                       f"its {atom}-column swizzle atoms partway; using mma.sync (a tile of "
+                       f"more rows, or columns in whole atoms per warpgroup, keeps wgmma)")
         return None
     if g.policy == "FullCol":
         return max(options, key=lambda o: (o[1], -o[0]))
