@@ -153,7 +153,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=None, 
 
     block_N: query rows per step; by default 80 (FlashAttention-3's tile for dim = 128), and
     128 for dim <= 64, where dK and dV take half the registers (H200, B8 H32 S4096 D64:
-    1.03x SDPA against 0.85x at 80; benchmarks/sweeps/mha_bwd.py --dim 64).
+    1.03-1.05x SDPA against 0.84-0.85x at 80; benchmarks/sweeps/mha_bwd.py --dim 64).
     groups: query heads per key/value head (grouped-query attention). A block then walks the
     query tiles of each of its key/value head's query heads in turn, one pipelined loop, and
     its dK and dV sum over all of them in the registers.

@@ -94,8 +94,8 @@ def sample_odd_tiles(rng, seed: int) -> Case:
     """Family "odd_tiles": the same GEMMs with N tiles that are not powers of two (24 to 112
     columns) on whole warpgroups, ragged and 16-element-aligned sizes, pipelined k loops
     most of the time: swizzles of 48-, 80- and 96-column tiles, wgmma N slices of them that
-    must start on whole swizzle atoms (or fall back to mma.sync), and pipeline stages whose
-    size is no multiple of 128 bytes (an 80-column tile of B, the bias row of one)."""
+    must be whole swizzle atoms or pieces of one (else the gemm falls back to mma.sync), and
+    pipeline stages whose size is no multiple of 128 bytes (an 80-column tile of B)."""
     case = sample(rng, seed)
     s = dict(case.spec)
     s["threads"] = int(pick(rng, (128, 256, 256)))
