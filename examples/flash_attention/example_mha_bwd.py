@@ -55,6 +55,7 @@ LOG2E = 1.44269504
 def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num_stages=1,
               threads=128, groups=1, dtype="float16", accum_dtype="float"):
     """O and lse; with `groups` > 1, query head h attends with key/value head h // groups."""
+    assert heads % groups == 0, f"{heads} query heads do not split into groups of {groups}"
     scale = (1.0 / dim) ** 0.5 * LOG2E
     shape = [batch, seq_len, heads, dim]
     kv_shape = [batch, seq_len, heads // groups, dim]
@@ -171,6 +172,7 @@ def flash_bwd(batch, heads, seq_len, dim, is_causal, block_M=128, block_N=None, 
     along M, which on sm_90a needs block_N to be a multiple of 64. At dim = 64 the
     transposed gemm has one warpgroup's rows, so two warpgroups split its columns: 128 of
     them into whole swizzle atoms, but 80 not (that gemm then runs on mma.sync)."""
+    assert heads % groups == 0, f"{heads} query heads do not split into groups of {groups}"
     if block_N is None:
         block_N = 128 if dim <= 64 else 80
     assert not dq_transposed or dq_mode in ("shared", "tma"), \
