@@ -14,7 +14,8 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
-from tma_reduce_kernels import add_each_step, add_then_read, all_into_one, scaled_add  # noqa: E402,E501
+from tma_reduce_kernels import (add_each_step, add_then_read, all_into_one,  # noqa: E402
+                                cluster_split_k, scaled_add)
 
 from .hopper import need_sm90  # noqa: E402
 
@@ -96,3 +97,26 @@ def test_each_step_through_one_tile(read_after, deferred):
     assert torch.equal(y, y0 + 2 * x.flip(1))
     if read_after:
         assert torch.equal(z, 2 * x[-1].flip(0))
+
+
+@pytest.mark.parametrize("split,axis,use_tma", [(2, "z", True), (4, "z", True), (2, "x", True),
+                                                (2, "z", False), (4, "x", False)])
+@pytest.mark.parametrize("M,N,K", [(200, 136, 256), (1000, 1000, 1000)])
+def test_cluster_sum_split_k(split, axis, use_tma, M, N, K):
+    """T.store_cluster_sum: the K slices of a tile form a cluster; the output starts as NaN
+    every run, so only the first block's store, ordered before the others' adds, gives the
+    product (three runs, fresh inputs each)."""
+    need_sm90()
+    kern = tilelang.compile(cluster_split_k(M, N, K, split, axis, use_tma=use_tma),
+                            target="cuda")
+    assert ("tma_store_add" in kern.get_kernel_source()) == use_tma
+    for run in range(3):
+        torch.manual_seed(run)
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+        kern(a, b, c)
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        assert not torch.isnan(c).any(), run
+        assert ((c.double() - ref).abs().max() / ref.abs().max()).item() < 2e-3, run

@@ -11,7 +11,7 @@ import torch
 
 import tilelang
 
-from tma_reduce_kernels import add_then_read, all_into_one, scaled_add
+from tma_reduce_kernels import add_then_read, all_into_one, cluster_split_k, scaled_add
 from transform_helpers import SM80, SM90, requires_compiler
 
 
@@ -88,3 +88,65 @@ def test_interpreter_adds_every_element_once():
     ref = acc + 3 * xs.sum(0)
     tilelang.compile(all_into_one(16, 64, 5), target="cpu")(xs, acc)
     torch.testing.assert_close(acc, ref, rtol=1e-5, atol=1e-5)
+
+
+# ---- T.store_cluster_sum -----------------------------------------------------------------
+
+def _cluster_sum_source(**kw):
+    return tilelang.lower(cluster_split_k(200, 136, 256, 2, **kw), target=SM90)
+
+
+def test_cluster_sum_first_block_stores_then_the_others_add():
+    src = _cluster_sum_source()
+    tail = src[src.index("if (tl::cluster_ctarank() == 0)"):]
+    first, rest = tail.split("tl::cluster_arrive();")
+    # the first block: a TMA store, waited for until written, then TMA -> generic fence
+    assert "tl::tma_store((&C_store_desc" in first and "tma_store_add" not in first
+    assert first.index("tma_store_wait_complete<0>") < first.index("fence_proxy_async_global")
+    # every block passes the cluster barrier; the others then fence and add
+    assert rest.lstrip().startswith("tl::cluster_wait();")
+    assert "if (tl::cluster_ctarank() != 0)" in rest
+    assert rest.index("fence_proxy_async_global") < rest.index("tl::tma_store_add(")
+
+
+def test_cluster_sum_of_one_block_is_a_store():
+    src = tilelang.lower(cluster_split_k(200, 136, 256, 1, cluster=False), target=SM90)
+    assert "tl::tma_store(" in src
+    assert "tma_store_add" not in src and "cluster_" not in src
+
+
+def test_cluster_sum_without_tma_stores_and_adds_element_wise():
+    src = _cluster_sum_source(use_tma=False)
+    first, rest = src[src.index("if (tl::cluster_ctarank() == 0)"):].split("tl::cluster_arrive")
+    assert "atomic" not in first.lower() and "C[" in first
+    assert "atomic_add" in rest.lower() and "tma_store" not in src
+
+
+@requires_compiler
+@pytest.mark.parametrize("use_tma", [True, False])
+def test_cluster_sum_compiles_for_sm90a(use_tma):
+    kern = tilelang.compile(cluster_split_k(200, 136, 256, 2, use_tma=use_tma), target=SM90)
+    assert "cluster_wait" in kern.get_kernel_source()
+
+
+@pytest.mark.parametrize("split,axis", [(2, "z"), (4, "z"), (2, "x"), (1, "z")])
+def test_interpreter_cluster_sum_ignores_the_old_output(split, axis):
+    """The output starts as NaN: only a store by each cluster's first block (before the
+    others add) gives the product."""
+    torch.manual_seed(split)
+    M, N, K = 72, 100, 256
+    a, b = torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)
+    c = torch.full((M, N), float("nan"), dtype=torch.float16)
+    tilelang.compile(cluster_split_k(M, N, K, split, axis, cluster=split > 1),
+                     target="cpu")(a, b, c)
+    ref = a.double() @ b.double()
+    assert not torch.isnan(c).any()
+    assert ((c.double() - ref).abs().max() / ref.abs().max()).item() < 2e-3
+
+
+def test_cluster_sum_before_hopper_is_a_located_error():
+    """sm_80 has no clusters to order the blocks (cluster_dims is ignored there), so a sum over
+    several blocks cannot be stored: an error, not a wrong result."""
+    with pytest.raises(ValueError, match="needs thread block clusters .* not sm_80") as e:
+        tilelang.lower(cluster_split_k(200, 136, 256, 2), target=SM80)
+    assert "tma_reduce_kernels.py" in str(e.value)

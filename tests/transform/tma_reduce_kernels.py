@@ -81,3 +81,37 @@ def add_each_step(M, N, steps, dtype="float32", read_after=False):
                 T.copy(S, Z)
 
     return main
+
+
+def cluster_split_k(M, N, K, split, cluster_axis="z", bm=64, bn=64, bk=32, dtype="float16",
+                    use_tma=True, threads=128, cluster=True):
+    """C = A @ B with K cut into `split` slices, one block each, the slices of a tile forming
+    one cluster (along z, or along x with the slices interleaved with the N tiles):
+    `T.store_cluster_sum` writes their sum, so C needs no zeroing. `cluster=False`: a plain
+    T.Kernel, each block storing its own slice's product (split must be 1)."""
+    ks = -(-K // bk) // split
+    nx = -(-N // bn)
+    grid = (nx, -(-M // bm), split) if cluster_axis == "z" else (nx * split, -(-M // bm), 1)
+    dims = (1, 1, split) if cluster_axis == "z" else (split, 1, 1)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with (T.ClusterKernel(*grid, cluster_dims=dims, threads=threads) if cluster else
+              T.Kernel(*grid, threads=threads)) as (gx, by, gz):
+            if cluster_axis == "z":
+                bx, slice_ = gx, gz
+            else:
+                bx, slice_ = gx // split, gx % split
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bk, bn), dtype)
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            C_s = T.alloc_shared((bm, bn), dtype)
+            T.clear(C_l)
+            for ko in T.Pipelined(ks, num_stages=2):
+                T.copy(A[by * bm, (slice_ * ks + ko) * bk], A_s)
+                T.copy(B[(slice_ * ks + ko) * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C_s)
+            T.store_cluster_sum(C[by * bm, bx * bn], C_s, use_tma=use_tma)
+
+    return main

@@ -389,6 +389,7 @@ class Program(ExprCompiler):
                  if k == "safe_value"]
         bvars, tvars = s.block_vars, s.thread_vars
         btypes = [v.dtype.numpy.type for v in bvars]
+        cluster = next((tuple(v) for k, v in s.attrs if k == "cluster_dims"), (1, 1, 1))
         views = [(v, [d if isinstance(d, int) else self.expr(d) for d in v.shape])
                  for k, v in s.attrs if k == "buffer_view"]
 
@@ -403,6 +404,7 @@ class Program(ExprCompiler):
                 base_env[v] = a
             ctx = Ctx(None, None, space, hctx.func_name)
             ctx.threads, ctx.nthreads, ctx.thread_ids = threads, n, ids
+            ctx.cluster = cluster
             ctx.safe = {b: const_value(uniform_value(hctx, fv(hctx), "safe value"), b.dtype)
                         for b, fv in fsafe}
             gx, gy, gz = grid

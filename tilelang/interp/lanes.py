@@ -128,8 +128,8 @@ class LaneSpace:
 class Ctx:
     """Mutable state while a statement tree runs (one per kernel launch, reused per block)."""
 
-    __slots__ = ("env", "bufs", "mask", "space", "brk", "loc", "block", "threads", "nthreads",
-                 "thread_ids", "safe", "thread_space", "func_name")
+    __slots__ = ("env", "bufs", "mask", "space", "brk", "loc", "block", "cluster", "threads",
+                 "nthreads", "thread_ids", "safe", "thread_space", "func_name")
 
     def __init__(self, env, bufs, space, func_name=""):
         self.env = env
@@ -140,6 +140,7 @@ class Ctx:
         self.brk = []
         self.loc = None
         self.block = (0, 0, 0)
+        self.cluster = (1, 1, 1)  # cluster_dims of the running kernel
         self.threads = (1, 1, 1)
         self.nthreads = 1
         self.thread_ids = (np.zeros(1, np.int64),) * 3

@@ -316,11 +316,17 @@ def _cumsum(c, s):
 _TILE_ATOMIC = {"add": np.add, "max": np.fmax, "min": np.fmin}
 
 
+def cluster_rank(ctx) -> int:
+    """The block's rank in its cluster (x fastest, as %cluster_ctarank)."""
+    (bx, by, bz), (cx, cy, cz) = ctx.block, ctx.cluster
+    return ((bz % cz) * cy + by % cy) * cx + bx % cx
+
+
 def _atomic_tile(c, s):
     dst = Region(c, s.dst)
     ddt = dst.buf.dtype
     op = _TILE_ATOMIC[s.op]
-    what = f"T.atomic_{s.op}"
+    what = "T.store_cluster_sum" if s.cluster_sum else f"T.atomic_{s.op}"
     if isinstance(s.src, ir.BufferRegion):
         src = Region(c, s.src)
         sdt = src.buf.dtype
@@ -342,9 +348,13 @@ def _atomic_tile(c, s):
             vals = np.full(exts, uniform_value(ctx, fscalar(ctx), f"{what} value"),
                            dtype=ddt.numpy)
 
+        # the blocks run in order, so a cluster's first block (its smallest coordinates)
+        # stores before the others add
+        first = s.cluster_sum and cluster_rank(ctx) == 0
+
         def rmw(old, sub):
             v = vals if sub is None else vals[sub]
-            new = op(old, v)
+            new = v.astype(old.dtype) if first else op(old, v)
             return round_to(new, ddt) if ddt.name in NARROW_FLOATS else new
         dst.update(ctx, rmw, what)
     return at_statement(s, run)

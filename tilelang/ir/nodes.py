@@ -550,6 +550,10 @@ class AtomicTile(Stmt):
     dst: BufferRegion
     memory_order: str = "relaxed"
     use_tma: bool = False  # shared -> global add: one TMA reduction where it applies
+    # n > 0 (`T.store_cluster_sum`): dst becomes the sum of src over the n blocks of a
+    # cluster; the cluster's first block stores its tile, the others add theirs after a
+    # cluster barrier, so dst's old contents are never read
+    cluster_sum: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -42,7 +42,8 @@ from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, ato
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
                        copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
                        reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
-                       reduce_bitxor, reduce_max, reduce_min, reduce_sum, wgmma_gemm)
+                       reduce_bitxor, reduce_max, reduce_min, reduce_sum, store_cluster_sum,
+                       wgmma_gemm)
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

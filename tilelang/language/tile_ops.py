@@ -426,6 +426,31 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False)
     return None
 
 
+def store_cluster_sum(dst, src, use_tma=True):
+    """`dst` = the sum of the shared tile `src` over the blocks of this block's cluster
+    (`T.ClusterKernel`), every block of the cluster naming the same `dst` region: the
+    cluster's first block stores its tile, the others add theirs (with the TMA unit where it
+    applies, else element-wise atomics) once it is in memory. `dst`'s old contents are never
+    read, so a split-K GEMM whose K slices form a cluster needs no zeroed output. In a plain
+    `T.Kernel` (a cluster of one) it is a copy. Needs sm_90 for clusters of more than one
+    (before it, zero the output and use `T.atomic_add`)."""
+    b = current_builder(what="T.store_cluster_sum")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.store_cluster_sum must be inside `with T.Kernel(...)`")
+    _check_tile_context("T.store_cluster_sum")
+    src_region = to_region(src, "T.store_cluster_sum")
+    if src_region.buffer.scope not in ("shared", "shared.dyn"):
+        raise error(ValueError, f"T.store_cluster_sum adds shared tiles; {src_region.buffer.name} "
+                                f"is {src_region.buffer.scope}")
+    dims = b.kernel.data["kernel"].cluster_dims or (1, 1, 1)
+    pair = pair_regions(src, dst, "T.store_cluster_sum")
+    if pair[1].buffer.scope != "global":
+        raise error(ValueError, f"T.store_cluster_sum writes global memory; "
+                                f"{pair[1].buffer.name} is {pair[1].buffer.scope}")
+    emit(ir.AtomicTile, "add", pair[0], pair[1], "relaxed", bool(use_tma),
+         dims[0] * dims[1] * dims[2])
+
+
 def atomic_add(dst, value, memory_order=None, return_prev=False, use_tma=False, **kwargs):
     """Atomic `dst += value` on one element (once per executing thread) or, element-wise, on
     a tile. `use_tma=True` with a shared tile added into a global region: on sm_90a one thread

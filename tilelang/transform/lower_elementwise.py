@@ -1,8 +1,8 @@
 """Turn element-wise tile operators into T.Parallel loops.
 
 Expects: tile IR with legalised `Copy`/`Fill`/`AtomicTile` (paired extents).
-Guarantees: every `Fill`, every `AtomicTile` (but a shared→global add with use_tma=True, left
-for lower_copies: tma_reduce.py), and every `Copy` except global→shared
+Guarantees: every `Fill`, every `AtomicTile` (but a shared→global add with use_tma=True and a
+cluster sum, left for lower_copies: tma_reduce.py), and every `Copy` except global→shared
 (kept for the pipeliner and the async-copy lowering) is replaced by a parallel loop nest over
 the operator's non-unit extents whose body is the per-element statement. The loop carries the
 annotation ("from_tile_op", name) so later passes can tell it from a user loop.
@@ -87,7 +87,7 @@ class _Lower(Mutator):
                              s.dst.buffer.scope in THREAD_PRIVATE)
 
     def visit_AtomicTile(self, s: ir.AtomicTile):
-        if tma_reduce_candidate(s):
+        if tma_reduce_candidate(s) or s.cluster_sum:
             return s  # lower_copies decides once the shared tile's layout is known
         return atomic_as_loop(s)
 
@@ -96,6 +96,30 @@ def tma_reduce_candidate(s: ir.AtomicTile) -> bool:
     """T.atomic_add(global region, shared tile, use_tma=True)."""
     return (s.use_tma and s.op == "add" and isinstance(s.src, ir.BufferRegion)
             and s.src.buffer.scope in SHARED and s.dst.buffer.scope == "global")
+
+
+def in_cluster_order(n: int, first: ir.Stmt, rest: ir.Stmt) -> ir.Stmt:
+    """`first` in the first block of a cluster of n, then, once every block of the cluster has
+    passed a cluster barrier (release/acquire: `first`'s writes are visible), `rest` in the
+    others. A cluster of one runs `first` alone."""
+    if n == 1:
+        return first
+    rank = ir.Call("call_extern", ("tl::cluster_ctarank",), ir.DType("int32"))
+    return ir.Seq((ir.If(ir.compare("eq", rank, 0), first, None),
+                   ir.extern_stmt("tl::cluster_arrive"), ir.extern_stmt("tl::cluster_wait"),
+                   ir.If(ir.compare("ne", rank, 0), rest, None)))
+
+
+def store_as_loop(s: ir.AtomicTile):
+    """The element-wise stores of src into dst (the first block's part of a cluster sum)."""
+    extents = non_unit_extents(s.dst)
+
+    def body(vs):
+        value = ir.Load(s.src.buffer, region_index(s.src, vs), s.src.buffer.dtype)
+        return ir.Store(s.dst.buffer, region_index(s.dst, vs),
+                        ir.cast_to(value, s.dst.buffer.dtype), loc=s.loc)
+
+    return parallel_nest(extents, body, s.loc, "store")
 
 
 def atomic_as_loop(s: ir.AtomicTile):

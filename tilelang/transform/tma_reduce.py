@@ -1,9 +1,14 @@
 """`T.atomic_add(G[region], S, use_tma=True)`: a shared tile added into global memory by the
 TMA unit (called from `lower_copies`).
 
+Also `T.store_cluster_sum(G[region], S)`: the first block of the cluster stores S with TMA
+and waits for the writes, a cluster barrier, then the others add theirs (element-wise stores
+and atomics in the same order where TMA does not apply; an error before sm_90, which has no
+clusters to order the blocks).
+
 Expects: tile IR after layout inference and pipelining, in which the only `AtomicTile`
-nodes left are shared→global adds with use_tma=True (lower_elementwise.py lowered the
-others), the shared tile's layout in `ctx.layouts`.
+nodes left are shared→global adds with use_tma=True and cluster sums (lower_elementwise.py
+lowered the others), the shared tile's layout in `ctx.layouts`.
 
 Guarantees: on sm_90a (TMA not disabled by pass config), when the global buffer is static,
 contiguous, of rank <= 5 with 16-byte rows and the same float type (float32, float16,
@@ -24,18 +29,20 @@ are exact. Otherwise the element-wise atomics of lower_elementwise.py, with a no
 
 from __future__ import annotations
 
+from ..errors import located
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
-from .lower_elementwise import atomic_as_loop
+from .lower_elementwise import atomic_as_loop, in_cluster_order, store_as_loop
 from .pass_config import PassConfigKey
 
 _TYPES = ("float32", "float16", "bfloat16")
 
 
-def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False):
+def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tma_store_add"):
     """The TMA statements for `s`, or (None, reason). `read_back`: the kernel also loads from
     the destination, so the issuing thread waits until the sums are in memory (as the
-    element-wise atomics are when it passes its next barrier)."""
+    element-wise atomics are when it passes its next barrier). `op`: the TMA instruction
+    (`tl::tma_store` for the first block of a cluster sum)."""
     src, dst = s.src, s.dst
     S, G = src.buffer, dst.buffer
     if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
@@ -66,10 +73,28 @@ def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False):
         return None, "the tile does not split into TMA boxes (<= 256 rows, 16-byte columns)"
     from .stage_epilogue import tma_tile_stores
 
-    name = f"{G.name}_add_desc{len(ctx.tma_descriptors)}"
+    kind = "add" if op == "tl::tma_store_add" else "store"
+    name = f"{G.name}_{kind}_desc{len(ctx.tma_descriptors)}"
     starts = [ir.as_expr(x) for x, _ in dst.region]
-    return tma_tile_stores(ctx, "tl::tma_store_add", name, G, S, kept[0], rows, cols, blk,
-                           swizzle, starts, visible=read_back), None
+    return tma_tile_stores(ctx, op, name, G, S, kept[0], rows, cols, blk, swizzle, starts,
+                           visible=read_back), None
+
+
+def cluster_sum(s: ir.AtomicTile, ctx, read_back: bool):
+    """`T.store_cluster_sum` by the TMA unit, or (None, reason): the first block of the
+    cluster stores its tile and waits until the writes are done, a cluster barrier, then the
+    others add theirs. The proxy fences carry the order across the barrier: the first
+    block's TMA writes -> generic (before it arrives), generic -> the others' TMA reductions
+    (after they wait)."""
+    if s.cluster_sum == 1:
+        return tma_reduce(s, ctx, read_back, op="tl::tma_store")
+    first, reason = tma_reduce(s, ctx, True, op="tl::tma_store")
+    if first is None:
+        return None, reason
+    rest, _ = tma_reduce(s, ctx, read_back)  # the same checks passed
+    fence = ir.extern_stmt("tl::fence_proxy_async_global")
+    return (in_cluster_order(s.cluster_sum, ir.Seq((*first, fence)),
+                             ir.Seq((fence, *rest))),), None
 
 
 def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
@@ -79,6 +104,8 @@ def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
 
     class Lower(Mutator):
         def visit_AtomicTile(self, s):
+            if s.cluster_sum:
+                return self.cluster_sum(s)
             stmts, reason = tma_reduce(s, ctx, read_back=s.dst.buffer in loaded)
             if stmts is None:
                 ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: "
@@ -86,6 +113,24 @@ def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
                 return atomic_as_loop(s)
             ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: TMA reduction "
                      f"of {s.src.buffer.name}")
+            return ir.Seq(stmts)
+
+        def cluster_sum(self, s):
+            if s.cluster_sum > 1 and ctx.target.sm < 90:
+                raise located(ValueError)(
+                    f"T.store_cluster_sum over a cluster of {s.cluster_sum} blocks needs thread "
+                    f"block clusters (sm_90+), not {ctx.target.arch}: zero the output and add "
+                    f"with T.atomic_add instead", s.loc)
+            if not s.use_tma:
+                stmts, reason = None, "use_tma=False"
+            else:
+                stmts, reason = cluster_sum(s, ctx, read_back=s.dst.buffer in loaded)
+            if stmts is None:
+                ctx.note(f"T.store_cluster_sum into {s.dst.buffer.name}: element-wise stores "
+                         f"and atomics ({reason})")
+                return in_cluster_order(s.cluster_sum, store_as_loop(s), atomic_as_loop(s))
+            ctx.note(f"T.store_cluster_sum into {s.dst.buffer.name}: TMA store, then TMA "
+                     f"reductions of {s.src.buffer.name} across a cluster of {s.cluster_sum}")
             return ir.Seq(stmts)
 
     return ir.with_fields(kernel, body=Lower().visit(kernel.body))

@@ -20,6 +20,8 @@
 // Fences and barriers:
 //   tl::fence_proxy_async()         fence.proxy.async.shared::cta: generic smem writes ->
 //                                   visible to TMA stores / wgmma (each writing thread)  sm_90
+//   tl::fence_proxy_async_global()  fence.proxy.async.global: orders this thread's global
+//                                   accesses between the generic and the TMA proxies    sm_90
 //   tl::fence_mbarrier_init()       fence.mbarrier_init.release.cluster                    sm_90
 //   tl::fence_view_async_shared()   alias of fence_proxy_async                             sm_90
 //   tl::named_barrier_sync(id, n)   bar.sync id, n   (n threads, a multiple of 32; id 1..15,
@@ -125,6 +127,9 @@ TL_DEVICE void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 TL_DEVICE void fence_view_async_shared() { fence_proxy_async(); }
+TL_DEVICE void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
 
 TL_DEVICE void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
