@@ -109,6 +109,9 @@ def splitk_family(cpu):
         ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=4, tma_atomics=True)),
         ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=8, tma_atomics=True)),
         ("splitk", f, cfg(128, 128, 64, 4, 256, split_k=4, tma_atomics=True)),
+        # the slices of a tile as a cluster storing their sum: no zeroing of C
+        ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=4, cluster_sum=True)),
+        ("splitk", f, cfg(128, 256, 64, 3, 256, split_k=8, cluster_sum=True)),
     ]
     default = dict(_defaults(f), split_k=ex.SIZES["bench"][3], **ex.SIZES["bench"][4])
     return dict(title=f"split-K gemm fp16->fp32 {M}x{N}x{K}", shape=(M, N, K),
@@ -251,10 +254,19 @@ def build(family, jit_fn, c, target):
     return tilelang.compile(func, target=target, pass_configs=configs)
 
 
+def accumulates(family, c) -> bool:
+    """Whether the kernel adds into C (zeroed before each call, inside the timing): split-K
+    kernels, except those whose K slices store their cluster's sum (`T.store_cluster_sum`:
+    the register int4 kernel, `cluster_sum=True`)."""
+    if family["kind"] == "dequant_rs" or c.get("cluster_sum"):
+        return False
+    return family["kind"] == "splitk" or c.get("split_k", 1) > 1
+
+
 def run_variant(family, data, name, jit_fn, c, target, timer, rep, base_ms, pair=None):
     kernel = build(family, jit_fn, c, target)
     out = torch.empty(*data["shape"], dtype=data["out_dtype"], device=data["ref"].device)
-    if family["kind"] == "splitk" or c.get("split_k", 1) > 1:
+    if accumulates(family, c):
         out.zero_()  # the kernel accumulates into C
 
         def call():

@@ -16,6 +16,13 @@ memory and each thread adds 4 consecutive floats with one `T.atomic_addx4` (a si
 vector reduction on sm_90) instead of 4 scalar atomics; that needs N % 4 == 0 and
 block_M * block_N * 4 bytes of shared memory on top of the pipeline.
 
+With `cluster_sum=True` (sm_90) the split_k slices of a tile form a thread block cluster and
+`T.store_cluster_sum` writes C = A @ B: the first slice stores its tile, the others add
+theirs with the TMA unit once it is there, so C need not be zeroed first (split_k <= 8).
+A cluster's blocks must run at once on one GPU processing cluster, though: at the bench
+size the 32 clusters of four 128x256 tiles do not all fit, and the option is slower
+(0.57x against 1.04x on an H200); the int4 example's clusters of two do fit.
+
 Runs on the GPU when there is one, else on the CPU interpreter at a small size.
 """
 
@@ -27,16 +34,16 @@ import tilelang.language as T
 
 @tilelang.jit
 def matmul_splitk(M, N, K, split_k, block_M=128, block_N=256, block_K=64, num_stages=2,
-                  threads=256, vector_atomics=True, tma_atomics=False, dtype="float16",
-                  accum_dtype="float32", out_dtype="float32"):
+                  threads=256, vector_atomics=True, tma_atomics=False, cluster_sum=False,
+                  dtype="float16", accum_dtype="float32", out_dtype="float32"):
     k_steps = T.ceildiv(T.ceildiv(K, block_K), split_k)  # K-steps per slice (a Python int)
     assert not vector_atomics or N % 4 == 0, "4-wide atomics need rows of whole vectors"
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
              C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k,
-                      threads=threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), split_k, threads=threads,
+                      cluster_dims=(1, 1, split_k) if cluster_sum else None) as (bx, by, bz):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
@@ -48,7 +55,12 @@ def matmul_splitk(M, N, K, split_k, block_M=128, block_N=256, block_K=64, num_st
                 T.copy(B[k * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local)
 
-            if tma_atomics:
+            if cluster_sum:
+                C_shared = T.alloc_shared((block_M, block_N), accum_dtype)
+                T.annotate_layout({C_shared: tilelang.layout.make_swizzled_layout(C_shared)})
+                T.copy(C_local, C_shared)
+                T.store_cluster_sum(C[by * block_M, bx * block_N], C_shared)
+            elif tma_atomics:
                 # staged in shared memory (in the pipeline's dead stage buffers) and added by
                 # the TMA unit: one thread issues the reduction (element-wise atomics where
                 # there is no TMA)
@@ -77,11 +89,13 @@ SIZES = {
     "medium": (520, 260, 7000, 4, dict(block_M=64, block_N=64, block_K=32, num_stages=3,
                                        threads=128)),
     # measured on an H200 (benchmarks/sweeps/gemm_examples.py, 2026-11-22): TMA reductions of
-    # the staged tile 1.04x cuBLAS, scalar atomics 0.95x, staged 4-wide atomics 0.82x
+    # the staged tile 1.04x cuBLAS (C zeroed first), scalar atomics 0.95-0.96x, staged 4-wide
+    # atomics 0.82x; cluster_sum 0.57x (split 8: 0.65x): not all 32 clusters of 4 blocks fit
+    # on the GPU at once, so a second wave runs
     "bench": (1024, 1024, 32768, 4, dict(num_stages=3, tma_atomics=True)),
 }
 # Ampere has neither TMA nor vector float atomics: scalar atomics from the registers.
-SM80_CONFIG = dict(vector_atomics=False, tma_atomics=False, num_stages=3)
+SM80_CONFIG = dict(vector_atomics=False, tma_atomics=False, cluster_sum=False, num_stages=3)
 
 
 def check(out, ref, tol):
@@ -103,15 +117,20 @@ def run(device=None, size="small"):
     [{name, tilelang, baseline, baseline_name, flops, error}]."""
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     M, N, K, split_k, cfg = SIZES[size]
+    if device == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+        cfg = {**cfg, **SM80_CONFIG}
     kernel = matmul_splitk(M, N, K, split_k, **cfg)
     a = torch.randn(M, K, device=device, dtype=torch.float16)
     b = torch.randn(K, N, device=device, dtype=torch.float16)
-    c = torch.zeros(M, N, device=device, dtype=torch.float32)
+    accumulates = not cfg.get("cluster_sum")  # else C = A @ B, its old contents ignored
+    c = torch.zeros(M, N, device=device, dtype=torch.float32) if accumulates else \
+        torch.full((M, N), float("nan"), device=device, dtype=torch.float32)
     kernel(a, b, c)
     err = check(c, a.double() @ b.double(), 1e-3)
 
     def tilelang_call():
-        c.zero_()  # part of the operation: the kernel accumulates into C
+        if accumulates:
+            c.zero_()  # part of the operation: the kernel accumulates into C
         kernel(a, b, c)
 
     return [dict(name=f"split-K gemm fp16->fp32 {M}x{N}x{K} split={split_k}",

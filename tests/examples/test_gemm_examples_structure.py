@@ -85,9 +85,17 @@ def test_splitk_atomics_options():
     assert "tl::atomic_addx4(" in vector and "tl::atomic_add(" not in vector
     scalar = source(tma_atomics=False, vector_atomics=False)
     assert "tl::atomic_add(" in scalar and "tl::atomic_addx4(" not in scalar
-    tma = _bench_source("example_gemm_splitk")  # the measured-faster default
-    # a 128 x 256 float32 tile in 32-column boxes, no element-wise atomics
+    # the measured-faster default: a 128 x 256 float32 tile in 32-column boxes, no
+    # element-wise atomics
+    tma = _bench_source("example_gemm_splitk")
     assert tma.count("tl::tma_store_add(") == 8 and "tl::atomic_add" not in tma
+    assert "tl::tma_store(" not in tma and "cluster_" not in tma
+    # cluster_sum: the K slices of a tile form a cluster; the first stores, the others add
+    cluster = source(cluster_sum=True)
+    assert "__cluster_dims__(1, 1, 4)" in cluster
+    assert cluster.count("tl::tma_store(") == 8 and cluster.count("tl::tma_store_add(") == 8
+    assert cluster.index("tl::tma_store(") < cluster.index("tl::cluster_arrive();") < \
+        cluster.index("tl::tma_store_add(")
 
 
 @pytest.mark.skipif(toolkit.nvrtc_backend() is None, reason="NVRTC is not installed")
