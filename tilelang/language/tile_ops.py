@@ -438,16 +438,15 @@ def store_cluster_sum(dst, src, use_tma=True):
     if not b.in_kernel():
         raise error(RuntimeError, "T.store_cluster_sum must be inside `with T.Kernel(...)`")
     _check_tile_context("T.store_cluster_sum")
-    src_region = to_region(src, "T.store_cluster_sum")
+    src_region, dst_region = pair_regions(src, dst, "T.store_cluster_sum")
     if src_region.buffer.scope not in ("shared", "shared.dyn"):
         raise error(ValueError, f"T.store_cluster_sum adds shared tiles; {src_region.buffer.name} "
                                 f"is {src_region.buffer.scope}")
-    dims = b.kernel.data["kernel"].cluster_dims or (1, 1, 1)
-    pair = pair_regions(src, dst, "T.store_cluster_sum")
-    if pair[1].buffer.scope != "global":
+    if dst_region.buffer.scope != "global":
         raise error(ValueError, f"T.store_cluster_sum writes global memory; "
-                                f"{pair[1].buffer.name} is {pair[1].buffer.scope}")
-    emit(ir.AtomicTile, "add", pair[0], pair[1], "relaxed", bool(use_tma),
+                                f"{dst_region.buffer.name} is {dst_region.buffer.scope}")
+    dims = b.kernel.data["kernel"].cluster_dims or (1, 1, 1)
+    emit(ir.AtomicTile, "add", src_region, dst_region, "relaxed", bool(use_tma),
          dims[0] * dims[1] * dims[2])
 
 

@@ -98,18 +98,6 @@ def tma_reduce_candidate(s: ir.AtomicTile) -> bool:
             and s.src.buffer.scope in SHARED and s.dst.buffer.scope == "global")
 
 
-def in_cluster_order(n: int, first: ir.Stmt, rest: ir.Stmt) -> ir.Stmt:
-    """`first` in the first block of a cluster of n, then, once every block of the cluster has
-    passed a cluster barrier (release/acquire: `first`'s writes are visible), `rest` in the
-    others. A cluster of one runs `first` alone."""
-    if n == 1:
-        return first
-    rank = ir.Call("call_extern", ("tl::cluster_ctarank",), ir.DType("int32"))
-    return ir.Seq((ir.If(ir.compare("eq", rank, 0), first, None),
-                   ir.extern_stmt("tl::cluster_arrive"), ir.extern_stmt("tl::cluster_wait"),
-                   ir.If(ir.compare("ne", rank, 0), rest, None)))
-
-
 def store_as_loop(s: ir.AtomicTile):
     """The element-wise stores of src into dst (the first block's part of a cluster sum)."""
     extents = non_unit_extents(s.dst)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
-from .lower_elementwise import atomic_as_loop, in_cluster_order, store_as_loop
+from .lower_elementwise import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
 
 _TYPES = ("float32", "float16", "bfloat16")
@@ -78,6 +78,18 @@ def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tm
     starts = [ir.as_expr(x) for x, _ in dst.region]
     return tma_tile_stores(ctx, op, name, G, S, kept[0], rows, cols, blk, swizzle, starts,
                            visible=read_back), None
+
+
+def in_cluster_order(n: int, first: ir.Stmt, rest: ir.Stmt) -> ir.Stmt:
+    """`first` in the first block of a cluster of n, then, once every block of the cluster has
+    passed a cluster barrier (release/acquire: `first`'s writes are visible), `rest` in the
+    others. A cluster of one runs `first` alone."""
+    if n == 1:
+        return first
+    rank = ir.Call("call_extern", ("tl::cluster_ctarank",), ir.DType("int32"))
+    return ir.Seq((ir.If(ir.compare("eq", rank, 0), first, None),
+                   ir.extern_stmt("tl::cluster_arrive"), ir.extern_stmt("tl::cluster_wait"),
+                   ir.If(ir.compare("ne", rank, 0), rest, None)))
 
 
 def cluster_sum(s: ir.AtomicTile, ctx, read_back: bool):
