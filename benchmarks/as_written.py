@@ -14,8 +14,7 @@ L2 flushed before each, median of 50 after warm-up). `--configs` adds pass-confi
 of each kernel (cache disabled) is recorded too.
 """
 
-from __future__ import annotations
-
+# no `from __future__ import annotations`: the reference evaluates annotations itself
 import argparse
 import json
 import math

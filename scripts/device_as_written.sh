@@ -9,7 +9,7 @@ export PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=/tmp/tlcache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 [ -d /tmp/tlsite ] || tar xJf .ref/tlsite.tar.xz -C /tmp
 res=$OUT/as_written.jsonl; : > "$res"
-timeout 280 python benchmarks/as_written.py --label ours --out "$res" "$@" > "$OUT/ours.txt" 2>&1
+PYTHONPATH=$PWD timeout 280 python benchmarks/as_written.py --label ours --out "$res" "$@" > "$OUT/ours.txt" 2>&1
 echo "ours: rc=$?"
 PYTHONPATH=/tmp/tlsite timeout 280 python benchmarks/as_written.py --label ref --out "$res" "$@" > "$OUT/ref.txt" 2>&1
 echo "ref: rc=$?"
