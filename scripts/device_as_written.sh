@@ -14,4 +14,4 @@ echo "ours: rc=$?"
 PYTHONPATH=/tmp/tlsite timeout 280 python benchmarks/as_written.py --label ref --out "$res" "$@" > "$OUT/ref.txt" 2>&1
 echo "ref: rc=$?"
 tail -3 "$OUT/ref.txt"
-python benchmarks/as_written.py --table "$res"
+PYTHONPATH=$PWD python benchmarks/as_written.py --table "$res"
