@@ -200,7 +200,11 @@ CASES = {
 VARIANTS = {
     "default": {},
     "no_ws": {"tl.disable_warp_specialized": True},
+    # this project's own switches (the reference has no such key: skipped there)
+    "in_flight": {"tl.wgmma_in_flight": True},
+    "waiting": {"tl.wgmma_in_flight": False},
 }
+OURS_ONLY = {"in_flight", "waiting"}
 
 
 def time_gpu(fn, warmup=10, rep=50):
@@ -227,6 +231,8 @@ def run(label, out, only, variants):
         if only and not any(o in name for o in only):
             continue
         for vname in variants:
+            if label != "ours" and vname in OURS_ONLY:
+                continue
             torch.manual_seed(0)
             row = {"label": label, "case": name, "variant": vname}
             try:
