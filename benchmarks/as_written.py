@@ -158,19 +158,20 @@ def _rand(*shape):
 def case_gemm(M, N, K, bm, bn, bk, stages, threads):
     a, b = _rand(M, K), _rand(K, N)
     return (gemm(M, N, K, bm, bn, bk, stages, threads), [2], (a, b),
-            lambda: (a.float() @ b.float()), 2 * M * N * K)
+            lambda: (a.float() @ b.float()), 2 * M * N * K, lambda: a @ b)
 
 
 def case_linear(M, N, K, bm, bn, bk, stages, threads):
     x, w, bias = _rand(M, K), _rand(N, K), _rand(N)
     return (linear_bias(M, N, K, bm, bn, bk, stages, threads), [3], (x, w, bias),
-            lambda: x.float() @ w.float().T + bias.float(), 2 * M * N * K)
+            lambda: x.float() @ w.float().T + bias.float(), 2 * M * N * K,
+            lambda: torch.nn.functional.linear(x, w, bias))
 
 
 def case_dynamic(M, N, K, bm, bn, bk, stages, threads):
     a, b = _rand(M, K), _rand(K, N)
     return (gemm_dynamic(bm, bn, bk, stages, threads), [2], (a, b),
-            lambda: (a.float() @ b.float()), 2 * M * N * K)
+            lambda: (a.float() @ b.float()), 2 * M * N * K, lambda: a @ b)
 
 
 def case_flash(B, H, S, D, causal, bm, bn, stages, threads):
@@ -180,7 +181,8 @@ def case_flash(B, H, S, D, causal, bm, bn, stages, threads):
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
 
     flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-    return flash_fwd(B, H, S, D, causal, bm, bn, stages, threads), [3], (q, k, v), ref, flops
+    return (flash_fwd(B, H, S, D, causal, bm, bn, stages, threads), [3], (q, k, v), ref, flops,
+            lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
 
 
 CASES = {
@@ -236,7 +238,16 @@ def run(label, out, only, variants):
             torch.manual_seed(0)
             row = {"label": label, "case": name, "variant": vname}
             try:
-                func, out_idx, inputs, ref, flops = make(*args)
+                func, out_idx, inputs, ref, flops, library = make(*args)
+                if label == "torch":  # the library baseline (cuBLAS, SDPA): one row per case
+                    if vname != variants[0]:
+                        continue
+                    row["variant"] = "default"
+                    row["ms"] = time_gpu(library)
+                    row["tflops"] = flops / row["ms"] * 1e-9
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                    continue
                 t0 = time.perf_counter()
                 kernel = tilelang.compile(func, out_idx=out_idx, target="cuda",
                                           pass_configs=VARIANTS[vname])
@@ -265,13 +276,18 @@ def table(path):
     by = {}
     for r in rows:
         by.setdefault((r["case"], r["variant"]), {})[r["label"]] = r
-    print(f"{'case':46} {'variant':8} {'ours ms':>9} {'ref ms':>9} {'ref/ours':>8} "
-          f"{'TFLOP/s':>8} {'compile ours/ref':>17}")
+    lib = {case: d["torch"]["ms"] for (case, _), d in by.items() if "torch" in d}
+    print(f"{'case':46} {'variant':9} {'ours ms':>9} {'ref ms':>9} {'ref/ours':>8} "
+          f"{'lib/ours':>8} {'TFLOP/s':>8} {'compile ours/ref':>17}")
     for (case, var), d in by.items():
         o, r = d.get("ours", {}), d.get("ref", {})
+        if not o and not r:
+            continue
         om, rm = o.get("ms"), r.get("ms")
         ratio = f"{rm / om:8.2f}" if om and rm else "       -"
-        print(f"{case:46} {var:8} {om or float('nan'):9.4f} {rm or float('nan'):9.4f} {ratio} "
+        lratio = f"{lib[case] / om:8.2f}" if om and case in lib else "       -"
+        print(f"{case:46} {var:9} {om or float('nan'):9.4f} {rm or float('nan'):9.4f} {ratio} "
+              f"{lratio} "
               f"{o.get('tflops', float('nan')):8.1f} "
               f"{o.get('compile_s', float('nan')):8.2f}/{r.get('compile_s', float('nan')):<8.2f}")
         for side in (o, r):
@@ -284,7 +300,7 @@ def main():
     p.add_argument("--label", default="ours")
     p.add_argument("--out")
     p.add_argument("--only", default="")
-    p.add_argument("--variants", default="default,no_ws")
+    p.add_argument("--variants", default="default,no_ws,in_flight,waiting")
     p.add_argument("--table")
     a = p.parse_args()
     if a.table:

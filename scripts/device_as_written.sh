@@ -11,6 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
 res=$OUT/as_written.jsonl; : > "$res"
 PYTHONPATH=$PWD timeout 280 python benchmarks/as_written.py --label ours --out "$res" "$@" > "$OUT/ours.txt" 2>&1
 echo "ours: rc=$?"
+PYTHONPATH=$PWD timeout 120 python benchmarks/as_written.py --label torch --out "$res" "$@" > "$OUT/torch.txt" 2>&1
 PYTHONPATH=/tmp/tlsite timeout 280 python benchmarks/as_written.py --label ref --out "$res" "$@" > "$OUT/ref.txt" 2>&1
 echo "ref: rc=$?"
 tail -3 "$OUT/ref.txt"
