@@ -202,11 +202,8 @@ CASES = {
 VARIANTS = {
     "default": {},
     "no_ws": {"tl.disable_warp_specialized": True},
-    # this project's own switches (the reference has no such key: skipped there)
-    "in_flight": {"tl.wgmma_in_flight": True},
-    "waiting": {"tl.wgmma_in_flight": False},
 }
-OURS_ONLY = {"in_flight", "waiting"}
+OURS_ONLY = set()  # this project's own switches (the reference has no such key: skipped there)
 
 
 def time_gpu(fn, warmup=10, rep=50):
@@ -300,7 +297,7 @@ def main():
     p.add_argument("--label", default="ours")
     p.add_argument("--out")
     p.add_argument("--only", default="")
-    p.add_argument("--variants", default="default,no_ws,in_flight,waiting")
+    p.add_argument("--variants", default="default,no_ws")
     p.add_argument("--table")
     a = p.parse_args()
     if a.table:

@@ -249,35 +249,3 @@ def test_order_stage_schedule_runs_inside_a_tile_loop():
     steady = tile[tile.index("for (int k"):]
     assert "V_s_full[((int)(((unsigned int)(k + pipe_done - 1)) % 2u))]" in steady
     assert re.search(r"pipe_done = [^;]*\+ pipe_done[^;]*;", tile)  # counted across tiles
-
-
-# ---- the main loop's wgmma kept in flight (one consumer warpgroup) -----------------------
-
-def _gemm_source(threads, **configs):
-    kern = tilelang.compile(K.gemm(512, 512, 512, 128, 128, 32, out_dtype="float16",
-                                   num_stages=3, threads=threads),
-                            target="cuda -arch=sm_90a", pass_configs=configs)
-    return kern.get_kernel_source(), kern.get_host_source()
-
-
-def test_one_consumer_warpgroup_keeps_the_gemm_in_flight():
-    src, notes = _gemm_source(128)
-    assert "kept in flight" in notes
-    loop = src[src.index("consumer"):]
-    issue = loop.index("tl::wgmma_gemm_ss<")
-    assert ", -1>(" in loop[issue:issue + 200]  # issued without waiting
-    wait = loop.index("tl::wgmma_wait<1>();")
-    release = loop.index("tl::mbarrier_arrive((&empty_bar[(k + 2) % 3]));")
-    assert issue < wait < release
-
-
-def test_several_consumer_warpgroups_wait_every_iteration():
-    src, notes = _gemm_source(256)
-    assert "kept in flight" not in notes
-    assert "tl::mbarrier_arrive((&empty_bar[k % 3]));" in src
-
-
-@pytest.mark.parametrize("threads,forced", [(128, False), (256, True)])
-def test_in_flight_pass_config_overrides(threads, forced):
-    _, notes = _gemm_source(threads, **{"tl.wgmma_in_flight": forced})
-    assert ("kept in flight" in notes) == forced

@@ -77,10 +77,6 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
     TL_DISABLE_DEFERRED_STORE_WAIT = "tl.disable_deferred_store_wait"
     TL_DISABLE_CLEAR_FOLD = "tl.disable_clear_fold"
-    # True / False: a warp-specialised GEMM main loop keeps its wgmma in flight across
-    # iterations (releasing each stage one iteration late) or waits for it every iteration;
-    # unset: the compiler chooses (warp_specialize.py)
-    TL_WGMMA_IN_FLIGHT = "tl.wgmma_in_flight"
     TL_PASS_PROFILE = "tl.pass_profile"
     TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
@@ -99,7 +95,6 @@ EFFECTIVE = {
     PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
     PassConfigKey.TL_DISABLE_WG_PINGPONG, PassConfigKey.TL_DISABLE_WGMMA_OVERLAP,
     PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT, PassConfigKey.TL_DISABLE_CLEAR_FOLD,
-    PassConfigKey.TL_WGMMA_IN_FLIGHT,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

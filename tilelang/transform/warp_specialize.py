@@ -344,8 +344,9 @@ class WarpSpecializer:
         plan_ids = {id(p.stmt) for p in plans}
         rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
         # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
-        # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
-        # TFLOP/s, 4096^3); users can still ask for it with T.gemm(..., wg_wait=1).
+        # releasing stage k-1 one iteration late measured slower with 3 stages on an H200,
+        # with two consumer warpgroups (652 vs 670 TFLOP/s, 4096^3, 128/256/64) and with one
+        # (4096^3 at 128/128/32: 305 vs 389 TFLOP/s; 1024^3: 115 vs 140; 2026-11-26).
         rest = self._fence_after_reads(rest, {p.dst for p in plans})
         release = self._release(_addr(empty, (stage,)))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
@@ -359,11 +360,8 @@ class WarpSpecializer:
             ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
                      "copy does not fit in shared memory")
             computed = []
-        in_flight = not computed and self._keep_in_flight(rest, {p.dst for p in plans})
         if computed:
             consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed)
-        elif in_flight:
-            consumer_loop = self._in_flight_loop(loop, S, full, empty, mapping, rest)
         else:
             consumer_body = ir.Seq((
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
@@ -388,8 +386,6 @@ class WarpSpecializer:
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "") + tile_loads
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
                    "the previous gemm runs" if computed else "")
-                + ("; wgmma kept in flight across iterations (stage k-1 released after the "
-                   "gemm of k is issued)" if in_flight else "")
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble(rings, S, producer, consumer, note)
@@ -467,57 +463,6 @@ class WarpSpecializer:
         last = ir.For(k, ir.binary("add", start, paired), ir.binary("floormod", n, 2), "serial",
                       even, 1, (), loc=loop.loc)
         return ir.Seq((pairs, last))
-
-    def _keep_in_flight(self, rest, stage_tiles) -> bool:
-        """Whether the consumers of a plain GEMM main loop (the loop body is wgmma gemms on
-        the stage tiles and nothing else) keep each iteration's gemm in flight while waiting
-        for the next stage. With one consumer warpgroup the tensor cores otherwise idle from
-        the end of gemm k until gemm k+1 is issued (the full-barrier wait and the hand-back
-        of the stage in between): 4096^3 at 128/128/32, 3 stages, 128 threads measured 389
-        TFLOP/s waiting. With several consumer warpgroups the others' gemms fill that gap
-        (128/256/64 on two: 652 in flight against 670 waiting, H200). `tl.wgmma_in_flight`
-        overrides the choice."""
-        if self.nest is not None or self.cluster > 1:
-            return False
-        gemms = [it for it in rest if isinstance(it, ir.Gemm)]
-        if not gemms or len(gemms) != len([it for it in rest if not isinstance(it, tuple)]):
-            return False
-        if not all(self.ctx.is_wgmma(g) and g.wg_wait == 0 for g in gemms):
-            return False
-        if self._read_generically(gemms, stage_tiles):
-            return False
-        forced = self.ctx.configs.get(PassConfigKey.TL_WGMMA_IN_FLIGHT.value)
-        if forced is not None:
-            return self.ctx.flag(PassConfigKey.TL_WGMMA_IN_FLIGHT)
-        return self.T == 128
-
-    def _in_flight_loop(self, loop, S, full, empty, mapping, rest):
-        """The consumers' main loop with each iteration's gemms left in flight:
-
-            for k: wait full[k%S]; issue the gemms of k (wg_wait=-1)
-                   if k > start: wgmma_wait<G>  (the G gemms of k may still run);
-                                 arrive empty[(k-1)%S]
-
-        The stage of the last iteration is never handed back: the producer has no more loads
-        (not used inside a tile loop, where it would). The release carries an empty
-        ("releases", ()) so that wgmma_wait.py keeps it where it is: the explicit wait before
-        it already completes the gemms that read that stage."""
-        k, start, n = loop.var, loop.start, loop.extent
-        rel = ir.binary("sub", k, start)
-        stage, phase = slot_and_phase(rel, S, counted=False)
-        prev_stage, _ = slot_and_phase(ir.binary("sub", rel, 1), S, counted=False)
-        gemms = [ir.with_fields(it, wg_wait=-1) if isinstance(it, ir.Gemm) else it for it in rest]
-        n_groups = sum(1 for it in gemms if isinstance(it, ir.Gemm))
-        arrive = ir.Evaluate(ir.Call("call_extern", (
-            "tl::mbarrier_arrive", _addr(empty, (prev_stage,))), VOID, (("releases", ()),)))
-        hand_back = ir.If(ir.compare("gt", rel, ir.const(0)), ir.Seq((
-            _call(f"tl::wgmma_wait<{n_groups}>"), arrive)), None)
-        body = ir.Seq((
-            _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-            _Rebuffer(mapping, stage).visit(_rebuild(gemms)),
-            hand_back,
-        ))
-        return ir.For(k, start, n, "serial", body, 1, (), loc=loop.loc)
 
     def _release(self, bar):
         """The consumers handing a stage back: every thread arrives, or with multicast one
