@@ -79,7 +79,7 @@ def test_specialised_function_reads_multiples():
 
 
 def test_aligned_build_uses_tma_and_exact_build_does_not():
-    kernel = tilelang.compile(dynamic_gemm(), target=HOPPER)
+    kernel = tilelang.compile(dynamic_gemm(threads=256), target=HOPPER)
     adapter = kernel.adapter
     assert isinstance(adapter, AlignedCUDAAdapter)
     assert "tl::tma_load" in kernel.get_kernel_source()
@@ -88,8 +88,15 @@ def test_aligned_build_uses_tma_and_exact_build_does_not():
     assert "tl::tma_load" not in exact and "int k," in exact
 
 
+def test_aligned_cp_async_build_copies_16_bytes():
+    kernel = tilelang.compile(dynamic_gemm(threads=128), target=HOPPER)
+    aligned, exact = kernel.get_kernel_source(), kernel.adapter.exact.source
+    assert "tl::cp_async_zfill<16>" in aligned
+    assert "cp_async_zfill" not in exact  # element loads with a bounds check each
+
+
 def test_dynamic_alignment_config_of_one_turns_it_off():
-    kernel = tilelang.compile(dynamic_gemm(), target=HOPPER,
+    kernel = tilelang.compile(dynamic_gemm(threads=256), target=HOPPER,
                               pass_configs={"tl.dynamic_alignment": 1})
     assert not isinstance(kernel.adapter, AlignedCUDAAdapter)
     assert "tl::tma_load" not in kernel.get_kernel_source()
