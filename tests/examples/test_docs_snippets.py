@@ -113,3 +113,20 @@ def test_block_runs(code, tmp_path):
                           cwd=tmp_path, env=env, timeout=600)  # the timeout guards a hang
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-4000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+
+
+def test_docs_name_only_files_that_exist():
+    """Links, and the names of documents (`*.md`), point at files of the repository: a page that
+    cites a document its readers do not have is drift too."""
+    missing = []
+    for path in DOCS:
+        text = path.read_text()
+        names = set(re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text))
+        names |= set(re.findall(r"(?<![\w/.-])([\w./-]+\.md)\b", text))
+        for name in names:
+            if name.startswith(("http://", "https://")):
+                continue
+            bases = (path.parent, ROOT, ROOT / "docs")
+            if not any((base / name).exists() for base in bases):
+                missing.append(f"{path.name}: {name}")
+    assert not missing, "\n".join(sorted(missing))
