@@ -61,6 +61,9 @@ class JITKernel:
         self.latency = None
         self.config = None
         self.ref_latency = None
+        from ..transform.uninitialized_reads import warn_uninitialized_reads
+
+        warn_uninitialized_reads(func)  # for the interpreter and the GPU alike
         concrete = resolve_auto(self.target)
         self._adapter(concrete)  # compile now: errors surface at compile time
 
