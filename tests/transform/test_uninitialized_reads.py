@@ -16,11 +16,7 @@ import tilelang.language as T
 from tilelang.jit.target import gpu_available
 from tilelang.transform.uninitialized_reads import (UninitializedReadWarning,
                                                     warn_uninitialized_reads)
-
-
-def _marked_line(fn) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, line in enumerate(lines) if "# <-" in line)
+from transform_helpers import marked_line
 
 
 def gemm_not_cleared(clear=False, clear_accum=False):
@@ -45,7 +41,7 @@ def _one_warning(record, fn):
     found = [w for w in record if issubclass(w.category, UninitializedReadWarning)]
     assert len(found) == 1, [str(w.message) for w in record]
     w = found[0]
-    assert w.filename == __file__ and w.lineno == _marked_line(fn), (w.filename, w.lineno)
+    assert w.filename == __file__ and w.lineno == marked_line(fn), (w.filename, w.lineno)
     return str(w.message)
 
 
