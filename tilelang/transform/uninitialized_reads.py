@@ -8,14 +8,14 @@ reads to add to it. This analysis finds such reads at compile time, for both bac
 Expects: a traced PrimFunc (tile level: tile operators and T.Parallel loops not lowered yet).
 Guarantees: the function is not changed and nothing is raised. For each fragment or `local`
 buffer, the first read in program order that no earlier statement (in program order, in any
-branch) writes gives one `UninitializedReadWarning` at the user's file and line. It reports no
-false alarm it can avoid, and so misses some reads:
+branch) writes gives one `UninitializedReadWarning` at the user's file and line. Reads are
+element loads and the operands tile operators read: `T.gemm`'s C unless `clear_accum` is
+anything but a constant False, a reduction's output with `clear=False`, a tile atomic's
+destination. To raise no false alarm it misses some reads:
   * a write anywhere earlier counts, even one in a branch or of part of the buffer;
   * a read under an `if` is not reported (the condition may skip the first iteration);
   * a buffer handed to anything opaque (its address, `T.address_of(L[0])`, for an extern
-    call) counts as written;
-  * `T.gemm(..., clear_accum=...)` with anything but a constant False does not read C, and a
-    reduction with `clear=False` reads its output.
+    call) counts as written.
 """
 
 from __future__ import annotations
