@@ -122,13 +122,19 @@ def load(key: str) -> Optional[dict]:
     if d is None:
         return None
     path = entry_path(d, key)
+    if not path.parent.exists():
+        return None
     try:
+        files.private_dir(path.parent)  # a shard others could write to holds nothing of ours
         data = files.read_entry(path, MAX_ENTRY_BYTES)
         if data is None:
             return None
         entry = _verify(data, key)
     except files.DamagedEntry as e:
         _warn_damaged(path, e)
+        return None
+    except OSError as e:
+        _warn_once(str(path.parent), f"tilelang: kernel cache shard not used: {e}")
         return None
     files.touch(path)
     return entry
