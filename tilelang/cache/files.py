@@ -18,8 +18,8 @@ Both caches use these rules, in one place:
     quota by deleting the least recently used (oldest modification time: hits refresh it,
     `touch`), down to 90% of the quota so the next stores do not evict again at once.
 
-Ownership is read through `current_uid()`, the one place a test substitutes another user
-where it cannot create one.
+Ownership is read through `owner_of(stat)` and `current_uid()`: the boundary where a test
+substitutes another user's files when it cannot chown to another uid.
 """
 
 from __future__ import annotations
@@ -50,11 +50,16 @@ def current_uid() -> Optional[int]:
     return os.getuid() if hasattr(os, "getuid") else None
 
 
-def _owner_problem(st, what: str, path) -> Optional[str]:
+def owner_of(st) -> int:
+    """The owner's uid in an os.stat result."""
+    return st.st_uid
+
+
+def _check_owner(st, what: str, path, exc):
     uid = current_uid()
-    if uid is not None and st.st_uid != uid:
-        return f"{path} is {what} owned by uid {st.st_uid}, not by you (uid {uid})"
-    return None
+    owner = owner_of(st)
+    if uid is not None and owner != uid:
+        raise exc(f"{path} is {what} owned by uid {owner}, not by you (uid {uid})")
 
 
 def private_dir(path) -> Path:
@@ -75,15 +80,11 @@ def private_dir(path) -> Path:
     st = os.lstat(path)
     through_link = stat.S_ISLNK(st.st_mode)
     if through_link:
-        problem = _owner_problem(st, "a symbolic link", path)
-        if problem:
-            raise UnsafePath(problem)
+        _check_owner(st, "a symbolic link", path, UnsafePath)
         st = os.stat(path)
     if not stat.S_ISDIR(st.st_mode):
         raise UnsafePath(f"{path} is not a directory")
-    problem = _owner_problem(st, "a directory", path)
-    if problem:
-        raise UnsafePath(problem)
+    _check_owner(st, "a directory", path, UnsafePath)
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o022:
         raise UnsafePath(f"{path} is writable by other users (mode {mode:o})")
@@ -120,9 +121,7 @@ def read_entry(path, limit: int) -> Optional[bytes]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise DamagedEntry(f"{path} is not a regular file (mode {st.st_mode:o})")
-        problem = _owner_problem(st, "a file", path)
-        if problem:
-            raise DamagedEntry(problem)
+        _check_owner(st, "a file", path, DamagedEntry)
         if st.st_size > limit:
             raise DamagedEntry(f"{path} has {st.st_size} bytes, more than the {limit} an "
                                "entry may have")

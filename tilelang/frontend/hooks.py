@@ -295,7 +295,7 @@ def return_(depth, value):
     statements after it would silently vanish from the kernel: a kernel has no early exit)."""
     b = Builder.current(required=False)
     if b is not None and depth is not None and len(b.frames) > depth:
-        inner = b.frames[depth].kind
+        inner = b.frames[-1].kind
         raise error(KernelNotSupportedError,
                     f"`return` inside {_FRAME_WORDS.get(inner, 'a kernel frame')}: a kernel "
                     "cannot return early (the statements after it would be dropped at trace "

@@ -61,12 +61,11 @@ def _check_tile_start(region: ir.BufferRegion, point, what):
     (it would wrap around, where a computed negative start reads zeros)."""
     buf = region.buffer
     negative = dict(written_negative(point)) if point is not None else {}
-    for d, (start, extent) in enumerate(region.region):
-        value = negative.get(d, ir.int_value(start))
-        size = buf.shape[d] if d < len(buf.shape) else None
-        outside = value is not None and (value < 0 or (isinstance(size, int) and value >= size))
-        if outside:
-            where = f"{buf.name}[{', '.join(str(negative.get(i, s)) for i, (s, _) in enumerate(region.region))}]"
+    starts = [negative.get(d, start) for d, start in enumerate(region.starts)]
+    for d, (start, size) in enumerate(zip(starts, buf.shape)):
+        value = ir.int_value(start)
+        if value is not None and (value < 0 or (isinstance(size, int) and value >= size)):
+            where = f"{buf.name}[{', '.join(str(s) for s in starts)}]"
             raise error(IndexError, f"{what}: the tile starts at {where}, outside {buf.name} "
                                     f"(dimension {d} has {size} elements); a tile's start is "
                                     "a position, not counted from the end")
