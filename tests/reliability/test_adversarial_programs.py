@@ -834,6 +834,21 @@ def test_loop_over_an_int64_size_is_int64():
     assert "for (int64_t i = 0LL; i < m; ++i)" in tilelang.lower(f, target=SM90)
 
 
+def test_parallel_over_an_int64_size_keeps_working():
+    """Only a constant T.Parallel extent of 2^31 or more is refused; an int64 size is not."""
+    n = T.dynamic("n", "int64")
+
+    @T.prim_func
+    def f(A: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(n):
+                A[i] = 2.0
+
+    (a,) = _run(f, torch.zeros(5))
+    assert a.tolist() == [2.0] * 5
+    assert "f_kernel" in tilelang.lower(f, target=SM90)
+
+
 def test_guarded_and_non_affine_accesses_are_not_refused():
     """Only what can be decided exactly is refused: an access under a condition, or with an
     index the check cannot bound exactly (i % 32), compiles and runs."""

@@ -72,9 +72,11 @@ class LoopSpec:
             _, body = b.pop("for")
             if stmt is not None:  # outer frames of a multi-dim nest hold nothing themselves
                 body = stmt
-            # bounds in the variable's type: `start + extent` must not wrap in int32
-            stmt = ir.For(v, ir.cast_to(start, v.dtype), ir.cast_to(extent, v.dtype), self.kind,
-                          body, step, self.annotations, loc=loc)
+            start_e, extent_e = ir.as_expr(start), ir.as_expr(extent)
+            if v.dtype is ir.INT64:  # bounds in 64 bits too: `start + extent` must not wrap
+                start_e, extent_e = ir.cast_to(start_e, v.dtype), ir.cast_to(extent_e, v.dtype)
+            stmt = ir.For(v, start_e, extent_e, self.kind, body, step, self.annotations,
+                          loc=loc)
         b.emit(stmt)
 
 
@@ -83,21 +85,21 @@ _INT32 = (-2**31, 2**31 - 1)
 
 def _var_dtype(start, extent, step, kind):
     """int32 unless the loop reaches past it (start, or the bound `start + extent * step` the
-    variable is compared with): then int64, so a loop over 2^40 iterations counts to 2^40. A
-    T.Parallel loop spreads its iterations over one block's threads: 2^31 or more of them is
-    an error, not a wider variable."""
-    values = [v.dtype for v in (start, extent) if isinstance(v, ir.Expr)]
-    if any(dt.bits > 32 for dt in values):
-        wide = True
-    else:
-        consts = [v for v in (start, extent) if isinstance(v, int)]
-        wide = any(not _INT32[0] <= v <= _INT32[1] for v in consts)
-        if isinstance(start, int) and isinstance(extent, int):
-            wide |= not _INT32[0] <= start + extent * step <= _INT32[1]
-    if wide and kind == "parallel":
-        raise error(ValueError, f"T.Parallel extent {extent} from {start}: a parallel loop "
-                                "runs on one block's threads and must stay below 2^31 "
-                                "iterations; split the work over blocks")
+    variable is compared with, constant or of a 64-bit type): then int64, so a loop over 2^40
+    iterations counts to 2^40. A T.Parallel loop spreads its iterations over one block's
+    threads: a constant 2^31 or more of them is an error, not a wider variable (a symbolic
+    extent keeps the int32 variable those loops always had)."""
+    consts = [v for v in (start, extent) if isinstance(v, int)]
+    wide = any(not _INT32[0] <= v <= _INT32[1] for v in consts)
+    if isinstance(start, int) and isinstance(extent, int):
+        wide |= not _INT32[0] <= start + extent * step <= _INT32[1]
+    if kind == "parallel":
+        if wide:
+            raise error(ValueError, f"T.Parallel extent {extent} from {start}: a parallel "
+                                    "loop runs on one block's threads and must stay below "
+                                    "2^31 iterations; split the work over blocks")
+        return ir.INT32
+    wide |= any(v.dtype.bits > 32 for v in (start, extent) if isinstance(v, ir.Expr))
     return ir.INT64 if wide else ir.INT32
 
 
