@@ -715,3 +715,9 @@ def test_clear_tuning_results_deletes_only_entries(tuning, tmp_path):
     (tuning / "notes.txt").write_text("mine")
     assert tcache.clear() == 1
     assert [p.name for p in tuning.iterdir()] == ["notes.txt"]
+
+
+def test_clear_tuning_results_leaves_another_users_directory_alone(tuning, foreign):
+    _tune([])
+    foreign(tuning)
+    assert tcache.clear() == 0 and len(list(tuning.glob("*.json"))) == 1

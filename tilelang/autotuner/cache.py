@@ -270,7 +270,10 @@ def store(key: str, data: dict) -> Path:
 
 def clear() -> int:
     """Delete every stored tuning result; returns how many files were removed."""
-    d = cache_dir()
-    if not d.is_dir() or d.is_symlink():
+    if not cache_dir().exists():
+        return 0
+    try:
+        d = _private_cache_dir()  # never another user's directory (nor through a link)
+    except OSError:
         return 0
     return files.remove_entries(d, ".json")
