@@ -305,7 +305,8 @@ class CudaKernelFunction:
     def _launch_failed(self, res, grid, block, smem_bytes, device):
         if grid is not None and res == driver.CUDA_ERROR_INVALID_VALUE and 0 in tuple(grid):
             return  # an empty grid runs nothing
-        detail = (f"kernel {self.name} on device {device}: grid={grid and tuple(grid)}, "
+        shown = "of this call" if grid is None else tuple(grid)
+        detail = (f"kernel {self.name} on device {device}: grid {shown}, "
                   f"block={tuple(block)}, dynamic smem={smem_bytes} B")
         try:
             func = self._entry[device][0].value
