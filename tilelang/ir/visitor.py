@@ -8,10 +8,17 @@ below it changed, so "did this pass change anything" is an identity test.
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from operator import attrgetter
 
 from . import nodes as ir
 
+# Every pass walks the IR several times, so the walk itself is kept cheap: the sub-values of a
+# node class are read by one precomputed getter, and the method a visitor runs for a node
+# class is looked up once per (visitor class, node class) instead of by name on every node.
+
 _FIELDS: dict = {}
+_GETTERS: dict = {}
+_LEAVES = (int, float, str, bool, ir.DType, type(None))
 
 
 def _node_fields(cls):
@@ -21,29 +28,76 @@ def _node_fields(cls):
     return names
 
 
-def children(node):
+def _no_children(node):
+    return ()
+
+
+def _field_getter(cls):
+    """A function returning the values of `cls`'s fields (but `loc`), as a tuple."""
+    getter = _GETTERS.get(("fields", cls))
+    if getter is None:
+        names = _node_fields(cls)
+        if len(names) == 1:
+            one = attrgetter(names[0])
+            getter = (lambda node: (one(node),))
+        else:
+            getter = attrgetter(*names) if names else _no_children
+        _GETTERS[("fields", cls)] = getter
+    return getter
+
+
+def _children_getter(cls):
+    if issubclass(cls, (tuple, list)):
+        getter = tuple
+    elif issubclass(cls, ir.Buffer):
+        getter = _no_children
+    elif issubclass(cls, ir.PrimFunc):
+        getter = (lambda node: (node.body,))
+    elif issubclass(cls, ir.Node):
+        getter = _field_getter(cls)
+    else:
+        getter = _no_children
+    _GETTERS[cls] = getter
+    return getter
+
+
+def children(node) -> tuple:
     """Direct sub-values of a node that may contain IR (nodes, tuples, buffers)."""
-    if isinstance(node, (tuple, list)):
-        return list(node)
-    if isinstance(node, ir.Buffer):
-        return []
-    if isinstance(node, ir.PrimFunc):
-        return [node.body]
-    if isinstance(node, ir.Node):
-        return [getattr(node, n) for n in _node_fields(type(node))]
-    return []
+    getter = _GETTERS.get(node.__class__)
+    if getter is None:
+        getter = _children_getter(node.__class__)
+    return getter(node)
 
 
-class Visitor:
+class _Dispatch:
+    """What a visitor class runs for each node class: `visit_<Class>` if it defines one,
+    `leaf` for values that hold no IR, else `generic`; one table per visitor class."""
+
+    @classmethod
+    def _resolve(cls, node_cls):
+        if issubclass(node_cls, _LEAVES):
+            fn = cls.leaf
+        else:
+            fn = getattr(cls, "visit_" + node_cls.__name__, None) or cls.generic
+        cls._methods[node_cls] = fn
+        return fn
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+
+class Visitor(_Dispatch):
     """Read-only walk. Override `visit_<Class>`; call `self.generic(node)` to descend."""
 
     def visit(self, node):
-        if node is None or isinstance(node, (int, float, str, bool, ir.DType)):
-            return
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic(node)
+        fn = self._methods.get(node.__class__)
+        if fn is None:
+            fn = self._resolve(node.__class__)
+        return fn(self, node)
+
+    def leaf(self, node):
+        return None
 
     def generic(self, node):
         for child in children(node):
@@ -66,22 +120,25 @@ class LocatedVisitor(Visitor):
         return super().visit(node)
 
 
-class Mutator:
+class Mutator(_Dispatch):
     """Rebuilding walk. Override `visit_<Class>` returning a replacement node."""
 
     def visit(self, node):
-        if node is None or isinstance(node, (int, float, str, bool, ir.DType)):
-            return node
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic(node)
+        fn = self._methods.get(node.__class__)
+        if fn is None:
+            fn = self._resolve(node.__class__)
+        return fn(self, node)
+
+    def leaf(self, node):
+        return node
 
     def visit_tuple(self, node):
-        new = tuple(self.visit(c) for c in node)
-        if all(a is b for a, b in zip(new, node)):
-            return node
-        return new
+        visit = self.visit
+        new = tuple([visit(c) for c in node])
+        for a, b in zip(new, node):
+            if a is not b:
+                return new
+        return node
 
     def visit_list(self, node):
         return list(self.visit_tuple(tuple(node)))
@@ -96,15 +153,22 @@ class Mutator:
     def generic(self, node):
         if not isinstance(node, ir.Node):
             return node
-        changes = {}
-        for name in _node_fields(type(node)):
-            old = getattr(node, name)
-            new = self.visit(old)
+        changes = None
+        visit = self.visit
+        cls = node.__class__
+        for name, old in zip(_node_fields(cls), _field_getter(cls)(node)):
+            new = visit(old)
             if new is not old:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
-        if not changes:
+        if changes is None:
             return node
         return replace(node, **changes)
+
+
+Visitor._methods = {}
+Mutator._methods = {}
 
 
 def any_node(root, predicate) -> bool:
