@@ -13,6 +13,10 @@ Guarantees:
     another key, so the caller recompiles and overwrites it.
 
 Entry layout: b"TLCUBIN1\\n" + one JSON line (key, size, sha256, log, compiler) + cubin bytes.
+
+The same directory holds other entries, written and verified the same way (`store_blob`):
+programs (`<key>.prog`, engine/program_cache.py) and rewritten kernel functions (`<key>.code`,
+frontend/rewrite.py).
 """
 
 from __future__ import annotations
@@ -156,13 +160,18 @@ def store(key: str, cubin: bytes, log: str = "", compiler: str = "") -> Optional
     d = cache_dir()
     if d is None:
         return None
-    path = entry_path(d, key)
+    return _write_atomic(entry_path(d, key), encode(key, cubin, log, compiler))
+
+
+def _write_atomic(path: Path, data: bytes) -> Optional[Path]:
+    """Write `data` to `path` through a temporary file and `os.replace` (readers see no file
+    or the whole file); None when it could not be written."""
     tmp = None
     try:
         _make_private_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
-            f.write(encode(key, cubin, log, compiler))
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -177,6 +186,73 @@ def store(key: str, cubin: bytes, log: str = "", compiler: str = "") -> Optional
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+# ---- other entries: programs (engine/program_cache.py), rewritten kernel functions ----------
+
+BLOB_MAGIC = b"TLBLOB1\n"
+
+
+def blob_path(d: Path, key: str, suffix: str) -> Path:
+    return d / key[:2] / f"{key}.{suffix}"
+
+
+def store_blob(key: str, suffix: str, payload: bytes) -> Optional[Path]:
+    """Write entry `<key>.<suffix>` (b"TLBLOB1\\n" + one JSON line (key, size, sha256) +
+    payload) atomically; None when caching is off or the write failed."""
+    d = cache_dir()
+    if d is None:
+        return None
+    head = {"key": key, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+    return _write_atomic(blob_path(d, key, suffix),
+                         BLOB_MAGIC + json.dumps(head).encode() + b"\n" + payload)
+
+
+def load_blob(key: str, suffix: str) -> Optional[bytes]:
+    """The verified payload of entry `<key>.<suffix>`, or None (missing, truncated, corrupt)."""
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        data = blob_path(d, key, suffix).read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(BLOB_MAGIC):
+        return None
+    nl = data.find(b"\n", len(BLOB_MAGIC))
+    if nl < 0:
+        return None
+    try:
+        head = json.loads(data[len(BLOB_MAGIC):nl])
+        payload = data[nl + 1:]
+        if head["key"] != key or head["size"] != len(payload) or \
+                hashlib.sha256(payload).hexdigest() != head["sha256"]:
+            return None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return payload
+
+
+@functools.lru_cache(maxsize=None)
+def package_stamp() -> str:
+    """sha256 over the path, size and modification time of every Python file and header of
+    the tilelang package, once per process: a program entry holds what the compiler made of
+    a program, so any edit to the compiler must miss it. Stats, not contents: about 1 ms.
+    (The package version is not in it: keys add it themselves, read when they are made.)"""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name != "__pycache__":
+                    stack.append(e.path)
+            elif e.name.endswith((".py", ".cuh", ".h")):
+                st = e.stat()
+                h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
 
 
 def failed_source_dir() -> Path:
@@ -198,7 +274,7 @@ def clear():
     d = cache_dir()
     if d is None:
         return
-    for p in d.glob("*/*.cubin"):
+    for p in [*d.glob("*/*.cubin"), *d.glob("*/*.prog"), *d.glob("*/*.code")]:
         try:
             p.unlink()
         except OSError:

@@ -242,3 +242,48 @@ def requested_compiler() -> str:
     """`TILELANG_CUDA_COMPILER`: "nvrtc", "nvcc" or "auto" (default)."""
     v = os.environ.get("TILELANG_CUDA_COMPILER", "auto").strip().lower()
     return v if v in ("nvrtc", "nvcc", "nvrtc-bindings", "nvrtc-ctypes") else "auto"
+
+
+# ---- what a program entry of the disk cache depends on --------------------------------------
+
+def compiler_files(which: str, backend) -> Optional[list]:
+    """The files whose change must invalidate cubins made by `which` ("nvrtc" with its
+    `backend`, or "nvcc"): the compiler itself and the CUDA headers it parsed. None when the
+    NVRTC library in use cannot be named (then nothing is stamped with it)."""
+    if which == "nvcc":
+        lib = nvcc_path()
+    else:
+        lib = getattr(backend, "path", None) or _loaded_library("libnvrtc.so")
+    if not lib:
+        return None
+    files = [os.path.realpath(lib)]
+    cuda = cuda_include_dir()
+    if cuda:
+        files.append(os.path.join(cuda, "cuda_fp16.h"))
+    return files
+
+
+def file_stamps(paths) -> list:
+    """[(path, size, mtime_ns)] of `paths` (None for a missing file)."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((p, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((p, None, None))
+    return out
+
+
+def _loaded_library(stem: str) -> Optional[str]:
+    """The path of a shared library this process has mapped whose name starts with `stem`
+    (Linux: /proc/self/maps), e.g. the libnvrtc that cuda.bindings loaded."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rsplit(None, 1)[-1] if "/" in line else ""
+                if os.path.basename(path).startswith(stem):
+                    return path
+    except OSError:
+        pass
+    return None
