@@ -17,8 +17,11 @@ from . import nodes as ir
 # class is looked up once per (visitor class, node class) instead of by name on every node.
 
 _FIELDS: dict = {}
+_FIELD_GETTERS: dict = {}
 _GETTERS: dict = {}
 _LEAVES = (int, float, str, bool, ir.DType, type(None))
+# exact classes of the values that hold no IR: the walks skip them without a call
+_LEAF_CLASSES = frozenset(_LEAVES)
 
 
 def _node_fields(cls):
@@ -34,7 +37,7 @@ def _no_children(node):
 
 def _field_getter(cls):
     """A function returning the values of `cls`'s fields (but `loc`), as a tuple."""
-    getter = _GETTERS.get(("fields", cls))
+    getter = _FIELD_GETTERS.get(cls)
     if getter is None:
         names = _node_fields(cls)
         if len(names) == 1:
@@ -42,7 +45,7 @@ def _field_getter(cls):
             getter = (lambda node: (one(node),))
         else:
             getter = attrgetter(*names) if names else _no_children
-        _GETTERS[("fields", cls)] = getter
+        _FIELD_GETTERS[cls] = getter
     return getter
 
 
@@ -71,7 +74,12 @@ def children(node) -> tuple:
 
 class _Dispatch:
     """What a visitor class runs for each node class: `visit_<Class>` if it defines one,
-    `leaf` for values that hold no IR, else `generic`; one table per visitor class."""
+    `leaf` for values that hold no IR, else `generic`; one table per visitor class.
+
+    When a class keeps the base `visit`, its walks call the table directly (one Python call
+    per node instead of two); a class that overrides `visit` gets it called for every child."""
+
+    _direct = True
 
     @classmethod
     def _resolve(cls, node_cls):
@@ -90,6 +98,10 @@ class _Dispatch:
 class Visitor(_Dispatch):
     """Read-only walk. Override `visit_<Class>`; call `self.generic(node)` to descend."""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._direct = cls.visit is Visitor.visit
+
     def visit(self, node):
         fn = self._methods.get(node.__class__)
         if fn is None:
@@ -100,8 +112,22 @@ class Visitor(_Dispatch):
         return None
 
     def generic(self, node):
-        for child in children(node):
-            self.visit(child)
+        getter = _GETTERS.get(node.__class__)
+        if getter is None:
+            getter = _children_getter(node.__class__)
+        if not self._direct:
+            for child in getter(node):
+                self.visit(child)
+            return
+        methods = self._methods
+        for child in getter(node):
+            cls = child.__class__
+            if cls in _LEAF_CLASSES:
+                continue
+            fn = methods.get(cls)
+            if fn is None:
+                fn = self._resolve(cls)
+            fn(self, child)
 
 
 class LocatedVisitor(Visitor):
@@ -123,6 +149,10 @@ class LocatedVisitor(Visitor):
 class Mutator(_Dispatch):
     """Rebuilding walk. Override `visit_<Class>` returning a replacement node."""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._direct = cls.visit is Mutator.visit
+
     def visit(self, node):
         fn = self._methods.get(node.__class__)
         if fn is None:
@@ -133,12 +163,28 @@ class Mutator(_Dispatch):
         return node
 
     def visit_tuple(self, node):
-        visit = self.visit
-        new = tuple([visit(c) for c in node])
-        for a, b in zip(new, node):
-            if a is not b:
-                return new
-        return node
+        if not self._direct:
+            visit = self.visit
+            new = tuple([visit(c) for c in node])
+            for a, b in zip(new, node):
+                if a is not b:
+                    return new
+            return node
+        methods = self._methods
+        new = None
+        for i, c in enumerate(node):
+            cls = c.__class__
+            if cls in _LEAF_CLASSES:
+                continue
+            fn = methods.get(cls)
+            if fn is None:
+                fn = self._resolve(cls)
+            n = fn(self, c)
+            if n is not c:
+                if new is None:
+                    new = list(node)
+                new[i] = n
+        return node if new is None else tuple(new)
 
     def visit_list(self, node):
         return list(self.visit_tuple(tuple(node)))
@@ -153,15 +199,31 @@ class Mutator(_Dispatch):
     def generic(self, node):
         if not isinstance(node, ir.Node):
             return node
-        changes = None
-        visit = self.visit
         cls = node.__class__
-        for name, old in zip(_node_fields(cls), _field_getter(cls)(node)):
-            new = visit(old)
-            if new is not old:
-                if changes is None:
-                    changes = {}
-                changes[name] = new
+        values = _field_getter(cls)(node)
+        changes = None
+        if self._direct:
+            methods = self._methods
+            for i, old in enumerate(values):
+                ocls = old.__class__
+                if ocls in _LEAF_CLASSES:
+                    continue
+                fn = methods.get(ocls)
+                if fn is None:
+                    fn = self._resolve(ocls)
+                new = fn(self, old)
+                if new is not old:
+                    if changes is None:
+                        changes = {}
+                    changes[_FIELDS[cls][i]] = new
+        else:
+            visit = self.visit
+            for name, old in zip(_node_fields(cls), values):
+                new = visit(old)
+                if new is not old:
+                    if changes is None:
+                        changes = {}
+                    changes[name] = new
         if changes is None:
             return node
         return replace(node, **changes)
