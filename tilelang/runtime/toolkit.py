@@ -5,8 +5,11 @@ when importable. Guarantees:
   * `include_dirs()` lists tilelang's own header library first, then one CUDA header directory
     that holds `cuda_fp16.h` (toolkit or the `nvidia-*` wheels), found once per process;
   * `nvrtc_backend()` returns an object with `compile(source, name, options) -> (ok, log, cubin)`
-    and `version`, preferring `cuda.bindings.nvrtc`, else `libnvrtc` through ctypes (the wheel
-    torch depends on), else None;
+    and `version`: `libnvrtc` through ctypes (the library cuda-pathfinder finds, which is the
+    one `cuda.bindings` would load, else an `nvidia-*` wheel's or a toolkit's), else
+    `cuda.bindings.nvrtc`, else None. ctypes first because it is the cheaper way to the same
+    library: importing `cuda.bindings.nvrtc` (it imports the driver bindings too) costs about
+    20 ms more of the first compile in a process;
   * `nvcc_path()` returns the nvcc executable or None.
 `TILELANG_CUDA_COMPILER=nvrtc|nvcc` forces one compiler (read on every call).
 """
@@ -220,7 +223,7 @@ def _libnvrtc_candidates() -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _find_nvrtc(prefer: str):
-    if prefer in ("auto", "bindings"):  # "ctypes" skips the bindings
+    if prefer == "bindings":
         try:
             return _BindingsNvrtc()
         except Exception:
@@ -230,6 +233,11 @@ def _find_nvrtc(prefer: str):
             return _CtypesNvrtc(path)
         except OSError:
             continue
+    if prefer == "auto":  # "ctypes" never takes the bindings
+        try:
+            return _BindingsNvrtc()
+        except Exception:
+            pass
     return None
 
 
