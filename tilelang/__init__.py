@@ -48,12 +48,12 @@ from . import language  # noqa: F401,E402
 from .env import env, disable_cache, enable_cache, is_cache_enabled  # noqa: F401,E402
 from .jit import jit, lazy_jit, compile, lower, JITKernel  # noqa: F401,E402,A004
 from .transform.pass_config import PassConfigKey  # noqa: F401,E402
-from .profiler.supply import TensorSupplyType  # noqa: F401,E402
 
 _LAZY = {
     "autotune": ("tilelang.autotuner", "autotune"),
     "AutoTuner": ("tilelang.autotuner", "AutoTuner"),
     "Profiler": ("tilelang.profiler", "Profiler"),
+    "TensorSupplyType": ("tilelang.profiler.supply", "TensorSupplyType"),
     "layout": ("tilelang.layout", None),
     "testing": ("tilelang.testing", None),
     "profiler": ("tilelang.profiler", None),
