@@ -21,7 +21,6 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
@@ -109,6 +108,8 @@ def nvcc_path() -> Optional[str]:
 @functools.lru_cache(maxsize=None)
 def nvcc_version() -> str:
     """`nvcc-13.0.88` style identity (part of the cache key)."""
+    import subprocess  # here: importing it costs a program-cache hit a few ms
+
     path = nvcc_path()
     if path is None:
         return "nvcc-missing"
