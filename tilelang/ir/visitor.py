@@ -136,14 +136,41 @@ class LocatedVisitor(Visitor):
 
     loc = None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._direct = cls.visit is LocatedVisitor.visit
+
     def visit(self, node):
         if isinstance(node, ir.Stmt) and node.loc is not None:
             old, self.loc = self.loc, node.loc
             try:
-                return super().visit(node)
+                return Visitor.visit(self, node)
             finally:
                 self.loc = old
-        return super().visit(node)
+        return Visitor.visit(self, node)
+
+    def generic(self, node):
+        # only statements move `loc`: they go through visit(), everything else (expressions,
+        # tuples of expressions) straight to its method
+        getter = _GETTERS.get(node.__class__)
+        if getter is None:
+            getter = _children_getter(node.__class__)
+        if not self._direct:
+            for child in getter(node):
+                self.visit(child)
+            return
+        methods = self._methods
+        for child in getter(node):
+            cls = child.__class__
+            if cls in _LEAF_CLASSES:
+                continue
+            if isinstance(child, (ir.Stmt, tuple, list)):
+                self.visit(child)
+                continue
+            fn = methods.get(cls)
+            if fn is None:
+                fn = self._resolve(cls)
+            fn(self, child)
 
 
 class Mutator(_Dispatch):
