@@ -165,3 +165,23 @@ def test_rewritten_kernel_function_is_read_back_from_disk(private_cache, monkeyp
     program_cache.fingerprint(first, h1)
     program_cache.fingerprint(again, h2)
     assert h1.digest() == h2.digest()
+
+
+def test_key_sees_the_values_a_layout_function_closes_over():
+    """Two layouts that differ only in what their index function captured (tilelang's own
+    swizzle function, 64- vs 128-byte pattern): the key tells them apart, which the
+    function's name and code alone would not."""
+    from tilelang.layout.layout import Layout
+    from tilelang.layout.swizzle import swizzled
+
+    def program(fn):
+        f = scale()
+        f.attrs["layout"] = Layout((64, 64), fn)
+        return f
+
+    fn64, fn128 = swizzled((64, 64), 16, 64)._fn, swizzled((64, 64), 16, 128)._fn
+    assert fn64.__code__ is fn128.__code__
+    assert key(program(fn64)) == key(program(swizzled((64, 64), 16, 64)._fn)) is not None
+    assert key(program(fn64)) != key(program(fn128))
+    # a function defined here (user code) is not keyable at all
+    assert key(program(lambda i, j: i * 64 + j)) is None

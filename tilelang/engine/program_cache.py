@@ -54,9 +54,11 @@ def fingerprint(obj, h) -> None:
     Canonical: two traces of the same program give the same bytes in any process, whatever
     Python object sharing they happen to have (pickle's bytes depend on it), but the identity
     of objects is kept: an object met again is written as a back reference, so one symbol `n`
-    used twice differs from two symbols both named `n`. Raises _Unkeyable for what has no
-    canonical form here: functions, classes and objects from outside tilelang (their code
-    could change unseen) and sets of objects."""
+    used twice differs from two symbols both named `n`. A function of tilelang's (a layout's
+    index function) is written as its name (its code is in the package stamp) with its
+    defaults and closure values. Raises _Unkeyable for what has no canonical form here:
+    functions, classes and objects from outside tilelang (their code could change unseen) and
+    sets of objects."""
     out: list = []
     _fp(obj, out, {})
     h.update("\x1f".join(out).encode("utf-8", "surrogatepass"))
@@ -94,12 +96,23 @@ def _fp(obj, out, seen):
             items.append(f"{x.__class__.__name__}:{x!r}")
         out.append(f"{cls.__name__}{len(items)}:" + "\x1e".join(sorted(items)))
         return
+    if cls is types.MethodType:  # a bound method: its function and its object
+        out.append("method")
+        _fp(obj.__func__, out, seen)
+        _fp(obj.__self__, out, seen)
+        return
     if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType,
-                        types.MethodType, types.ModuleType)):
+                        types.ModuleType)):
         module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
         if str(module).split(".")[0] not in _TRUSTED_MODULES:
             raise _Unkeyable(f"{obj!r} from {module}")
         out.append(f"g:{module}.{getattr(obj, '__qualname__', obj)}")
+        if cls is types.FunctionType:  # its code is in the package stamp; its values are not
+            try:
+                cells = tuple(c.cell_contents for c in obj.__closure__ or ())
+            except ValueError:  # an empty cell
+                raise _Unkeyable(f"{obj!r} has an unbound closure variable") from None
+            _fp((obj.__defaults__, obj.__kwdefaults__, cells), out, seen)
         return
     module = cls.__module__
     if module.split(".")[0] not in _TRUSTED_MODULES:
