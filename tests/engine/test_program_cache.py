@@ -185,3 +185,37 @@ def test_key_sees_the_values_a_layout_function_closes_over():
     assert key(program(fn64)) != key(program(fn128))
     # a function defined here (user code) is not keyable at all
     assert key(program(lambda i, j: i * 64 + j)) is None
+
+
+def tma_gemm(M=256, N=256, K=256):
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, 128), T.ceildiv(M, 128), threads=256) as (bx, by):
+            A_s = T.alloc_shared((128, 64), "float16")
+            B_s = T.alloc_shared((64, 128), "float16")
+            C_l = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, 64), num_stages=2):
+                T.copy(A[by * 128, k * 64], A_s)
+                T.copy(B[k * 64, bx * 128], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * 128, bx * 128])
+    return gemm
+
+
+@requires_compiler
+def test_loaded_program_launches_like_the_compiled_one(private_cache):
+    """What the host side uses from a wgmma + TMA kernel loaded from the cache (TMA
+    descriptors over this trace's parameters, the argument types, the launch description)
+    equals what compiling it gave."""
+    first = tilelang.compile(tma_gemm(), target="cuda -arch=sm_90a").adapter
+    again = tilelang.compile(tma_gemm(), target="cuda -arch=sm_90a").adapter
+    assert again.program_cache_hit and first.module.tma, "expected TMA descriptors"
+    assert again.tma_sources == first.tma_sources
+    assert again.param_types == first.param_types
+    assert again.host_source == first.host_source
+    for a, b in zip(again.module.tma, first.module.tma):
+        assert (a.name, a.box, a.swizzle, a.im2col) == (b.name, b.box, b.swizzle, b.im2col)
+    assert [(k.name, k.grid, k.block, k.smem_bytes) for k in again.module.kernels] == \
+        [(k.name, k.grid, k.block, k.smem_bytes) for k in first.module.kernels]
