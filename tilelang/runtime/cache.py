@@ -163,17 +163,19 @@ def store(key: str, cubin: bytes, log: str = "", compiler: str = "") -> Optional
     return _write_atomic(entry_path(d, key), encode(key, cubin, log, compiler))
 
 
-def _write_atomic(path: Path, data: bytes) -> Optional[Path]:
+def _write_atomic(path: Path, data: bytes, durable: bool = True) -> Optional[Path]:
     """Write `data` to `path` through a temporary file and `os.replace` (readers see no file
-    or the whole file); None when it could not be written."""
+    or the whole file); None when it could not be written. `durable` also fsyncs the file
+    first (what a crash leaves of an entry written without it is caught by the checksum)."""
     tmp = None
     try:
         _make_private_dir(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
         tmp = None
         return path
@@ -204,8 +206,10 @@ def store_blob(key: str, suffix: str, payload: bytes) -> Optional[Path]:
     if d is None:
         return None
     head = {"key": key, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+    # no fsync: these entries are written on the way to a first compile (a rewritten function
+    # before tracing), a torn one fails its checksum and is written again
     return _write_atomic(blob_path(d, key, suffix),
-                         BLOB_MAGIC + json.dumps(head).encode() + b"\n" + payload)
+                         BLOB_MAGIC + json.dumps(head).encode() + b"\n" + payload, durable=False)
 
 
 def load_blob(key: str, suffix: str) -> Optional[bytes]:
