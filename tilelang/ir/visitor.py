@@ -111,6 +111,9 @@ class Visitor(_Dispatch):
     def leaf(self, node):
         return None
 
+    # classes of children that go through self.visit() even on the direct path
+    _via_visit: tuple = ()
+
     def generic(self, node):
         getter = _GETTERS.get(node.__class__)
         if getter is None:
@@ -119,10 +122,13 @@ class Visitor(_Dispatch):
             for child in getter(node):
                 self.visit(child)
             return
-        methods = self._methods
+        methods, via = self._methods, self._via_visit
         for child in getter(node):
             cls = child.__class__
             if cls in _LEAF_CLASSES:
+                continue
+            if via and isinstance(child, via):
+                self.visit(child)
                 continue
             fn = methods.get(cls)
             if fn is None:
@@ -135,6 +141,9 @@ class LocatedVisitor(Visitor):
     visited that has one (for located errors)."""
 
     loc = None
+    # only statements move `loc`: they (and the tuples holding them) go through visit(),
+    # everything else straight to its method
+    _via_visit = (ir.Stmt, tuple, list)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -148,29 +157,6 @@ class LocatedVisitor(Visitor):
             finally:
                 self.loc = old
         return Visitor.visit(self, node)
-
-    def generic(self, node):
-        # only statements move `loc`: they go through visit(), everything else (expressions,
-        # tuples of expressions) straight to its method
-        getter = _GETTERS.get(node.__class__)
-        if getter is None:
-            getter = _children_getter(node.__class__)
-        if not self._direct:
-            for child in getter(node):
-                self.visit(child)
-            return
-        methods = self._methods
-        for child in getter(node):
-            cls = child.__class__
-            if cls in _LEAF_CLASSES:
-                continue
-            if isinstance(child, (ir.Stmt, tuple, list)):
-                self.visit(child)
-                continue
-            fn = methods.get(cls)
-            if fn is None:
-                fn = self._resolve(cls)
-            fn(self, child)
 
 
 class Mutator(_Dispatch):

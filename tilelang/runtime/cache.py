@@ -132,20 +132,30 @@ def load(key: str) -> Optional[dict]:
 
 
 def decode(data: bytes, key: str) -> Optional[dict]:
-    if not data.startswith(MAGIC):
+    verified = _verified(data, key, MAGIC)
+    if verified is None:
         return None
-    nl = data.find(b"\n", len(MAGIC))
+    head, cubin = verified
+    return {"cubin": cubin, "log": head.get("log", ""), "compiler": head.get("compiler", "")}
+
+
+def _verified(data: bytes, key: str, magic: bytes):
+    """(header dict, payload) of an entry `magic` + JSON header line + payload whose header
+    names `key` and the payload's size and sha256; None for anything else."""
+    if not data.startswith(magic):
+        return None
+    nl = data.find(b"\n", len(magic))
     if nl < 0:
         return None
     try:
-        head = json.loads(data[len(MAGIC):nl])
-        cubin = data[nl + 1:]
-        if head["key"] != key or head["size"] != len(cubin):
+        head = json.loads(data[len(magic):nl])
+        payload = data[nl + 1:]
+        if head["key"] != key or head["size"] != len(payload):
             return None
-        if hashlib.sha256(cubin).hexdigest() != head["sha256"]:
+        if hashlib.sha256(payload).hexdigest() != head["sha256"]:
             return None
-        return {"cubin": cubin, "log": head.get("log", ""), "compiler": head.get("compiler", "")}
-    except (ValueError, KeyError, TypeError):
+        return head, payload
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -221,20 +231,8 @@ def load_blob(key: str, suffix: str) -> Optional[bytes]:
         data = blob_path(d, key, suffix).read_bytes()
     except OSError:
         return None
-    if not data.startswith(BLOB_MAGIC):
-        return None
-    nl = data.find(b"\n", len(BLOB_MAGIC))
-    if nl < 0:
-        return None
-    try:
-        head = json.loads(data[len(BLOB_MAGIC):nl])
-        payload = data[nl + 1:]
-        if head["key"] != key or head["size"] != len(payload) or \
-                hashlib.sha256(payload).hexdigest() != head["sha256"]:
-            return None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return payload
+    verified = _verified(data, key, BLOB_MAGIC)
+    return None if verified is None else verified[1]
 
 
 @functools.lru_cache(maxsize=None)
