@@ -14,15 +14,15 @@ L2 flushed before each, median of 50 after warm-up). `--configs` adds pass-confi
 of each kernel (cache disabled) is recorded too.
 """
 
-# no `from __future__ import annotations`: the reference evaluates annotations itself
+# no `from __future__ import annotations`: the reference evaluates annotations itself.
+# torch is imported where a case needs it: benchmarks/compile_time.py builds these programs
+# in processes that do not import it.
 import argparse
 import json
 import math
 import statistics
 import sys
 import time
-
-import torch
 
 import tilelang
 import tilelang.language as T
@@ -152,6 +152,8 @@ def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M, block_N, num_stage
 # ---- cases ---------------------------------------------------------------------------------------
 
 def _rand(*shape):
+    import torch
+
     return torch.randn(*shape, device="cuda", dtype=torch.float16)
 
 
@@ -178,6 +180,8 @@ def case_flash(B, H, S, D, causal, bm, bn, stages, threads):
     q, k, v = _rand(B, H, S, D), _rand(B, H, S, D), _rand(B, H, S, D)
 
     def ref():
+        import torch
+
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
 
     flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
@@ -207,6 +211,8 @@ OURS_ONLY = set()  # this project's own switches (the reference has no such key:
 
 
 def time_gpu(fn, warmup=10, rep=50):
+    import torch
+
     flush = torch.empty(64 * 1024 * 1024, dtype=torch.int32, device="cuda")
     for _ in range(warmup):
         fn()
@@ -224,6 +230,8 @@ def time_gpu(fn, warmup=10, rep=50):
 
 
 def run(label, out, only, variants):
+    import torch
+
     tilelang.disable_cache()
     rows = []
     for name, (make, args) in CASES.items():

@@ -53,12 +53,12 @@ from .env import (env as env, disable_cache as disable_cache,  # noqa: E402
 from .jit import (jit as jit, lazy_jit as lazy_jit, compile as compile,  # noqa: E402,A004
                   lower as lower, JITKernel as JITKernel)
 from .transform.pass_config import PassConfigKey as PassConfigKey  # noqa: E402
-from .profiler.supply import TensorSupplyType as TensorSupplyType  # noqa: E402
 
 _LAZY = {
     "autotune": ("tilelang.autotuner", "autotune"),
     "AutoTuner": ("tilelang.autotuner", "AutoTuner"),
     "Profiler": ("tilelang.profiler", "Profiler"),
+    "TensorSupplyType": ("tilelang.profiler.supply", "TensorSupplyType"),
     "layout": ("tilelang.layout", None),
     "testing": ("tilelang.testing", None),
     "profiler": ("tilelang.profiler", None),

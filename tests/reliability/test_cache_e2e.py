@@ -56,6 +56,21 @@ def test_second_process_hits_the_cache(private_cache):
     assert here["hit"] and here["key"] == first[0]["key"]
 
 
+def test_second_process_loads_the_program_without_lowering(private_cache):
+    """engine/program_cache.py: the second process keys the traced program (also after
+    tracing and compiling other kernels) and loads the source, the launch description and
+    the cubin the first one made."""
+    first = _child(private_cache, "sm_90a", "gemm", "axpy")
+    assert [r["program_hit"] for r in first] == [False, False]
+    second = _child(private_cache, "sm_90a", "--perturb", "axpy", "gemm")
+    by_name = {r["name"]: r for r in second}
+    for r in first:
+        again = by_name[r["name"]]
+        assert again["program_hit"], f"{r['name']}: a second process lowered it again"
+        assert (again["source"], again["sha"], again["key"]) == \
+            (r["source"], r["sha"], r["key"])
+
+
 def _pool_worker(args):
     cache_dir, barrier, arch = args
     os.environ["TILELANG_CACHE_DIR"] = cache_dir

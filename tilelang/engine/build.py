@@ -11,7 +11,6 @@ from ..errors import located, user_facing
 from ..ir import nodes as ir
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
-from .pipeline import lower_kernel
 
 
 def kernels_of(func: ir.PrimFunc):
@@ -45,6 +44,7 @@ def kernels_of(func: ir.PrimFunc):
 def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     from ..codegen.module import render_module
     from ..transform.inline_lets import inline_pure_lets
+    from .pipeline import lower_kernel
 
     configs = options.get("pass_configs", {})
     verbose = options.get("verbose", False)
@@ -69,20 +69,31 @@ class CUDAAdapter:
 
     def __init__(self, func: ir.PrimFunc, target: Target, options: dict):
         from ..runtime import CudaKernelFunction, compile_cuda
+        from . import program_cache
 
         t0 = time.perf_counter()
         self.func = func
         self.target = target
-        self.module = lower_cuda(func, target, options)
-        self.source = self.module.source
-        configs = options.get("pass_configs", {})
-        self.lower_seconds = time.perf_counter() - t0
-        fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
-            configs, PassConfigKey.TL_DISABLE_FAST_MATH)
-        verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
-        self.compiled = compile_cuda(self.source, target.arch, options.get("compile_flags", ()),
-                                     name=func.name, fast_math=fast,
-                                     verbose=verbose_ptx or options.get("verbose", False))
+        # a program some process compiled before: no lowering, no NVRTC (program_cache.py)
+        key, hit = program_cache.lookup(func, target, options)
+        if hit is not None:
+            self.module, self.compiled = hit
+            self.source = self.module.source
+            self.lower_seconds = 0.0
+        else:
+            self.module = lower_cuda(func, target, options)
+            self.source = self.module.source
+            configs = options.get("pass_configs", {})
+            self.lower_seconds = time.perf_counter() - t0
+            fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
+                configs, PassConfigKey.TL_DISABLE_FAST_MATH)
+            verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
+            self.compiled = compile_cuda(self.source, target.arch,
+                                         options.get("compile_flags", ()), name=func.name,
+                                         fast_math=fast,
+                                         verbose=verbose_ptx or options.get("verbose", False))
+            program_cache.store(key, func, self.module, self.compiled)
+        self.program_cache_hit = hit is not None
         if options.get("verbose"):
             print(f"[tilelang] {func.name}: lowered in {self.lower_seconds * 1e3:.1f} ms, "
                   f"{self.compiled.compiler} {'cache hit' if self.compiled.cache_hit else ''}"

@@ -9,6 +9,7 @@ nodes when their frame closes, so they cover the statements that follow them.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from typing import Optional
@@ -34,18 +35,7 @@ def current_loc() -> Optional[SourceLoc]:
 
 
 def _frame_loc(frame) -> SourceLoc:
-    code = frame.f_code
-    col = end_col = None
-    lineno = frame.f_lineno
-    positions = getattr(code, "co_positions", None)
-    if positions is not None and frame.f_lasti >= 0:
-        try:
-            pos = list(positions())[frame.f_lasti // 2]
-            if pos[0] is not None and pos[0] == lineno:
-                col, end_col = pos[2], (pos[3] if pos[1] == lineno else None)
-        except (IndexError, ValueError):
-            pass
-    return SourceLoc(code.co_filename, lineno, col, end_col)
+    return _code_loc(frame.f_code, frame.f_lineno, frame.f_lasti)
 
 
 def user_frames(tb) -> list:
@@ -63,20 +53,30 @@ def loc_from_traceback(tb) -> Optional[SourceLoc]:
     found = None
     while tb is not None:
         if tb.tb_frame.f_code in USER_CODES:
-            found = SourceLoc(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-            frame = tb.tb_frame
-            code = frame.f_code
-            positions = getattr(code, "co_positions", None)
-            if positions is not None and tb.tb_lasti >= 0:
-                try:
-                    pos = list(positions())[tb.tb_lasti // 2]
-                    if pos[0] == tb.tb_lineno:
-                        found = SourceLoc(code.co_filename, tb.tb_lineno, pos[2],
-                                          pos[3] if pos[1] == pos[0] else None)
-                except (IndexError, ValueError):
-                    pass
+            found = _code_loc(tb.tb_frame.f_code, tb.tb_lineno, tb.tb_lasti)
         tb = tb.tb_next
     return found
+
+
+def _code_loc(code, lineno: int, lasti: int) -> SourceLoc:
+    """The location of instruction `lasti` of `code` on `lineno`, with its columns when the
+    code object records them (Python >= 3.11) and the instruction lies on that line."""
+    col = end_col = None
+    if lasti >= 0:
+        positions = _positions(code)
+        if lasti // 2 < len(positions):
+            pos = positions[lasti // 2]
+            if pos[0] is not None and pos[0] == lineno:
+                col, end_col = pos[2], (pos[3] if pos[1] == lineno else None)
+    return SourceLoc(code.co_filename, lineno, col, end_col)
+
+
+@functools.lru_cache(maxsize=1024)
+def _positions(code) -> tuple:
+    """`code.co_positions()` as a tuple, once per code object: every traced statement asks
+    for its location, and the positions of a long kernel body run to thousands of entries."""
+    positions = getattr(code, "co_positions", None)
+    return tuple(positions()) if positions is not None else ()
 
 
 def error(exc_type, message, loc=None):

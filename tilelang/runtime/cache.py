@@ -22,6 +22,10 @@ Guarantees (the file rules are `tilelang.cache.files`', shared with the autotune
     under the same rules (the newest 256 are kept).
 
 Entry layout: b"TLCUBIN1\\n" + one JSON line (key, size, sha256, log, compiler) + cubin bytes.
+
+The same directory holds other entries, written and verified under the same rules
+(`store_blob`): programs (`<key>.prog`, engine/program_cache.py) and rewritten kernel
+functions (`<key>.code`, frontend/rewrite.py).
 """
 
 from __future__ import annotations
@@ -234,4 +238,101 @@ def clear():
     with os.scandir(d) as it:
         shards = [e.path for e in it if len(e.name) == 2 and e.is_dir(follow_symlinks=False)]
     for shard in shards:
-        files.remove_entries(shard, ".cubin")
+        for suffix in (".cubin", ".prog", ".code"):
+            files.remove_entries(shard, suffix)
+
+
+# ---- other entries: programs (engine/program_cache.py), rewritten kernel functions ----------
+
+BLOB_MAGIC = b"TLBLOB1\n"
+
+
+def blob_path(d: Path, key: str, suffix: str) -> Path:
+    return d / key[:2] / f"{key}.{suffix}"
+
+
+def store_blob(key: str, suffix: str, payload: bytes) -> Optional[Path]:
+    """Write entry `<key>.<suffix>` (b"TLBLOB1\\n" + one JSON line (key, size, sha256) +
+    payload) atomically; None when caching is off or the write failed."""
+    d = cache_dir()
+    if d is None:
+        return None
+    path = blob_path(d, key, suffix)
+    head = {"key": key, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+    try:
+        shard = files.private_dir(path.parent)
+        # no fsync: these entries are written on the way to a first compile (a rewritten
+        # function before tracing); a torn one fails its checksum and is written again
+        files.write_atomic(shard, path.name,
+                           BLOB_MAGIC + json.dumps(head).encode() + b"\n" + payload,
+                           durable=False)
+        max_entries, max_bytes = limits()
+        files.evict(shard, f".{suffix}", max(1, max_entries // SHARDS),
+                    max(1, max_bytes // SHARDS))
+        return path
+    except OSError:
+        return None
+
+
+def load_blob(key: str, suffix: str) -> Optional[bytes]:
+    """The verified payload of entry `<key>.<suffix>`, or None (missing, or damaged: with a
+    warning)."""
+    d = cache_dir()
+    if d is None:
+        return None
+    path = blob_path(d, key, suffix)
+    if not path.parent.exists():
+        return None
+    try:
+        files.private_dir(path.parent)
+        data = files.read_entry(path, MAX_ENTRY_BYTES)
+        if data is None:
+            return None
+        payload = _verify_blob(data, key)
+    except files.DamagedEntry as e:
+        _warn_damaged(path, e)
+        return None
+    except OSError:
+        return None
+    files.touch(path)
+    return payload
+
+
+def _verify_blob(data: bytes, key: str) -> bytes:
+    if not data.startswith(BLOB_MAGIC):
+        raise files.DamagedEntry("no entry header")
+    nl = data.find(b"\n", len(BLOB_MAGIC))
+    if nl < 0:
+        raise files.DamagedEntry("the header is cut off")
+    try:
+        head = json.loads(data[len(BLOB_MAGIC):nl])
+    except (ValueError, RecursionError):
+        raise files.DamagedEntry("the header is not JSON") from None
+    payload = data[nl + 1:]
+    if not isinstance(head, dict) or head.get("key") != key or \
+            head.get("size") != len(payload) or \
+            head.get("sha256") != hashlib.sha256(payload).hexdigest():
+        raise files.DamagedEntry("the entry does not match its key or checksum")
+    return payload
+
+
+@functools.lru_cache(maxsize=None)
+def package_stamp() -> str:
+    """sha256 over the path, size and modification time of every Python file and header of
+    the tilelang package, once per process: a program entry holds what the compiler made of
+    a program, so any edit to the compiler must miss it. Stats, not contents: about 1 ms.
+    (The package version is not in it: keys add it themselves, read when they are made.)"""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name != "__pycache__":
+                    stack.append(e.path)
+            elif e.name.endswith((".py", ".cuh", ".h")):
+                st = e.stat()
+                h.update(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()

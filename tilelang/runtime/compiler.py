@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 import threading
 import time
@@ -209,6 +208,8 @@ def compile_cuda(source: str, arch: str, options=(), name: str = "kernel", *,
 
 
 def _run_nvcc(source: str, fname: str, opts: list[str]):
+    import subprocess  # here: importing it costs a program-cache hit a few ms
+
     with tempfile.TemporaryDirectory(prefix="tilelang-nvcc-") as d:
         src = os.path.join(d, fname + ".cu")
         out = os.path.join(d, fname + ".cubin")
