@@ -175,3 +175,11 @@ def test_dynamic_gemm_on_gpu(M, N, K):
     aligned = N % 8 == 0 and K % 8 == 0
     assert (kernel.adapter._exact is None) == aligned
 
+
+
+def test_aligned_chunks_are_wholly_in_or_out():
+    """With k = 8 * k_div8 each 16-byte chunk lies wholly inside a row or wholly past its
+    end: the copy carries a predicate, not a byte count clamped to [0, 8]."""
+    src = tilelang.compile(dynamic_gemm(threads=128), target=HOPPER).get_kernel_source()
+    assert "? 16 : 0)" in src
+    assert "min(max(" not in src

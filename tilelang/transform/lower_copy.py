@@ -107,11 +107,22 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     with analyzer.scope():
         if trips > 1:
             analyzer.bind(c, 0, trips)  # the proofs hold for every chunk a thread copies
-        full_inner = analyzer.prove(ir.compare("le", ir.binary("add", inner_i, V), inner_n)) \
-            and analyzer.prove(ir.compare("ge", inner_i, 0))
+        inner_ge0 = analyzer.prove(ir.compare("ge", inner_i, 0))
+        full_inner = inner_ge0 and analyzer.prove(
+            ir.compare("le", ir.binary("add", inner_i, V), inner_n))
+        # a row length and chunk start that are multiples of V (a dynamic size specialised
+        # on alignment: 8 * k_div8) leave each chunk wholly in or wholly out: a predicate,
+        # not a byte count clamped to [0, V]
+        whole_chunks = not full_inner and analyzer.is_divisible(
+            ir.binary("sub", inner_n, inner_i), V)
         if row_ok is not None and analyzer.prove(row_ok):
             row_ok = None
-    if full_inner:
+    if whole_chunks:
+        inside = ir.compare("lt", inner_i, inner_n)
+        if not inner_ge0:
+            inside = ir.logical_and(ir.compare("ge", inner_i, 0), inside)
+        row_ok = inside if row_ok is None else ir.logical_and(row_ok, inside)
+    if full_inner or whole_chunks:
         src_bytes = None
     else:
         src_bytes = ir.binary("mul", valid, esize)
