@@ -21,17 +21,20 @@ import math
 import numpy as np
 
 from ..ir import nodes as ir
+from ..ir.thread_range import branch_ranges, role_of, warp_aligned
+from ..ir.visitor import any_node
 from .evaluate import ExprCompiler
 from .intrinsics import compile_call
 from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
 from .memory import LocalStore, store_array
 from .numerics import const_value, poison_value
 from .printing import compile_print
+from .roles import Barriers, Role, collective_ok, run_concurrently
 from .tileops import compile_tile_op, uniform_int, uniform_value
 
 __all__ = ["Program"]
 
-_TILE_OPS = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
+_TILE_OPS = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile, ir.TmaCopy)
 _SERIAL_KINDS = ("serial", "unroll", "vectorized", "pipelined")
 
 
@@ -47,6 +50,7 @@ class Program(ExprCompiler):
         self.func = func
         self._spaces: dict = {}
         self._aranges: dict = {}
+        self._thread = None  # (thread var, thread count) of the kernel being compiled (1-D)
         self.body = self.stmt(func.body)
 
     # ---- entry -------------------------------------------------------------------------------
@@ -70,7 +74,8 @@ class Program(ExprCompiler):
         """Closures of a statement list, with let bindings and allocations lifted out of the
         nesting the builder gives them (`let x = v in (rest...)`): Vars and buffers are unique
         objects, so binding in sequence is equivalent, and long unrolled bodies with hundreds
-        of lets do not recurse hundreds of levels deep."""
+        of lets do not recurse hundreds of levels deep. Consecutive roles that wait on
+        mbarriers become one closure running them side by side (roles.py)."""
         out, stack = [], [s]
         while stack:
             node = stack.pop()
@@ -82,9 +87,80 @@ class Program(ExprCompiler):
             elif isinstance(node, ir.Allocate):
                 out.append(self._allocate(node))
                 stack.append(node.body)
+            elif self._role_parts(node) is not None:
+                run = [node]
+                while stack and not isinstance(stack[-1], (ir.Seq, ir.LetStmt, ir.Allocate)) \
+                        and self._role_parts(stack[-1]) is not None:
+                    run.append(stack.pop())
+                out.extend(self._roles(run))
             else:
                 out.append(self.stmt(node))
         return out
+
+    # ---- roles (T.ws, thread-range branches) -------------------------------------------------
+    def _role_parts(self, s):
+        """[(condition, body, (lo, hi))] of a role statement (roles.py), else None."""
+        if self._thread is None:
+            return None
+        tvar, n = self._thread
+        role = role_of(s, tvar, n) if isinstance(s, ir.Attr) else None
+        if role is not None and warp_aligned(role[0]):
+            return [(s.body.cond, role[1], role[0])]
+        if isinstance(s, ir.If):
+            ranges = branch_ranges(s, tvar, n)
+            if ranges is not None and warp_aligned(ranges[0]) and (
+                    s.else_body is None or warp_aligned(ranges[1])):
+                parts = [(s.cond, s.then_body, ranges[0])]
+                if s.else_body is not None and ranges[1] is not None:
+                    parts.append((ir.logical_not(s.cond), s.else_body, ranges[1]))
+                elif s.else_body is not None:  # the else branch is never taken
+                    return None
+                return parts
+        return None
+
+    def _roles(self, run):
+        """Closures of a run of consecutive role statements: side by side when they wait on
+        mbarriers (and are more than one role), else one after the other."""
+        parts = [p for s in run for p in self._role_parts(s)]
+        waits = any(any_node(s, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+                             and n.args[0] == "tl::mbarrier_wait") for s in run)
+        if len(parts) < 2 or not waits:
+            return [self.stmt(s) for s in run]
+        compiled = [(self.as_type(c, ir.BOOL), self.stmt(b), rng) for c, b, rng in parts]
+        loc = run[0].loc
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            return run_concurrently(ctx, mask, compiled)
+        return [f]
+
+    def _role_branch(self, cond, body, rng, loc):
+        """A role run on its own: the threads where `cond` holds run `body` as the role."""
+        fc, fb = self.as_type(cond, ir.BOOL), self.stmt(body)
+        lo, hi = rng
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            m = mask_and(mask, fc(ctx))
+            if m is EMPTY:
+                return mask
+            saved = ctx.role
+            ctx.role = Role(lo, hi, m)
+            try:
+                out = fb(ctx, m)
+            finally:
+                ctx.role = saved
+            return mask_or(mask_andnot(mask, m) if m is not None else EMPTY, out)
+        return f
+
+    def _s_Attr(self, s):
+        parts = self._role_parts(s)
+        if parts is None:
+            return self.stmt(s.body)
+        (cond, body, rng), = parts
+        return self._role_branch(cond, body, rng, s.loc)
 
     def _s_Seq(self, s):
         fns = self._flatten(s)
@@ -185,6 +261,16 @@ class Program(ExprCompiler):
 
     # ---- control flow --------------------------------------------------------------------------
     def _s_If(self, s):
+        parts = self._role_parts(s)
+        if parts is not None:
+            branches = [self._role_branch(c, b, rng, s.loc) for c, b, rng in parts]
+            if len(branches) == 1:
+                return branches[0]
+            first, second = branches
+
+            def roles(ctx, mask):
+                return second(ctx, first(ctx, mask))
+            return roles
         fc = self.as_type(s.cond, ir.BOOL)
         ft = self.stmt(s.then_body)
         fe = self.stmt(s.else_body) if s.else_body is not None else None
@@ -346,7 +432,7 @@ class Program(ExprCompiler):
         def f(ctx, mask):
             ctx.mask = mask
             ctx.loc = loc
-            if mask is not None:
+            if not collective_ok(ctx, mask):
                 raise fail(ctx, NotImplementedError,
                            "T.Parallel reached under a thread-dependent condition (only some "
                            "threads take part); the CPU interpreter cannot run it")
@@ -374,7 +460,12 @@ class Program(ExprCompiler):
     # ---- kernel launch -------------------------------------------------------------------------
     def _s_Kernel(self, s):
         fgrid = [g if isinstance(g, int) else self.expr(g) for g in s.grid]
-        body, loc = self.stmt(s.body), s.loc
+        saved = self._thread
+        self._thread = (s.thread_vars[0], s.threads[0]) if len(s.threads) == 1 else None
+        try:
+            body, loc = self.stmt(s.body), s.loc
+        finally:
+            self._thread = saved
         threads = tuple(s.threads) + (1,) * (3 - len(s.threads))
         n = math.prod(threads)
         tid = np.arange(n)
@@ -392,6 +483,7 @@ class Program(ExprCompiler):
         cluster = next((tuple(v) for k, v in s.attrs if k == "cluster_dims"), (1, 1, 1))
         views = [(v, [d if isinstance(d, int) else self.expr(d) for d in v.shape])
                  for k, v in s.attrs if k == "buffer_view"]
+        barrier_inits = [v for k, v in s.attrs if k == "barrier_init"]
 
         def f(hctx, mask):
             hctx.mask = mask
@@ -423,6 +515,7 @@ class Program(ExprCompiler):
                             bufs[b] = np.full(shp, poison, npdt)
                         ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
                         ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
+                        ctx.barriers = Barriers(barrier_inits)
                         body(ctx, None)
             return mask
         return f

@@ -20,7 +20,7 @@ from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
 from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
 
-__all__ = ["compile_call", "MATH_UNARY"]
+__all__ = ["compile_call", "MATH_UNARY", "is_modeled_extern"]
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -116,6 +116,8 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return lambda ctx: zero
     if op == "call_extern":
         name = e.args[0] if e.args and isinstance(e.args[0], str) else "?"
+        if is_modeled_extern(name):
+            return _library_call(c, e, name)
         raise NotImplementedError(f"the kernel contains injected CUDA (T.call_extern of "
                                   f"`{name}`) and runs only on the GPU")
     if op in ("address_of", "access_ptr"):
@@ -346,4 +348,120 @@ def _atomic_store(c, e):
         else:
             store_array(ctx, st, buf, idx, val, ctx.mask, is_global)
         return zero
+    return f
+
+
+# ---- header-library calls the T namespace emits (mbarriers, TMA bookkeeping, fences) ----------
+
+_MBARRIER_CALLS = ("tl::mbarrier_arrive", "tl::mbarrier_wait", "tl::mbarrier_expect_tx",
+                   "tl::mbarrier_arrive_expect_tx", "tl::mbarrier_cp_async_arrive_noinc")
+# asynchronous-proxy ordering and waits for asynchronous work: TMA stores, cp.async and wgmma
+# are complete when the interpreter issues them
+_ORDERING_CALLS = ("tl::fence_proxy_async", "tl::tma_store_arrive", "tl::cp_async_commit")
+_ORDERING_PREFIXES = ("tl::tma_store_wait<", "tl::tma_store_wait_complete<", "tl::wgmma_wait<",
+                      "tl::cp_async_wait<")
+_CP_ASYNC = ("tl::cp_async<", "tl::cp_async_zfill<")
+
+
+def is_modeled_extern(name: str) -> bool:
+    """Whether the interpreter executes this `tl::` header call (emitted by T.barrier_arrive,
+    T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
+    the kernel."""
+    return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or \
+        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+
+
+def _pointee(c, ptr, what):
+    """(buffer, index closures) of an `address_of(buf[idx])` argument."""
+    load = ptr.args[0] if isinstance(ptr, ir.Call) and ptr.op == "address_of" else None
+    if not isinstance(load, ir.Load):
+        raise NotImplementedError(f"{what} of {ptr}: the interpreter follows element "
+                                  "pointers (T.access_ptr(A[i, j]) / T.address_of) only")
+    return load.buffer, [c.expr(i) for i in load.indices]
+
+
+def _cp_async(c, e, name):
+    """cp.async at once: each active thread copies its bytes (zero-filled past `src_bytes`)."""
+    nbytes = int(name[name.index("<") + 1:name.index(">")])
+    dbuf, fdst = _pointee(c, e.args[1], "T.ptx_cp_async")
+    sbuf, fsrc = _pointee(c, e.args[2], "T.ptx_cp_async")
+    fsize = c.expr(e.args[3]) if len(e.args) > 3 else None
+    esize = dbuf.dtype.bits // 8
+    if dbuf.dtype is not sbuf.dtype:
+        raise NotImplementedError(f"cp.async from {sbuf.dtype} {sbuf.name} into {dbuf.dtype} "
+                                  f"{dbuf.name} reinterprets bytes (GPU only)")
+    n = nbytes // esize
+
+    def flat(ctx, buf, fidx, arr):
+        idx = [np.broadcast_to(np.asarray(f(ctx), np.int64), (ctx.nthreads,)) for f in fidx]
+        off = np.zeros(ctx.nthreads, np.int64)
+        for i, extent in zip(idx, arr.shape):
+            off = off * extent + i
+        if np.any(off < 0) or np.any(off + n > arr.size):
+            raise fail(ctx, IndexError, f"cp.async of {n} elements at {buf.name}"
+                                        f"{[int(np.asarray(x).reshape(-1)[0]) for x in idx]} "
+                                        f"leaves {buf.name} (shape {list(arr.shape)})")
+        return off
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, "T.ptx_cp_async inside T.Parallel")
+        darr, sarr = ctx.bufs[dbuf], ctx.bufs[sbuf]
+        act = np.ones(ctx.nthreads, bool) if ctx.mask is None else \
+            np.broadcast_to(ctx.mask, (ctx.nthreads,))
+        d = flat(ctx, dbuf, fdst, darr)[act]
+        valid = np.full(d.shape, n)
+        if fsize is not None:
+            valid = (np.broadcast_to(np.asarray(fsize(ctx)), (ctx.nthreads,))[act]
+                     // esize).astype(np.int64)
+        s = flat(ctx, sbuf, fsrc, sarr)[act] if np.any(valid) else None
+        dflat, sflat = darr.reshape(-1), sarr.reshape(-1)
+        for k in range(n):
+            vals = np.zeros(d.shape, darr.dtype)
+            some = valid > k
+            if np.any(some):
+                vals[some] = sflat[s[some] + k]
+            dflat[d + k] = vals
+        return None
+    return f
+
+
+def _library_call(c, e, name):
+    from .roles import per_lane, wait
+
+    if name.startswith(_CP_ASYNC):
+        return _cp_async(c, e, name)
+    if name not in _MBARRIER_CALLS:
+        zero = np.int32(0)
+        return lambda ctx: zero
+    ptr = e.args[1]
+    bar = ptr.args[0] if isinstance(ptr, ir.Call) and ptr.op == "address_of" else None
+    if not isinstance(bar, ir.Load) or len(bar.indices) != 1:
+        raise NotImplementedError(f"`{name}` of {ptr}: the interpreter models barriers of "
+                                  "T.alloc_barrier only")
+    buf, fidx = bar.buffer, c.expr(bar.indices[0])
+    farg = c.expr(e.args[2]) if len(e.args) > 2 else None
+    what = {"tl::mbarrier_wait": "T.mbarrier_wait_parity"}.get(name, "T." + name[4:])
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"{what} inside T.Parallel")
+        mask = ctx.mask
+        idx = fidx(ctx)
+        bars = ctx.barriers
+        if name == "tl::mbarrier_wait":
+            n = ctx.nthreads
+            sel = slice(None) if mask is None else np.broadcast_to(mask, (n,))
+            parity = farg(ctx)
+            active_idx = np.broadcast_to(idx, (n,))[sel]
+            active_par = np.broadcast_to(parity, (n,))[sel]
+            for i in np.unique(active_idx):
+                wait(ctx, buf, int(i), active_par[active_idx == i], what)
+            return None
+        for i, lanes in per_lane(ctx, mask, idx):
+            if name in ("tl::mbarrier_expect_tx", "tl::mbarrier_arrive_expect_tx"):
+                bars.expect_tx(ctx, buf, i, int(farg(ctx)) * lanes)
+            if name != "tl::mbarrier_expect_tx":
+                bars.arrive(ctx, buf, i, lanes)
+        return None
     return f

@@ -149,7 +149,7 @@ class LayoutSolver:
     def __init__(self, kernel: ir.Kernel, ctx):
         self.kernel = kernel
         self.ctx = ctx
-        self.T = kernel.num_threads
+        self.T = ctx.num_threads
         self.layouts: dict = {}
         self.origin: dict = {}  # buffer -> description of what fixed its layout
         self.c = Collected()

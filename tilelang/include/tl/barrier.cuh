@@ -14,6 +14,7 @@
 //   tl::mbarrier_try_wait_parity(bar, parity)     may block a while; may return false  sm_90
 //   tl::mbarrier_wait(bar, parity)                loops until the phase of `parity` completed
 //   tl::mbarrier_inval(bar)                                                              sm_80
+//   tl::mbarrier_cp_async_arrive_noinc(bar)       arrive once this thread's cp.async are done sm_80
 // Parity rule: waiting on parity P returns once the phase with parity P has completed; a
 // fresh barrier reports parity 1 as complete (consumers start at 0, producers at 1).
 //
@@ -45,6 +46,13 @@ TL_DEVICE void mbarrier_inval(uint64_t* bar) {
 
 TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// cp.async.mbarrier.arrive.noinc: one of the barrier's expected arrivals, made when every
+// cp.async this thread issued before it has completed (sm_80).
+TL_DEVICE void mbarrier_cp_async_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
 }
 
 TL_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {
