@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.thread_range import branch_ranges, role_of, warp_aligned
-from ..ir.visitor import any_node
+from ..ir.visitor import any_node, substitute
 from .evaluate import ExprCompiler
 from .intrinsics import compile_call
 from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
@@ -51,6 +51,7 @@ class Program(ExprCompiler):
         self._spaces: dict = {}
         self._aranges: dict = {}
         self._thread = None  # (thread var, thread count) of the kernel being compiled (1-D)
+        self._index_lets: dict = {}  # let var -> its index arithmetic (no memory reads)
         self.body = self.stmt(func.body)
 
     # ---- entry -------------------------------------------------------------------------------
@@ -83,6 +84,9 @@ class Program(ExprCompiler):
                 stack.extend(reversed(node.stmts))
             elif isinstance(node, ir.LetStmt):
                 out.append(self._let(node))
+                if not any_node(node.value, lambda n: isinstance(n, (ir.Load, ir.Call))):
+                    # `tid = T.get_thread_binding()`: branches on tid are thread ranges too
+                    self._index_lets[node.var] = substitute(node.value, self._index_lets)
                 stack.append(node.body)
             elif isinstance(node, ir.Allocate):
                 out.append(self._allocate(node))
@@ -103,6 +107,8 @@ class Program(ExprCompiler):
         if self._thread is None:
             return None
         tvar, n = self._thread
+        if self._index_lets and isinstance(s, (ir.Attr, ir.If)):
+            s = _with_cond(s, self._index_lets)
         role = role_of(s, tvar, n) if isinstance(s, ir.Attr) else None
         if role is not None and warp_aligned(role[0]):
             return [(s.body.cond, role[1], role[0])]
@@ -122,10 +128,8 @@ class Program(ExprCompiler):
         """Closures of a run of consecutive role statements: side by side when they wait on
         mbarriers (and are more than one role), else one after the other."""
         parts = [p for s in run for p in self._role_parts(s)]
-        waits = any(any_node(s, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
-                             and n.args[0] == "tl::mbarrier_wait") for s in run)
-        if len(parts) < 2 or not waits:
-            return [self.stmt(s) for s in run]
+        if len(parts) < 2 or not any(self._waits(s) for s in run):
+            return [self._role_statement(s) for s in run]
         compiled = [(self.as_type(c, ir.BOOL), self.stmt(b), rng) for c, b, rng in parts]
         loc = run[0].loc
 
@@ -134,6 +138,23 @@ class Program(ExprCompiler):
             ctx.loc = loc
             return run_concurrently(ctx, mask, compiled)
         return [f]
+
+    @staticmethod
+    def _waits(s) -> bool:
+        return any_node(s, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+                        and n.args[0] == "tl::mbarrier_wait")
+
+    def _role_statement(self, s):
+        """One role statement run on its own (its branches one after the other)."""
+        parts = self._role_parts(s)
+        branches = [self._role_branch(c, b, rng, s.loc) for c, b, rng in parts]
+        if len(branches) == 1:
+            return branches[0]
+        first, second = branches
+
+        def roles(ctx, mask):
+            return second(ctx, first(ctx, mask))
+        return roles
 
     def _role_branch(self, cond, body, rng, loc):
         """A role run on its own: the threads where `cond` holds run `body` as the role."""
@@ -156,11 +177,9 @@ class Program(ExprCompiler):
         return f
 
     def _s_Attr(self, s):
-        parts = self._role_parts(s)
-        if parts is None:
+        if self._role_parts(s) is None:
             return self.stmt(s.body)
-        (cond, body, rng), = parts
-        return self._role_branch(cond, body, rng, s.loc)
+        return self._role_statement(s)
 
     def _s_Seq(self, s):
         fns = self._flatten(s)
@@ -261,16 +280,8 @@ class Program(ExprCompiler):
 
     # ---- control flow --------------------------------------------------------------------------
     def _s_If(self, s):
-        parts = self._role_parts(s)
-        if parts is not None:
-            branches = [self._role_branch(c, b, rng, s.loc) for c, b, rng in parts]
-            if len(branches) == 1:
-                return branches[0]
-            first, second = branches
-
-            def roles(ctx, mask):
-                return second(ctx, first(ctx, mask))
-            return roles
+        if self._role_parts(s) is not None:
+            return self._roles([s])[0]  # then and else side by side if they wait
         fc = self.as_type(s.cond, ir.BOOL)
         ft = self.stmt(s.then_body)
         fe = self.stmt(s.else_body) if s.else_body is not None else None
@@ -519,6 +530,17 @@ class Program(ExprCompiler):
                         body(ctx, None)
             return mask
         return f
+
+
+def _with_cond(s, lets):
+    """`s` (a T.ws Attr or an If) with the let variables of its condition substituted."""
+    if isinstance(s, ir.Attr):
+        inner = s.body
+        if not isinstance(inner, ir.If):
+            return s
+        return ir.Attr(s.key, s.value, _with_cond(inner, lets), loc=s.loc)
+    cond = substitute(s.cond, lets)
+    return s if cond is s.cond else ir.If(cond, s.then_body, s.else_body, loc=s.loc)
 
 
 def _view_array(ctx, view, fshape):

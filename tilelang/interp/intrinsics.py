@@ -392,9 +392,10 @@ def _cp_async(c, e, name):
                                   f"{dbuf.name} reinterprets bytes (GPU only)")
     n = nbytes // esize
 
-    def flat(ctx, buf, fidx, arr):
-        idx = [np.broadcast_to(np.asarray(f(ctx), np.int64), (ctx.nthreads,)) for f in fidx]
-        off = np.zeros(ctx.nthreads, np.int64)
+    def flat(ctx, buf, fidx, arr, act):
+        idx = [np.broadcast_to(np.asarray(f(ctx), np.int64), (ctx.nthreads,))[act]
+               for f in fidx]
+        off = np.zeros(int(np.count_nonzero(act)), np.int64)
         for i, extent in zip(idx, arr.shape):
             off = off * extent + i
         if np.any(off < 0) or np.any(off + n > arr.size):
@@ -409,12 +410,15 @@ def _cp_async(c, e, name):
         darr, sarr = ctx.bufs[dbuf], ctx.bufs[sbuf]
         act = np.ones(ctx.nthreads, bool) if ctx.mask is None else \
             np.broadcast_to(ctx.mask, (ctx.nthreads,))
-        d = flat(ctx, dbuf, fdst, darr)[act]
+        d = flat(ctx, dbuf, fdst, darr, act)
         valid = np.full(d.shape, n)
         if fsize is not None:
             valid = (np.broadcast_to(np.asarray(fsize(ctx)), (ctx.nthreads,))[act]
                      // esize).astype(np.int64)
-        s = flat(ctx, sbuf, fsrc, sarr)[act] if np.any(valid) else None
+        reading = act.copy()
+        reading[act] = valid > 0  # a zero-filled copy reads nothing (any source address)
+        s = np.zeros(d.shape, np.int64)
+        s[valid > 0] = flat(ctx, sbuf, fsrc, sarr, reading)
         dflat, sflat = darr.reshape(-1), sarr.reshape(-1)
         for k in range(n):
             vals = np.zeros(d.shape, darr.dtype)

@@ -169,6 +169,7 @@ class RoleScheduler:
         self.where = [None] * n  # (loc, description) of each blocked role's wait
         self.error = None
         self.deadlock = False
+        self.stuck = []  # (loc, description) of the waits that can never complete
 
     def block(self, ctx, ready, describe):
         i = ctx.part
@@ -194,6 +195,7 @@ class RoleScheduler:
         self.turn = None
         if any(s == "blocked" for s in self.state):
             self.deadlock = True
+            self.stuck = [w for w, s in zip(self.where, self.state) if s == "blocked"]
         self.cv.notify_all()
 
     def run(self, parts, func_name):
@@ -210,9 +212,8 @@ class RoleScheduler:
             raise self.error
         if self.deadlock:
             lines = [f"line {loc.lineno if loc else '?'}: {describe()}"
-                     for (loc, describe), s in zip(self.where, self.state)
-                     if s == "blocked"]
-            loc = next(loc for (loc, _), s in zip(self.where, self.state) if s == "blocked")
+                     for loc, describe in self.stuck]
+            loc = self.stuck[0][0]
             raise located(RuntimeError)(
                 "the roles wait on each other forever (the kernel would hang on the GPU): " +
                 "; ".join(lines), loc)

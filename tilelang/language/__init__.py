@@ -39,6 +39,7 @@ from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layou
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
                    shfl_xor, sync_global, sync_threads, sync_warp, use_swizzle)
 from .misc import cp_async_barrier_noinc, ptx_commit_group, ptx_cp_async, ptx_wait_group
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,

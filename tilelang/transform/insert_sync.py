@@ -17,9 +17,10 @@ recorded as writes here; they still wait for earlier readers and writers of the 
 overwrite (a prologue whose stages reuse the memory of a tile read just before it gets a
 barrier first), except inside the pipeliner's `Attr("issue_ahead")`: the stage written there
 is touched by nothing else in the iteration, and every iteration starts with its barrier.
-In a kernel with user roles and wgmma, every mbarrier arrival is preceded by
-`fence.proxy.async` (the arriving thread's generic shared-memory writes become visible to the
-wgmma of the role that waits for it).
+In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
+that uses wgmma or TMA loads, every mbarrier arrival is preceded by `fence.proxy.async`: the
+arriving thread's generic shared-memory accesses are then ordered with the async proxy (the
+wgmma that reads what it wrote, the TMA load that overwrites what it read).
 """
 
 from __future__ import annotations
@@ -382,17 +383,21 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if ctx.flag(PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
         return kernel  # the user places T.sync_threads() themselves
     body = kernel.body
-    if getattr(ctx, "uses_wgmma", False) and any_node(
-            body, lambda n: isinstance(n, ir.Attr) and n.key == "warp_role"):
+    async_readers = getattr(ctx, "uses_wgmma", False) or any_node(
+        body, lambda s: ir.calls_extern(s, "tl::tma_load"))
+    if async_readers and not kernel.attr("warp_specialized") and any_node(
+            body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):
         body = _fence_user_arrivals(body)
     body, _ = SyncInserter(ctx).block(body, State())
     return ir.with_fields(kernel, body=body)
 
 
 def _fence_user_arrivals(body):
-    """In user roles a wgmma may read what another role wrote with generic stores (cp.async,
-    st.shared), ordered only by the writer's mbarrier arrival: the writer's stores must reach
-    the async proxy first, so a `fence.proxy.async` precedes each arrival."""
+    """With user-synchronised roles, an mbarrier arrival may order generic shared-memory
+    accesses before the async proxy's (a wgmma reading what a role stored; a TMA load
+    overwriting what a role read): a `fence.proxy.async` precedes each arrival, so the
+    arriving thread's accesses are ordered with the async proxy, not only with the waiting
+    threads."""
     from ..ir.visitor import Mutator
 
     class Fence(Mutator):
