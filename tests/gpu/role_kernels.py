@@ -251,3 +251,75 @@ def reducer_gemv(M, N, block_M=64, block_N=64, threads=128, op="sum"):
             T.copy(res, o[i0 * block_M])
 
     return main
+
+
+def votes(n=128):
+    """Per thread: any/all/ballot over its warp, a block count, the active mask in a branch."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), O: T.Tensor((n, 5), "int64")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding()
+            v = A[tx]
+            O[tx, 0] = T.cast(T.any_sync(v > 5), "int64")
+            O[tx, 1] = T.cast(T.all_sync(v > -8), "int64")
+            O[tx, 2] = T.cast(T.ballot_sync(v > 0), "int64")
+            O[tx, 3] = T.cast(T.syncthreads_count(v > 0), "int64")
+            O[tx, 4] = T.cast(T.syncthreads_or(v == 7) + 2 * T.syncthreads_and(v > -10),
+                              "int64")
+
+    return main
+
+
+def dp4a_rows(rows=64, K=16):
+    """C[r] = sum_k A[r, k] * B[r, k] in groups of four with T.dp4a (int8 -> int32)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, K), "int8"), B: T.Tensor((rows, K), "int8"),
+             C: T.Tensor((rows,), "int32")):
+        with T.Kernel(1, threads=rows):
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), "int32")
+            acc[0] = 0
+            for k in T.serial(K // 4):
+                T.dp4a(A[tx, k * 4], B[tx, k * 4], acc[0])
+            C[tx] = acc[0]
+
+    return main
+
+
+def grid_normalise(N, blocks=8, threads=128):
+    """B = A / sum(A): each block sums its part into P[block], T.sync_grid, then every block
+    reads all partial sums (a cooperative launch)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), P: T.Tensor((blocks,), "float32"),
+             B: T.Tensor((N,), "float32")):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((threads,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for k in T.serial(T.ceildiv(N, blocks * threads)):
+                i = (k * blocks + bx) * threads + tx
+                if i < N:
+                    acc[0] += A[i]
+            S[tx] = acc[0]
+            T.sync_threads()
+            if tx == 0:
+                s = T.alloc_local((1,), "float32")
+                s[0] = 0.0
+                for j in T.serial(threads):
+                    s[0] += S[j]
+                P[bx] = s[0]
+            T.sync_grid()
+            total = T.alloc_local((1,), "float32")
+            total[0] = 0.0
+            for j in T.serial(blocks):
+                total[0] += P[j]
+            for k in T.serial(T.ceildiv(N, blocks * threads)):
+                i = (k * blocks + bx) * threads + tx
+                if i < N:
+                    B[i] = A[i] / total[0]
+
+    return main

@@ -97,7 +97,8 @@ class CUDAAdapter:
         types = [_param_type(p) for p in sig] + ["tensor_map"] * len(self.module.tma)
         self.param_types = types
         self.tma_sources = [self._tma_source(d) for d in self.module.tma]
-        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
+        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types,
+                                             cooperative=k.cooperative)
                           for k in self.module.kernels]
         self.host_source = self._describe()
 
@@ -122,9 +123,10 @@ class CUDAAdapter:
         for v in self.module.symbols:
             args.append(symbols[v])
         workspaces = []
-        for w in self.module.workspaces:
+        for j, w in enumerate(self.module.workspaces):
             shape = tuple(eval_shape_expr(s, symbols) for s in w.shape)
-            t = torch.empty(shape, dtype=w.dtype.torch, device=device)
+            alloc = torch.zeros if j in self.module.zeroed else torch.empty
+            t = alloc(shape, dtype=w.dtype.torch, device=device)
             workspaces.append(t)
             args.append(t.data_ptr())
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
@@ -177,7 +179,7 @@ class CUDAAdapter:
         lines = [f"# host side of {self.func.name} ({self.target.arch})"]
         for k in self.module.kernels:
             lines.append(f"# launch {k.name}<<<{list(k.grid)}, {list(k.block)}, "
-                         f"{k.smem_bytes} B>>>")
+                         f"{k.smem_bytes} B>>>" + (" cooperative" if k.cooperative else ""))
             for note in k.notes:
                 lines.append(f"#   {note}")
         return "\n".join(lines) + "\n"

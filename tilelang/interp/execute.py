@@ -29,7 +29,7 @@ from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot,
 from .memory import LocalStore, store_array
 from .numerics import const_value, poison_value
 from .printing import compile_print
-from .roles import Barriers, Role, collective_ok, run_concurrently
+from .roles import Barriers, Role, collective_ok, run_concurrently, run_grid
 from .tileops import compile_tile_op, uniform_int, uniform_value
 
 __all__ = ["Program"]
@@ -495,6 +495,8 @@ class Program(ExprCompiler):
         views = [(v, [d if isinstance(d, int) else self.expr(d) for d in v.shape])
                  for k, v in s.attrs if k == "buffer_view"]
         barrier_inits = [v for k, v in s.attrs if k == "barrier_init"]
+        grid_sync = any_node(s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+                             and n.args[0] == "tl::grid_sync")
 
         def f(hctx, mask):
             hctx.mask = mask
@@ -515,19 +517,24 @@ class Program(ExprCompiler):
                 hctx.bufs = dict(hctx.bufs)
                 for view, fshape in views:
                     hctx.bufs[view] = _view_array(hctx, view, fshape)
-            for bz in range(gz):
-                for by in range(gy):
-                    for bx in range(gx):
-                        env = dict(base_env)
-                        for v, t, b in zip(bvars, btypes, (bx, by, bz)):
-                            env[v] = t(b)
-                        bufs = dict(hctx.bufs)
-                        for b, shp, npdt, poison in allocs:
-                            bufs[b] = np.full(shp, poison, npdt)
-                        ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
-                        ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
-                        ctx.barriers = Barriers(barrier_inits)
-                        body(ctx, None)
+            def start_block(ctx, bx, by, bz):
+                env = dict(base_env)
+                for v, t, b in zip(bvars, btypes, (bx, by, bz)):
+                    env[v] = t(b)
+                bufs = dict(hctx.bufs)
+                for b, shp, npdt, poison in allocs:
+                    bufs[b] = np.full(shp, poison, npdt)
+                ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
+                ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
+                ctx.barriers = Barriers(barrier_inits)
+
+            blocks = [(bx, by, bz) for bz in range(gz) for by in range(gy) for bx in range(gx)]
+            if grid_sync:
+                run_grid(ctx, blocks, start_block, body)
+                return mask
+            for bx, by, bz in blocks:
+                start_block(ctx, bx, by, bz)
+                body(ctx, None)
             return mask
         return f
 

@@ -103,6 +103,8 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return _warp_reduce(c, e)
     if op in ("popcount", "clz"):
         return _bit_count(c, e)
+    if op in _VOTES:
+        return _vote(c, e)
     if op in _ATOMICS:
         return _atomic(c, e, _ATOMICS[op], want_value)
     if op in ("atomic_addx2", "atomic_addx4"):
@@ -241,6 +243,56 @@ def _warp_reduce(c, e):
     return f
 
 
+# ---- warp and block votes ------------------------------------------------------------------------
+
+_VOTES = ("any_sync", "all_sync", "ballot_sync", "activemask", "syncthreads_count",
+          "syncthreads_and", "syncthreads_or")
+
+
+def _vote(c, e):
+    """Votes over the lanes of each warp (`mask` selects them; lanes that do not execute the
+    statement take no part) or over the whole block (the syncthreads_* barriers)."""
+    op = e.op
+    fargs = [c.expr(a) for a in e.args]
+    block = op.startswith("syncthreads_")
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"T.{op} inside T.Parallel (votes combine "
+                                                 "per-thread values)")
+        n = ctx.nthreads
+        active = np.ones(n, bool) if ctx.mask is None else \
+            np.array(np.broadcast_to(ctx.mask, (n,)))
+        if block:
+            if not active.all():
+                raise fail(ctx, RuntimeError, f"T.{op} is a block barrier reached by only "
+                                              "some threads (the kernel would hang on the GPU)")
+            pred = np.broadcast_to(np.asarray(fargs[0](ctx)) != 0, (n,))
+            r = {"count": pred.sum(), "and": pred.all(), "or": pred.any()}[op[12:]]
+            return np.int32(r)
+        if n % 32:
+            raise fail(ctx, ValueError, f"T.{op} needs whole warps: the block has {n} threads")
+        lane = np.arange(n) % 32
+        if op == "activemask":
+            part = active
+        else:
+            member = (np.broadcast_to(np.asarray(fargs[0](ctx)).astype(np.uint64), (n,))
+                      >> lane.astype(np.uint64)) & np.uint64(1)
+            part = active & (member != 0)
+        pred = part if op == "activemask" else \
+            part & (np.broadcast_to(np.asarray(fargs[1](ctx)) != 0, (n,)))
+        warps = pred.reshape(-1, 32)
+        if op == "any_sync":
+            r = np.repeat(warps.any(1), 32).astype(np.int32)
+        elif op == "all_sync":
+            r = np.repeat((warps | ~part.reshape(-1, 32)).all(1), 32).astype(np.int32)
+        else:
+            bits = (warps.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(1)
+            r = np.repeat(bits.astype(np.uint64), 32)
+        return r
+    return f
+
+
 # ---- bit counting --------------------------------------------------------------------------------
 
 def _popcount_bits(u, bits):
@@ -363,11 +415,14 @@ _ORDERING_PREFIXES = ("tl::tma_store_wait<", "tl::tma_store_wait_complete<", "tl
 _CP_ASYNC = ("tl::cp_async<", "tl::cp_async_zfill<")
 
 
+_GRID_SYNC = "tl::grid_sync"
+
+
 def is_modeled_extern(name: str) -> bool:
     """Whether the interpreter executes this `tl::` header call (emitted by T.barrier_arrive,
     T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
     the kernel."""
-    return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or \
+    return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
         name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
 
 
@@ -435,6 +490,10 @@ def _library_call(c, e, name):
 
     if name.startswith(_CP_ASYNC):
         return _cp_async(c, e, name)
+    if name == _GRID_SYNC:
+        def grid_sync(ctx):
+            ctx.grid_barrier.sync(ctx)
+        return grid_sync
     if name not in _MBARRIER_CALLS:
         zero = np.int32(0)
         return lambda ctx: zero

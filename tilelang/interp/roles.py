@@ -284,3 +284,49 @@ def _without(mask, m):
     if m is None:
         return EMPTY
     return mask_andnot(mask, m)
+
+
+# ---- grid-wide barriers (T.sync_grid) -------------------------------------------------------------
+
+
+class GridBarrier:
+    """T.sync_grid: every block of the grid arrives, then all continue (a generation count)."""
+
+    def __init__(self, nblocks):
+        self.nblocks, self.arrived, self.generation = nblocks, 0, 0
+
+    def sync(self, ctx):
+        if ctx.mask is not None:
+            raise fail(ctx, RuntimeError, "T.sync_grid reached by only some threads of the "
+                                          "block (the kernel would hang on the GPU)")
+        sched, index = ctx.grid
+        gen = self.generation
+        self.arrived += 1
+        if self.arrived == self.nblocks:
+            self.arrived, self.generation = 0, gen + 1
+            return
+        saved = ctx.part
+        ctx.part = index
+        try:
+            sched.block(ctx, lambda: self.generation > gen,
+                        lambda: f"T.sync_grid: {self.arrived} of {self.nblocks} blocks arrived")
+        finally:
+            ctx.part = saved
+
+
+def run_grid(ctx, blocks, start_block, body):
+    """Run the blocks of a kernel that uses T.sync_grid side by side (one coroutine each), as
+    a cooperative launch keeps them all resident on the GPU."""
+    sched = RoleScheduler(len(blocks))
+    barrier = GridBarrier(len(blocks))
+
+    def make(k, block):
+        sub = ctx.clone()
+
+        def part():
+            start_block(sub, *block)
+            sub.grid, sub.grid_barrier, sub.sched = (sched, k), barrier, None
+            body(sub, None)
+        return part
+
+    sched.run([make(k, b) for k, b in enumerate(blocks)], ctx.func_name)

@@ -6,8 +6,8 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
-from .alloc import (alloc_barrier, alloc_fragment, alloc_global, alloc_local, alloc_shared,
-                    alloc_tmem, alloc_var)
+from .alloc import (alloc_barrier, alloc_buffer, alloc_fragment, alloc_global, alloc_local,
+                    alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
@@ -37,8 +37,11 @@ from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layou
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
-                   shfl_xor, sync_global, sync_threads, sync_warp, use_swizzle)
+                   shfl_xor, sync_global, sync_grid, sync_threads, sync_warp, use_swizzle)
 from .misc import cp_async_barrier_noinc, ptx_commit_group, ptx_cp_async, ptx_wait_group
+from .misc import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and,
+                   syncthreads_count, syncthreads_or)
+from .misc import dp4a, index_to_coordinates, tvm_warp_shuffle
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,

@@ -146,8 +146,30 @@ def sync_warp(mask=None):
 
 
 def sync_global():
-    """Grid-wide barrier (not supported: raises a located error)."""
-    raise error(NotImplementedError, "T.sync_global (grid-wide barrier) is not supported")
+    """Grid-wide barrier (not supported: raises a located error; see T.sync_grid)."""
+    raise error(NotImplementedError, "T.sync_global is not supported; T.sync_grid() is the "
+                                     "grid-wide barrier")
+
+
+def sync_grid():
+    """Grid-wide barrier: every thread of every block of the kernel waits here until all have
+    arrived, and their earlier global-memory writes are visible after it. The kernel is
+    launched cooperatively (all blocks resident at once: a grid larger than the GPU holds is
+    a launch error), with a zero-initialised counter allocated per call. Every thread of the
+    block must reach it. On the CPU interpreter the blocks of such a kernel run side by side."""
+    b = current_builder(what="T.sync_grid")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.sync_grid must be inside `with T.Kernel(...)`")
+    counter = b.kernel.data.get("grid_counter")
+    if counter is None:
+        counter = ir.Buffer("grid_sync_counter", (1,), DType("uint32"), "global")
+        b.workspaces.append(counter)
+        b.attrs.setdefault("zeroed_workspaces", []).append(counter)
+        b.kernel.data["grid_counter"] = counter
+        b.kernel.data["attrs"].append(("cooperative", True))
+    _sync_call("tl::grid_sync", ir.Call("address_of", (ir.Load(counter, (ir.const(0),),
+                                                                counter.dtype),),
+                                        DType("handle")))
 
 
 def _shfl(op, value, delta, width):
@@ -173,6 +195,119 @@ def shfl_up(value, offset, width=32, mask=None):
 def shfl_sync(value, src_lane, width=32, mask=None):
     """The value held by lane `src_lane` of the warp (broadcast)."""
     return _shfl("shfl_sync", value, src_lane, width)
+
+
+def tvm_warp_shuffle(mask, value, src_lane, width, warp_size=32):
+    """TVM's `__shfl_sync(mask, value, src_lane, width)`: the value held by lane `src_lane`
+    of this lane's `width`-lane segment (`T.shfl_sync`); every lane of the warp takes part."""
+    return shfl_sync(value, src_lane, width)
+
+
+def index_to_coordinates(index, shape):
+    """The coordinates (row-major) of the flat `index` in a tile of `shape`."""
+    coords = []
+    for extent in reversed(list(shape)):
+        coords.append(index % extent)
+        index = index // extent
+    return list(reversed(coords))
+
+
+def _dp4a_operand(x, what):
+    if isinstance(x, ir.Buffer):
+        return x, (ir.const(0),) * len(x.shape)
+    if isinstance(x, ir.BufferRegion):
+        return x.buffer, tuple(ir.as_expr(s) for s in x.starts)
+    if isinstance(x, ir.Load):
+        return x.buffer, x.indices
+    raise error(TypeError, f"T.dp4a {what} must be a buffer or a buffer element, got {x!r}")
+
+
+def dp4a(A, B, C):
+    """`C += A[0]*B[0] + ... + A[3]*B[3]`: four signed int8 products accumulated into the
+    int32 element C (A, B: buffers or elements, the four consecutive elements from there)."""
+    (a, ai), (b, bi), (c, ci) = (_dp4a_operand(x, w) for x, w in ((A, "A"), (B, "B"),
+                                                                  (C, "C")))
+    for buf, name in ((a, "A"), (b, "B")):
+        if buf.dtype.name != "int8":
+            raise error(ValueError, f"dp4a requires int8 inputs, got {name}.dtype="
+                                    f"'{buf.dtype.name}'")
+    if c.dtype.name != "int32":
+        raise error(ValueError, f"dp4a requires an int32 accumulator, got C.dtype="
+                                f"'{c.dtype.name}'")
+    i32 = DType("int32")
+    total = ir.Load(c, tuple(ci), i32)
+    for k in range(4):
+        ak = tuple(ai[:-1]) + (ir.binary("add", ai[-1], k),)
+        bk = tuple(bi[:-1]) + (ir.binary("add", bi[-1], k),)
+        total = ir.binary("add", total, ir.binary(
+            "mul", ir.cast_to(ir.Load(a, ak, a.dtype), i32), ir.cast_to(ir.Load(b, bk, b.dtype),
+                                                                        i32)))
+    emit(ir.Store, c, tuple(ci), total)
+
+
+# ---- warp votes and block votes -----------------------------------------------------------------
+
+_FULL_WARP = 0xFFFFFFFF
+
+
+def _predicate(pred, what):
+    p = ir.as_expr(pred)
+    if not (p.dtype.is_int or p.dtype.is_bool) or p.dtype.lanes != 1:
+        raise error(TypeError, f"T.{what} requires an integer or boolean predicate, got "
+                               f"{p.dtype}")
+    return ir.cast_to(p, DType("int32"))
+
+
+def _vote(op, pred, mask, dtype, what):
+    m = ir.cast_to(mask, DType("uint32"))
+    return ir.Call(op, (m, _predicate(pred, what)), DType(dtype))
+
+
+def any_sync(predicate, mask=_FULL_WARP):
+    """Non-zero (int32) if `predicate` is non-zero in any lane of `mask` of this warp
+    (`__any_sync`). Every lane of `mask` must execute it."""
+    return _vote("any_sync", predicate, mask, "int32", "any_sync")
+
+
+def all_sync(predicate, mask=_FULL_WARP):
+    """Non-zero (int32) if `predicate` is non-zero in every lane of `mask` of this warp
+    (`__all_sync`)."""
+    return _vote("all_sync", predicate, mask, "int32", "all_sync")
+
+
+def ballot_sync(predicate, mask=_FULL_WARP):
+    """uint64 whose bit n is set if lane n of `mask` has a non-zero `predicate`
+    (`__ballot_sync`, zero-extended)."""
+    return _vote("ballot_sync", predicate, mask, "uint64", "ballot_sync")
+
+
+def ballot(predicate):
+    """`T.ballot_sync(predicate)` over the whole warp."""
+    return _vote("ballot_sync", predicate, _FULL_WARP, "uint64", "ballot")
+
+
+def activemask():
+    """uint64 with a bit set for each lane of this warp that executes it (`__activemask`)."""
+    return ir.Call("activemask", (), DType("uint64"))
+
+
+def syncthreads_count(predicate):
+    """Block barrier returning (int32) how many threads had a non-zero `predicate`
+    (`__syncthreads_count`). Every thread of the block must reach it."""
+    return ir.Call("syncthreads_count", (_predicate(predicate, "syncthreads_count"),),
+                   DType("int32"))
+
+
+def syncthreads_and(predicate):
+    """Block barrier returning non-zero if every thread's `predicate` is non-zero."""
+    return ir.Call("syncthreads_and", (_predicate(predicate, "syncthreads_and"),),
+                   DType("int32"))
+
+
+def syncthreads_or(predicate):
+    """Block barrier returning non-zero if any thread's `predicate` is non-zero."""
+    return ir.Call("syncthreads_or", (_predicate(predicate, "syncthreads_or"),),
+                   DType("int32"))
 
 
 # ---- warp all-reductions ----------------------------------------------------------------------
