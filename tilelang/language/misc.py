@@ -569,7 +569,9 @@ def fence_proxy_async():
 
 
 class ws:  # noqa: N801 - the reference spells it T.ws
-    """`with T.ws(0):` — the body runs only on warpgroup 0 (several ids: any of them)."""
+    """`with T.ws(0):` — the body runs only on warpgroup 0 (several ids: any of them). Tile
+    operations inside it run on that warpgroup's threads, as in the reference; sibling roles
+    synchronise through the user's mbarriers (no block barrier is placed between them)."""
 
     def __init__(self, *ids):
         self.ids = ids
