@@ -196,7 +196,10 @@ def encode_tma(d, tensor, swizzle: int) -> bytes:
                                   conv_stride=stride, swizzle=swizzle)
     if d.buffer.view_of is not None:  # the tensor re-viewed at the view's (static) shape
         shape = tuple(int(s) for s in d.buffer.shape)
-        tensor = tensor.reshape(-1)[:math.prod(shape)].view(shape)
+        flat = tensor.reshape(-1)
+        if d.buffer.dtype.torch != tensor.dtype:  # the bytes read as the view's dtype
+            flat = flat.view(d.buffer.dtype.torch)
+        tensor = flat[:math.prod(shape)].view(shape)
     return encode_tiled_rowmajor(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
                                  tuple(tensor.stride()), d.box, swizzle=swizzle)
 

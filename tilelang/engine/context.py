@@ -90,6 +90,8 @@ class KernelContext:
 
     # ---- fragments -> registers ----------------------------------------------------------
     def register_of(self, frag: ir.Buffer) -> ir.Buffer:
+        if frag.view_of is not None:  # a T.reshape of a fragment: the same registers
+            return self.register_of(frag.view_of)
         reg = self.registers.get(frag)
         if reg is None:
             layout = self.layouts[frag]

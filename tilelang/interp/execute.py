@@ -27,7 +27,7 @@ from .evaluate import ExprCompiler
 from .intrinsics import compile_call
 from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
 from .memory import LocalStore, store_array
-from .numerics import const_value, poison_value
+from .numerics import NARROW_FLOATS, const_value, poison_value
 from .printing import compile_print
 from .roles import Barriers, Role, collective_ok, run_concurrently, run_grid
 from .tileops import compile_tile_op, uniform_int, uniform_value
@@ -495,6 +495,7 @@ class Program(ExprCompiler):
         views = [(v, [d if isinstance(d, int) else self.expr(d) for d in v.shape])
                  for k, v in s.attrs if k == "buffer_view"]
         barrier_inits = [v for k, v in s.attrs if k == "barrier_init"]
+        local_views = [v for k, v in s.attrs if k == "local_view"]
         grid_sync = any_node(s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
                              and n.args[0] == "tl::grid_sync")
 
@@ -524,6 +525,8 @@ class Program(ExprCompiler):
                 bufs = dict(hctx.bufs)
                 for b, shp, npdt, poison in allocs:
                     bufs[b] = np.full(shp, poison, npdt)
+                for v in local_views:  # the same storage as their shared tile / fragment
+                    bufs[v] = _reinterpret(hctx, v, bufs[v.view_of].reshape(-1), v.shape)
                 ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
                 ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
                 ctx.barriers = Barriers(barrier_inits)
@@ -560,12 +563,26 @@ def _view_array(ctx, view, fshape):
                                    "allocated here") from None
     shape = tuple(d if isinstance(d, int) else uniform_int(ctx, d(ctx), "view extent")
                   for d in fshape)
-    n = math.prod(shape)
-    if n > arr.size:
-        raise fail(ctx, ValueError, f"view {view.name} has {n} elements but "
-                                    f"{view.view_of.name} has {arr.size}")
     flat = arr.reshape(-1)
     if not np.shares_memory(flat, arr):
         raise fail(ctx, ValueError, f"view {view.name}: {view.view_of.name} is not "
                                     "contiguous, so it cannot be re-viewed")
+    return _reinterpret(ctx, view, flat, shape)
+
+
+def _reinterpret(ctx, view, flat, shape):
+    """`flat` (the root's storage, one dimension) as `view`'s elements at `shape`."""
+    root = view.view_of
+    if view.dtype != root.dtype:
+        narrow = [d.name for d in (root.dtype, view.dtype) if d.name in NARROW_FLOATS]
+        if narrow:
+            raise fail(ctx, NotImplementedError,
+                       f"view {view.name} reinterprets the bytes of {root.dtype} {root.name} as "
+                       f"{view.dtype}; the interpreter stores {narrow[0]} in wider floats, so "
+                       "only the GPU can")
+        flat = flat.view(view.dtype.numpy)
+    n = math.prod(shape)
+    if n > flat.size:
+        raise fail(ctx, ValueError, f"view {view.name} has {n} elements but {root.name} holds "
+                                    f"only {flat.size}")
     return flat[:n].reshape(shape)
