@@ -44,6 +44,7 @@ from .misc import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthre
 from .misc import dp4a, index_to_coordinates, tvm_warp_shuffle
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
+from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
