@@ -323,3 +323,30 @@ def grid_normalise(N, blocks=8, threads=128):
                     B[i] = A[i] / total[0]
 
     return main
+
+
+def block_tma_gemm(M, N, K, bm=128, bn=128, bk=32, stages=2):
+    """T.tma_copy at block level inside T.Pipelined, one barrier per operand waited with
+    parity k % 2 (the reference's tma_copy unit test): the loop runs as written."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            mbar_a = T.alloc_barrier(128)
+            mbar_b = T.alloc_barrier(128)
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.tma_copy(A[by * bm, k * bk], A_s, barrier=mbar_a)
+                T.barrier_arrive(mbar_a)
+                T.tma_copy(B[k * bk, bx * bn], B_s, barrier=mbar_b)
+                T.barrier_arrive(mbar_b)
+                T.barrier_wait(mbar_a, k % 2)
+                T.barrier_wait(mbar_b, k % 2)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return main

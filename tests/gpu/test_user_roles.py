@@ -116,3 +116,14 @@ def test_reducer_gemv(M, N, op):
     prod = (a * x).float()
     expect = prod.sum(1) if op == "sum" else prod.max(1).values
     torch.testing.assert_close(o, expect, rtol=1e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("M,N,K", [(1024, 1024, 1024), (200, 264, 96)])
+def test_block_level_tma_in_pipelined_loop(M, N, K):
+    _sm90()
+    k = tilelang.compile(R.block_tma_gemm(M, N, K), target="cuda")
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = _poisoned(M, N, dtype=torch.float16)
+    k(a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)

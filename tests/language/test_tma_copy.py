@@ -213,3 +213,16 @@ def test_tile_operations_in_two_roles_are_an_error():
     with pytest.raises(KernelError, match="roles of different threads") as e:
         tilelang.lower(f, target=SM90)
     assert "test_tma_copy.py" in str(e.value)
+
+
+def test_block_level_loads_wait_for_earlier_reads():
+    # a TMA load at block level must not overwrite the tile the previous iteration's gemm
+    # reads in other threads: a barrier comes before the issuing thread's load
+    body = _body(tilelang.lower(R.block_tma_gemm(256, 256, 128), target=SM90))
+    loop = body[body.index("for (int k"):]
+    first_load = loop.index("tl::tma_load(")
+    assert "__syncthreads" in loop[:first_load]
+    a, b = torch.randn(256, 128).half(), torch.randn(128, 256).half()
+    c = torch.full((256, 256), float("nan")).half()
+    _interp(R.block_tma_gemm(256, 256, 128), a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)

@@ -520,6 +520,7 @@ class TmaCopy(Stmt):
     scope: Any = None  # threads per leader-election group (int), None: the enclosing region
     leader: Any = None  # Expr: this thread issues the transfer (set by warp_roles.py)
     eviction_policy: Any = None
+    in_role: bool = False  # issued inside a user role (warp_roles.py): ordered by mbarriers
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -145,6 +145,12 @@ class SyncInserter:
                 writes.add(n.buffer)
             elif isinstance(n, ir.Call) and n.op == "call_extern":
                 name = n.args[0]
+                if name == "tl::tma_load" and dict(n.attrs).get("async"):
+                    # T.tma_copy at block level: overwrites the tile asynchronously
+                    dst = _call_buffers(n)[2]
+                    if dst is not None and dst.scope in SHARED:
+                        async_writes.add(dst)
+                    continue
                 if name.startswith(_SYNC_CALLS):
                     continue
                 if dict(n.attrs).get("async"):

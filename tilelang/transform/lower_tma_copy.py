@@ -7,7 +7,9 @@ Guarantees: a load becomes
 
     if leader: tl::mbarrier_expect_tx(barrier, bytes of the tile); one TMA load per box
 
-(no arrival, no wait: the user arrives on and waits for the barrier), a store
+(no arrival, no wait: the user arrives on and waits for the barrier; outside user roles the
+loads are marked ("async", True): insert_sync orders them after earlier reads of the tile),
+a store
 
     fence.proxy.async (every thread: its generic writes of the tile reach the TMA unit)
     if leader: one TMA store per box; tl::tma_store_arrive()   (no wait)
@@ -192,9 +194,14 @@ def lower_tma_copy(s: ir.TmaCopy, ctx, analyzer) -> ir.Stmt:
     if plan.load:
         bar = ir.Call("address_of", (s.barrier,), ir.DType("handle"))
         issue.append(ir.extern_stmt("tl::mbarrier_expect_tx", bar, ir.const(plan.bytes)))
+        # at block level, the load must not overwrite the tile before every thread's earlier
+        # reads of it are done (insert_sync puts a barrier before it: an asynchronous write);
+        # in a role the user's mbarriers order that
+        attrs = () if s.in_role else (("async", True),)
         for coords, index in plan.boxes():
-            issue.append(ir.extern_stmt("tl::tma_load", param, bar, ir.address_of(plan.S, index),
-                                        *reversed(coords)))
+            issue.append(ir.Evaluate(ir.Call("call_extern", (
+                "tl::tma_load", param, bar, ir.address_of(plan.S, index), *reversed(coords)),
+                ir.DType("void"), attrs)))
         return ir.If(s.leader, ir.Seq(tuple(issue)), None, loc=s.loc)
     for coords, index in plan.boxes():
         issue.append(ir.extern_stmt("tl::tma_store", param, ir.address_of(plan.S, index),

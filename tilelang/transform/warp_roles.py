@@ -103,7 +103,8 @@ class _Roles(Mutator):
     def visit_TmaCopy(self, s):
         lo, hi = self.range
         scope = s.scope if s.scope is not None else hi - lo
-        return ir.with_fields(s, scope=scope, leader=_leader(self.tid, lo, hi, scope))
+        return ir.with_fields(s, scope=scope, leader=_leader(self.tid, lo, hi, scope),
+                              in_role=(lo, hi) != (0, self.T))
 
     def visit_Copy(self, s):
         if not is_global_to_shared(s) or self.range == (0, self.T):
