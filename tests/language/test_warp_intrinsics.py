@@ -159,3 +159,51 @@ def test_alloc_buffer_global_workspace_and_bad_scope():
         def g(A: T.Tensor((64,), "float32")):
             with T.Kernel(1, threads=64):
                 T.alloc_buffer((64,), "float32", scope="texture")
+
+
+def _match_kernel():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "int32"), O: T.Tensor((64, 5), "int64")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding()
+            O[tx, 0] = T.cast(T.match_any_sync(A[tx]), "int64")
+            O[tx, 1] = T.cast(T.match_all_sync(A[tx] * 0 + 7), "int64")
+            O[tx, 2] = T.cast(T.match_all_sync(A[tx]), "int64")
+            mask = T.ballot_sync(tx % 32 >= 7)
+            O[tx, 3] = T.cast(T.__ffs(mask) - 1, "int64")
+            O[tx, 4] = T.cast(T.__fns(T.cast(mask, "uint32"), 0, 3), "int64")
+    return f
+
+
+def test_match_ffs_fns():
+    a = torch.randint(0, 3, (64,), dtype=torch.int32)
+    a[0] = 5  # warp 0 disagrees; warp 1 may agree only by chance: make it disagree too
+    a[32], a[33] = 0, 1
+    o = torch.zeros(64, 5, dtype=torch.int64)
+    tilelang.compile(_match_kernel(), target="cpu")(a, o)
+    w = a.view(2, 32)
+    same = torch.stack([((w[i][None, :] == w[i][:, None]).long() << torch.arange(32)).sum(1)
+                        for i in range(2)]).view(-1)
+    assert torch.equal(o[:, 0], same)
+    assert (o[:, 1] == 0xFFFFFFFF).all() and (o[:, 2] == 0).all()
+    assert (o[:, 3] == 7).all() and (o[:, 4] == 9).all()
+    if toolkit.nvrtc_backend() or toolkit.nvcc_path():
+        src = tilelang.lower(_match_kernel(), target=SM80)
+        assert "__ffsll(" in src and "__fns(" in src and "tl::match_any(" in src
+        compile_cuda(src, "sm_80")
+
+
+@pytest.mark.parametrize("mask,base,offset,expect", [(0b1011000, 0, 1, 3), (0b1011000, 4, 1, 4),
+                                                     (0b1011000, 5, 1, 6), (0b1011000, 6, -2, 4),
+                                                     (0b1011000, 5, 0, 0xFFFFFFFF),
+                                                     (0b1011000, 0, 4, 0xFFFFFFFF)])
+def test_fns_directions(mask, base, offset, expect):
+    @T.prim_func
+    def f(O: T.Tensor((32,), "int64")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            O[tx] = T.cast(T.__fns(mask, base, offset), "int64")
+
+    o = torch.zeros(32, dtype=torch.int64)
+    tilelang.compile(f, target="cpu")(o)
+    assert (o == expect).all()

@@ -97,6 +97,16 @@ def render_call(p, c: ir.Call) -> str:
         return "__syncthreads()"
     if op == "sync_warp":
         return "__syncwarp()"
+    if op in ("match_any_sync", "match_all_sync"):
+        fn = "tl::match_any" if op == "match_any_sync" else "tl::match_all"
+        return f"{fn}({p.expr(c.args[0])}, {p.expr(c.args[1])})"
+    if op == "ffs":
+        x = c.args[0]
+        if x.dtype.bits == 64:
+            return f"__ffsll((long long)({p.expr(x)}))"
+        return f"__ffs((int)({p.expr(x)}))"
+    if op == "fns":
+        return f"__fns({', '.join(p.expr(a) for a in c.args)})"
     if op in _VOTES:
         fn, wide = _VOTES[op]
         text = f"{fn}({', '.join(p.expr(a) for a in c.args)})"

@@ -105,6 +105,10 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return _bit_count(c, e)
     if op in _VOTES:
         return _vote(c, e)
+    if op in ("match_any_sync", "match_all_sync"):
+        return _match(c, e)
+    if op in ("ffs", "fns"):
+        return _bit_search(c, e)
     if op in _ATOMICS:
         return _atomic(c, e, _ATOMICS[op], want_value)
     if op in ("atomic_addx2", "atomic_addx4"):
@@ -291,6 +295,67 @@ def _vote(c, e):
             r = np.repeat(bits.astype(np.uint64), 32)
         return r
     return f
+
+
+def _match(c, e):
+    """__match_any_sync / __match_all_sync over each warp's executing lanes in `mask`."""
+    fmask, fval = c.expr(e.args[0]), c.expr(e.args[1])
+    op = e.op
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"T.{op} inside T.Parallel")
+        n = ctx.nthreads
+        if n % 32:
+            raise fail(ctx, ValueError, f"T.{op} needs whole warps: the block has {n} threads")
+        lane = np.arange(n) % 32
+        active = np.ones(n, bool) if ctx.mask is None else \
+            np.array(np.broadcast_to(ctx.mask, (n,)))
+        m = np.broadcast_to(np.asarray(fmask(ctx)).astype(np.uint64), (n,))
+        part = active & (((m >> lane.astype(np.uint64)) & np.uint64(1)) != 0)
+        v = np.broadcast_to(np.asarray(fval(ctx)), (n,)).reshape(-1, 32)
+        p = part.reshape(-1, 32)
+        same = (v[:, :, None] == v[:, None, :]) & p[:, None, :]  # [warp, lane, other]
+        weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
+        if op == "match_any_sync":
+            r = (same.astype(np.uint64) * weights).sum(2)
+        else:
+            lane_agrees = (same | ~p[:, None, :]).all(2)  # equal to every participant
+            warp_agrees = (lane_agrees | ~p).all(1)
+            whole = (p.astype(np.uint64) * weights).sum(1)
+            r = np.repeat(np.where(warp_agrees, whole, np.uint64(0))[:, None], 32, axis=1)
+        return r.reshape(n).astype(np.uint32)
+    return f
+
+
+def _bit_search(c, e):
+    fargs = [c.expr(a) for a in e.args]
+    bits = e.args[0].dtype.bits
+
+    def ffs(ctx):
+        x = np.asarray(fargs[0](ctx)).astype(np.int64).astype(np.uint64)
+        if bits < 64:
+            x = x & np.uint64((1 << bits) - 1)
+        low = x & (~x + np.uint64(1))  # the lowest set bit alone
+        pos = np.where(x == 0, 0, np.log2(np.where(low == 0, 1, low).astype(np.float64))
+                       .astype(np.int64) + 1)
+        return _scalar(pos.astype(np.int32))
+
+    def fns(ctx):
+        mask, base, offset = (np.asarray(f(ctx)).astype(np.int64) for f in fargs)
+        mask, base, offset = np.broadcast_arrays(mask, base, offset)
+        out = np.full(mask.shape, 0xFFFFFFFF, np.uint32)
+        for idx in np.ndindex(mask.shape):
+            m, b, k = int(mask[idx]) & 0xFFFFFFFF, int(base[idx]), int(offset[idx])
+            if k == 0:
+                out[idx] = b if 0 <= b < 32 and (m >> b) & 1 else 0xFFFFFFFF
+                continue
+            order = range(b, 32) if k > 0 else range(b, -1, -1)
+            hits = [p for p in order if 0 <= p < 32 and (m >> p) & 1]
+            if len(hits) >= abs(k):
+                out[idx] = hits[abs(k) - 1]
+        return _scalar(out)
+    return ffs if e.op == "ffs" else fns
 
 
 # ---- bit counting --------------------------------------------------------------------------------

@@ -41,7 +41,9 @@ from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layou
 from .misc import cp_async_barrier_noinc, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .misc import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and,
                    syncthreads_count, syncthreads_or)
-from .misc import dp4a, index_to_coordinates, tvm_warp_shuffle
+from .misc import dp4a, index_to_coordinates, match_all_sync, match_any_sync, tvm_warp_shuffle
+# bit-search intrinsics: module-level names, so no name mangling (T.__ffs works in kernels)
+from .misc import __ffs, __fns
 from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler

@@ -310,6 +310,42 @@ def syncthreads_or(predicate):
                    DType("int32"))
 
 
+def match_any_sync(value, mask=_FULL_WARP):
+    """uint32 mask of the lanes of `mask` whose `value` equals this lane's
+    (`__match_any_sync`)."""
+    v = ir.as_expr(value)
+    if v.dtype.lanes != 1 or not (v.dtype.is_int or v.dtype.is_float or v.dtype.is_bool):
+        raise error(TypeError, f"T.match_any_sync compares scalars, got {v.dtype}")
+    return ir.Call("match_any_sync", (ir.cast_to(mask, DType("uint32")), v), DType("uint32"))
+
+
+def match_all_sync(value, mask=_FULL_WARP):
+    """`mask` (uint32) if every lane of it holds the same `value`, else 0
+    (`__match_all_sync`)."""
+    v = ir.as_expr(value)
+    if v.dtype.lanes != 1 or not (v.dtype.is_int or v.dtype.is_float or v.dtype.is_bool):
+        raise error(TypeError, f"T.match_all_sync compares scalars, got {v.dtype}")
+    return ir.Call("match_all_sync", (ir.cast_to(mask, DType("uint32")), v), DType("uint32"))
+
+
+def __ffs(value):  # noqa: N802 - the reference's (and CUDA's) name
+    """One-based position of the least significant set bit of an integer (int32), 0 for 0
+    (`__ffs` / `__ffsll`)."""
+    v = ir.as_expr(value)
+    if not v.dtype.is_int or v.dtype.lanes != 1:
+        raise error(TypeError, f"T.__ffs takes an integer, got {v.dtype}")
+    return ir.Call("ffs", (v,), DType("int32"))
+
+
+def __fns(mask, base, offset):  # noqa: N802
+    """Zero-based position (uint32) of the `offset`-th set bit of the 32-bit `mask` counting
+    from bit `base` upwards (offset > 0, base included), downwards (offset < 0), or `base`
+    itself if set (offset 0); 0xFFFFFFFF when there is none (`__fns`)."""
+    args = (ir.cast_to(mask, DType("uint32")), ir.cast_to(base, DType("uint32")),
+            ir.cast_to(offset, DType("int32")))
+    return ir.Call("fns", args, DType("uint32"))
+
+
 # ---- warp all-reductions ----------------------------------------------------------------------
 
 def _warp_reduce(kind, value):
