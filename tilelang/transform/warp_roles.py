@@ -18,8 +18,9 @@ Guarantees:
     [lo, lo + n), which becomes the block as far as layouts and lowering are concerned:
     `ctx.num_threads` is n, and the threads are relabelled so that user thread
     u runs on physical thread (u - lo) mod T (`ctx.tid`, the kernel's new thread variable;
-    the user's thread index becomes `(tid + lo) % T` everywhere, a renumbering by whole
-    warpgroups that keeps warps and warpgroups intact). The compute role's bodies become
+    the user's thread index becomes `(tid + lo) % T` everywhere: lo is a multiple of 32, so
+    the renumbering keeps warps intact, and the role's warpgroups are physical warpgroups
+    0, 1, ...). The compute role's bodies become
     `Attr("thread_group", ("consumer", n))` regions (barriers inside synchronise the n threads),
     and collective operations outside any role are run by those n threads only (the others
     skip them; the result is the same: the n threads do all of the work).
