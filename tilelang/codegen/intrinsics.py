@@ -31,6 +31,14 @@ _WARP_REDUCE_OPS = {"warp_reduce_sum": "SumOp", "warp_reduce_max": "MaxOp",
                     "warp_reduce_bitor": "BitOrOp"}
 
 
+# warp and block votes: (CUDA intrinsic, result zero-extended to 64 bits)
+_VOTES = {"any_sync": ("__any_sync", False), "all_sync": ("__all_sync", False),
+          "ballot_sync": ("__ballot_sync", True), "activemask": ("__activemask", True),
+          "syncthreads_count": ("__syncthreads_count", False),
+          "syncthreads_and": ("__syncthreads_and", False),
+          "syncthreads_or": ("__syncthreads_or", False)}
+
+
 def _bit_count(p, c: ir.Call) -> str:
     """popcount / clz on the unsigned bits of the operand's width (__popc/__popcll,
     __clz/__clzll); narrow types are zero-extended to 32 bits."""
@@ -89,6 +97,20 @@ def render_call(p, c: ir.Call) -> str:
         return "__syncthreads()"
     if op == "sync_warp":
         return "__syncwarp()"
+    if op in ("match_any_sync", "match_all_sync"):
+        fn = "tl::match_any" if op == "match_any_sync" else "tl::match_all"
+        return f"{fn}({p.expr(c.args[0])}, {p.expr(c.args[1])})"
+    if op == "ffs":
+        x = c.args[0]
+        if x.dtype.bits == 64:
+            return f"__ffsll((long long)({p.expr(x)}))"
+        return f"__ffs((int)({p.expr(x)}))"
+    if op == "fns":
+        return f"__fns({', '.join(p.expr(a) for a in c.args)})"
+    if op in _VOTES:
+        fn, wide = _VOTES[op]
+        text = f"{fn}({', '.join(p.expr(a) for a in c.args)})"
+        return f"((uint64_t){text})" if wide else text
     if op in ("atomic_add", "atomic_max", "atomic_min"):
         order = attrs.get("memory_order", "relaxed")
         target, value = c.args

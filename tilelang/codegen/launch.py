@@ -17,6 +17,7 @@ class KernelLaunch:
     block: tuple  # 3 ints
     smem_bytes: int
     notes: list = field(default_factory=list)
+    cooperative: bool = False  # T.sync_grid: all blocks resident (cuLaunchCooperativeKernel)
 
 
 @dataclass
@@ -28,6 +29,7 @@ class CudaModuleSource:
     workspaces: list
     arch: str
     tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
+    zeroed: tuple = ()  # indices of the workspaces allocated zero-filled (T.sync_grid's counter)
 
 
 def signature_params(func: ir.PrimFunc):

@@ -112,7 +112,7 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
         grid = tuple(k.grid) + (1,) * (3 - len(k.grid))
         block = tuple(k.threads) + (1,) * (3 - len(k.threads))
         launches.append(KernelLaunch(name, grid, block, getattr(ctx, "smem_bytes", 0),
-                                     list(ctx.notes)))
+                                     list(ctx.notes), bool(k.attr("cooperative"))))
     parts = [HEADER.format(arch=arch, func=func.name, select=wgmma_select(kernels, imported))]
     if any(ctx.gemm_info for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm80.cuh"\n')
@@ -120,4 +120,7 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
         parts.append('#include "tl/gemm_sm90.cuh"\n')
     parts.append('#include "tl/tile_copy.cuh"\n')
     parts += imported + kernels
-    return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch, tma)
+    zeroed = func.attrs.get("zeroed_workspaces") or ()
+    zeroed_idx = tuple(i for i, w in enumerate(workspaces) if any(w is z for z in zeroed))
+    return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch, tma,
+                            zeroed_idx)

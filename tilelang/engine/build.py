@@ -109,7 +109,8 @@ class CUDAAdapter:
         types = [_param_type(p) for p in sig] + ["tensor_map"] * len(self.module.tma)
         self.param_types = types
         self.tma_sources = [self._tma_source(d) for d in self.module.tma]
-        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
+        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types,
+                                             cooperative=k.cooperative)
                           for k in self.module.kernels]
         self.host_source = self._describe()
 
@@ -134,9 +135,10 @@ class CUDAAdapter:
         for v in self.module.symbols:
             args.append(symbols[v])
         workspaces = []
-        for w in self.module.workspaces:
+        for j, w in enumerate(self.module.workspaces):
             shape = tuple(eval_shape_expr(s, symbols) for s in w.shape)
-            t = torch.empty(shape, dtype=w.dtype.torch, device=device)
+            alloc = torch.zeros if j in self.module.zeroed else torch.empty
+            t = alloc(shape, dtype=w.dtype.torch, device=device)
             workspaces.append(t)
             args.append(t.data_ptr())
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
@@ -195,7 +197,7 @@ class CUDAAdapter:
         lines = [f"# host side of {self.func.name} ({self.target.arch})"]
         for k in self.module.kernels:
             lines.append(f"# launch {k.name}<<<{list(k.grid)}, {list(k.block)}, "
-                         f"{k.smem_bytes} B>>>")
+                         f"{k.smem_bytes} B>>>" + (" cooperative" if k.cooperative else ""))
             for note in k.notes:
                 lines.append(f"#   {note}")
         return "\n".join(lines) + "\n"
@@ -216,7 +218,10 @@ def encode_tma(d, tensor, swizzle: int) -> bytes:
                                   conv_stride=stride, swizzle=swizzle)
     if d.buffer.view_of is not None:  # the tensor re-viewed at the view's (static) shape
         shape = tuple(int(s) for s in d.buffer.shape)
-        tensor = tensor.reshape(-1)[:math.prod(shape)].view(shape)
+        flat = tensor.reshape(-1)
+        if d.buffer.dtype.torch != tensor.dtype:  # the bytes read as the view's dtype
+            flat = flat.view(d.buffer.dtype.torch)
+        tensor = flat[:math.prod(shape)].view(shape)
     return encode_tiled_rowmajor(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
                                  tuple(tensor.stride()), d.box, swizzle=swizzle)
 

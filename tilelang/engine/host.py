@@ -50,6 +50,8 @@ def make_fast_call(adapter, plan, slow):
     from ..runtime.stream import cached_stream_arg, current_stream_handle
 
     module = adapter.module
+    if module.zeroed or any(k.cooperative for k in module.kernels):
+        return None  # cooperative launches and zero-filled workspaces: the general path
     layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
     # torch's own accessor when it has one: one C call instead of a Python wrapper around it
     raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or current_stream_handle

@@ -230,7 +230,7 @@ def lookup(func: ir.PrimFunc, target, options: dict):
     if hit is None:
         return key, None
     module = CudaModuleSource(entry["source"], entry["kernels"], params, symbols, workspaces,
-                              entry["arch"], entry["tma"])
+                              entry["arch"], entry["tma"], entry.get("zeroed", ()))
     compiled = CompileResult(hit["cubin"], hit["log"], entry["compiler"], True,
                              time.perf_counter() - t0, entry["arch"], tuple(entry["options"]),
                              entry["cubin_key"], entry["ident"])
@@ -258,7 +258,7 @@ def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
     entry = {"source": module.source, "kernels": module.kernels, "tma": module.tma,
              "arch": module.arch, "cubin_key": compiled.key, "compiler": which,
              "ident": compiled.compiler_version, "options": list(compiled.options),
-             "compiler_files": toolkit.file_stamps(files)}
+             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed)}
     buf = io.BytesIO()
     try:
         _EntryPickler(buf, own).dump(entry)

@@ -517,6 +517,28 @@ class Copy(Stmt):
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TmaCopy(Stmt):
+    """`T.tma_copy`: one TMA transfer between a global region and a shared tile, issued by
+    one thread of each group of `scope` threads and never waited for here.
+
+    A load (global -> shared) first adds the tile's bytes to the transaction count of the
+    mbarrier `barrier` (a Load of a `T.alloc_barrier` element), which the TMA unit counts
+    down as the bytes land; the user arrives on and waits for that barrier. A store (shared
+    -> global) commits a bulk group the user waits for (`T.tma_store_wait`). `scope` is the
+    size of the leader-election group: None until transform/warp_roles.py sets it to the
+    threads of the enclosing region (the block, a `T.ws` role or a thread-range branch);
+    `leader` is then the condition, in the user's thread index, of the issuing threads."""
+
+    src: BufferRegion
+    dst: BufferRegion
+    barrier: Any = None  # Load of a uint64 mbarrier element (loads), None (stores)
+    scope: Any = None  # threads per leader-election group (int), None: the enclosing region
+    leader: Any = None  # Expr: this thread issues the transfer (set by warp_roles.py)
+    eviction_policy: Any = None
+    in_role: bool = False  # issued inside a user role (warp_roles.py): ordered by mbarriers
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Fill(Stmt):
     dst: BufferRegion
     value: Expr

@@ -307,6 +307,14 @@ class Printer:
         self.line(ind, f"T.copy({self.region(s.src)}, {self.region(s.dst)}"
                        f"{_opts(s.options)})")
 
+    def s_TmaCopy(self, s, ind):
+        extra = f", barrier={self.expr(s.barrier)}" if s.barrier is not None else ""
+        if s.scope is not None:
+            extra += f", leader_scope_threads={s.scope}"
+        if s.eviction_policy is not None:
+            extra += f", eviction_policy={s.eviction_policy!r}"
+        self.line(ind, f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}{extra})")
+
     def s_Fill(self, s, ind):
         self.line(ind, f"T.fill({self.region(s.dst)}, {self.expr(s.value)})")
 

@@ -126,6 +126,11 @@ def store_element(buffer: ir.Buffer, indices, value):
     if isinstance(value, ir.Buffer) and value.scope != "local.var":
         raise error(TypeError, f"cannot store buffer {value.name} into an element of "
                                f"{buffer.name}; use T.copy for tiles")
+    if buffer.scope == "shared.dyn":
+        from .reducer import reducer_store
+
+        if reducer_store(buffer, indices, value):
+            return
     value = ir.cast_to(value, buffer.dtype)
     emit(ir.Store, buffer, tuple(indices), value)
 

@@ -166,6 +166,71 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     emit(ir.Copy, pair[0], pair[1], tuple(opts))
 
 
+_EVICTION_POLICIES = ("evict_normal", "evict_first", "evict_last")
+
+
+def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None,
+             eviction_policy=None, annotations=None):
+    """One TMA transfer with user-managed synchronisation (sm_90a), issued by one thread of
+    the enclosing region (the block, a `T.ws` role or a thread-range branch such as
+    `if tx < 128:`), or one per group of `leader_scope_threads` threads.
+
+    A load (global -> shared) adds the tile's bytes to the transaction count of `barrier`
+    (an element of `T.alloc_barrier`, required) and starts the transfer; it neither arrives
+    nor waits. The user arrives (`T.barrier_arrive`) and waits (`T.mbarrier_wait_parity`) on
+    that barrier: the phase completes when the arrivals are in and the bytes have landed. A
+    store (shared -> global) starts the transfer and commits it as a bulk group, without
+    waiting (`T.tma_store_wait`); the shared tile's writers must have been fenced
+    (`T.fence_proxy_async`) and synchronised first. Elements of the box outside the tensor
+    read as 0 and are not written. On the CPU interpreter the transfer happens at once."""
+    _check_tile_context("T.tma_copy")
+    ann = dict(annotations or {})
+    barrier = ann.pop("barrier", barrier)
+    cluster_mask = ann.pop("cluster_mask", cluster_mask)
+    leader_scope_threads = ann.pop("leader_scope_threads", leader_scope_threads)
+    eviction_policy = ann.pop("eviction_policy", eviction_policy)
+    if ann:
+        raise error(ValueError, f"T.tma_copy: unknown annotations {sorted(ann)}")
+    if cluster_mask is not None:
+        raise error(NotImplementedError, "T.tma_copy(..., cluster_mask=...) (a multicast "
+                                         "within a thread-block cluster) is not supported")
+    if leader_scope_threads is not None and (
+            not isinstance(leader_scope_threads, int) or leader_scope_threads <= 0
+            or leader_scope_threads % 32):
+        raise error(ValueError, f"T.tma_copy leader_scope_threads must be a positive multiple "
+                                f"of 32 (whole warps), got {leader_scope_threads!r}")
+    if eviction_policy is not None and eviction_policy not in _EVICTION_POLICIES:
+        raise error(ValueError, f"T.tma_copy eviction_policy must be one of "
+                                f"{_EVICTION_POLICIES}, got {eviction_policy!r}")
+    pair = pair_regions(src, dst, "T.tma_copy")
+    if pair is None:
+        raise error(ValueError, "T.tma_copy copies a tile, not a single element")
+    src_r, dst_r = pair
+    kinds = (src_r.buffer.scope, dst_r.buffer.scope)
+    shared = ("shared", "shared.dyn")
+    load = kinds[0] == "global" and kinds[1] in shared
+    if not load and not (kinds[0] in shared and kinds[1] == "global"):
+        raise error(ValueError, f"T.tma_copy copies global -> shared or shared -> global, got "
+                                f"{kinds[0]} {src_r.buffer.name} -> {kinds[1]} "
+                                f"{dst_r.buffer.name}")
+    if src_r.buffer.dtype is not dst_r.buffer.dtype:
+        raise error(TypeError, f"T.tma_copy does not convert: {src_r.buffer.name} is "
+                               f"{src_r.buffer.dtype}, {dst_r.buffer.name} is "
+                               f"{dst_r.buffer.dtype}")
+    bar = None
+    if load:
+        if barrier is None:
+            raise error(ValueError, "T.tma_copy of a load needs barrier=: the mbarrier "
+                                    "(T.alloc_barrier) whose phase counts its bytes")
+        from .misc import barrier_load
+
+        bar = barrier_load(barrier, "T.tma_copy(barrier=...)")
+    elif barrier is not None:
+        raise error(ValueError, "T.tma_copy of a store takes no barrier: wait for it with "
+                                "T.tma_store_wait()")
+    emit(ir.TmaCopy, src_r, dst_r, bar, leader_scope_threads, None, eviction_policy)
+
+
 def async_copy(src, dst, **kwargs):
     """`T.copy`: copies global->shared are asynchronous wherever the pipeline allows anyway."""
     copy(src, dst, **kwargs)

@@ -140,9 +140,10 @@ class Tensor:
 
 def make_view(shape, dtype, data, strides=None):
     """`T.Tensor(shape, dtype, X.data)` in a kernel: a buffer over X's memory, row-major at
-    `shape`. The same bytes are read and written through either name. Supported for global
-    tensors of the same dtype (and no more elements than X); the view is registered on the
-    kernel (attr "buffer_view") so the interpreter and codegen bind it to X's storage."""
+    `shape`. The same bytes are read and written through either name (another dtype
+    reinterprets them). Supported for global tensors (no more bytes than X); the view is
+    registered on the kernel (attr "buffer_view") so the interpreter and codegen bind it to
+    X's storage."""
     from .alloc import UNNAMED, _shape
 
     b = current_builder(what="T.Tensor(shape, dtype, buf.data)")
@@ -162,21 +163,20 @@ def make_view(shape, dtype, data, strides=None):
                                          "supported (only global tensors); allocate the other "
                                          "shape and T.copy")
     dt = DType(dtype)
-    if dt != root.dtype:
-        raise error(NotImplementedError, f"{what}: a view as {dt.name} of a {root.dtype.name} "
-                                         "tensor (reinterpreting the bytes) is not supported; "
-                                         "views keep the dtype")
+    if dt.bits % 8 or root.dtype.bits % 8:
+        raise error(NotImplementedError, f"{what}: views of sub-byte elements are not "
+                                         "supported")
     if root.strides is not None:
         raise error(NotImplementedError, f"{what}: {root.name} is strided; views need a "
                                          "contiguous tensor")
     shape = _shape(shape, what)
-    n, total = 1, 1
+    n, total = dt.bytes, root.dtype.bytes
     for d in shape:
         n = n * d
     for d in root.shape:
         total = total * d
     if isinstance(n, int) and isinstance(total, int) and n > total:
-        raise error(ValueError, f"{what}: the view has {n} elements but {root.name} has only "
+        raise error(ValueError, f"{what}: the view has {n} bytes but {root.name} has only "
                                 f"{total}")
     from ..frontend.builder import current_loc
 

@@ -178,9 +178,11 @@ def _convert(v, t: str):
 class CudaKernelFunction:
     """One `extern "C" __global__` kernel of a cubin, loaded lazily on each device."""
 
-    def __init__(self, cubin: bytes, name: str, param_types: Sequence = ()):
+    def __init__(self, cubin: bytes, name: str, param_types: Sequence = (),
+                 cooperative: bool = False):
         self.cubin = bytes(cubin)
         self.name = name
+        self.cooperative = cooperative  # launched with cuLaunchCooperativeKernel
         self.layout = ArgLayout(param_types)
         self._lock = threading.Lock()
         self._modules: dict = {}  # device -> CUmodule
@@ -199,7 +201,8 @@ class CudaKernelFunction:
             entry = self._entry.get(device)
             if entry is None:
                 if self._launch_fn is None:
-                    self._launch_fn = driver.fast_launcher()
+                    self._launch_fn = driver.cooperative_launcher() if self.cooperative \
+                        else driver.fast_launcher()
                 module = driver.load_module(self.cubin, device)
                 self._modules[device] = module
                 func = driver.get_function(module, self.name)

@@ -25,6 +25,12 @@ SECTIONS = [
     ("tilelang.language.tile_ops", "Tile operations",
      "Operations on whole tiles (buffers or regions): copies, GEMM, reductions, scans, "
      "fills and atomics."),
+    ("tilelang.language.tile_schedule", "Tile schedulers",
+     "The order in which a persistent kernel's blocks visit the tiles."),
+    ("tilelang.language.reducer", "Reducers",
+     "Buffers that many threads or `T.Parallel` iterations combine contributions into."),
+    ("tilelang.language.thread_reduce", "Thread all-reductions",
+     "The reference's TVM-style all-reduction over chosen thread indices."),
     ("tilelang.language.math", "Scalar math",
      "Element-wise operations on kernel values; they follow CUDA's semantics for the operand "
      "dtype (see docs/semantics.md for literal typing)."),

@@ -99,8 +99,10 @@ class WarpSpecializer:
         self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
 
     def applicable(self):
+        from .warp_roles import has_user_roles
+
         ctx = self.ctx
-        if not ctx.target.is_hopper or self.T % 128:
+        if not ctx.target.is_hopper or self.T % 128 or has_user_roles(self.kernel):
             return False
         if ctx.flag(PassConfigKey.TL_DISABLE_WARP_SPECIALIZED) or \
                 ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
