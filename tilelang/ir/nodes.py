@@ -232,6 +232,8 @@ class Buffer(ExprOps, Node):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
+        if not self.dtype.storable:
+            _refuse_element_type(self.dtype)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
         # a view (`T.Tensor(shape, dtype, X.data)` in a kernel) names the buffer whose
@@ -320,6 +322,17 @@ class Buffer(ExprOps, Node):
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype.name}, {self.scope})"
 
     __str__ = __repr__
+
+
+def _refuse_element_type(dtype: DType):
+    from ..frontend.builder import error
+
+    why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
+           "supported (yet): store the values packed in uint8 / int8 and unpack them with "
+           "shifts and masks" if dtype.bits < 8 else
+           f"{dtype} has no storage type in this compiler (yet)")
+    raise error(NotImplementedError, f"a buffer of {dtype} elements is not supported: {why}; "
+                                     "see docs/compatibility.md")
 
 
 class BufferData:

@@ -53,6 +53,8 @@ from .types import float_ as float
 from .types import int_ as int
 
 from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)
+# every dtype name of the reference (vectors, tfloat32, uint, int4, float4_e2m1fn, ...)
+globals().update({_n: getattr(dtypes, _n) for _n in dtypes._all_dtypes})
 
 # Pure aliases with the reference's spellings (its loop.py and TVMScript re-exports).
 Unroll = unroll

@@ -67,6 +67,10 @@ class TensorSpec:
         if isinstance(shape, (int, ir.Expr, DynSpec)) or shape is int:
             shape = (shape,)
         self.shape = tuple(shape)
+        if isinstance(dtype, HandleType):
+            # `T.Tensor([n], T.ptr)`: a table of device addresses, stored as int64 (the
+            # reference's ABI); `T.make_tensor(table[i], shape, dtype)` views one of them
+            dtype = "int64"
         self.dtype = dtype if dtype is None or dtype is Any or isinstance(dtype, _Placeholder) \
             else DType(dtype)
         self.strides = tuple(strides) if strides is not None else None

@@ -1,0 +1,127 @@
+"""Dtypes used as the reference's are (`tvm.DataType` objects that are also `str`): string
+equality and hashing, `getattr(torch, dtype)`, `.as_torch()`, `T.dtype(...)`, the
+`tilelang.language.dtypes` tables, the types the reference names that have no storage here
+(int4, float4_e2m1fn: values only, a located error as buffer elements), `T.tfloat32`, and
+`T.Tensor([n], T.ptr)` (a table of addresses: int64)."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from tilelang.ir.dtype import DType
+
+
+def test_dtypes_are_strings_of_their_names():
+    assert isinstance(T.float16, str) and T.float16 == "float16" and "float16" == T.float16
+    assert hash(T.bfloat16) == hash("bfloat16") and {"bfloat16": 1}[T.bfloat16] == 1
+    assert {T.int8: "i8"}["int8"] == "i8"
+    assert f"{T.float32}" == "float32" and T.float16 + "x2" == "float16x2"
+    assert json.dumps({"dtype": T.int32}) == '{"dtype": "int32"}'
+    assert np.zeros(2, T.float16).dtype == np.float16
+    assert T.float16 != "float32" and T.float16 != 16 and T.float16 != None  # noqa: E711
+    assert pickle.loads(pickle.dumps(T.float8_e4m3fn)) is T.float8_e4m3fn
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64", "int8", "int16",
+                                  "int32", "int64", "uint8", "bool", "float8_e4m3fn",
+                                  "float8_e5m2"])
+def test_torch_lookups(name):
+    dt = getattr(T, name)
+    assert getattr(torch, dt) is dt.as_torch() is getattr(torch, name)
+    assert T.dtype(getattr(torch, name)) is dt
+    from tilelang.language.dtypes import _STR_TO_TORCH_DTYPE, _TORCH_DTYPE_TO_STR
+
+    assert T.dtype(_TORCH_DTYPE_TO_STR[getattr(torch, name)]) is dt
+    assert _STR_TO_TORCH_DTYPE[dt] is getattr(torch, name)
+
+
+def test_e4m3_is_torch_float8_e4m3fn():
+    assert T.float8_e4m3 is T.float8_e4m3fn and str(T.float8_e4m3) == "float8_e4m3fn"
+    assert T.float8_e4m3 == "float8_e4m3" and T.float8_e4m3.name == "float8_e4m3"
+    from tilelang.language.fp8 import determine_fp8_type, determine_torch_fp8_type
+
+    assert determine_fp8_type() is T.float8_e4m3fn and determine_fp8_type("e5m2") == "float8_e5m2"
+    assert determine_torch_fp8_type() is torch.float8_e4m3fn
+    with pytest.raises(ValueError, match="e4m3"):
+        determine_fp8_type("e3m4")
+
+
+def test_reference_dtype_api():
+    assert T.dtype("float16") is T.float16 and tilelang.DataType is DType
+    assert T.dtype(T.half) is T.float16 and T.uint is T.uint32 and T.dtype("uint") is T.uint32
+    assert (T.float16x4.bits, T.float16x4.lanes, T.float16x4.itemsize) == (16, 4, 8)
+    assert T.float16.bytes == 2 and T.int8x4.type_code == 0 and T.bfloat16.type_code == 4
+    assert T.float16x2.with_lanes(1) is T.float16 and T.int8x16 == "int8x16"
+    assert DType("handle").as_torch() is None
+    with pytest.raises(ValueError, match="no torch counterpart"):
+        T.float16x2.as_torch()
+
+
+def test_tfloat32_is_float32_storage():
+    assert T.tfloat32 is T.float32 and T.dtype("tfloat32") is T.float32
+    assert T.tfloat32.as_torch() is torch.float32 and T.tfloat32x4 is T.float32x4
+
+
+def test_types_without_storage_are_values():
+    assert (T.int4.bits, T.uint4.bits, T.float4_e2m1fn.bits) == (4, 4, 4)
+    assert T.int4 == "int4" and T.int4.as_torch() is torch.int8 and T.uint4.as_torch() is torch.uint8
+    assert T.float4_e2m1fn.is_float4() and T.float4_e2m1fn.is_float4_e2m1fn()
+    assert not T.float16.is_float4()
+    assert T.int4.is_signed_int and T.uint4.is_unsigned and not T.int4.storable
+    assert T.float4_e2m1fnx2.lanes == 2 and T.float8_e8m0fnu.bits == 8
+    from tilelang.language import dtypes
+
+    assert dtypes.is_f8f6f4_family(T.float8_e5m2) and dtypes.is_float4(T.float4_e2m1fn)
+    dtypes.validate_gemm_ab_dtypes(T.float16, "float16")
+    with pytest.raises(ValueError, match="Mixed-dtype"):
+        dtypes.validate_gemm_ab_dtypes(T.float16, T.bfloat16)
+
+
+@pytest.mark.parametrize("dtype", ["int4", "uint4", "float4_e2m1fn", "float8_e8m0fnu"])
+def test_buffers_of_types_without_storage_are_located_errors(dtype):
+    with pytest.raises(NotImplementedError, match=f"buffer of {dtype} elements") as info:
+        @T.prim_func
+        def kernel(A: T.Tensor((64,), "int8")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((64,), dtype)  # noqa: F841
+    assert "test_dtype_compat.py" in str(info.value)
+
+
+def test_tensor_of_pointers_is_int64():
+    spec = T.Tensor([4], T.ptr)
+    assert spec.dtype is T.int64
+
+    @T.prim_func
+    def first_pointer(P: T.Tensor([4], T.ptr), O: T.Tensor([1], "int64")):
+        with T.Kernel(1, threads=32):
+            O[0] = P[3]
+
+    k = tilelang.compile(first_pointer, target="cpu")
+    table = torch.tensor([11, 22, 33, 44], dtype=torch.int64)
+    out = torch.zeros(1, dtype=torch.int64)
+    k(table, out)
+    assert out.item() == 44
+
+
+def test_dtype_annotations_are_not_evaluated_as_text():
+    # a global named like a dtype must not capture `x: T.float32` (a str now)
+    import types
+
+    src = ("import tilelang.language as T\n"
+           "float32 = 'a module global that is not a dtype'\n"
+           "def kernel(A: T.Tensor((8,), T.float32), s: T.float32):\n"
+           "    with T.Kernel(1, threads=8):\n"
+           "        for i in T.Parallel(8):\n"
+           "            A[i] = s\n")
+    mod = types.ModuleType("dtype_annot_mod")
+    exec(compile(src, "<dtype_annot_mod>", "exec"), mod.__dict__)
+    from tilelang.frontend.annotations import resolve_annotations
+
+    ann = resolve_annotations(mod.kernel)
+    assert isinstance(ann["A"], type(T.Tensor((8,), T.float32)))
+    assert ann["s"] == "float32" and isinstance(ann["s"], DType)
