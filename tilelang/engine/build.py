@@ -11,6 +11,7 @@ from ..errors import located
 from ..ir import nodes as ir
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
+from .callback import apply_postproc
 from .pipeline import lower_kernel
 
 
@@ -73,7 +74,9 @@ class CUDAAdapter:
         self.func = func
         self.target = target
         self.module = lower_cuda(func, target, options)
-        self.source = self.module.source
+        # a registered `register_cuda_postproc_callback` rewrites the code before it is
+        # compiled; the compile cache is keyed by the text compiled
+        self.source = apply_postproc("cuda", self.module.source, target)
         configs = options.get("pass_configs", {})
         self.lower_seconds = time.perf_counter() - t0
         fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(

@@ -38,6 +38,7 @@ from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layou
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
                    shfl_xor, sync_global, sync_threads, sync_warp, use_swizzle)
+from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
                        copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,

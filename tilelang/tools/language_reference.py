@@ -35,6 +35,9 @@ SECTIONS = [
      "Parameter annotations (`T.Tensor`, `T.StridedTensor`, scalars), dtypes and symbolic "
      "sizes."),
     ("tilelang.language.macro", "Macros", "Reusable pieces of kernel code."),
+    ("tilelang.language.ptx", "Warp-level tensor-core instructions",
+     "ldmatrix and mma.sync written by hand, as the reference's intrinsics emitters "
+     "(`tilelang.cuda.intrinsics`) issue them; `T.gemm` does the same work without them."),
 ]
 OTHER = ("", "Other names", "")
 
