@@ -303,3 +303,13 @@ def test_lazy_jit_get_kernel_source_with_constants():
 def test_factory_get_kernel_source():
     factory = tilelang.jit(lambda n: copy_kernel(n), target=SM90)
     assert "__global__" in factory.get_kernel_source(512)
+
+
+@pytest.mark.parametrize("construct", ["tcgen05_gemm", "tcgen05_mma_arrive", "alloc_tmem"])
+def test_blackwell_constructs_name_their_backend(construct):
+    with pytest.raises((AttributeError, NotImplementedError), match="sm_100") as info:
+        @T.prim_func
+        def kernel(A: T.Tensor((128, 128), "float16")):
+            with T.Kernel(1, threads=128):
+                getattr(T, construct)((128, 128), "float32")
+    assert "test_reference_modules.py" in str(info.value)

@@ -125,3 +125,36 @@ def test_dtype_annotations_are_not_evaluated_as_text():
     ann = resolve_annotations(mod.kernel)
     assert isinstance(ann["A"], type(T.Tensor((8,), T.float32)))
     assert ann["s"] == "float32" and isinstance(ann["s"], DType)
+
+
+def test_tensor_from_a_loaded_address_is_a_located_error():
+    with pytest.raises(NotImplementedError, match="address computed in the kernel") as info:
+        @T.prim_func
+        def grouped(P: T.Tensor([2], T.ptr), O: T.Tensor((4,), "float16")):
+            with T.Kernel(2, threads=32) as bx:
+                A = T.make_tensor(P[bx], (4,), "float16")
+                O[0] = A[0]
+    assert "test_dtype_compat.py" in str(info.value)
+
+
+def test_cast_takes_both_argument_orders():
+    # the reference's IEEE-754 helpers (examples/deepseek_v4/act_quant.py) use TVM's order
+    def log2_ceil(x):
+        bits = T.reinterpret(x, "uint32")
+        exp = (bits >> 23) & 0xFF
+        mantissa = bits & ((1 << 23) - 1)
+        return T.Cast("int32", exp - 127 + T.if_then_else(mantissa != 0, 1, 0))
+
+    @T.prim_func
+    def kernel(X: T.Tensor((64,), "float32"), Y: T.Tensor((64,), "int32"),
+               Z: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                Y[i] = log2_ceil(X[i])
+                Z[i] = T.Cast(X[i] * 4.0, "int32")
+
+    x = torch.rand(64) * 1000 + 0.01
+    y, z = torch.zeros(64, dtype=torch.int32), torch.zeros(64, dtype=torch.int32)
+    tilelang.compile(kernel, target="cpu")(x, y, z)
+    assert torch.equal(y, torch.ceil(torch.log2(x)).int())
+    assert torch.equal(z, (x * 4).int())

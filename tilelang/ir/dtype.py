@@ -116,6 +116,8 @@ def canonical_dtype_name(value) -> str:
     if value is bool:
         return "bool"
     mod = type(value).__module__
+    if mod.startswith("tilelang"):  # a kernel value (its `.dtype` would fool numpy)
+        raise ValueError(f"unknown dtype {value!r}")
     if mod.startswith("torch"):
         tname = str(value).replace("torch.", "")
         for ours, theirs in _TORCH_NAMES.items():

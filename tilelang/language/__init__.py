@@ -72,7 +72,10 @@ def __getattr__(name):
         from .. import layout
 
         return getattr(layout, name)
-    from ..frontend.builder import error
+    from .backends import absent_backend
 
+    backend = absent_backend(name)
+    if backend is not None:
+        raise AttributeError(f"T.{name} belongs to {backend}; see docs/compatibility.md")
     raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}: T.{name} is "
                          "not supported (yet); see docs/compatibility.md")

@@ -298,6 +298,12 @@ def match_buffer(handle_value, shape, dtype="float32", strides=None, **_ignored)
 def make_tensor(ptr, shape, dtype="float32", strides=None):
     """A tensor view of a `T.ptr` / `T.handle` parameter with the given shape, dtype and
     (optional) strides; the same as `T.match_buffer(ptr, shape, dtype, strides)`."""
+    if isinstance(ptr, ir.Expr) and not (isinstance(ptr, ir.Var) and ptr.dtype.is_handle):
+        raise error(NotImplementedError,
+                    f"T.make_tensor of an address computed in the kernel ({ptr!r}, e.g. read "
+                    "from a T.Tensor([n], T.ptr) table) is not supported (yet): a tensor's "
+                    "memory must be a kernel parameter (pass the tensors themselves, or one "
+                    "tensor holding all groups with offsets)")
     return match_buffer(ptr, shape, dtype, strides)
 
 
