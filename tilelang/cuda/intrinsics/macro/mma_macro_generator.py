@@ -144,52 +144,46 @@ class TensorCoreIntrinEmitter:
 
     def ldmatrix_a(self, A_local_buf, A_shared_buf, ki, rk=0):
         """Load the warp's A micro tiles of K step `ki` (of reduction split `rk`)."""
-        from .... import language as T
-
-        A_local = _local(A_local_buf, "ldmatrix_a")
-        buf, base = _region(A_shared_buf)
-        lane, _, warp_m = self.extract_thread_binding(self.get_thread_binding())
-        lsa = self.local_size_a
-        for i in T.unroll(self.warp_rows):
-            wi = warp_m * self.warp_row_tiles + i * self.micro_size_x
-            wk = rk * self.chunk + ki * self.micro_size_k
-            if self._ldmatrix_ok("A"):
-                row, col = get_ldmatrix_offset("A", lane, 0, None, self.a_dtype,
-                                               self.a_transposed)
-                at = (wk + row, wi + col) if self.a_transposed else (wi + row, wk + col)
-                T.ptx_ldmatrix(self.a_transposed, 4, T.access_ptr(_at(buf, base, at), "r"),
-                               T.access_ptr(A_local[i * lsa], "w"))
-            else:
-                load = _ELEMENT_LOADS[self.a_dtype.bits][0]
-                for j in T.serial(lsa):
-                    mi, mk = load(lane, j)
-                    at = (wk + mk, wi + mi) if self.a_transposed else (wi + mi, wk + mk)
-                    A_local[i * lsa + j] = _at(buf, base, at)
+        self._load("A", A_local_buf, A_shared_buf, ki, rk)
 
     def ldmatrix_b(self, B_local_buf, B_shared_buf, ki, rk=0):
         """Load the warp's B micro tiles of K step `ki` (of reduction split `rk`)."""
+        self._load("B", B_local_buf, B_shared_buf, ki, rk)
+
+    def _load(self, matrix, local_buf, shared_buf, ki, rk):
+        """Micro tiles of operand `matrix` (A: M x K, B: N x K as mma sees them) into the
+        per-thread array: one ldmatrix per tile, or element loads where ldmatrix cannot
+        transpose (8/32-bit operands that are not K-contiguous)."""
         from .... import language as T
 
-        B_local = _local(B_local_buf, "ldmatrix_b")
-        buf, base = _region(B_shared_buf)
-        lane, warp_n, _ = self.extract_thread_binding(self.get_thread_binding())
-        lsb = self.local_size_b
-        for j in T.unroll(self.warp_cols):
-            wn = warp_n * self.warp_col_tiles + j * self.micro_size_y
-            wk = rk * self.chunk + ki * self.micro_size_k
-            if self._ldmatrix_ok("B"):
-                row, col = get_ldmatrix_offset("B", lane, 0, None, self.b_dtype,
-                                               self.b_transposed)
-                at = (wn + row, wk + col) if self.b_transposed else (wk + row, wn + col)
-                T.ptx_ldmatrix(not self.b_transposed, 4 if self.n_dim == 16 else 2,
-                               T.access_ptr(_at(buf, base, at), "r"),
-                               T.access_ptr(B_local[j * lsb], "w"))
+        is_a = matrix == "A"
+        local = _local(local_buf, f"ldmatrix_{matrix.lower()}")
+        buf, base = _region(shared_buf)
+        lane, warp_n, warp_m = self.extract_thread_binding(self.get_thread_binding())
+        dtype = self.a_dtype if is_a else self.b_dtype
+        # stored spatial-major (M x K for A, N x K for B) or K-major
+        k_last = not self.a_transposed if is_a else self.b_transposed
+        tiles, size = (self.warp_rows, self.local_size_a) if is_a else \
+            (self.warp_cols, self.local_size_b)
+        warp, tile, micro = (warp_m, self.warp_row_tiles, self.micro_size_x) if is_a else \
+            (warp_n, self.warp_col_tiles, self.micro_size_y)
+        wk = rk * self.chunk + ki * self.micro_size_k
+        for i in T.unroll(tiles):
+            ws = warp * tile + i * micro
+            if self._ldmatrix_ok(matrix):
+                # A's instruction transposes when A is stored K x M; B's when B is K x N
+                row, col = get_ldmatrix_offset(matrix, lane, 0, None, dtype,
+                                               self.a_transposed if is_a else self.b_transposed)
+                at = (ws + row, wk + col) if k_last else (wk + row, ws + col)
+                num = 4 if is_a or self.n_dim == 16 else 2
+                T.ptx_ldmatrix(not k_last, num, T.access_ptr(_at(buf, base, at), "r"),
+                               T.access_ptr(local[i * size], "w"))
             else:
-                load = _ELEMENT_LOADS[self.b_dtype.bits][1]
-                for v in T.serial(lsb):
-                    mn, mk = load(lane, v)
-                    at = (wn + mn, wk + mk) if self.b_transposed else (wk + mk, wn + mn)
-                    B_local[j * lsb + v] = _at(buf, base, at)
+                element_of = _ELEMENT_LOADS[dtype.bits][0 if is_a else 1]
+                for v in T.serial(size):
+                    ms, mk = element_of(lane, v)
+                    at = (ws + ms, wk + mk) if k_last else (wk + mk, ws + ms)
+                    local[i * size + v] = _at(buf, base, at)
 
     # ---- compute ------------------------------------------------------------------------------
     @property
