@@ -127,14 +127,86 @@ def test_dtype_annotations_are_not_evaluated_as_text():
     assert ann["s"] == "float32" and isinstance(ann["s"], DType)
 
 
-def test_tensor_from_a_loaded_address_is_a_located_error():
-    with pytest.raises(NotImplementedError, match="address computed in the kernel") as info:
+def grouped_gemm_by_pointers(G, M, N, K, bm=32, bn=32, bk=32):
+    """C[g] = A[g] @ B[g] for G groups given as tables of addresses (the reference's
+    grouped_gemm/example_grouped_gemm_fwd_ptr.py style)."""
+    @T.prim_func
+    def main(A_ptrs: T.Tensor([G], T.ptr), B_ptrs: T.Tensor([G], T.ptr),
+             C_ptrs: T.Tensor([G], T.ptr)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), G, threads=128) as (bx, by, g):
+            A = T.make_tensor(A_ptrs[g], (M, K), T.float16)
+            B = T.make_tensor(B_ptrs[g], (K, N), T.float16)
+            C = T.make_tensor(C_ptrs[g], (M, N), T.float32)
+            A_s = T.alloc_shared((bm, bk), T.float16)
+            B_s = T.alloc_shared((bk, bn), T.float16)
+            C_l = T.alloc_fragment((bm, bn), T.float32)
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                T.copy(A[by * bm, k * bk], A_s)
+                T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+    return main
+
+
+def _pointer_tables(G, M, N, K, device="cpu"):
+    a = [torch.randn(M, K, device=device).half() for _ in range(G)]
+    b = [torch.randn(K, N, device=device).half() for _ in range(G)]
+    c = [torch.full((M, N), float("nan"), device=device) for _ in range(G)]
+    table = [torch.tensor([t.data_ptr() for t in ts], device=device) for ts in (a, b, c)]
+    return a, b, c, table
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])])
+def test_tensors_at_addresses_from_a_pointer_table(device):
+    G, M, N, K = 3, 64, 96, 80  # ragged: K is not a multiple of the K step
+    k = tilelang.compile(grouped_gemm_by_pointers(G, M, N, K), target=device)
+    a, b, c, tables = _pointer_tables(G, M, N, K, device)
+    k(*tables)
+    for x, y, z in zip(a, b, c):
+        torch.testing.assert_close(z, x.float() @ y.float(), rtol=1e-3, atol=1e-3)
+
+
+def test_tensors_at_addresses_build_without_tensor_maps():
+    src = tilelang.compile(grouped_gemm_by_pointers(2, 128, 128, 128, 64, 64, 64),
+                           target="cuda -arch=sm_90a").get_kernel_source()
+    assert "half_t* __restrict__ A = (half_t*)(A_ptrs[" in src
+    assert "TensorMap" not in src and "tma_" not in src  # no host descriptor of such a tensor
+
+
+def test_tensor_at_address_errors():
+    with pytest.raises(TypeError, match="64-bit integer") as info:
         @T.prim_func
-        def grouped(P: T.Tensor([2], T.ptr), O: T.Tensor((4,), "float16")):
+        def narrow(P: T.Tensor([2], "int32"), O: T.Tensor((4,), "float16")):
             with T.Kernel(2, threads=32) as bx:
                 A = T.make_tensor(P[bx], (4,), "float16")
                 O[0] = A[0]
     assert "test_dtype_compat.py" in str(info.value)
+
+    @T.prim_func
+    def per_thread(P: T.Tensor([32], T.ptr), O: T.Tensor((32,), "float16")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            A = T.make_tensor(P[tx], (4,), "float16")
+            O[tx] = A[0]
+
+    x = torch.zeros(4).half()
+    with pytest.raises(Exception, match="address of"):
+        tilelang.compile(per_thread, target="cpu")(
+            torch.tensor([x.data_ptr() + 2 * i for i in range(32)]), torch.zeros(32).half())
+
+    @T.prim_func
+    def widened(P: T.Tensor([1], T.ptr), O: T.Tensor((4,), "bfloat16")):
+        with T.Kernel(1, threads=4):
+            A = T.make_tensor(P[0], (4,), "bfloat16")
+            for i in T.Parallel(4):
+                O[i] = A[i]
+
+    y = torch.zeros(4, dtype=torch.bfloat16)
+    with pytest.raises(NotImplementedError, match="widened"):
+        tilelang.compile(widened, target="cpu")(torch.tensor([y.data_ptr()]), y)
 
 
 def test_cast_takes_both_argument_orders():

@@ -225,10 +225,10 @@ class Buffer(ExprOps, Node):
     """
 
     __slots__ = ("name", "shape", "dtype", "scope", "strides", "view_of", "elem_offset", "loc",
-                 "__weakref__")
+                 "computed_address", "__weakref__")
 
     def __init__(self, name, shape, dtype, scope="global", strides=None, data=None,
-                 elem_offset=0, loc=None):
+                 elem_offset=0, loc=None, computed_address=False):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
@@ -243,6 +243,10 @@ class Buffer(ExprOps, Node):
         self.view_of = None if data is None else (data.view_of or data)
         self.elem_offset = elem_offset
         self.loc = loc
+        # a global tensor at an address computed in the kernel (`T.make_tensor(table[i], ...)`;
+        # bound by an Attr("tensor_address", (buffer, address)) around its uses): no TMA
+        # descriptor can be made for it on the host
+        self.computed_address = computed_address
 
     @property
     def data(self) -> "BufferData":

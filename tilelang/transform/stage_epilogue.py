@@ -219,7 +219,8 @@ class _Stager:
         if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER) or \
                 ctx.flag(PassConfigKey.TL_DISABLE_TMA_STORE):
             return None
-        if g.strides is not None or not all(isinstance(x, int) for x in g.shape) or \
+        if g.computed_address or g.strides is not None or \
+                not all(isinstance(x, int) for x in g.shape) or \
                 not 1 <= len(g.shape) <= 5 or (g.shape[-1] * g.dtype.bytes) % 16:
             return None
         blk = getattr(lay, "column_block", None)
