@@ -256,6 +256,11 @@ def test_tirx_index_map_and_tvm_testing():
     from tvm import testing as tvm_testing
     from tvm.tirx import IndexMap
 
+    from tvm import tirx
+
+    v = tirx.Var("value", "bfloat16")
+    assert isinstance(v, tirx.Var) and v.dtype is T.bfloat16 and T.exp(v).dtype is T.bfloat16
+    assert not isinstance(T.float16(1.0), tirx.Var) and isinstance(T.exp(v), tirx.Call)
     imap = IndexMap.from_func(lambda i, j: (i // 2, j * 2 + i % 2), index_dtype=T.int32)
     assert imap.map_indices([5, 3]) == [2, 7]
     n = T.dynamic("n")

@@ -14,14 +14,27 @@ from __future__ import annotations
 from ..ir import nodes as _ir
 from ..ir.dtype import DType as _DType
 
-__all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "IntImm", "FloatImm", "const", "Cast",
+__all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const", "Cast",
            "Select", "Min", "Max", "reinterpret", "if_then_else", "floordiv", "floormod",
            "truncdiv", "truncmod", "IndexMap"]
 
 PrimExpr = _ir.Expr
-Var = _ir.Var
 Buffer = _ir.Buffer
 BufferLoad = _ir.Load
+Call = _ir.Call
+
+
+class _VarType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _ir.Var)
+
+
+class Var(metaclass=_VarType):
+    """`tirx.Var(name, dtype)`: a scalar kernel variable (the dtype in any spelling);
+    `isinstance(x, tirx.Var)` holds for every kernel variable."""
+
+    def __new__(cls, name="v", dtype="int32", span=None):
+        return _ir.Var(str(name), _DType(dtype))
 
 
 def const(value, dtype=None):
