@@ -81,6 +81,11 @@ _LAZY = {
     "dtypes": ("tilelang.language.dtypes", None),
     "par_compile": ("tilelang.jit.parallel", "par_compile"),
     "DataType": ("tilelang.tvm", "DataType"),
+    "contrib": ("tilelang.contrib", None),
+    "tileop": ("tilelang.tileop", None),
+    "register_cuda_postproc": ("tilelang.engine.callback", "register_cuda_postproc"),
+    "register_hip_postproc": ("tilelang.engine.callback", "register_hip_postproc"),
+    "register_c_postproc": ("tilelang.engine.callback", "register_c_postproc"),
 }
 
 
@@ -99,7 +104,7 @@ def _register_tvm_standin():
         return
     from . import tvm as standin
 
-    sys.modules["tvm"] = standin
+    standin.register_as_tvm(sys.modules)
 
 
 _register_tvm_standin()

@@ -307,6 +307,12 @@ class CudaPrinter:
         self.emit("}")
 
     def s_Attr(self, s):
+        if s.key == "tensor_address":  # T.make_tensor(address, ...): a pointer from here on
+            buf, addr = s.value
+            t = ctype(buf.dtype)
+            self.emit(f"{t}* __restrict__ {self.name(buf)} = ({t}*)({self.expr(addr)});")
+            self.stmt(s.body)
+            return
         if s.key != "partitioned":  # a marker for insert_sync, nothing a reader needs
             self.emit(f"// {s.key}: {s.value}")
         self.stmt(s.body)

@@ -9,6 +9,7 @@ first argument is the C++ callee text.
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from .ptx import PTX_RENDERERS
 
 _MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "tanh", "sin",
          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "sigmoid", "rsqrt",
@@ -73,6 +74,8 @@ def _address(p, e) -> str:
 def render_call(p, c: ir.Call) -> str:
     op = c.op
     attrs = dict(c.attrs)
+    if op in PTX_RENDERERS:
+        return PTX_RENDERERS[op](p, c, _address)
     if op in _MATH:
         fn = op
         if p.fast_math and op in _FAST and c.dtype.name == "float32":

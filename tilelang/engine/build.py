@@ -74,15 +74,21 @@ class CUDAAdapter:
         t0 = time.perf_counter()
         self.func = func
         self.target = target
+        from .callback import apply_postproc, get_postproc
+
+        # a registered `register_cuda_postproc_callback` rewrites the code before it is
+        # compiled (the cubin cache is keyed by the text compiled); its Python code is not in
+        # the program cache's key, so programs built with one are not taken from there
+        postproc = get_postproc("cuda") is not None
         # a program some process compiled before: no lowering, no NVRTC (program_cache.py)
-        key, hit = program_cache.lookup(func, target, options)
+        key, hit = (None, None) if postproc else program_cache.lookup(func, target, options)
         if hit is not None:
             self.module, self.compiled = hit
             self.source = self.module.source
             self.lower_seconds = 0.0
         else:
             self.module = lower_cuda(func, target, options)
-            self.source = self.module.source
+            self.source = apply_postproc("cuda", self.module.source, target)
             configs = options.get("pass_configs", {})
             self.lower_seconds = time.perf_counter() - t0
             fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
@@ -92,7 +98,8 @@ class CUDAAdapter:
                                          options.get("compile_flags", ()), name=func.name,
                                          fast_math=fast,
                                          verbose=verbose_ptx or options.get("verbose", False))
-            program_cache.store(key, func, self.module, self.compiled)
+            if not postproc:
+                program_cache.store(key, func, self.module, self.compiled)
         self.program_cache_hit = hit is not None
         if options.get("verbose"):
             print(f"[tilelang] {func.name}: lowered in {self.lower_seconds * 1e3:.1f} ms, "

@@ -102,6 +102,8 @@ class Frame:
                 inner = body if body is not None else ir.Seq(())
                 if tag == "let":
                     body = ir.LetStmt(item[1], item[2], inner, loc=item[3])
+                elif tag == "attr":
+                    body = ir.Attr(item[1], item[2], inner, loc=item[3])
                 else:  # alloc
                     body = ir.Allocate(item[1], inner, item[2], loc=item[3])
             elif body is None:
@@ -201,6 +203,10 @@ class Builder:
         var = ir.Var(name, value.dtype)
         self.frame.items.append(("let", var, value, current_loc()))
         return var
+
+    def scope_attr(self, key: str, value):
+        """An Attr(key, value) around the statements that follow in the current frame."""
+        self.frame.items.append(("attr", key, value, current_loc()))
 
     def declare_local(self, buffer: ir.Buffer, init=None):
         self.frame.items.append(("alloc", buffer, init, current_loc()))

@@ -24,6 +24,7 @@ from ..ir import nodes as ir
 from ..ir.thread_range import branch_ranges, role_of, warp_aligned
 from ..ir.visitor import any_node, substitute
 from .evaluate import ExprCompiler
+from .address import array_at_address
 from .intrinsics import compile_call
 from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
 from .memory import LocalStore, store_array
@@ -236,6 +237,25 @@ class Program(ExprCompiler):
 
     _s_LetStmt = _s_Seq
     _s_Allocate = _s_Seq
+
+    def _s_Attr(self, s):
+        if s.key != "tensor_address":
+            raise NotImplementedError(f"the CPU interpreter cannot execute Attr({s.key!r}) "
+                                      "statements")
+        # T.make_tensor(address, ...): bind the buffer to the memory at the address
+        buf, addr = s.value
+        faddr = self.expr(addr)
+        fshape = [d if isinstance(d, int) else self.expr(d) for d in buf.shape]
+        body, loc = self.stmt(s.body), s.loc
+
+        def f(ctx, mask):
+            ctx.mask, ctx.loc = mask, loc
+            address = uniform_int(ctx, faddr(ctx), f"the address of {buf.name}")
+            shape = tuple(d if isinstance(d, int) else
+                          uniform_int(ctx, d(ctx), f"{buf.name} shape") for d in fshape)
+            ctx.bufs[buf] = array_at_address(ctx, buf, address, shape)
+            return body(ctx, mask)
+        return f
 
     def _let(self, s):
         """Binds the let's Var (its body is compiled by `_flatten`)."""

@@ -18,6 +18,7 @@ from ..ir import nodes as ir
 from ..ir.dtype import DType
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
+from .ptx import PTX_CALLS
 from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
 
 __all__ = ["compile_call", "MATH_UNARY", "is_modeled_extern"]
@@ -117,6 +118,8 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return c.expr(e.args[0])
     if op == "atomic_store":
         return _atomic_store(c, e)
+    if op in PTX_CALLS:
+        return PTX_CALLS[op](c, e)
     if op in _NO_OPS:
         zero = np.int32(0)
         return lambda ctx: zero

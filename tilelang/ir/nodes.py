@@ -225,13 +225,15 @@ class Buffer(ExprOps, Node):
     """
 
     __slots__ = ("name", "shape", "dtype", "scope", "strides", "view_of", "elem_offset", "loc",
-                 "__weakref__")
+                 "computed_address", "__weakref__")
 
     def __init__(self, name, shape, dtype, scope="global", strides=None, data=None,
-                 elem_offset=0, loc=None):
+                 elem_offset=0, loc=None, computed_address=False):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
+        if not self.dtype.storable:
+            _refuse_element_type(self.dtype)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
         # a view (`T.Tensor(shape, dtype, X.data)` in a kernel) names the buffer whose
@@ -241,6 +243,10 @@ class Buffer(ExprOps, Node):
         self.view_of = None if data is None else (data.view_of or data)
         self.elem_offset = elem_offset
         self.loc = loc
+        # a global tensor at an address computed in the kernel (`T.make_tensor(table[i], ...)`;
+        # bound by an Attr("tensor_address", (buffer, address)) around its uses): no TMA
+        # descriptor can be made for it on the host
+        self.computed_address = computed_address
 
     @property
     def data(self) -> "BufferData":
@@ -320,6 +326,17 @@ class Buffer(ExprOps, Node):
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype.name}, {self.scope})"
 
     __str__ = __repr__
+
+
+def _refuse_element_type(dtype: DType):
+    from ..frontend.builder import error
+
+    why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
+           "supported (yet): store the values packed in uint8 / int8 and unpack them with "
+           "shifts and masks" if dtype.bits < 8 else
+           f"{dtype} has no storage type in this compiler (yet)")
+    raise error(NotImplementedError, f"a buffer of {dtype} elements is not supported: {why}; "
+                                     "see docs/compatibility.md")
 
 
 class BufferData:

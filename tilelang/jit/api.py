@@ -136,6 +136,10 @@ class JITFactory:
 
     __call__ = compile
 
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        """The generated CUDA of the kernel compiled for these factory arguments."""
+        return self.compile(*args, **kwargs).get_kernel_source()
+
     def par_compile(self, configs, num_workers=None, ignore_error=False):
         from .parallel import par_compile
 

@@ -48,6 +48,7 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
+from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
                        copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
@@ -63,6 +64,8 @@ from .types import float_ as float
 from .types import int_ as int
 
 from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)
+# every dtype name of the reference (vectors, tfloat32, uint, int4, float4_e2m1fn, ...)
+globals().update({_n: getattr(dtypes, _n) for _n in dtypes._all_dtypes})
 
 # Pure aliases with the reference's spellings (its loop.py and TVMScript re-exports).
 Unroll = unroll
@@ -79,7 +82,10 @@ def __getattr__(name):
         from .. import layout
 
         return getattr(layout, name)
-    from ..frontend.builder import error
+    from .backends import absent_backend
 
+    backend = absent_backend(name)
+    if backend is not None:
+        raise AttributeError(f"T.{name} belongs to {backend}; see docs/compatibility.md")
     raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}: T.{name} is "
                          "not supported (yet); see docs/compatibility.md")

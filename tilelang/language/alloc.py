@@ -137,4 +137,6 @@ def alloc_barrier(arrive_count=1):
 
 def alloc_tmem(*args, **kwargs):
     """Blackwell tensor memory (not supported on sm_80/sm_90: raises a located error)."""
-    raise error(NotImplementedError, "T.alloc_tmem (Blackwell tensor memory) is not supported")
+    from .backends import absent_backend
+
+    raise error(NotImplementedError, f"T.alloc_tmem belongs to {absent_backend('alloc_tmem')}")

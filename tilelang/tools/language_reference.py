@@ -41,6 +41,9 @@ SECTIONS = [
      "Parameter annotations (`T.Tensor`, `T.StridedTensor`, scalars), dtypes and symbolic "
      "sizes."),
     ("tilelang.language.macro", "Macros", "Reusable pieces of kernel code."),
+    ("tilelang.language.ptx", "Warp-level tensor-core instructions",
+     "ldmatrix and mma.sync written by hand, as the reference's intrinsics emitters "
+     "(`tilelang.cuda.intrinsics`) issue them; `T.gemm` does the same work without them."),
 ]
 OTHER = ("", "Other names", "")
 
@@ -63,10 +66,12 @@ def _entries():
 
     by_section: dict = {}
     seen: dict = {}
+    from ..ir.dtype import DType
+
     for name in sorted(n for n in dir(T) if not n.startswith("_")):
         obj = getattr(T, name)
-        if inspect.ismodule(obj):
-            continue
+        if inspect.ismodule(obj) or (isinstance(obj, DType) and name != "dtype"):
+            continue  # the dtypes are listed together (`_dtype_line`)
         module = getattr(obj, "__module__", "") or ""
         section = next((s for s in SECTIONS if module == s[0]), OTHER)
         key = id(obj)
@@ -76,6 +81,20 @@ def _entries():
         seen.setdefault(key, name)
         by_section.setdefault(section, []).append((name, obj, None))
     return by_section
+
+
+def _dtype_line() -> str:
+    import tilelang.language as T
+    from ..ir.dtype import DType
+
+    names = sorted(n for n in dir(T) if not n.startswith("_") and n != "dtype"
+                   and isinstance(getattr(T, n), DType))
+    scalars = [n for n in names if getattr(T, n).lanes == 1]
+    return ("- **dtypes** — " + ", ".join(f"`T.{n}`" for n in scalars) + "; vectors of 2 to 64 "
+            "lanes as `T.float16x2`, `T.int8x4`, ... Each is a `str` of its name "
+            "(`T.float16 == \"float16\"`); `T.float32(x)` casts, `T.float32(0)` is a constant, "
+            "`.as_torch()` gives the torch dtype. `T.tfloat32` is `T.float32`; `T.int4`, "
+            "`T.uint4`, `T.float4_e2m1fn`, `T.float8_e8m0fnu` are values only (no buffers).")
 
 
 def render() -> str:
@@ -93,6 +112,8 @@ def render() -> str:
         out += [f"## {title}", ""]
         if blurb:
             out += [blurb, ""]
+        if section[0] == "tilelang.language.types":
+            out.append(_dtype_line())
         for name, obj, alias_of in items:
             if alias_of is not None:
                 out += [f"- **`T.{name}`** — alias of `T.{alias_of}`."]

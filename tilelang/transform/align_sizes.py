@@ -72,7 +72,8 @@ class _Align(Mutator):
             return b
         view = self.visit_Buffer(b.view_of) if b.view_of is not None else None
         new = ir.Buffer(b.name, shape, b.dtype, b.scope, strides, data=view,
-                        elem_offset=b.elem_offset, loc=b.loc)
+                        elem_offset=b.elem_offset, loc=b.loc,
+                        computed_address=b.computed_address)
         self.buffers[b] = new
         return new
 

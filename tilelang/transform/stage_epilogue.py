@@ -220,7 +220,8 @@ class _Stager:
         if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER) or \
                 ctx.flag(PassConfigKey.TL_DISABLE_TMA_STORE):
             return None
-        if g.strides is not None or not 1 <= len(g.shape) <= 5 or not rows_16_byte_aligned(g):
+        if g.computed_address or g.strides is not None or not 1 <= len(g.shape) <= 5 or \
+                not rows_16_byte_aligned(g):
             return None
         blk = getattr(lay, "column_block", None)
         if not getattr(lay, "swizzle_bytes", None) or not blk or rows % 8 or rows > 256:

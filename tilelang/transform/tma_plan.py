@@ -75,6 +75,8 @@ def tma_plan(copy: ir.Copy, layout, deps):
     g, s = src.buffer, dst.buffer
     if g.dtype is not s.dtype:
         return None, f"it converts {g.dtype} to {s.dtype}"
+    if g.computed_address:
+        return None, f"{g.name} is at an address computed in the kernel (no tensor map)"
     if g.dtype.bits < 8:
         return None, f"{g.dtype} elements are narrower than a byte"
     if g.strides is not None:

@@ -48,6 +48,8 @@ def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tm
     S, G = src.buffer, dst.buffer
     if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
         return None, "TMA needs sm_90a (and tl.disable_tma_lower unset)"
+    if G.computed_address:
+        return None, f"{G.name} is at an address computed in the kernel (no tensor map)"
     if G.dtype is not S.dtype or G.dtype.name not in _TYPES:
         return None, f"TMA adds {'/'.join(_TYPES)} tiles into the same type"
     if G.strides is not None or not 1 <= len(G.shape) <= 5 or not rows_16_byte_aligned(G):
