@@ -1040,3 +1040,12 @@ def test_well_formed_targets_are_accepted(target, arch):
 
     t = parse_target(target)
     assert (t.kind, t.arch) == ("cuda", arch)
+
+
+def test_a_grid_past_the_limits_traces_and_fails_when_compiled():
+    """The reference traces such a program (tilelang.tools.Analyzer analyses its IR without a
+    launch); compiling it for either target is the located error."""
+    func = grid_y_past_65535()  # traced without an error
+    assert "70000" in str(func)
+    with pytest.raises(KernelError, match="grid extent 70000 along y"):
+        tilelang.compile(func, target="cpu")

@@ -46,6 +46,9 @@ def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     from ..transform.inline_lets import inline_pure_lets
     from .pipeline import lower_kernel
 
+    from ..jit.kernel import check_launch_limits
+
+    check_launch_limits(func)
     configs = options.get("pass_configs", {})
     verbose = options.get("verbose", False)
     body = inline_pure_lets(func.body)
