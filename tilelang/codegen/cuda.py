@@ -83,9 +83,10 @@ class CudaPrinter:
         self.fast_math = fast_math
         self.var_names: dict = {}  # Var -> C text (for builtins)
         # A var or buffer the IR binds more than once (a let the pipeliner copied into the
-        # prologue and the loop body, say) would be declared twice in one C++ scope: every
-        # binding after the first gets a fresh name while its body is printed.
-        self.declared: set = set()  # ids of vars and buffers declared so far
+        # prologue and the loop body, say) would be declared twice in one C++ scope, or
+        # shadow itself: a binding while an earlier one is still in scope gets a fresh name
+        # while its body is printed.
+        self.scopes: list = [set()]  # ids declared in each open C++ block, innermost last
         self.rebound: dict = {}  # id -> the C name of the binding being printed
         self.scalar_buffers: set = set()  # local.var buffers printed as scalars
 
@@ -226,7 +227,9 @@ class CudaPrinter:
 
     def block(self, s):
         self.indent += 1
+        self.scopes.append(set())
         self.stmt(s)
+        self.scopes.pop()
         self.indent -= 1
 
     def s_Seq(self, s):
@@ -254,8 +257,8 @@ class CudaPrinter:
         """Print a declaration of `obj` and what follows in its scope (`print_binding()`),
         under a fresh C name when `obj` was declared before."""
         key = id(obj)
-        if key not in self.declared:
-            self.declared.add(key)
+        if not any(key in scope for scope in self.scopes):
+            self.scopes[-1].add(key)
             print_binding()
             return
         outer = self.rebound.get(key)

@@ -60,6 +60,12 @@ def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
     return _match_rank(frag, g.A.buffer)
 
 
+def b_fragment_layout(g: ir.Gemm, part, K, N, ctx):
+    _check_dtypes(g, ctx)
+    frag = _replicate(L.mma_b_fragment(K, N, part[0], part[1], g.B.buffer.dtype.bits), part[2])
+    return _match_rank(frag, g.B.buffer)
+
+
 def _match_rank(frag, buf):
     """A 2-D instruction layout on a buffer with leading unit dims."""
     from ..transform.fragment_ops import insert_unit_dim
@@ -113,17 +119,28 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     c_reg = ctx.register_of(g.C.buffer)
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
-    b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = _tile_info(g.B, ctx.layouts[g.B.buffer], g.loc)
-    tb = "true" if g.trans_B else "false"
+    shape = f"{M}, {N}, {K}, {wm}, {wn}"
     if g.A.buffer.scope == "local.fragment":
-        a_reg = ctx.register_of(g.A.buffer)
-        name = (f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, tid)
+        a_args, a_tmpl, a_kind = (ctx.register_of(g.A.buffer),), "", "r"
     else:
         a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = _tile_info(g.A, ctx.layouts[g.A.buffer],
                                                                g.loc)
         ta = "true" if g.trans_A else "false"
-        name = (f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_rows}, {a_cols}, "
-                f"{a_swz}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, tid)
+        a_args, a_tmpl, a_kind = (a_base, a_r0, a_c0), f"{ta}, {a_rows}, {a_cols}, {a_swz}", "s"
+    if g.B.buffer.scope == "local.fragment":
+        b_args, b_tmpl, b_kind = (ctx.register_of(g.B.buffer),), "", "r"
+    else:
+        b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = _tile_info(g.B, ctx.layouts[g.B.buffer],
+                                                               g.loc)
+        tb = "true" if g.trans_B else "false"
+        b_args, b_tmpl, b_kind = (b_base, b_r0, b_c0), f"{tb}, {b_rows}, {b_cols}, {b_swz}", "s"
+    # registers hold the instruction's operand layout whatever the transpose flags said
+    # (layout inference laid the fragment out so): only shared operands take them
+    if a_kind + b_kind == "ss":  # gemm_ss takes both transposes first
+        ta, a_rest = a_tmpl.split(", ", 1)
+        tb, b_rest = b_tmpl.split(", ", 1)
+        a_tmpl, b_tmpl = f"{ta}, {tb}, {a_rest}", b_rest
+    tmpl = ", ".join(x for x in (shape, a_tmpl, b_tmpl) if x)
+    name = f"tl::gemm_{a_kind}{b_kind}<{tmpl}>"
+    args = (name,) + a_args + b_args + (c_reg, clear, tid)
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

@@ -4,10 +4,21 @@ Expects: a freshly traced PrimFunc. Guarantees (else raises a KernelError at the
 statement):
   * every variable is used inside the scope that defines it (a let bound inside a loop or
     branch is not read after it);
-  * a fragment element is accessed outside T.Parallel only at index [0]... (all zeros);
   * inside one T.Parallel nest, all accesses to one fragment use the same indices, and a
     T.Parallel loop with a symbolic extent does not index a fragment;
   * a thread-private `local` buffer is not indexed by a T.Parallel loop variable.
+
+These are the fragment rules of both targets: the interpreter runs what passes them, and the
+CUDA path lowers all of it (layout inference replicates, keeps dims in registers or stages
+through shared memory where a layout cannot serve an access; see docs/layouts.md). Like the
+reference, a fragment may be indexed anywhere outside T.Parallel (every thread then holds it
+whole), and inside T.Parallel by any index expression.
+
+Also (the reference sizes a fragment by the layout of the loop that indexes it): a fragment
+dim indexed directly by a T.Parallel variable whose loop is longer than the dim grows to the
+loop's extent (`sinks = T.alloc_fragment([heads])` filled by `for i in T.Parallel(block_M):
+sinks[i] = ...`), unless an instruction (gemm, reduction, scan) or T.annotate_layout fixes
+the fragment's shape.
 """
 
 from __future__ import annotations
@@ -101,6 +112,21 @@ class _Scopes(LocatedVisitor):
 class _FragmentRules(LocatedVisitor):
     def __init__(self):
         self.parallel_vars: list = []  # stack of (vars, symbolic_extent, accesses dict)
+        self.grow: dict = {}  # fragment -> {dim: extent of the loop indexing it}
+        self.grow_loc: dict = {}
+        self.fixed_shape: set = set()  # fragments whose shape an instruction relies on
+
+    def visit_Gemm(self, s):
+        self.fixed_shape.update(r.buffer for r in (s.A, s.B, s.C))
+        self.generic(s)
+
+    def visit_Reduce(self, s):
+        self.fixed_shape.update((s.src, s.dst))
+        self.generic(s)
+
+    def visit_CumSum(self, s):
+        self.fixed_shape.update((s.src, s.dst))
+        self.generic(s)
 
     def visit_For(self, s):
         if s.kind != "parallel" or (self.parallel_vars and self.parallel_vars[-1]["open"]):
@@ -108,6 +134,7 @@ class _FragmentRules(LocatedVisitor):
                 ctx = self.parallel_vars[-1]
                 ctx["vars"].append(s.var)
                 ctx["symbolic"] |= not isinstance(s.extent, ir.Const)
+                ctx["extents"][id(s.var)] = _static_extent(s)
                 self.visit(s.body)
                 return
             if self.parallel_vars:
@@ -117,7 +144,7 @@ class _FragmentRules(LocatedVisitor):
                 self.parallel_vars[-1]["open"] = True
             return
         ctx = {"vars": [s.var], "symbolic": not isinstance(s.extent, ir.Const), "access": {},
-               "open": True}
+               "open": True, "extents": {id(s.var): _static_extent(s)}}
         self.parallel_vars.append(ctx)
         self.visit(s.body)
         self.parallel_vars.pop()
@@ -125,18 +152,19 @@ class _FragmentRules(LocatedVisitor):
     def _access(self, buf, indices):
         if buf.scope == "local.fragment":
             if not self.parallel_vars:
-                if not all(isinstance(i, ir.Const) and i.value == 0 for i in indices):
-                    shown = ", ".join(str(i) for i in indices)
-                    _err(self.loc, ValueError,
-                         f"Fragment buffer access with non-zero index [{shown}] is not "
-                         f"supported. Only fragment[0] access is allowed (fragment "
-                         f"{buf.name}); access fragment elements inside T.Parallel")
-                return
+                return  # any index: such a fragment is held whole by every thread
             ctx = self.parallel_vars[-1]
             if ctx["symbolic"]:
                 _err(self.loc, ValueError,
                      f"fragment {buf.name} is indexed in a T.Parallel loop with a symbolic "
                      "extent; fragment loops need static extents")
+            for d, idx in enumerate(indices):
+                extent = ctx["extents"].get(id(idx))
+                if isinstance(extent, int) and isinstance(buf.shape[d], int) and \
+                        extent > buf.shape[d]:
+                    self.grow.setdefault(buf, {})
+                    self.grow[buf][d] = max(self.grow[buf].get(d, 0), extent)
+                    self.grow_loc.setdefault(buf, self.loc)
             prev = ctx["access"].get(buf)
             if prev is None:
                 ctx["access"][buf] = indices
@@ -172,7 +200,33 @@ class _FragmentRules(LocatedVisitor):
         self.visit(s.value)
 
 
+def _static_extent(loop: ir.For):
+    """The loop's trip count when it starts at a constant 0 and has a constant extent."""
+    if isinstance(loop.extent, ir.Const) and isinstance(loop.start, ir.Const) and \
+            loop.start.value == 0:
+        return int(loop.extent.value)
+    return None
+
+
+def _grow_fragments(rules: _FragmentRules, func: ir.PrimFunc):
+    """Give each fragment the extents the loops indexing it need (see the module docstring).
+    Buffers are shared by reference in the IR, so the new shape reaches every use; tile-op
+    regions keep the extents they were written with."""
+    annotated = set()
+    for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
+        annotated.update(v[0] for key, v in k.attrs if key == "layout")
+    for buf, dims in rules.grow.items():
+        if buf in rules.fixed_shape or buf in annotated:
+            continue
+        shape = list(buf.shape)
+        for d, extent in dims.items():
+            shape[d] = extent
+        buf.shape = tuple(shape)
+
+
 def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
     _Scopes(func.params).visit(func.body)
-    _FragmentRules().visit(func.body)
+    rules = _FragmentRules()
+    rules.visit(func.body)
+    _grow_fragments(rules, func)
     return func
