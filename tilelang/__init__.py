@@ -44,11 +44,16 @@ def _init_logger():
 _init_logger()
 del _init_logger
 
-from . import language  # noqa: F401,E402
-from .env import env, disable_cache, enable_cache, is_cache_enabled  # noqa: F401,E402
-from .jit import jit, lazy_jit, compile, lower, JITKernel  # noqa: F401,E402,A004
-from .transform.pass_config import PassConfigKey  # noqa: F401,E402
-from .profiler.supply import TensorSupplyType  # noqa: F401,E402
+# `name as name`: the package ships py.typed, and type checkers (pyright, Pylance) count a
+# plain `from .jit import jit` as private to this module ("jit" is not exported from module
+# "tilelang") unless the import re-exports it explicitly
+from . import language as language  # noqa: E402
+from .env import (env as env, disable_cache as disable_cache,  # noqa: E402
+                  enable_cache as enable_cache, is_cache_enabled as is_cache_enabled)
+from .jit import (jit as jit, lazy_jit as lazy_jit, compile as compile,  # noqa: E402,A004
+                  lower as lower, JITKernel as JITKernel)
+from .transform.pass_config import PassConfigKey as PassConfigKey  # noqa: E402
+from .profiler.supply import TensorSupplyType as TensorSupplyType  # noqa: E402
 
 _LAZY = {
     "autotune": ("tilelang.autotuner", "autotune"),

@@ -309,6 +309,10 @@ def test_rejected_with_a_located_error(builder, target, words):
                                      layout_conflict_accumulator_reused_as_operand,
                                      shared_memory_over_the_limit])
 def test_hardware_limits_do_not_bind_the_interpreter(builder):
-    """The interpreter defines the language, not the instruction set: these run there."""
+    """The interpreter defines the language, not the instruction set: these run there. Their
+    CUDA does not exist: asking the kernel for it reports the limit at the user's line."""
     kernel = tilelang.compile(builder(), target="cpu")
-    assert kernel.get_kernel_source()
+    assert kernel.get_tir() is not None
+    with pytest.raises(KernelError) as info:
+        kernel.get_kernel_source()
+    assert info.value.loc.lineno == _marked_line_of(builder)

@@ -97,9 +97,9 @@ def _worker_count() -> int:
 
 
 def _tqdm(*args, **kwargs):
-    from tqdm.auto import tqdm
+    from ..jit.parallel import progress_bar_class
 
-    return tqdm(*args, **kwargs)
+    return progress_bar_class()(*args, **kwargs)
 
 
 class AutoTuner:
@@ -506,9 +506,9 @@ class _WrongResult(Exception):
 
 def _write(line: str):
     try:
-        from tqdm.auto import tqdm
+        from ..jit.parallel import progress_bar_class
 
-        tqdm.write(line)
+        progress_bar_class().write(line)
     except Exception:
         print(line)
 

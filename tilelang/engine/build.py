@@ -199,5 +199,58 @@ def encode_tma(d, tensor, swizzle: int) -> bytes:
                                  tuple(tensor.stride()), d.box, swizzle=swizzle)
 
 
-def build_cuda(func: ir.PrimFunc, target: Target, options: dict) -> CUDAAdapter:
+class AlignedCUDAAdapter:
+    """A function with dynamic sizes, compiled for the calls whose row-stride sizes are
+    multiples of 16 bytes (transform/align_sizes.py: TMA and 16-byte vectors become provable)
+    and, on the first call that is not, as written. Presents the aligned build (its source,
+    registers, fast call) and routes each call by the sizes it binds."""
+
+    def __init__(self, func: ir.PrimFunc, target: Target, options: dict, alignment: dict):
+        from ..transform.align_sizes import align_sizes
+
+        self.func, self.target, self.options = func, target, options
+        self.alignment = alignment
+        aligned_func, derived = align_sizes(func, alignment)
+        self.aligned = CUDAAdapter(aligned_func, target, options)
+        self.aligned.derived_symbols = derived
+        self._exact = None
+
+    @property
+    def exact(self) -> CUDAAdapter:
+        """The function as written, for sizes that are not multiples (built on first use)."""
+        if self._exact is None:
+            self._exact = CUDAAdapter(self.func, self.target, self.options)
+        return self._exact
+
+    def __getattr__(self, name):  # source, module, n_regs, ... of the aligned build
+        if name in ("aligned", "func"):
+            raise AttributeError(name)
+        return getattr(self.aligned, name)
+
+    def fits(self, symbols) -> bool:
+        return all(symbols[v] % a == 0 for v, a in self.alignment.items())
+
+    def run(self, full_args, symbols, device, stream=None):
+        if not self.fits(symbols):
+            return self.exact.run(full_args, symbols, device, stream)
+        ext = dict(symbols)
+        for vq, (v, a) in self.aligned.derived_symbols.items():
+            ext[vq] = symbols[v] // a
+        return self.aligned.run(full_args, ext, device, stream)
+
+    def make_fast_call(self, plan, slow):
+        # the fast path checks the alignment and leaves other calls to `slow` (-> run)
+        return self.aligned.make_fast_call(plan, slow)
+
+
+def build_cuda(func: ir.PrimFunc, target: Target, options: dict):
+    from ..transform.align_sizes import alignment_of_sizes
+
+    configs = options.get("pass_configs", {})
+    cap = configs.get(PassConfigKey.TL_DYNAMIC_ALIGNMENT.value)
+    alignment = alignment_of_sizes(func)
+    if cap is not None:  # the reference's knob: the alignment assumed, in elements (1: none)
+        alignment = {v: min(a, int(cap)) for v, a in alignment.items() if min(a, int(cap)) > 1}
+    if alignment:
+        return AlignedCUDAAdapter(func, target, options, alignment)
     return CUDAAdapter(func, target, options)

@@ -111,6 +111,13 @@ def make_fast_call(adapter, plan, slow):
         return None
     for text, s in checks_after:
         lines.append(f"    if {text} != {py_expr(s, names)}: return slow(args)")
+    # sizes of a build specialised on aligned sizes (transform/align_sizes.py): other sizes
+    # take the general path, which runs the exact build
+    for vq, (v, a) in getattr(adapter, "derived_symbols", {}).items():
+        if v not in names:
+            return None
+        lines.append(f"    if {names[v]} % {a}: return slow(args)")
+        names[vq] = f"({names[v]} // {a})"
     for v in module.symbols:
         if v not in names:
             return None

@@ -34,6 +34,12 @@ class Target:
         return self.arch == "sm_90a"
 
 
+# The GPU architecture whose CUDA `JITKernel.get_kernel_source()` shows for a kernel that was
+# not built for a GPU (no GPU on this machine, or target="cpu"): Hopper, the architecture the
+# reference's examples and this project's measurements are about.
+DEFAULT_CUDA_ARCH = "sm_90a"
+
+
 def gpu_available() -> bool:
     try:
         import torch

@@ -28,7 +28,7 @@ SECTIONS = [
      "fills and atomics."),
     ("tilelang.language.math", "Scalar math",
      "Element-wise operations on kernel values; they follow CUDA's semantics for the operand "
-     "dtype (see SEMANTICS.md for literal typing)."),
+     "dtype (see docs/semantics.md for literal typing)."),
     ("tilelang.language.misc", "Synchronisation, annotations and escape hatches",
      "Barriers, Hopper pipeline controls, layout and scheduling annotations, printing, and "
      "ways to inject CUDA."),
@@ -112,7 +112,7 @@ def render() -> str:
     out = ["# The `T` language reference", "",
            "Generated from the docstrings by `python -m tilelang.tools.language_reference`; "
            "do not edit by hand. `import tilelang.language as T`. For how programs behave "
-           "see docs/tutorial.md and ../shared/SEMANTICS.md; for what differs from the "
+           "see docs/tutorial.md and docs/semantics.md; for what differs from the "
            "reference TileLang see docs/compatibility.md.", ""]
     by_section = _entries()
     for section in SECTIONS + [OTHER]:
