@@ -107,6 +107,17 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
     return rows, cols, swz, base, starts[-2], starts[-1]
 
 
+def _operand(region, trans, ctx, loc):
+    """(call arguments, template arguments, "r" | "s") of one operand: a register array (its
+    registers hold the instruction's operand layout whatever the transpose flag said: layout
+    inference laid the fragment out so), or a shared tile with its transpose and geometry."""
+    buf = region.buffer
+    if buf.scope == "local.fragment":
+        return (ctx.register_of(buf),), "", "r"
+    rows, cols, swz, base, r0, c0 = _tile_info(region, ctx.layouts[buf], loc)
+    return (base, r0, c0), f"{'true' if trans else 'false'}, {rows}, {cols}, {swz}", "s"
+
+
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     _check_dtypes(g, ctx)
     wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
@@ -120,22 +131,8 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
     shape = f"{M}, {N}, {K}, {wm}, {wn}"
-    if g.A.buffer.scope == "local.fragment":
-        a_args, a_tmpl, a_kind = (ctx.register_of(g.A.buffer),), "", "r"
-    else:
-        a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = _tile_info(g.A, ctx.layouts[g.A.buffer],
-                                                               g.loc)
-        ta = "true" if g.trans_A else "false"
-        a_args, a_tmpl, a_kind = (a_base, a_r0, a_c0), f"{ta}, {a_rows}, {a_cols}, {a_swz}", "s"
-    if g.B.buffer.scope == "local.fragment":
-        b_args, b_tmpl, b_kind = (ctx.register_of(g.B.buffer),), "", "r"
-    else:
-        b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = _tile_info(g.B, ctx.layouts[g.B.buffer],
-                                                               g.loc)
-        tb = "true" if g.trans_B else "false"
-        b_args, b_tmpl, b_kind = (b_base, b_r0, b_c0), f"{tb}, {b_rows}, {b_cols}, {b_swz}", "s"
-    # registers hold the instruction's operand layout whatever the transpose flags said
-    # (layout inference laid the fragment out so): only shared operands take them
+    a_args, a_tmpl, a_kind = _operand(g.A, g.trans_A, ctx, g.loc)
+    b_args, b_tmpl, b_kind = _operand(g.B, g.trans_B, ctx, g.loc)
     if a_kind + b_kind == "ss":  # gemm_ss takes both transposes first
         ta, a_rest = a_tmpl.split(", ", 1)
         tb, b_rest = b_tmpl.split(", ", 1)
