@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ..ir import nodes as ir
 from ..ir.visitor import collect
 from ..transform.pass_config import PassConfigKey
-from .cuda import CudaPrinter, ctype
+from .cuda import CudaPrinter, c_identifier, ctype
 
 
 @dataclass
@@ -144,7 +144,7 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     launches, kernels = [], []
     tma = [d for _, ctx in lowered for d in ctx.tma_descriptors]
     for i, (k, ctx) in enumerate(lowered):
-        name = f"{func.name}_kernel" + (f"_{i}" if i else "")
+        name = c_identifier(f"{func.name}_kernel" + (f"_{i}" if i else ""))
         kernels.append(render_kernel(name, k, ctx, params, symbols, workspaces, tma) + "\n")
         grid = tuple(k.grid) + (1,) * (3 - len(k.grid))
         block = tuple(k.threads) + (1,) * (3 - len(k.threads))

@@ -7,7 +7,7 @@ import math
 
 import time
 
-from ..errors import located
+from ..errors import located, user_facing
 from ..ir import nodes as ir
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
@@ -41,6 +41,7 @@ def kernels_of(func: ir.PrimFunc):
     return out
 
 
+@user_facing
 def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     from ..codegen.module import render_module
     from ..transform.inline_lets import inline_pure_lets
@@ -130,9 +131,14 @@ class CUDAAdapter:
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
             tensor = full_args[index] if index >= 0 else workspaces[-1 - index]
             args.append(encode_tma(d, tensor, swizzle))
-        for fn, k in zip(self.functions, self.module.kernels):
-            grid = tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
-                         for g in k.grid)
+        grids = [tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
+                       for g in k.grid) for k in self.module.kernels]
+        for k, grid in zip(self.module.kernels, grids):  # all checked before any launch
+            problem = ir.launch_limit_problem(grid)
+            if problem:
+                raise ValueError(f"{self.func.name}: cannot launch {k.name}: its {problem} "
+                                 f"for the sizes of this call ({_sizes(symbols)})")
+        for fn, k, grid in zip(self.functions, self.module.kernels, grids):
             if any(g <= 0 for g in grid):
                 continue
             fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
@@ -160,7 +166,8 @@ class CUDAAdapter:
 
     def launch_failed(self, res, k_index, device):
         fn, k = self.functions[k_index], self.module.kernels[k_index]
-        fn._launch_failed(res, (0, 0, 0), k.block, k.smem_bytes, device)
+        # the fast path launches only non-empty grids within the limits: any failure is real
+        fn._launch_failed(res, None, k.block, k.smem_bytes, device)
 
     # ---- introspection ------------------------------------------------------------------------
     @property
@@ -181,6 +188,10 @@ class CUDAAdapter:
             for note in k.notes:
                 lines.append(f"#   {note}")
         return "\n".join(lines) + "\n"
+
+
+def _sizes(symbols) -> str:
+    return ", ".join(f"{getattr(v, 'name', v)} = {x}" for v, x in symbols.items()) or "static"
 
 
 def encode_tma(d, tensor, swizzle: int) -> bytes:

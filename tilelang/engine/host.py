@@ -125,6 +125,13 @@ def make_fast_call(adapter, plan, slow):
     lines.append("    if funcs is None: return slow(args)")
     if plan.outputs or module.workspaces:
         lines.append("    device = DEVS[dev]")
+    for k_index, k in enumerate(module.kernels):
+        if static_grid(k, names) is None:  # every grid checked before anything is launched
+            lines.append(f"    grid{k_index} = "
+                         f"({', '.join(py_expr(x, names) for x in k.grid)},)")
+            past = " or ".join(f"grid{k_index}[{a}] > {lim}"
+                               for a, lim in enumerate(ir.GRID_LIMITS[:len(k.grid)]))
+            lines.append(f"    if {past}: return slow(args)  # which says why")
     outs = []
     for j, p in enumerate(plan.outputs):
         g[f"ODT{j}"] = p.dtype.torch
@@ -183,7 +190,7 @@ def make_fast_call(adapter, plan, slow):
             if all(x > 0 for x in static):
                 lines += launch_line(", ".join(map(str, static)), " " * 8, False)
             continue
-        lines.append(f"        gx, gy, gz = {', '.join(py_expr(x, names) for x in k.grid)}")
+        lines.append(f"        gx, gy, gz = grid{k_index}")
         lines.append("        if gx > 0 and gy > 0 and gz > 0:")
         lines += launch_line("gx, gy, gz", " " * 12, True)
     lines.append("    finally:")

@@ -48,6 +48,16 @@ def _frame_loc(frame) -> SourceLoc:
     return SourceLoc(code.co_filename, lineno, col, end_col)
 
 
+def user_frames(tb) -> list:
+    """The code objects of the user frames of a traceback, outermost first."""
+    out = []
+    while tb is not None:
+        if tb.tb_frame.f_code in USER_CODES:
+            out.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    return out
+
+
 def loc_from_traceback(tb) -> Optional[SourceLoc]:
     """The innermost user frame of a traceback (where an exception left the user's code)."""
     found = None
@@ -118,6 +128,7 @@ class Builder:
         self.workspaces: list = []
         self.attrs: dict = {}
         self.symbols: dict = {}  # T.const / T.dyn names -> Var or int
+        self.negative_points: dict = {}  # id(Load) -> (Load, [(dim, index < 0 as written)])
         self.names_used: dict = {}
 
     # ---- activation ----------------------------------------------------------------------

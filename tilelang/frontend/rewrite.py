@@ -19,6 +19,7 @@ depends on whether a value is symbolic are routed through the helpers in `fronte
     f(...)  (a statement)     __tl__.discard(f(...))   (side-effecting calls are kept)
     assert c, m               __tl__.assert_(c, m)
     with K as (bx, by)        with __tl__.named(K, ('bx', 'by')) as (bx, by)
+    return v                  return __tl__.return_(<frame depth on entry>, v)
 
 Line numbers and the file name are the user's, so tracebacks and IR locations point at the
 kernel source. Closure variables are passed to a maker function that re-creates the closure.
@@ -35,6 +36,7 @@ from typing import Callable
 from .builder import USER_CODES
 
 HOOKS = "__tl__"
+DEPTH = "__tl_depth"  # the builder's frame depth when the (rewritten) function was entered
 
 _AUG_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -84,6 +86,28 @@ class _Rewriter(ast.NodeTransformer):
     def _tmp(self, base: str) -> str:
         self.counter += 1
         return f"__tl_{base}{self.counter}"
+
+    # ---- functions --------------------------------------------------------------------------
+    def visit_FunctionDef(self, node):
+        # `return` may not leave a kernel frame, loop or branch this function opened: the depth
+        # of the builder's frame stack on entry is what a `return` is checked against
+        self.generic_visit(node)
+        entry = ast.Assign(targets=[ast.Name(id=DEPTH, ctx=ast.Store())],
+                           value=_call("frame_depth"))
+        ast.copy_location(entry, node.body[0])
+        first = node.body[0]
+        is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        node.body.insert(1 if is_doc else 0, entry)
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Return(self, node: ast.Return):
+        self.generic_visit(node)
+        node.value = ast.copy_location(
+            _call("return_", ast.Name(id=DEPTH, ctx=ast.Load()),
+                  node.value if node.value is not None else _const(None)), node)
+        return node
 
     # ---- statements -------------------------------------------------------------------------
     def visit_If(self, node: ast.If):

@@ -15,6 +15,7 @@ import re
 
 import numpy as np
 
+from ..errors import user_facing
 from ..ir import nodes as ir
 from ..ir.visitor import collect
 from .evaluate import eval_int
@@ -47,6 +48,7 @@ def _reject_injected_cuda(func: ir.PrimFunc):
 class CPUAdapter:
     """Runs a PrimFunc with the numpy interpreter."""
 
+    @user_facing
     def __init__(self, func: ir.PrimFunc, options: dict = None):
         self.func = func
         self.options = dict(options or {})
@@ -54,6 +56,7 @@ class CPUAdapter:
         _reject_injected_cuda(func)
         self.program = Program(func)
 
+    @user_facing
     def run(self, full_args, symbols, device=None, stream=None) -> None:
         func = self.func
         if len(full_args) != len(func.params):

@@ -399,6 +399,9 @@ class Program(ExprCompiler):
             grid = [g if isinstance(g, int) else uniform_int(hctx, g(hctx), "grid extent")
                     for g in fgrid]
             grid = grid + [1] * (3 - len(grid))
+            problem = ir.launch_limit_problem(grid)
+            if problem:  # the GPU could not launch it: neither does the interpreter
+                raise fail(hctx, ValueError, f"cannot launch this kernel: its {problem}")
             base_env = dict(hctx.env)
             for v, a in zip(tvars, ids):
                 base_env[v] = a

@@ -246,3 +246,38 @@ def is_dtype_like(value) -> bool:
 
 def infinity(dt) -> float:
     return math.inf
+
+
+# ---- what the tile operators accept (one rule for the interpreter and CUDA) --------------------
+
+# T.gemm: operand dtype -> accumulator dtypes. The union of what the tensor-core instructions
+# compute, plus float64 -> float64, which the reference lowers and the interpreter runs (CUDA
+# here rejects it as not supported yet). Both operands have one dtype (8-bit floats may mix).
+GEMM_ACCUMULATORS = {
+    "float16": ("float32", "float16"), "bfloat16": ("float32",), "float32": ("float32",),
+    "int8": ("int32",), "uint8": ("int32",), "float8_e4m3": ("float32",),
+    "float8_e5m2": ("float32",), "float64": ("float64",),
+}
+
+# Element types of the scalar and tile atomics (what tl/atomic.cuh implements).
+_ATOMIC_RMW = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
+ATOMIC_DTYPES = {
+    "atomic_add": _ATOMIC_RMW, "atomic_max": _ATOMIC_RMW, "atomic_min": _ATOMIC_RMW,
+    "atomic_addx2": ("float16", "bfloat16", "float32"),
+    "atomic_addx4": ("float16", "bfloat16", "float32"),
+    "atomic_load": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
+    "atomic_store": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
+}
+
+
+def gemm_dtype_problem(a: DType, b: DType, c: DType):
+    """Why T.gemm cannot take operands of dtypes a, b into an accumulator of dtype c (None:
+    it can)."""
+    if a is not b and not (a.is_float8 and b.is_float8):
+        return f"operands A ({a}) and B ({b}) must have the same dtype"
+    allowed = GEMM_ACCUMULATORS.get(a.name)
+    if allowed is None or c.name not in allowed:
+        table = ", ".join(f"{k} -> {'/'.join(v)}" for k, v in GEMM_ACCUMULATORS.items())
+        return (f"{a} operands accumulating into {c} is not a gemm the language defines "
+                f"(operand -> accumulator: {table})")
+    return None

@@ -461,6 +461,21 @@ class Attr(Stmt):
     body: Stmt
 
 
+# CUDA's launch limits per axis (x, y, z). The interpreter enforces them too, so that both
+# targets accept the same programs.
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
+
+
+def launch_limit_problem(extents, limits=GRID_LIMITS, what="grid") -> Optional[str]:
+    """Why a launch of these (int) extents is impossible, or None."""
+    for axis, (e, lim) in enumerate(zip(extents, limits)):
+        if isinstance(e, int) and e > lim:
+            return (f"{what} extent {e} along {'xyz'[axis]} is past CUDA's limit of {lim} "
+                    f"(at most {', '.join(map(str, limits))} along x, y, z)")
+    return None
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Kernel(Stmt):
     """One kernel launch: a grid of blocks (1-3 extents) of `threads` (1-3 extents) threads.

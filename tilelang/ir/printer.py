@@ -22,21 +22,22 @@ _FUNC_BIN = {"min": "T.min", "max": "T.max", "truncdiv": "T.truncdiv", "truncmod
 
 
 class Namer:
-    """Unique display names for vars and buffers, by identity."""
+    """Unique display names for vars and buffers, by identity; `clean` turns a name into one
+    the output language accepts."""
 
-    def __init__(self):
+    def __init__(self, clean=lambda name: name.replace(".", "_")):
         self.names: dict = {}
         self.used: set = set()
+        self.clean = clean
 
     def __call__(self, obj) -> str:
         name = self.names.get(id(obj))
         if name is None:
-            base = obj.name if obj.name and obj.name != "__unnamed" else "buf"
-            base = base.replace(".", "_")
+            base = self.clean(obj.name if obj.name and obj.name != "__unnamed" else "buf")
             name, n = base, 0
             while name in self.used:
                 n += 1
-                name = f"{base}_{n}"
+                name = self.clean(f"{base}_{n}")
             self.used.add(name)
             self.names[id(obj)] = name
         return name

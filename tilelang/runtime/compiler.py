@@ -239,9 +239,7 @@ def _compile_error(source, fname, arch, which, ident, log, opts) -> CudaCompileE
 
     digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     try:
-        path = str(cache.failed_source_dir() / f"{fname}_{digest}.cu")
-        with open(path, "w") as f:
-            f.write(source)
+        path = str(cache.write_failed_source(f"{fname}_{digest}.cu", source))
     except OSError:
         path = "(could not be written)"
     parts = [f"CUDA compilation of '{fname}' for {arch} failed ({ident}):", log.strip()]

@@ -303,9 +303,10 @@ class CudaKernelFunction:
             self._launch_failed(res, grid, block, smem_bytes, device)
 
     def _launch_failed(self, res, grid, block, smem_bytes, device):
-        if res == driver.CUDA_ERROR_INVALID_VALUE and 0 in tuple(grid):
+        if grid is not None and res == driver.CUDA_ERROR_INVALID_VALUE and 0 in tuple(grid):
             return  # an empty grid runs nothing
-        detail = (f"kernel {self.name} on device {device}: grid={tuple(grid)}, "
+        shown = "of this call" if grid is None else tuple(grid)
+        detail = (f"kernel {self.name} on device {device}: grid {shown}, "
                   f"block={tuple(block)}, dynamic smem={smem_bytes} B")
         try:
             func = self._entry[device][0].value

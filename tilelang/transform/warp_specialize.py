@@ -182,7 +182,8 @@ class WarpSpecializer:
         slots = None
         if has_annotation(loop):
             slots = self._overlap_slots(loop, stages, plans, body_items)
-        elif self.T >= 256 and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP):
+        elif self.T >= 256 and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP) \
+                and self._overlap_fits_registers():
             slots = self._overlap_slots(loop, stages, plans, body_items, auto=True)
         if slots is None and not self.nest:
             reason = self._several_blocks_per_sm_win(stages, plans, body_items)
@@ -192,13 +193,32 @@ class WarpSpecializer:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
 
+    def _fragment_registers(self) -> int:
+        """32-bit registers a consumer thread needs for the kernel's fragments."""
+        regs = 0
+        for b in self.kernel.allocs:
+            if b.scope == "local.fragment" and b in self.ctx.layouts:
+                regs += -(-self.ctx.layouts[b].num_values * b.dtype.bits // 32)
+        return regs
+
+    def _overlap_fits_registers(self) -> bool:
+        """The derived gemm/softmax overlap keeps the scores of one iteration alive while the
+        previous P V runs, so it needs room beyond the fragments: with three consumer
+        warpgroups (160 registers each after setmaxnreg) FlashAttention 192/128 spilled 184
+        bytes and ran at half speed; with two (232) 128/128 ran 11% faster (H200)."""
+        split = self._register_split()
+        budget = split[1] if split else min(255, 65536 // (self.T + PRODUCER_THREADS))
+        return self._fragment_registers() + 48 <= budget
+
     def _several_blocks_per_sm_win(self, stages, plans, body_items):
         """Why the cp.async pipeline beats warp specialisation for this GEMM main loop, or
         None. A warp-specialised block holds a producer warpgroup's registers and is launched
         one per SM; the cp.async pipeline of one warpgroup fits two or three blocks per SM,
         which hide each other's latencies. That wins when there are more blocks than SMs to
         keep busy (or an unknown number: dynamic sizes) and three or more stages let the
-        cp.async pipeline overlap at all. H200, 2026-11-26, 128/128/32 tiles on 128 threads,
+        cp.async pipeline overlap at all, and the warp-specialised block's registers (its
+        fragments and some 32 more a thread) allow only one per SM. H200, 2026-11-26,
+        128/128/32 tiles on 128 threads,
         3 stages: 4096^3 0.242 ms against 0.353 warp-specialised, 2048^3 0.039 against 0.049,
         dynamic 4096^3 0.275 against 0.352; but 1024^3 (64 blocks) 0.0197 against 0.0153, and
         64/64/32 with 2 stages 0.026 against 0.017."""
@@ -210,6 +230,11 @@ class WarpSpecializer:
         rest = [it for it in body_items if not isinstance(it, tuple) and id(it) not in plan_ids]
         if not rest or not all(self.ctx.is_wgmma(it) for it in rest):
             return None  # only plain GEMM main loops were measured
+        # a warp-specialised block of small tiles needs few registers and fits several per
+        # SM itself (64/64/32 on 128 threads: 0.017 ms against 0.027 for cp.async, H200)
+        per_thread = -(-(self._fragment_registers() + 32) // 8) * 8
+        if 65536 // ((self.T + PRODUCER_THREADS) * per_thread) >= 2:
+            return None
         blocks = 1
         for g in self.kernel.grid:
             g = ir.int_value(g)
