@@ -31,6 +31,23 @@ def fragment_read_across_threads():
     return f
 
 
+def gemm_accumulator_indexed_by_an_inner_serial_loop():
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float16"), out: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 64), "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            s = T.alloc_fragment((64,), "float32")
+            T.copy(A, A_s)
+            T.gemm(A_s, A_s, acc, transpose_B=True, clear_accum=True)
+            T.fill(s, 0.0)
+            for i in T.Parallel(64):
+                for j in T.serial(64):
+                    s[i] += acc[i, j]  # <-
+            T.copy(s, out)
+    return f
+
+
 def local_indexed_by_parallel_var():
     @T.prim_func
     def f(A: T.Tensor((64,), "float32")):
@@ -242,6 +259,8 @@ def statement_outside_a_kernel():
 # (builder, targets that must reject it, words the message must contain)
 CASES = [
     (fragment_read_across_threads, ALL, ["S[63 - i, j]", "S[i, j]"]),
+    (gemm_accumulator_indexed_by_an_inner_serial_loop, ALL,
+     ["thread-distributed fragment acc", "`j`", "T.reduce_sum"]),
     (local_indexed_by_parallel_var, ALL, ["Local buffer `L`", "T.Parallel"]),
     (tile_op_inside_parallel, ALL, ["parallel loop", "T.fill"]),
     (gemm_inside_parallel, ALL, ["parallel loop", "T.gemm"]),

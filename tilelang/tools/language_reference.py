@@ -68,9 +68,15 @@ run it.
   access (`if bi < part: S[bi, d] = acc[bi + part, d]`).
 - `T.gemm` takes A and B from fragments as well as shared tiles, in every transpose (B in
   registers runs on mma.sync, also on sm_90a: wgmma reads B from shared memory).
-- Where no register layout can give a loop its elements (a gemm accumulator read at a runtime
-  row, two accumulators of different layouts in one loop) the CUDA path stages the fragment
-  through shared memory and says so in the build notes; the reference rejects such loops.
+- A fragment `T.gemm` lays out (an operand or the accumulator) is spread over the threads in
+  both dims, so inside `T.Parallel` it may not be indexed by the variable of a loop nested in
+  the nest (`for j in T.serial(N): s[i] += acc[i, j]` is rejected on both targets, as in the
+  reference: "thread-distributed fragment"; use `T.reduce_sum`). A serial loop around the
+  nest is fine.
+- Where no register layout can give a loop its elements (a gemm accumulator read at a row set
+  by a serial loop around the nest, two accumulators of different layouts in one loop) the
+  CUDA path stages the fragment through shared memory and says so in the build notes; the
+  reference rejects such loops.
 """,
 }
 

@@ -6,6 +6,10 @@ statement):
     branch is not read after it);
   * inside one T.Parallel nest, all accesses to one fragment use the same indices, and a
     T.Parallel loop with a symbolic extent does not index a fragment;
+  * a fragment T.gemm lays out (an operand or accumulator: the instruction spreads both dims
+    over the threads) is not indexed inside T.Parallel by the variable of a loop nested in it
+    (`for j in T.serial(N): s[i] += acc[i, j]`: "thread-distributed fragment", as the
+    reference says; a serial loop around the nest is fine, see docs/layouts.md);
   * a thread-private `local` buffer is not indexed by a T.Parallel loop variable;
   * an access to a shared, fragment or local buffer of static shape stays inside it wherever
     that can be decided exactly: each index a constant plus constant multiples of variables of
@@ -117,8 +121,10 @@ class _Scopes(LocatedVisitor):
 
 
 class _FragmentRules(LocatedVisitor):
-    def __init__(self):
+    def __init__(self, gemm_fragments=()):
         self.parallel_vars: list = []  # stack of (vars, symbolic_extent, accesses dict)
+        # fragments T.gemm lays out: every instruction layout spreads both dims over threads
+        self.gemm_fragments = set(gemm_fragments)
         self.grow: dict = {}  # fragment -> {dim: extent of the loop indexing it}
         self.grow_loc: dict = {}
         self.fixed_shape: set = set()  # fragments whose shape an instruction relies on
@@ -146,12 +152,14 @@ class _FragmentRules(LocatedVisitor):
                 return
             if self.parallel_vars:
                 self.parallel_vars[-1]["open"] = False
+                self.parallel_vars[-1]["inner"].add(id(s.var))
             self.generic(s)
             if self.parallel_vars:
                 self.parallel_vars[-1]["open"] = True
+                self.parallel_vars[-1]["inner"].discard(id(s.var))
             return
         ctx = {"vars": [s.var], "symbolic": not isinstance(s.extent, ir.Const), "access": {},
-               "open": True, "extents": {id(s.var): _static_extent(s)}}
+               "open": True, "extents": {id(s.var): _static_extent(s)}, "inner": set()}
         self.parallel_vars.append(ctx)
         self.visit(s.body)
         self.parallel_vars.pop()
@@ -165,6 +173,8 @@ class _FragmentRules(LocatedVisitor):
                 _err(self.loc, ValueError,
                      f"fragment {buf.name} is indexed in a T.Parallel loop with a symbolic "
                      "extent; fragment loops need static extents")
+            if buf in self.gemm_fragments:
+                self._thread_distributed(buf, indices, ctx)
             for d, idx in enumerate(indices):
                 extent = ctx["extents"].get(id(idx))
                 if isinstance(extent, int) and isinstance(buf.shape[d], int) and \
@@ -194,6 +204,21 @@ class _FragmentRules(LocatedVisitor):
                          f"Local buffer `{buf.name}` is indexed by T.Parallel loop variable "
                          f"`{bad[0].name}`: local buffers are private to each thread; use "
                          "T.alloc_fragment for per-element tiles")
+
+    def _thread_distributed(self, buf, indices, ctx):
+        """As the reference: a fragment an instruction spreads over the threads cannot be
+        addressed by the variable of a loop inside the T.Parallel nest (each iteration would
+        need elements other threads hold, a different one every trip)."""
+        for idx in indices:
+            inner = [v for v in collect(idx, lambda n: isinstance(n, ir.Var))
+                     if id(v) in ctx["inner"]]
+            if inner:
+                _err(self.loc, ValueError,
+                     f"thread-distributed fragment {buf.name}: T.gemm spreads its elements "
+                     f"over the block's threads, so `{inner[0].name}`, the variable of a loop "
+                     "inside this T.Parallel, cannot address them from one thread; use "
+                     "T.reduce_sum / T.reduce_max for a reduction, index the fragment by the "
+                     "T.Parallel variables, or T.copy it to a shared buffer and index that")
 
     def visit_Load(self, e):
         self._access(e.buffer, e.indices)
@@ -300,7 +325,9 @@ class _StaticBounds(LocatedVisitor):
 
 def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
     _Scopes(func.params).visit(func.body)
-    rules = _FragmentRules()
+    gemms = collect(func.body, lambda n: isinstance(n, ir.Gemm))
+    rules = _FragmentRules(r.buffer for g in gemms for r in (g.A, g.B, g.C)
+                           if r.buffer.scope == "local.fragment")
     rules.visit(func.body)
     _grow_fragments(rules, func)
     _StaticBounds().visit(func.body)
