@@ -55,6 +55,12 @@ def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
     return _match_rank(frag, g.A.buffer)
 
 
+def b_fragment_layout(g: ir.Gemm, part, K, N, ctx):
+    _check_dtypes(g, ctx)
+    frag = _replicate(L.mma_b_fragment(K, N, part[0], part[1], g.B.buffer.dtype.bits), part[2])
+    return _match_rank(frag, g.B.buffer)
+
+
 def _match_rank(frag, buf):
     """A 2-D instruction layout on a buffer with leading unit dims."""
     from ..transform.fragment_ops import insert_unit_dim
@@ -95,6 +101,17 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
     return rows, cols, swz, base, starts[-2], starts[-1]
 
 
+def _operand(region, trans, ctx, loc):
+    """(call arguments, template arguments, "r" | "s") of one operand: a register array (its
+    registers hold the instruction's operand layout whatever the transpose flag said: layout
+    inference laid the fragment out so), or a shared tile with its transpose and geometry."""
+    buf = region.buffer
+    if buf.scope == "local.fragment":
+        return (ctx.register_of(buf),), "", "r"
+    rows, cols, swz, base, r0, c0 = _tile_info(region, ctx.layouts[buf], loc)
+    return (base, r0, c0), f"{'true' if trans else 'false'}, {rows}, {cols}, {swz}", "s"
+
+
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     _check_dtypes(g, ctx)
     wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
@@ -107,17 +124,14 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     c_reg = ctx.register_of(g.C.buffer)
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
-    b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = _tile_info(g.B, ctx.layouts[g.B.buffer], g.loc)
-    tb = "true" if g.trans_B else "false"
-    if g.A.buffer.scope == "local.fragment":
-        a_reg = ctx.register_of(g.A.buffer)
-        name = (f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, tid)
-    else:
-        a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = _tile_info(g.A, ctx.layouts[g.A.buffer],
-                                                               g.loc)
-        ta = "true" if g.trans_A else "false"
-        name = (f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_rows}, {a_cols}, "
-                f"{a_swz}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, tid)
+    shape = f"{M}, {N}, {K}, {wm}, {wn}"
+    a_args, a_tmpl, a_kind = _operand(g.A, g.trans_A, ctx, g.loc)
+    b_args, b_tmpl, b_kind = _operand(g.B, g.trans_B, ctx, g.loc)
+    if a_kind + b_kind == "ss":  # gemm_ss takes both transposes first
+        ta, a_rest = a_tmpl.split(", ", 1)
+        tb, b_rest = b_tmpl.split(", ", 1)
+        a_tmpl, b_tmpl = f"{ta}, {tb}, {a_rest}", b_rest
+    tmpl = ", ".join(x for x in (shape, a_tmpl, b_tmpl) if x)
+    name = f"tl::gemm_{a_kind}{b_kind}<{tmpl}>"
+    args = (name,) + a_args + b_args + (c_reg, clear, tid)
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

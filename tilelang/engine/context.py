@@ -134,6 +134,11 @@ class KernelContext:
     def a_fragment_layout(self, g, choice, M, K):
         return choice[0].a_fragment_layout(g, choice[1], M, K, self)
 
+    def b_fragment_layout(self, g, choice, K, N):
+        """B in registers, over the logical K x N operand (mma.sync: wgmma reads B from shared
+        memory only, so such a gemm never goes to the wgmma backend)."""
+        return choice[0].b_fragment_layout(g, choice[1], K, N, self)
+
     def shared_operand_layout(self, buf):
         return self.gemm_backend.shared_operand_layout(buf, self)
 

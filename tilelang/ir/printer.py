@@ -42,6 +42,15 @@ class Namer:
             self.names[id(obj)] = name
         return name
 
+    def fresh(self, base: str) -> str:
+        """A name not used yet, derived from `base`, bound to no object."""
+        name, n = base, 0
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
+
 
 def _dtype_str(dt: DType) -> str:
     return f'"{dt.name}"'

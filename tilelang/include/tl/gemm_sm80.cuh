@@ -8,8 +8,12 @@
 //   C: register r = c + 4 * (nt + NT * mt) holds
 //        row = wm*(M/WM) + mt*16 + g + 8*(c>>1),  col = wn*(N/WN) + nt*8 + 2q + (c&1)
 //      with lane = 4g + q.
-//   A in registers (gemm_rs), 16-bit: element i + 8 * (kt + KT * mt) holds
+//   A in registers (gemm_rs, gemm_rr), 16-bit: element i + 8 * (kt + KT * mt) holds
 //        row = wm*(M/WM) + mt*16 + g + 8*((i>>1)&1),  col = kt*16 + 2q + (i&1) + 8*(i>>2).
+//   B in registers (gemm_sr, gemm_rr), 16-bit: element i + 4 * (kt + KT * nt) holds
+//        k = kt*16 + 2q + (i&1) + 8*(i>>1),  n = wn*(N/WN) + nt*8 + g.
+//   (other widths: tilelang.layout.mma_a_fragment / mma_b_fragment; an atom's elements are
+//   always the instruction's 4 A / 2 B registers, in order.)
 //
 // Shared operands are tiles laid out by `SmemTile` (= tilelang.layout.swizzled): a
 // Rows x Cols tile of T whose rows of Swz bytes (0: row-major) are XOR-swizzled in 16-byte
@@ -331,6 +335,86 @@ TL_DEVICE void gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C, bool
       detail::to_tf32<TA>(a, 4);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) Traits::mma(C + 4 * (nt + NT * mt), a, b[nt]);
+    }
+  }
+}
+
+namespace detail {
+// The 4 A registers of atom (kt, mt) / the 2 B registers of atom (kt, nt) of a register
+// operand (the layouts above), converted to tf32 for 32-bit types.
+template <typename T, int KT>
+TL_DEVICE void a_regs(uint32_t* a, const T* A, int kt, int mt) {
+  constexpr int kElems = 16 * MmaTraits<T>::kK / 32;
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(A + kElems * (kt + KT * mt));
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = src[r];
+  to_tf32<T>(a, 4);
+}
+template <typename T, int KT>
+TL_DEVICE void b_regs(uint32_t* b, const T* B, int kt, int nt) {
+  constexpr int kElems = 8 * MmaTraits<T>::kK / 32;
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(B + kElems * (kt + KT * nt));
+  b[0] = src[0];
+  b[1] = src[1];
+  to_tf32<T>(b, 2);
+}
+}  // namespace detail
+
+// C (+)= op(A) @ B with A in shared memory and B in registers (the mma B layout above).
+template <int M, int N, int K, int WM, int WN, bool TransA, int ARows, int ACols, int ASwz,
+          typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_sr(const TA* A, int a_r0, int a_c0, const TB* B, TC* C, bool clear_accum,
+                       int tid) {
+  using Traits = detail::MmaTraits<TA>;
+  constexpr int kK = Traits::kK;
+  constexpr int WarpM = M / WM, WarpN = N / WN;
+  constexpr int MT = WarpM / 16, NT = WarpN / 8, KT = K / kK;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tile must be whole mma atoms");
+  static_assert(K % kK == 0, "K must be a multiple of the mma atom's k");
+  using TileA = SmemTile<TA, ARows, ACols, ASwz>;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int wm = warp % WM;
+  if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      detail::load_a<TA, TileA, TransA>(a[mt], A, a_r0, a_c0, wm * WarpM + mt * 16, kt * kK,
+                                        lane);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      uint32_t b[2];
+      detail::b_regs<TB, KT>(b, B, kt, nt);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) Traits::mma(C + 4 * (nt + NT * mt), a[mt], b);
+    }
+  }
+}
+
+// C (+)= A @ B with both operands in registers.
+template <int M, int N, int K, int WM, int WN, typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_rr(const TA* A, const TB* B, TC* C, bool clear_accum, int tid) {
+  using Traits = detail::MmaTraits<TA>;
+  constexpr int kK = Traits::kK;
+  constexpr int WarpM = M / WM, WarpN = N / WN;
+  constexpr int MT = WarpM / 16, NT = WarpN / 8, KT = K / kK;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tile must be whole mma atoms");
+  static_assert(K % kK == 0, "K must be a multiple of the mma atom's k");
+  (void)tid;
+  if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      uint32_t a[4];
+      detail::a_regs<TA, KT>(a, A, kt, mt);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        uint32_t b[2];
+        detail::b_regs<TB, KT>(b, B, kt, nt);
+        Traits::mma(C + 4 * (nt + NT * mt), a, b);
+      }
     }
   }
 }
