@@ -89,6 +89,8 @@ def render_call(p, c: ir.Call) -> str:
         return "__syncthreads()"
     if op == "sync_warp":
         return "__syncwarp()"
+    if op in ("pdl_trigger", "pdl_sync"):
+        return f"tl::{op}()"
     if op in ("atomic_add", "atomic_max", "atomic_min"):
         order = attrs.get("memory_order", "relaxed")
         target, value = c.args
