@@ -64,6 +64,8 @@ def parse_target(target) -> Target:
         from ..env import env
 
         target = env.default_target
+    if isinstance(target, dict):
+        return _parse_target_dict(target)
     text = str(target).strip().lower()
     if text in ("auto", ""):
         return Target("auto")
@@ -86,6 +88,21 @@ def parse_target(target) -> Target:
                          "GPUs (cuda) and the CPU interpreter (cpu)")
     raise ValueError(f"unknown target {target!r}; use 'auto', 'cpu', 'cuda' or "
                      "'cuda -arch=sm_90a'")
+
+
+def _parse_target_dict(spec: dict) -> Target:
+    """The reference's dictionary form, `{"kind": "cuda", "arch": "sm_80"}` (TVM's target
+    configuration): "kind" picks the target as the string form does, "arch" the GPU."""
+    kind = spec.get("kind")
+    if not isinstance(kind, str):
+        raise ValueError(f"target dictionary {spec!r} needs a 'kind' (e.g. 'cuda' or 'cpu')")
+    arch = spec.get("arch")
+    if kind.lower() == "cuda" and arch is not None:
+        if not isinstance(arch, str) or not re.fullmatch(r"sm_\d+[af]?", arch.strip().lower()):
+            raise ValueError(f"target dictionary {spec!r}: 'arch' must look like 'sm_90a' or "
+                             "'sm_80'")
+        return Target("cuda", arch.strip().lower())
+    return parse_target(kind)
 
 
 def resolve_auto(target: Target) -> Target:
