@@ -178,11 +178,11 @@ def _install():
             a = full[p.index]
             if p.kind == "scalar":
                 full[p.index] = plan._check_scalar(p, a)
-            elif not isinstance(a, torch.Tensor):
+            elif a is not None and not isinstance(a, torch.Tensor):
                 raise TypeError(f"{p.name}: expects a tensor, got {type(a).__name__}")
         symbols = plan._bind_symbols(full)
         for p in plan.inputs:
-            if p.kind == "buffer":
+            if p.kind == "buffer" and full[p.index] is not None:
                 plan._check_shape(p, full[p.index], symbols)
         outs = []
         for p in plan.outputs:

@@ -99,6 +99,8 @@ class CUDAAdapter:
         self.tma_sources = [self._tma_source(d) for d in self.module.tma]
         self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
                           for k in self.module.kernels]
+        # the reference adapters' `kernels`: this adapter's own kernel handles by name
+        self.kernels = {k.name: fn for k, fn in zip(self.module.kernels, self.functions)}
         self.host_source = self._describe()
 
     # ---- calling --------------------------------------------------------------------------
@@ -116,7 +118,7 @@ class CUDAAdapter:
         args = []
         for p, a in zip(self.module.params, full_args):
             if isinstance(p, ir.Buffer):
-                args.append(a.data_ptr())
+                args.append(0 if a is None else a.data_ptr())  # None: a null pointer
             else:
                 args.append(a)
         for v in self.module.symbols:
@@ -129,6 +131,10 @@ class CUDAAdapter:
             args.append(t.data_ptr())
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
             tensor = full_args[index] if index >= 0 else workspaces[-1 - index]
+            if tensor is None:
+                raise ValueError(f"kernel {self.func.name}: parameter "
+                                 f"{self.module.params[index].name!r} was passed as None, but "
+                                 "the kernel copies it with TMA")
             args.append(encode_tma(d, tensor, swizzle))
         for fn, k in zip(self.functions, self.module.kernels):
             grid = tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g

@@ -61,7 +61,9 @@ class CPUAdapter:
                              f"{len(full_args)}")
         bufs, env, writeback = {}, {}, []
         for p, a in zip(func.params, full_args):
-            if isinstance(p, ir.Buffer):
+            if isinstance(p, ir.Buffer) and a is None:
+                bufs[p] = self._null_buffer(p)
+            elif isinstance(p, ir.Buffer):
                 arr, back = _to_numpy(a, p)
                 bufs[p] = arr
                 if back:
@@ -88,6 +90,20 @@ class CPUAdapter:
             import torch
 
             tensor.copy_(torch.from_numpy(arr).to(tensor.dtype))
+
+    def _null_buffer(self, p: ir.Buffer):
+        """A tensor argument passed as None (a null pointer on the GPU): allowed when the
+        kernel never mentions the buffer (e.g. an optional bias traced out); otherwise the
+        interpreter cannot tell whether the GPU would dereference it, and refuses."""
+        from ..ir.visitor import collect
+
+        used = collect(self.func.body, lambda n: getattr(n, "buffer", None) is p
+                       or (isinstance(n, ir.Buffer) and n is p))
+        if used:
+            raise ValueError(f"kernel {self.func.name}: parameter {p.name!r} was passed as None "
+                             "(a null pointer), but the kernel reads or writes it; pass a "
+                             "tensor")
+        return np.empty((0,) * len(p.shape), p.dtype.numpy)
 
     def __repr__(self):
         return f"<CPUAdapter {self.func.name}>"
