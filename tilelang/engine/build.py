@@ -9,6 +9,7 @@ import time
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..jit.diagnostics import jit_phase
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
 from .pipeline import lower_kernel
@@ -72,16 +73,19 @@ class CUDAAdapter:
         t0 = time.perf_counter()
         self.func = func
         self.target = target
-        self.module = lower_cuda(func, target, options)
+        verbose = options.get("verbose", False)
+        with jit_phase("lower", verbose=verbose, kernel=func.name, target=str(target)):
+            self.module = lower_cuda(func, target, options)
         self.source = self.module.source
         configs = options.get("pass_configs", {})
         self.lower_seconds = time.perf_counter() - t0
         fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
             configs, PassConfigKey.TL_DISABLE_FAST_MATH)
         verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
-        self.compiled = compile_cuda(self.source, target.arch, options.get("compile_flags", ()),
-                                     name=func.name, fast_math=fast,
-                                     verbose=verbose_ptx or options.get("verbose", False))
+        with jit_phase("compile", verbose=verbose, kernel=func.name, target=str(target)):
+            self.compiled = compile_cuda(self.source, target.arch,
+                                         options.get("compile_flags", ()), name=func.name,
+                                         fast_math=fast, verbose=verbose_ptx or verbose)
         if options.get("verbose"):
             print(f"[tilelang] {func.name}: lowered in {self.lower_seconds * 1e3:.1f} ms, "
                   f"{self.compiled.compiler} {'cache hit' if self.compiled.cache_hit else ''}"
