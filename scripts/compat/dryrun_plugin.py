@@ -141,8 +141,8 @@ def _install():
     orig_adapter = JITKernel._adapter
 
     def adapter(self, t):
-        if t.kind == "cuda" and t.arch != _ARCH:
-            t = target
+        if t.kind == "cuda" and not t.arch:
+            t = target  # the "current GPU" is the dry run's; an explicit arch is kept
         key = t.kind
         if key in self._adapters:
             return self._adapters[key]
