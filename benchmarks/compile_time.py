@@ -1,26 +1,44 @@
-"""Cold compile time of a few kernels, split into Python lowering, the NVRTC front end, NVVM,
-ptxas, and the rest; no GPU needed (issue 5: a wgmma+TMA GEMM for sm_90a in <= 0.5 s).
+"""Compile time of the examples' kernels and of programs written the reference's way: cold
+(a new kernel in a new process), again (the same process compiling it once more) and warm
+(a new process that finds it in the disk cache); no GPU needed (issue 5, issue 23).
 
-    python benchmarks/compile_time.py [--runs 5] [--only gemm_sm90,flash_sm90] [--sass]
-                                      [--json out.json]
+    python benchmarks/compile_time.py [--runs 5] [--only aw_flash,gemm_sm90] [--modes cold,warm]
+                                      [--sass] [--bytecode warm|none] [--json out.json]
 
-For each kernel, `--runs` fresh Python processes each `import tilelang` and then time the
-process's first `tilelang.compile(func, target=...)` with the disk cache off ("first"): what
-a user waits for on a new kernel in a new process. The same process then compiles the kernel
-`--runs` more times ("again": lowering and NVRTC already loaded, cache still off). Medians are
-printed. The NVRTC phases come from NVRTC's own `--time` report over `--runs` compiles of the
-generated source with the options tilelang uses: "front end" (CUDA C++ parsing, including
-tilelang's and CUDA's headers), "NVVM" (LLVM optimisation, PTX generation) and "ptxas" (PTX ->
-SASS). "first" minus lowering minus NVRTC is the rest (loading NVRTC, the kernel wrapper).
+Every number comes from fresh Python processes ("children", `--runs` of them per kernel and
+mode); medians are printed, in ms:
 
-`--sass` also prints the kernel's SASS instruction mix (cuobjdump from PATH, CUDA_HOME/bin or
-TILELANG_CUOBJDUMP), registers and local-memory bytes, to check that a compile-time change
-left the machine code alone.
+  import   `import tilelang` in the child.
+  cold     the child's first kernel with the disk cache off: `trace` (running the kernel
+           builder: a `@tilelang.jit` factory's `get_tir`, a `@T.prim_func`, a lazy kernel's
+           `get_tir`) plus `tilelang.compile(func, target=...)`, split into lowering (the
+           Python passes and code generation), NVRTC (includes loading NVRTC: the first use
+           in a process) and the rest (the kernel wrapper).
+  again    the same child compiling the same program `--runs` more times (cache still off).
+  phases   NVRTC's own `--time` report for the generated source, `--runs` compiles: front
+           end (C++ parsing, tilelang's and CUDA's headers), NVVM (LLVM optimisation, PTX),
+           ptxas (PTX -> SASS).
+  warm     a child whose cache directory an earlier child filled: trace + compile of the same
+           kernel, a program-cache hit (engine/program_cache.py: no lowering, no NVRTC; the
+           cubin is read from disk; a `*` after the number marks a child that lowered the
+           program again and only found the cubin on disk, as trees before the program cache
+           did). This first kernel of the process also pays
+           for importing the runtime and the simplifier (once per process); `next` is the
+           same child loading it once more (trace, key, disk read: what each further kernel
+           of a process costs).
 
-Python bytecode: `--bytecode warm` (default) gives the children a private pycache (filled
-by one discarded child first), like an installed package; `--bytecode none` makes every child
-compile tilelang's modules from source (a checkout with PYTHONDONTWRITEBYTECODE=1): the
-modules the first compile imports lazily then cost ~0.1 s more.
+`--sass` prints each kernel's SASS instruction mix (cuobjdump from PATH, CUDA_HOME/bin or
+TILELANG_CUOBJDUMP), registers and local-memory bytes: a compile-time change must leave them
+alone. `--bytecode warm` (default) gives the children a private pycache filled by one
+discarded child first, like an installed package; `--bytecode none` makes every child compile
+tilelang's modules from source (a checkout with PYTHONDONTWRITEBYTECODE=1).
+
+Kernels: `vector_add`, `gemm_sm90`, `flash_sm90` and `gemm_sm80` are the examples' own
+programs (with their factories' pass configs); `aw_*` are benchmarks/as_written.py's programs
+written the way the reference's users write them (seed-style GEMM, linear layer with bias, a
+GEMM with symbolic M/N/K, FlashAttention forward as the reference's examples write it, causal,
+one stage with 128 threads); `lazy_gemm` is a GEMM in the lazy-JIT style (`T.const` sizes,
+`T.empty` output) specialised with `get_tir(M=..., N=..., K=...)`.
 """
 
 from __future__ import annotations
@@ -28,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
 import shutil
 import statistics
@@ -40,80 +59,167 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+SM90, SM80 = "cuda -arch=sm_90a", "cuda -arch=sm_80"
+
 KERNELS = {
     # name: (description, target)
-    "vector_add": ("vector add 2^20 fp32, block 1024", "cuda -arch=sm_90a"),
-    "gemm_sm90": ("GEMM 4096^3 fp16, 128/256/64 s3 t256 (wgmma + TMA)", "cuda -arch=sm_90a"),
-    "flash_sm90": ("FlashAttention fwd B8 H32 S4096 D128, 128/128 s2 t256 (wgmma + TMA)",
-                   "cuda -arch=sm_90a"),
-    "gemm_sm80": ("GEMM 4096^3 fp16, 128/128/32 s3 t128 (mma.sync, cp.async)", "cuda -arch=sm_80"),
+    "vector_add": ("vector add 2^20 fp32, block 1024", SM90),
+    "gemm_sm90": ("example GEMM 4096^3 fp16, 128/256/64 s3 t256 (wgmma + TMA)", SM90),
+    "flash_sm90": ("example FlashAttention fwd B8 H32 S4096 D128, 128/128 s2 t256", SM90),
+    "gemm_sm80": ("example GEMM 4096^3 fp16, 128/128/32 s3 t128 (mma.sync, cp.async)", SM80),
+    "aw_gemm": ("as written: GEMM 4096^3 128x128x32 s3 t128", SM90),
+    "aw_linear": ("as written: linear+bias 1024^3 64x64x32 s2 t128", SM90),
+    "aw_dynamic": ("as written: GEMM symbolic M/N/K 128x128x32 s3 t128", SM90),
+    "aw_flash": ("as written: FlashAttention fwd 128x128 s2 t256", SM90),
+    "aw_flash_causal": ("as written: FlashAttention fwd causal 128x128 s2 t256", SM90),
+    "aw_flash_s1": ("as written: FlashAttention fwd 128x128 s1 t128", SM90),
+    "lazy_gemm": ("lazy JIT: GEMM 4096^3 128x128x32 s3 t128", SM90),
 }
 
 
-def program(name):
-    """The PrimFunc of one benchmark kernel (the examples' own builders)."""
+def kernel_module(name):
+    """Import the module that defines kernel `name` (not timed: it is the user's program)."""
     if name == "vector_add":
-        from tests.gpu import kernels as K
+        from tests.gpu import kernels
 
-        return K.vector_add(1 << 20, block=1024)
-    if name.startswith("gemm"):
-        sys.path.insert(0, str(ROOT / "examples" / "gemm"))
-        import example_gemm
+        return kernels
+    if name.startswith("gemm_") or name == "flash_sm90":
+        folder, module = ("gemm", "example_gemm") if name.startswith("gemm_") else \
+            ("flash_attention", "example_mha_fwd")
+        sys.path.insert(0, str(ROOT / "examples" / folder))
+        return __import__(module)
+    if name == "lazy_gemm":
+        return sys.modules[__name__]
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import as_written
 
-        if name == "gemm_sm90":
-            return example_gemm.matmul.get_tir(4096, 4096, 4096, block_M=128, block_N=256,
-                                               block_K=64, num_stages=3, threads=256)
-        return example_gemm.matmul.get_tir(4096, 4096, 4096, block_M=128, block_N=128,
-                                           block_K=32, num_stages=3, threads=128)
+    return as_written
+
+
+def program(name):
+    """(PrimFunc, compile options) of one benchmark kernel, traced now."""
+    m = kernel_module(name)
+    if name == "vector_add":
+        return m.vector_add(1 << 20, block=1024), {}
+    if name.startswith("gemm_"):
+        cfg = dict(block_M=128, block_N=256, block_K=64, num_stages=3, threads=256) \
+            if name == "gemm_sm90" else \
+            dict(block_M=128, block_N=128, block_K=32, num_stages=3, threads=128)
+        return _factory(m.matmul, 4096, 4096, 4096, **cfg)
     if name == "flash_sm90":
-        sys.path.insert(0, str(ROOT / "examples" / "flash_attention"))
-        import example_mha_fwd
+        return _factory(m.flash_attention_fwd, 8, 32, 4096, 128, False, block_M=128,
+                        block_N=128, num_stages=2, threads=256)
+    if name == "lazy_gemm":
+        gemm = _lazy_gemm()
+        return gemm.get_tir(M=4096, N=4096, K=4096, block_M=128, block_N=128, block_K=32), \
+            _options(gemm.options)
+    builders = {
+        "aw_gemm": lambda: m.gemm(4096, 4096, 4096, 128, 128, 32, 3, 128),
+        "aw_linear": lambda: m.linear_bias(1024, 1024, 1024, 64, 64, 32, 2, 128),
+        "aw_dynamic": lambda: m.gemm_dynamic(128, 128, 32, 3, 128),
+        "aw_flash": lambda: m.flash_fwd(8, 32, 4096, 128, False, 128, 128, 2, 256),
+        "aw_flash_causal": lambda: m.flash_fwd(8, 32, 4096, 128, True, 128, 128, 2, 256),
+        "aw_flash_s1": lambda: m.flash_fwd(8, 32, 4096, 128, False, 128, 128, 1, 128),
+    }
+    return builders[name](), {}
 
-        return example_mha_fwd.flash_attention_fwd.get_tir(8, 32, 4096, 128, False, block_M=128,
-                                                           block_N=128, num_stages=2,
-                                                           threads=256)
-    raise KeyError(name)
+
+def _factory(factory, *args, **kwargs):
+    return factory.get_tir(*args, **kwargs), _options(factory.options)
 
 
-# ---- child: one fresh process ----------------------------------------------------------------
+def _options(options):
+    """A factory's compile options, less the target (the benchmark names it)."""
+    return {k: v for k, v in options.items() if k in ("pass_configs", "compile_flags", "out_idx")
+            and v is not None}
 
-def child(name: str, again: int) -> dict:
-    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="tl-compile-time-")
+
+def _lazy_gemm():
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.lazy_jit
+    def gemm(A, B, block_M, block_N, block_K, dtype=T.float16, accum_dtype=T.float32):
+        M, N, K = T.const("M, N, K")
+        A: T.Tensor((M, K), dtype)
+        B: T.Tensor((K, N), dtype)
+        C = T.empty((M, N), dtype)
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
+            T.clear(C_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[k * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+        return C
+
+    return gemm
+
+
+# ---- children: one fresh process each --------------------------------------------------------
+
+def child(name: str, mode: str, again: int) -> dict:
+    if mode == "imports":  # fill the private pycache: the modules every kernel needs
+        import tilelang.codegen.module  # noqa: F401
+        import tilelang.engine.pipeline  # noqa: F401
+        import tilelang.engine.program_cache  # noqa: F401
+        import tilelang.runtime  # noqa: F401
+
+        for n in name.split(","):
+            program(n)
+        return {}
+    if mode == "cold":
+        os.environ["TILELANG_DISABLE_CACHE"] = "1"
     t0 = time.perf_counter()
     import tilelang
 
     import_s = time.perf_counter() - t0
-    tilelang.disable_cache()
-    func = program(name)
+    kernel_module(name)
     target = KERNELS[name][1]
     rows = []
-    for _ in range(1 + again):
-        t0 = time.perf_counter()
-        k = tilelang.compile(func, target=target)
-        total = time.perf_counter() - t0
+    for _ in range(1 + (again if mode == "cold" else 1 if mode == "warm" else 0)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        func, options = program(name)
+        t1, c1 = time.perf_counter(), time.process_time()
+        k = tilelang.compile(func, target=target, **options)
+        t2, c2 = time.perf_counter(), time.process_time()
         a = k.adapter
-        assert not a.compiled.cache_hit
-        rows.append({"total": total, "lower": a.lower_seconds, "nvrtc": a.compiled.seconds})
-    shutil.rmtree(os.environ["TILELANG_CACHE_DIR"], ignore_errors=True)
-    out = {"import": import_s, "first": rows[0], "again": rows[1:],
-           "compiler": a.compiled.compiler, "options": list(a.compiled.options),
-           "source": a.source, "arch": a.compiled.arch, "cubin": a.compiled.cubin.hex()}
+        program_hit = getattr(a, "program_cache_hit", False)  # (older trees: no such cache)
+        if mode == "cold":
+            assert not a.compiled.cache_hit and not program_hit
+        elif mode == "warm":
+            assert a.compiled.cache_hit, f"{name}: the warm child compiled the kernel again"
+        rows.append({"trace": t1 - t0, "compile": t2 - t1, "lower": a.lower_seconds,
+                     "nvrtc": 0.0 if program_hit else a.compiled.seconds,
+                     "program_hit": program_hit,
+                     "trace_cpu": c1 - c0, "compile_cpu": c2 - c1})
+    out = {"import": import_s, "first": rows[0], "again": rows[1:]}
+    if mode == "cold":
+        out.update(compiler=a.compiled.compiler, options=list(a.compiled.options),
+                   source=a.source, arch=a.compiled.arch, cubin=a.compiled.cubin.hex())
     return out
 
 
 # ---- parent -----------------------------------------------------------------------------------
 
-def run_child(name: str, again: int, pycache: str, write: bool) -> dict:
+def run_child(name: str, mode: str, again: int, pycache: str, write: bool,
+              cache_dir: str) -> dict:
     env = dict(os.environ)
     env["PYTHONPYCACHEPREFIX"] = pycache
+    env["TILELANG_CACHE_DIR"] = cache_dir
+    env.pop("TILELANG_DISABLE_CACHE", None)
     if write:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    p = subprocess.run([sys.executable, __file__, "--child", name, "--again", str(again)],
+    p = subprocess.run([sys.executable, __file__, "--child", name, "--mode", mode,
+                        "--again", str(again)],
                        capture_output=True, text=True, env=env, cwd=str(ROOT))
     if p.returncode != 0:
-        raise RuntimeError(f"{name}: child failed\n{p.stdout}\n{p.stderr}")
+        raise RuntimeError(f"{name} ({mode}): child failed\n{p.stdout}\n{p.stderr}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -122,6 +228,8 @@ def nvrtc_phases(source: str, arch: str, options: list, runs: int) -> dict:
     from tilelang.runtime import toolkit
 
     backend = toolkit.nvrtc_backend()
+    if backend is None:
+        return {"front end": float("nan"), "NVVM": float("nan"), "ptxas": float("nan")}
     samples = []
     with tempfile.TemporaryDirectory() as d:
         for i in range(runs):
@@ -189,61 +297,120 @@ def sass_summary(cubin: bytes) -> dict:
     return info
 
 
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            m = re.search(r"model name\s*:\s*(.+)", f.read())
+            cpu = m.group(1).strip() if m else cpu
+    except OSError:
+        pass
+    return f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="comma-separated kernel names (default: all)")
+    ap.add_argument("--modes", default="cold,warm")
     ap.add_argument("--sass", action="store_true")
     ap.add_argument("--bytecode", choices=("warm", "none"), default="warm",
                     help="children import from a warm private pycache, or compile from source")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="print wall-clock times (default) or the child's CPU time for trace "
+                         "and compile (steadier on a loaded machine; counts NVRTC, which runs "
+                         "in the child, but not nvcc; lowering, NVRTC and rest stay wall-clock)")
     ap.add_argument("--json", default="")
     ap.add_argument("--child", default="")
+    ap.add_argument("--mode", default="cold")
     ap.add_argument("--again", type=int, default=3)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.again)))
+        print(json.dumps(child(args.child, args.mode, args.again)))
         return 0
     names = [n for n in KERNELS if not args.only or n in args.only.split(",")]
+    modes = args.modes.split(",")
     pycache = tempfile.mkdtemp(prefix="tl-pycache-")
-    warm = args.bytecode == "warm"
-    if warm:  # fill the private pycache once
-        run_child(names[0], 0, pycache, True)
-    print(f"bytecode: {args.bytecode}; NVRTC {_nvrtc_version()}")
+    cache_root = tempfile.mkdtemp(prefix="tl-compile-time-cache-")
+    warm_bc = args.bytecode == "warm"
+    if warm_bc:  # fill the private pycache once (every module the children import)
+        run_child(names[0], "cold", 0, pycache, True, os.path.join(cache_root, "fill"))
+        run_child(names[0], "fill", 0, pycache, True, os.path.join(cache_root, "fill"))
+        run_child(",".join(names), "imports", 0, pycache, True, os.path.join(cache_root, "fill"))
+    print(f"{machine()}\nNVRTC {_nvrtc_version()}; bytecode: {args.bytecode}; "
+          f"medians of {args.runs} processes; ms ({args.clock} clock)")
+    print(f"{'kernel':16s} {'import':>6s} | {'cold':>6s} {'trace':>5s} {'lower':>6s} "
+          f"{'nvrtc':>6s} {'rest':>5s} {'again':>6s} | {'front':>5s} {'NVVM':>5s} "
+          f"{'ptxas':>5s} | {'warm':>5s} {'trace':>5s} {'load':>5s} {'next':>5s}")
     report = {}
-    hdr = (f"{'kernel':11s} {'first':>7s} {'again':>7s} | {'lower':>6s} {'nvrtc':>6s} "
-           f"{'rest':>6s} | {'front':>6s} {'NVVM':>6s} {'ptxas':>6s}   (ms, medians)")
-    print(hdr)
+    cpu = args.clock == "cpu"
+
+    def med(rows, key):
+        if cpu and key in ("trace", "compile"):
+            key += "_cpu"
+        return statistics.median(r[key] for r in rows) * 1e3
+
     for name in names:
-        kids = [run_child(name, args.runs if i == 0 else 0, pycache, warm)
-                for i in range(args.runs)]
-        first = [k["first"] for k in kids]
-        again = kids[0]["again"]
-        med = lambda rows, key: statistics.median(r[key] for r in rows) * 1e3  # noqa: E731
-        f_total, f_lower, f_nvrtc = (med(first, k) for k in ("total", "lower", "nvrtc"))
-        a_total = med(again, "total") if again else float("nan")
-        ph = nvrtc_phases(kids[0]["source"], kids[0]["arch"], kids[0]["options"], args.runs)
-        row = {"first_ms": f_total, "first_lower_ms": f_lower, "first_nvrtc_ms": f_nvrtc,
-               "first_rest_ms": f_total - f_lower - f_nvrtc, "again_ms": a_total,
-               "again_lower_ms": med(again, "lower") if again else None,
-               "again_nvrtc_ms": med(again, "nvrtc") if again else None,
-               "import_ms": statistics.median(k["import"] for k in kids) * 1e3,
-               "phases_ms": ph, "description": KERNELS[name][0], "target": KERNELS[name][1],
-               "source_lines": kids[0]["source"].count("\n")}
-        print(f"{name:11s} {f_total:7.0f} {a_total:7.0f} | {f_lower:6.0f} {f_nvrtc:6.0f} "
-              f"{f_total - f_lower - f_nvrtc:6.0f} | {ph['front end']:6.0f} {ph['NVVM']:6.0f} "
-              f"{ph['ptxas']:6.0f}", flush=True)
-        if args.sass:
-            s = sass_summary(bytes.fromhex(kids[0]["cubin"]))
-            row["sass"] = s
+        row = {"description": KERNELS[name][0], "target": KERNELS[name][1]}
+        cells = {}
+        if "cold" in modes:
+            kids = [run_child(name, "cold", args.runs if i == 0 else 0, pycache, warm_bc,
+                              os.path.join(cache_root, "off")) for i in range(args.runs)]
+            first = [k["first"] for k in kids]
+            again = kids[0]["again"]
+            trace, comp = med(first, "trace"), med(first, "compile")
+            lower, nvrtc = med(first, "lower"), med(first, "nvrtc")
+            rest = statistics.median(r["compile"] - r["lower"] - r["nvrtc"] for r in first) * 1e3
+            ph = nvrtc_phases(kids[0]["source"], kids[0]["arch"], kids[0]["options"],
+                              args.runs)
+            row.update(cold_ms=trace + comp, cold_trace_ms=trace, cold_compile_ms=comp,
+                       cold_lower_ms=lower, cold_nvrtc_ms=nvrtc,
+                       cold_rest_ms=rest,
+                       again_ms=med(again, "compile") if again else None,
+                       import_ms=statistics.median(k["import"] for k in kids) * 1e3,
+                       phases_ms=ph, source_lines=kids[0]["source"].count("\n"))
+            cells.update(import_=row["import_ms"], cold=trace + comp, trace=trace, lower=lower,
+                         nvrtc=nvrtc, rest=rest,
+                         again=row["again_ms"] or float("nan"), front=ph["front end"],
+                         nvvm=ph["NVVM"], ptxas=ph["ptxas"])
+            if args.sass:
+                row["sass"] = sass_summary(bytes.fromhex(kids[0]["cubin"]))
+        if "warm" in modes:
+            d = os.path.join(cache_root, name)
+            run_child(name, "fill", 0, pycache, warm_bc, d)
+            kids = [run_child(name, "warm", 0, pycache, warm_bc, d) for _ in range(args.runs)]
+            first = [k["first"] for k in kids]
+            w_trace, w_load = med(first, "trace"), med(first, "compile")
+            nxt = [k["again"][0] for k in kids]
+            w_next = med(nxt, "trace") + med(nxt, "compile")
+            row.update(warm_ms=w_trace + w_load, warm_trace_ms=w_trace, warm_load_ms=w_load,
+                       warm_next_ms=w_next,
+                       warm_program_hit=all(r["program_hit"] for r in first + nxt))
+            row.setdefault("import_ms", statistics.median(k["import"] for k in kids) * 1e3)
+            cells.update(warm=w_trace + w_load, w_trace=w_trace, w_load=w_load, w_next=w_next)
+            cells.setdefault("import_", row["import_ms"])
+        nan = float("nan")
+        c = lambda k: cells.get(k, nan)  # noqa: E731
+        print(f"{name:16s} {c('import_'):6.0f} | {c('cold'):6.0f} {c('trace'):5.0f} "
+              f"{c('lower'):6.0f} {c('nvrtc'):6.0f} {c('rest'):5.0f} {c('again'):6.0f} | "
+              f"{c('front'):5.0f} {c('nvvm'):5.0f} {c('ptxas'):5.0f} | {c('warm'):5.1f} "
+              f"{c('w_trace'):5.1f} {c('w_load'):5.1f} {c('w_next'):5.1f}"
+              f"{'' if row.get('warm_program_hit', True) else ' *'}", flush=True)
+        s = row.get("sass")
+        if s:
             mix = s.get("mix")
-            print(f"    regs {s['regs']} local {s['local_bytes']}  instructions {s.get('instructions', '?')}  "
+            print(f"    regs {s['regs']} local {s['local_bytes']}  instructions "
+                  f"{s.get('instructions', '?')}  "
                   + (" ".join(f"{k}={v}" for k, v in mix.items() if v) if mix else
                      s.get("sass", "")), flush=True)
         report[name] = row
     shutil.rmtree(pycache, ignore_errors=True)
+    shutil.rmtree(cache_root, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+            json.dump({"machine": machine(), "nvrtc": _nvrtc_version(), "clock": args.clock,
+                       "kernels": report},
+                      f, indent=1)
     return 0
 
 
@@ -251,7 +418,7 @@ def _nvrtc_version() -> str:
     from tilelang.runtime import toolkit
 
     b = toolkit.nvrtc_backend()
-    return f"{b.version} ({b.kind})" if b is not None else "missing"
+    return f"{b.version} ({b.kind})" if b is not None else "missing (nvcc used)"
 
 
 if __name__ == "__main__":

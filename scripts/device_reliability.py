@@ -7,6 +7,7 @@ and the source of every finding under $OUT (or --out).
     python scripts/device_reliability.py --sections fuzz --fuzz-seconds 300 --workers 8
     python scripts/device_reliability.py --sections resources --kernels 500 --calls 1000000
     python scripts/device_reliability.py --dry-run            # plumbing check without a GPU
+    python scripts/device_reliability.py --sections fuzz --fuzz-cases 200   # a fixed set of seeds
     python scripts/device_reliability.py --sections fuzz --vary-configs   # also vary pass configs
 
 Fuzz: W worker processes share the GPU; worker w takes seeds start+w, start+w+W, ... Each case
@@ -134,7 +135,10 @@ def fuzz_worker(args):
     target = "cpu" if args.dry_run else "cuda"
     seed = args.seed_start + args.worker_id
     with open(args.results, "a", buffering=1) as out:
-        while time.time() < args.deadline:
+        # --fuzz-cases bounds the seeds (start .. start+N-1) so a run covers the same cases
+        # however loaded the machine is; the deadline still bounds the time
+        while time.time() < args.deadline and (args.fuzz_cases <= 0 or
+                                               seed < args.seed_start + args.fuzz_cases):
             out.write(json.dumps({"seed": seed, "outcome": "start"}) + "\n")
             if seed == args.debug_hang_seed:  # exercises the watchdog (tests of this script)
                 time.sleep(3600)
@@ -168,7 +172,8 @@ def run_fuzz(args, out_dir) -> dict:
         cmd = [sys.executable, os.path.abspath(__file__), "--fuzz-worker", "--worker-id",
                str(start_seed - args.seed_start), "--workers", str(args.workers),
                "--seed-start", str(args.seed_start), "--deadline", str(deadline),
-               "--results", path, "--debug-hang-seed", str(args.debug_hang_seed),
+               "--results", path, "--fuzz-cases", str(args.fuzz_cases),
+               "--debug-hang-seed", str(args.debug_hang_seed),
                "--debug-die-seed", str(args.debug_die_seed)] + (
                    ["--dry-run"] if args.dry_run else []) + (
                    ["--vary-configs"] if args.vary_configs else [])
@@ -205,7 +210,8 @@ def run_fuzz(args, out_dir) -> dict:
                 nxt = last["seed"] + args.workers
             else:
                 continue  # finished its share before the deadline
-            if time.time() < deadline - 5:
+            in_budget = args.fuzz_cases <= 0 or nxt < args.seed_start + args.fuzz_cases
+            if time.time() < deadline - 5 and in_budget:
                 restarts += 1
                 spawn(w, nxt)
     return summarize_fuzz(results, restarts, out_dir)
@@ -432,6 +438,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sections", default="fuzz,resources")
     ap.add_argument("--fuzz-seconds", type=float, default=240)
+    ap.add_argument("--fuzz-cases", type=int, default=0,
+                    help="run exactly the seeds start .. start+N-1 (within --fuzz-seconds); "
+                         "0: as many as the time allows")
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--seed-start", type=int, default=0)
     ap.add_argument("--case-timeout", type=float, default=120)

@@ -44,16 +44,21 @@ def _init_logger():
 _init_logger()
 del _init_logger
 
-from . import language  # noqa: F401,E402
-from .env import env, disable_cache, enable_cache, is_cache_enabled  # noqa: F401,E402
-from .jit import jit, lazy_jit, compile, lower, JITKernel  # noqa: F401,E402,A004
-from .transform.pass_config import PassConfigKey  # noqa: F401,E402
-from .profiler.supply import TensorSupplyType  # noqa: F401,E402
+# `name as name`: the package ships py.typed, and type checkers (pyright, Pylance) count a
+# plain `from .jit import jit` as private to this module ("jit" is not exported from module
+# "tilelang") unless the import re-exports it explicitly
+from . import language as language  # noqa: E402
+from .env import (env as env, disable_cache as disable_cache,  # noqa: E402
+                  enable_cache as enable_cache, is_cache_enabled as is_cache_enabled)
+from .jit import (jit as jit, lazy_jit as lazy_jit, compile as compile,  # noqa: E402,A004
+                  lower as lower, JITKernel as JITKernel)
+from .transform.pass_config import PassConfigKey as PassConfigKey  # noqa: E402
 
 _LAZY = {
     "autotune": ("tilelang.autotuner", "autotune"),
     "AutoTuner": ("tilelang.autotuner", "AutoTuner"),
     "Profiler": ("tilelang.profiler", "Profiler"),
+    "TensorSupplyType": ("tilelang.profiler.supply", "TensorSupplyType"),
     "layout": ("tilelang.layout", None),
     "testing": ("tilelang.testing", None),
     "profiler": ("tilelang.profiler", None),
@@ -76,6 +81,11 @@ _LAZY = {
     "dtypes": ("tilelang.language.dtypes", None),
     "par_compile": ("tilelang.jit.parallel", "par_compile"),
     "DataType": ("tilelang.tvm", "DataType"),
+    "contrib": ("tilelang.contrib", None),
+    "tileop": ("tilelang.tileop", None),
+    "register_cuda_postproc": ("tilelang.engine.callback", "register_cuda_postproc"),
+    "register_hip_postproc": ("tilelang.engine.callback", "register_hip_postproc"),
+    "register_c_postproc": ("tilelang.engine.callback", "register_c_postproc"),
 }
 
 
@@ -94,7 +104,7 @@ def _register_tvm_standin():
         return
     from . import tvm as standin
 
-    sys.modules["tvm"] = standin
+    standin.register_as_tvm(sys.modules)
 
 
 _register_tvm_standin()

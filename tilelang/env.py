@@ -1,6 +1,8 @@
 """Configuration read from the environment, in one place.
 
-TILELANG_CACHE_DIR        where compiled kernels are cached (default ~/.tilelang/cache)
+TILELANG_CACHE_DIR        where compiled kernels are cached (default ~/.tilelang/cache; empty
+                          means the default)
+TILELANG_CACHE_MAX_ENTRIES, TILELANG_CACHE_MAX_SIZE   the kernel cache's cap (20000, 4G)
 TILELANG_DISABLE_CACHE    1 disables the disk cache
 TILELANG_DEFAULT_TARGET   target used when none is given ("auto", "cpu", "cuda", ...);
                           the reference's spelling TILELANG_TARGET is read when it is unset
@@ -120,8 +122,9 @@ class Environment:
 
     @property
     def cache_dir(self) -> Path:
-        return Path(os.environ.get("TILELANG_CACHE_DIR",
-                                   Path.home() / ".tilelang" / "cache")).expanduser()
+        # an empty value is unset, not Path("") (the current directory)
+        given = os.environ.get("TILELANG_CACHE_DIR", "").strip()
+        return Path(given).expanduser() if given else Path.home() / ".tilelang" / "cache"
 
     @property
     def TILELANG_CACHE_DIR(self) -> str:  # noqa: N802 - reference attribute name

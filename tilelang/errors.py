@@ -8,12 +8,13 @@ callers can catch either.
 
 from __future__ import annotations
 
+import functools
 import linecache
 from dataclasses import dataclass
 from typing import Optional
 
 __all__ = ["SourceLoc", "TileLangError", "KernelError", "located", "raise_at",
-           "KernelTypeError", "KernelValueError", "KernelNotSupportedError"]
+           "KernelTypeError", "KernelValueError", "KernelNotSupportedError", "user_facing"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,19 @@ class KernelNotSupportedError(KernelError, NotImplementedError):
 
 def raise_at(loc, exc_type, message):
     raise located(exc_type)(message, loc)
+
+
+def user_facing(fn):
+    """Decorate a compiler stage whose errors reach the user (tracing, the semantic checks,
+    lowering, the interpreter): a KernelError leaving it already shows the user's line, so the
+    compiler frames below this point are dropped from its traceback (a pass may raise from
+    fifty frames deep; what the user needs is the message and their own line)."""
+
+    @functools.wraps(fn)
+    def stage(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KernelError as err:
+            raise err.with_traceback(None) from None
+
+    return stage

@@ -208,10 +208,13 @@ def test_config_round_trip_through_json():
     cfg = {"block": 16, "shape": (2, 3), "name": "x", "flag": True, "policy": object()}
     stored = json.loads(json.dumps(tcache.encode_config_dict(cfg)))
     assert tcache.find_config(stored, [dict(cfg, block=32), cfg]) is cfg
-    assert tcache.find_config(stored, []) is None  # an object only matches by repr
+    assert tcache.find_config(stored, []) is None
     plain = {"block": 16, "shape": (2, 3)}
-    back = tcache.find_config(json.loads(json.dumps(tcache.encode_config_dict(plain))), [])
-    assert back == plain and isinstance(back["shape"], tuple)
+    stored_plain = json.loads(json.dumps(tcache.encode_config_dict(plain)))
+    assert tcache.find_config(stored_plain, [{"block": 16, "shape": (2, 3)}]) == plain
+    # a stored configuration is only a pointer into the candidates, never used on its own
+    assert tcache.find_config(stored_plain, [{"block": 16, "shape": [2, 3]}]) is None
+    assert tcache.find_config(stored_plain, []) is None
 
 
 def test_default_config_spaces_respect_limits():

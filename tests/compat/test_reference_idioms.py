@@ -189,10 +189,13 @@ def test_tvm_datatype_standin():
     from tilelang import tvm as tl_tvm
     assert tvm is tl_tvm and DataType is tilelang.DataType
     assert DataType("float16").bits == 16 and DataType("float").bits == 32
-    assert DataType("int8").is_int() and not DataType("int8").is_float()
+    # as tvm_ffi.dtype: a str with bits/lanes/itemsize/type_code; T.* dtypes are DataTypes
+    assert DataType("int8").type_code == 0 and DataType("float16").type_code == 2
+    assert DataType("bfloat16").type_code == 4 and DataType("float16x4").itemsize == 8
+    assert isinstance(T.float16, DataType) and isinstance(DataType("int8"), str)
     assert DataType("float8_e4m3").bits == 8 and DataType("float32").lanes == 1
     assert DataType(T.bfloat16) == "bfloat16" and str(DataType("uint8")) == "uint8"
-    with pytest.raises(AttributeError, match="only tvm.DataType"):
+    with pytest.raises(AttributeError, match="provides only tvm.DataType"):
         tvm.tir.const(0, "int32")
 
 

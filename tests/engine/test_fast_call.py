@@ -127,6 +127,36 @@ def test_static_grid_is_decided_when_the_path_is_generated(monkeypatch, launch_e
     assert call((FakeCudaTensor((999,), torch.float32),)) == "slow"
 
 
+@pytest.mark.parametrize("launch_ex", [True, False])
+def test_grid_past_the_launch_limits_goes_to_the_general_path_first(monkeypatch, launch_ex):
+    """A grid known only at the call and past CUDA's limits (y <= 65535) is checked before
+    anything is allocated or launched; the general path raises the error that says why."""
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def rows(A: T.Tensor((m, 32), "float32")):
+        with T.Kernel(1, m, threads=32) as (bx, by):
+            for j in T.Parallel(32):
+                A[by, j] = 1.0
+
+    call, calls, slow_calls = _fake_call(monkeypatch, rows, None, launch_ex)
+    assert call((FakeCudaTensor((65535, 32), torch.float32),)) is None and len(calls) == 1
+    assert call((FakeCudaTensor((70000, 32), torch.float32),)) == "slow"
+    assert len(calls) == 1 and len(slow_calls) == 1
+
+
+def test_a_failed_launch_is_never_ignored(monkeypatch):
+    """The fast path used to report a failed launch as if its grid were empty, which an
+    invalid-value failure then passed silently (the kernel did not run)."""
+    from tilelang.runtime import driver
+    from tilelang.runtime.driver import CudaDriverError
+
+    call, calls, _ = _fake_call(monkeypatch, _kernel(), [1])
+    call.__globals__["launch_ex"] = lambda *a: driver.CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(CudaDriverError, match="cuLaunchKernel failed"):
+        call((FakeCudaTensor((70, 64), torch.float32), 2.5))
+
+
 def _tma_gemm(m):
     @T.prim_func
     def gemm(A: T.Tensor((m, 256), "float16"), B: T.Tensor((256, 256), "float16"),

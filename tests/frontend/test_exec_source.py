@@ -5,6 +5,8 @@ a message that says what to do. A source file edited after import is detected ra
 traced as whichever function now sits at the old line."""
 
 import importlib.util
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -168,3 +170,52 @@ def test_identical_kernels_in_two_files_keep_their_own_locations(tmp_path):
     for path, f in files:
         (store,) = collect(f.body, lambda n: isinstance(n, ir.Store))
         assert store.loc.filename == path
+
+
+STDIN_PROGRAM = '''
+import torch
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1], target="cpu")
+def double(N, block=32):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                B[bx * block + i] = A[bx * block + i] * 2.0
+    return main
+
+
+@tilelang.jit(out_idx=[1], target="cpu")
+def first_block_only(N, block=32):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, block), threads=32) as bx:
+            if bx == 0:
+                for i in T.Parallel(block):
+                    B[i] = A[i]
+    return main
+
+
+a = torch.arange(64, dtype=torch.float32)
+assert torch.equal(double(64)(a), a * 2)
+print("straight-line kernel: ok")
+try:
+    first_block_only(64)
+except TypeError as e:
+    print("condition on a kernel value:", e)
+'''
+
+
+def test_a_kernel_typed_into_python_stdin_runs_as_debugging_md_says():
+    """docs/debugging.md: code typed into `python -` is traced without the rewrite, with a
+    warning; straight-line kernels work, a condition on a kernel value is a TypeError."""
+    proc = subprocess.run([sys.executable, "-"], input=STDIN_PROGRAM, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "source of double.<locals>.main is unavailable" in proc.stderr
+    assert "without the control-flow rewrite" in proc.stderr
+    assert "straight-line kernel: ok" in proc.stdout
+    assert "condition on a kernel value: a symbolic kernel value" in proc.stdout

@@ -144,6 +144,7 @@ def test_persistent_attention_q_loaded_by_the_producer(B, H, S, D, causal, bm, t
 
     if buffers == 1:  # as if a second Q buffer did not fit in shared memory
         monkeypatch.setattr(ws, "arena_bytes", lambda ctx, allocs: 1 << 30)
+        monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")  # the cache cannot see the patch
     torch.manual_seed(S + blocks)
     kern = tilelang.compile(persistent_attention(B, H, S, D, causal, bm=bm, threads=threads,
                                                  blocks=blocks), target="cuda")
@@ -169,6 +170,7 @@ def test_tile_load_of_tiles_whose_loop_runs_no_iteration(tiles, blocks, stages, 
 
     if buffers == 1:
         monkeypatch.setattr(ws, "arena_bytes", lambda ctx, allocs: 1 << 30)
+        monkeypatch.setenv("TILELANG_DISABLE_CACHE", "1")  # the cache cannot see the patch
     torch.manual_seed(tiles + stages)
     kern = tilelang.compile(persistent_tile_load(tiles, blocks, stages), target="cuda")
     assert f"loads X once per tile ({buffers} buffer(s))" in kern.get_host_source()

@@ -1,7 +1,5 @@
 """The CPU adapter: source text, narrow-float tensors written in place, outputs allocated by
-the JIT, rejection of injected CUDA, and the speed targets of the interpreter."""
-
-import time
+the JIT, rejection of injected CUDA, and the speed targets of the interpreter (in calls)."""
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import tilelang
 import tilelang.language as T
 from interp_testutil import cpu, f64, tensor
 from tilelang.interp.adapter import CPUAdapter
+from tilelang.testing.calls import count_calls
 
 
 def _scale(dtype, n=64, block=32):
@@ -23,10 +22,12 @@ def _scale(dtype, n=64, block=32):
 
 
 def test_source_is_printed_ir():
+    """The adapter's source is the program it runs; the kernel's `get_kernel_source()` is CUDA
+    (tests/jit/test_kernel_source.py)."""
     func = _scale("float16")
     adapter = CPUAdapter(func, {})
     assert adapter.source == str(func)
-    assert cpu(func).get_kernel_source() == str(func)
+    assert str(cpu(func).get_tir()) == str(func)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3", "float8_e5m2"])
@@ -103,25 +104,32 @@ def _gemm(M, N, K, bm, bn, bk):
     return k
 
 
-def test_speed_gemm_512(rng):
+# Speed targets of the interpreter (a 512^3 GEMM and a 1M-element kernel take well under a
+# second on the 2-core development machine) come from its Python cost per block: the work
+# inside a block is vectorised over threads and elements with numpy. The tests count the
+# Python calls per block, which is the same on every machine at every load; a statement run
+# per thread instead of per block would multiply the count by the number of threads.
+
+def test_gemm_512_costs_a_few_thousand_calls_per_block(rng):
     kern = cpu(_gemm(512, 512, 512, 64, 64, 32), out_idx=-1)
     a, b = tensor(rng, (512, 512), "float16"), tensor(rng, (512, 512), "float16")
-    t0 = time.perf_counter()
-    c = kern(a, b)
-    elapsed = time.perf_counter() - t0
+    kern(a, b)
+    c, calls = count_calls(kern, a, b)
     np.testing.assert_allclose(f64(c), f64(a) @ f64(b), rtol=2e-2, atol=0.1)
-    assert elapsed < 3.0, f"512^3 GEMM took {elapsed:.2f}s on the interpreter"
+    per_block = calls.python / (8 * 8)
+    # today about 2300: 16 steps of the K loop, each two copies and a gemm
+    assert per_block < 3500, f"{per_block:.0f} Python calls per block ({calls})"
 
 
-def test_speed_elementwise_1m(rng):
+def test_elementwise_1m_costs_tens_of_calls_per_block(rng):
     n = 1 << 20
     kern = cpu(_scale("float32", n, 128), out_idx=[1])
     a = tensor(rng, (n,), "float32")
-    t0 = time.perf_counter()
-    b = kern(a, 2.0)
-    elapsed = time.perf_counter() - t0
+    kern(a, 2.0)
+    b, calls = count_calls(kern, a, 2.0)
     assert torch.equal(b, a * 2.0)
-    assert elapsed < 3.0, f"1M-element kernel took {elapsed:.2f}s on the interpreter"
+    per_block = calls.python / (n // 128)
+    assert per_block < 60, f"{per_block:.0f} Python calls per block ({calls})"  # today 38
 
 
 def test_auto_target_runs_cpu_tensors(rng):

@@ -34,7 +34,10 @@ SCALARS = {
 def test_scalar_names_sizes_and_predicates(name):
     d = DType(name)
     bits, nbytes, is_float, is_int, is_bool, signed, unsigned = SCALARS[name]
-    assert (d.name, d.base, d.lanes, str(d)) == (name, name, 1, name)
+    # the text is the torch/reference spelling: float8_e4m3 is torch's float8_e4m3fn
+    text = "float8_e4m3fn" if name == "float8_e4m3" else name
+    assert (d.name, d.base, d.lanes, str(d)) == (name, name, 1, text)
+    assert isinstance(d, str) and d == text and d == name
     assert (d.bits, d.bytes) == (bits, nbytes)
     assert (d.is_float, d.is_int, d.is_bool) == (is_float, is_int, is_bool)
     assert (d.is_signed_int, d.is_unsigned) == (signed, unsigned)
@@ -91,7 +94,7 @@ def test_python_numpy_and_torch_types():
     assert DType(np.float16) is DType("float16") and DType(np.dtype("uint8")) is DType("uint8")
     assert DType(np.int64) is DType("int64")
     assert DType(torch.bfloat16) is DType("bfloat16")
-    assert DType(torch.float8_e4m3fn) is DType("float8_e4m3")
+    assert DType(torch.float8_e4m3fn) is DType("float8_e4m3") == "float8_e4m3fn"
     assert DType(torch.float8_e5m2) is DType("float8_e5m2")
     assert DType(torch.int16) is DType("int16") and DType(torch.bool) is DType("bool")
     with pytest.raises(ValueError):

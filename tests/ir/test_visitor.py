@@ -122,8 +122,8 @@ def test_collect_is_preorder_left_to_right_and_any_node_short_circuits():
 
 def test_children_of_buffers_and_functions():
     f = sample_func()
-    assert children(f) == [f.body]
-    assert children(f.params[0]) == []  # buffers are leaves
+    assert children(f) == (f.body,)
+    assert children(f.params[0]) == ()  # buffers are leaves
     x = ir.Var("x")
     op, a, b, dt = children(x + 1)
     assert op == "add" and a is x and b.value == 1 and dt is DType("int32")

@@ -1,13 +1,13 @@
 """Lazy JIT specialisation: cache hits do not re-trace, runtime sizes share one kernel,
 compile-time values recompile, outputs come back as the body returns them."""
 
-import time
 
 import pytest
 import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang.testing.calls import count_calls
 
 
 def make_scale():
@@ -58,18 +58,19 @@ def test_int_dim_and_constants_recompile():
     assert scale.trace_count == 4
 
 
-def test_dispatch_overhead_is_microseconds():
+def test_cache_hit_dispatch_is_a_few_calls():
+    """A call with a known key computes the key and looks it up: a handful of function calls
+    (benchmarks/lazy_dispatch.py times it), counted so that the bound holds at any load."""
     scale = make_scale()
     A = torch.randn(4, 64)
     scale(A)
-    n = 3000
-    t0 = time.perf_counter()
-    for _ in range(n):
-        entry = scale.dispatch(A)
-    per_call = (time.perf_counter() - t0) / n
+    scale.dispatch(A)
+    entry, calls = count_calls(scale.dispatch, A)
     assert entry.kernel is not None and scale.trace_count == 1
-    print(f"lazy-JIT dispatch: {per_call * 1e6:.2f} us per call")
-    assert per_call < 200e-6
+    print(f"lazy-JIT dispatch: {calls}")
+    # today 10 and 11; re-reading the signature or re-parsing annotations per call would be
+    # dozens more
+    assert calls.python <= 15 and calls.builtin <= 16, calls
 
 
 def test_compile_placeholder_then_call_hits_cache():

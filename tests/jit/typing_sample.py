@@ -1,5 +1,5 @@
-"""Checked by test_typing.py with mypy (and pyright when installed): the type-checker-friendly
-spellings of lazy-JIT signatures must produce no errors. Not a test module itself."""
+"""Checked by test_typing.py with pyright and mypy: the type-checker-friendly spellings of
+lazy-JIT signatures must produce no errors. Not a test module itself."""
 
 from typing import Any
 

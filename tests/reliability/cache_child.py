@@ -70,7 +70,9 @@ def compile_one(name: str, arch: str, pass_configs=None) -> dict:
                          pass_configs=pass_configs)
     c = k.adapter.compiled
     return {"name": name, "hit": bool(c.cache_hit), "key": c.key,
-            "sha": hashlib.sha256(c.cubin).hexdigest()}
+            "sha": hashlib.sha256(c.cubin).hexdigest(),
+            "program_hit": bool(k.adapter.program_cache_hit),
+            "source": hashlib.sha256(k.adapter.source.encode()).hexdigest()}
 
 
 def perturb(arch: str):

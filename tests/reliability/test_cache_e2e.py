@@ -56,6 +56,21 @@ def test_second_process_hits_the_cache(private_cache):
     assert here["hit"] and here["key"] == first[0]["key"]
 
 
+def test_second_process_loads_the_program_without_lowering(private_cache):
+    """engine/program_cache.py: the second process keys the traced program (also after
+    tracing and compiling other kernels) and loads the source, the launch description and
+    the cubin the first one made."""
+    first = _child(private_cache, "sm_90a", "gemm", "axpy")
+    assert [r["program_hit"] for r in first] == [False, False]
+    second = _child(private_cache, "sm_90a", "--perturb", "axpy", "gemm")
+    by_name = {r["name"]: r for r in second}
+    for r in first:
+        again = by_name[r["name"]]
+        assert again["program_hit"], f"{r['name']}: a second process lowered it again"
+        assert (again["source"], again["sha"], again["key"]) == \
+            (r["source"], r["sha"], r["key"])
+
+
 def _pool_worker(args):
     cache_dir, barrier, arch = args
     os.environ["TILELANG_CACHE_DIR"] = cache_dir
@@ -101,7 +116,8 @@ def test_damaged_entry_is_rebuilt_by_the_next_compile(private_cache, damage):
         other = cache_child.compile_one("axpy", "sm_80")
         data = cache.entry_path(private_cache, other["key"]).read_bytes()
     path.write_bytes(data)
-    again = cache_child.compile_one("softmax", "sm_80")
+    with pytest.warns(RuntimeWarning, match="damaged kernel cache entry"):
+        again = cache_child.compile_one("softmax", "sm_80")
     assert not again["hit"], "a damaged entry was trusted"
     assert again["sha"] == good["sha"]
     third = cache_child.compile_one("softmax", "sm_80")

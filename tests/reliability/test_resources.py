@@ -61,6 +61,7 @@ def _traced_growth(fn, n_first, n_second):
     return grown(base, mid), grown(mid, end)
 
 
+@pytest.mark.slow
 def test_lowering_many_distinct_kernels_keeps_memory_bounded(monkeypatch):
     """The arithmetic interning tables are the only per-kernel growth, and they are cleared at
     their limit: with a small limit the retained memory stops growing."""
@@ -86,6 +87,7 @@ def test_cpu_compile_and_run_many_kernels_keeps_memory_flat():
     assert max(first, second) < 0.5 * 2 ** 20, (first, second)
 
 
+@pytest.mark.slow
 @requires_compiler
 def test_full_cuda_compile_keeps_rss_flat(monkeypatch):
     """tilelang.compile through NVRTC (cache off: every compile runs the compiler) must not leak

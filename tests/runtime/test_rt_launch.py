@@ -1,12 +1,11 @@
 """Kernel-argument packing (layout, conversions, errors) and the Python cost of a launch,
-measured with a stand-in for cuLaunchKernel. No GPU needed."""
+counted with a stand-in for cuLaunchKernel. No GPU needed."""
 
 from __future__ import annotations
 
 import ctypes
 import math
 import struct
-import time
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ import torch
 
 from tilelang.runtime import ArgLayout, CudaKernelFunction, launch as launch_fn
 from tilelang.runtime import launcher as launch_mod
+from tilelang.testing.calls import count_calls
 
 rng = np.random.default_rng(1234)
 
@@ -112,6 +112,9 @@ def _fake_launcher():
 
 
 def test_python_cost_of_a_launch(monkeypatch):
+    """The Python side of a launch stays a handful of calls: the per-call work that
+    benchmarks/host_overhead.py times on a GPU (6 us per call), counted here so that the
+    bound holds on any machine at any load."""
     fn = CudaKernelFunction(b"", "k", ["ptr", "ptr", "ptr", "int32"])
     fn._launch_fn = _fake_launcher()
     fn._entry[0] = (ctypes.c_void_p(0), 48 * 1024)
@@ -119,23 +122,13 @@ def test_python_cost_of_a_launch(monkeypatch):
     args = [0x7F0000001000, 0x7F0000002000, 0x7F0000003000, 12345]
     grid, block = (108, 1, 1), (128, 1, 1)
     stream = 0x7F00DEAD0000  # a 64-bit stream handle, as torch's are
-    for _ in range(1000):
-        launch_fn(fn, grid, block, 0, stream, args)
-    best = math.inf
-    for _ in range(5):
-        n = 20000
-        t = time.perf_counter()
-        for _ in range(n):
-            launch_fn(fn, grid, block, 0, stream, args)
-        best = min(best, (time.perf_counter() - t) / n)
-    t = time.perf_counter()
-    for _ in range(20000):
-        fn.layout.pack(args)
-    pack = (time.perf_counter() - t) / 20000
-    print(f"\nlaunch (Python side, 3 pointers + int): {best * 1e6:.2f} us; "
-          f"packing alone {pack * 1e6:.2f} us")
+    launch_fn(fn, grid, block, 0, stream, args)  # the first launch binds the stream
+    _, calls = count_calls(launch_fn, fn, grid, block, 0, stream, args)
+    print(f"\nlaunch (3 pointers + int): {calls}")
     assert struct.unpack_from("<QQQi", fn.layout.packed_bytes()) == tuple(args)
-    assert best < 6e-6, f"a launch costs {best * 1e6:.1f} us of Python"
+    # today 4 and 5: launch, CudaKernelFunction.launch, current_device and the packer; the
+    # ctypes call, the lock and getattr. A per-argument Python conversion would add 4 or more.
+    assert calls.python <= 6 and calls.builtin <= 8, calls
 
 
 def test_failed_launch_names_the_kernel(monkeypatch):

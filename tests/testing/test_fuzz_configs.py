@@ -280,12 +280,18 @@ def test_device_script_reports_configs(capsys, tmp_path, monkeypatch):
 
 
 def test_device_script_dry_run_varies_configs(tmp_path):
-    """The flag reaches the worker processes (a short dry run, the interpreter as device)."""
+    """The flag reaches the worker processes (a short dry run, the interpreter as device).
+    A case budget, not a time budget: the same six seeds run however loaded the machine is."""
+    seeds = range(140000, 140006)
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "device_reliability.py"), "--dry-run",
-           "--sections", "fuzz", "--vary-configs", "--fuzz-seconds", "5", "--workers", "1",
-           "--seed-start", "140000", "--out", str(tmp_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+           "--sections", "fuzz", "--vary-configs", "--fuzz-cases", str(len(seeds)),
+           "--fuzz-seconds", "100000", "--workers", "2", "--seed-start", str(seeds[0]),
+           "--out", str(tmp_path)]
+    # the timeout only guards against a hang; the seeds, not the clock, fix the cases
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     fz = json.load(open(tmp_path / "reliability_summary.json"))["fuzz"]
-    assert fz["cases"] >= 4 and fz["outcomes"].get("ok") == fz["cases"]
-    assert 0 < fz["configs"]["non_default"] < fz["cases"]
+    assert fz["cases"] == len(seeds) and fz["outcomes"].get("ok") == fz["cases"]
+    non_default = sum(bool(fuzz.pass_configs_for(s)) for s in seeds)
+    assert 0 < non_default < len(seeds)
+    assert fz["configs"]["non_default"] == non_default

@@ -3,7 +3,6 @@ parallel loop touching a fragment a loop layout; gemm accumulators get the instr
 register layout (mma.sync on sm_80, wgmma on sm_90a), reductions the projection of their
 source, annotations win, and conflicts are located errors naming both sides."""
 
-import inspect
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from tilelang import layout as L
 from tilelang.errors import KernelError
 from tilelang.ir import nodes as ir
 
-from transform_helpers import SM80, SM90, nodes, run_passes
+from transform_helpers import SM80, SM90, marked_line, nodes, run_passes
 
 
 def _gemm_kernel(bm=64, bn=64, bk=32, threads=128):
@@ -151,11 +150,6 @@ def test_unannotated_shared_tiles_default_to_row_major():
     assert lay["S"].is_row_major()
 
 
-def _marked_line(fn):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, line in enumerate(lines) if "# <-" in line)
-
-
 def _two_accumulators():
     @T.prim_func
     def f(A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"),
@@ -202,7 +196,7 @@ def test_conflicts_are_located_errors(builder, words):
     for w in words:
         assert w in text, text
     assert info.value.loc is not None and info.value.loc.filename == __file__
-    assert info.value.loc.lineno == _marked_line(builder), text
+    assert info.value.loc.lineno == marked_line(builder), text
 
 
 def test_a_loop_writing_one_layout_reads_the_other_through_shared_memory():

@@ -392,3 +392,55 @@ def test_sass_builds_wgmma_descriptors_in_uniform_registers():
     ops = re.findall(r"\b(HGMMA|R2UR)\b", _example_sass())
     first, last = ops.index("HGMMA"), len(ops) - 1 - ops[::-1].index("HGMMA")
     assert "R2UR" not in ops[first:last], ops[first:last].count("R2UR")
+
+
+# ---- the schedule derived for attention loops written without an annotation --------------
+
+def _reference_style_flash(threads, causal=False, **configs):
+    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+    from kernels import flash_fwd
+
+    return tilelang.compile(flash_fwd(1, 2, 1024, 128, causal, 128, 128, 2, threads),
+                            target=SM90, pass_configs=configs)
+
+
+def test_reference_style_flash_gets_the_derived_schedule():
+    kern = _reference_style_flash(256)
+    notes = kern.get_host_source()
+    assert "FlashAttention-3's schedule, derived" in notes
+    assert "warpgroup ping-pong" in notes
+    loop = _steady_loop(kern.get_kernel_source())
+    # S(k) issued, then the late rescale and P(k-1) V(k-1), then the softmax of S(k)
+    ss, rs, ex = loop.index("wgmma_gemm_ss<"), loop.index("wgmma_gemm_rs<"), loop.index("exp2")
+    assert ss < rs < ex
+
+
+def test_derived_schedule_needs_two_consumer_warpgroups_and_can_be_turned_off():
+    assert "derived" not in _reference_style_flash(128).get_host_source()
+    off = _reference_style_flash(256, **{"tl.disable_wgmma_overlap": True}).get_host_source()
+    assert "derived" not in off and "ping-pong" not in off
+
+
+def test_auto_schedule_leaves_other_bodies_alone():
+    from tilelang.transform.overlap_schedule import auto_schedule
+
+    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
+    from kernels import gemm
+
+    kern = tilelang.compile(gemm(512, 512, 512, 128, 256, 64, out_dtype="float16",
+                                 num_stages=3, threads=256), target=SM90)
+    assert "derived" not in kern.get_host_source()
+    assert auto_schedule([], set(), lambda g: True) is None
+
+
+def test_no_derived_schedule_for_masks_before_the_gemm_or_three_warpgroups():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import as_written as W
+
+    causal = tilelang.compile(W.flash_fwd(1, 2, 1024, 128, True, 128, 128, 2, 256),
+                              target=SM90).get_host_source()
+    assert "derived" not in causal
+    three = tilelang.compile(_example().flash_attention_fwd_pipelined.get_tir(
+        1, 2, 1024, 128, False, block_M=192, block_N=128, threads=384, overlap=False),
+        target=SM90).get_host_source()
+    assert "derived" not in three

@@ -249,3 +249,32 @@ def test_order_stage_schedule_runs_inside_a_tile_loop():
     steady = tile[tile.index("for (int k"):]
     assert "V_s_full[((int)(((unsigned int)(k + pipe_done - 1)) % 2u))]" in steady
     assert re.search(r"pipe_done = [^;]*\+ pipe_done[^;]*;", tile)  # counted across tiles
+
+
+# ---- warp specialisation or the cp.async pipeline, for a GEMM as the user wrote it -------
+
+def _gemm_notes(M, bm, bn, bk, stages, threads=128, **configs):
+    kern = tilelang.compile(K.gemm(M, M, M, bm, bn, bk, out_dtype="float16", num_stages=stages,
+                                   threads=threads), target="cuda -arch=sm_90a",
+                            pass_configs=configs)
+    return kern.get_host_source()
+
+
+@pytest.mark.parametrize("M,bm,bn,bk,stages,threads,specialised", [
+    (4096, 128, 128, 32, 3, 128, False),  # 1024 blocks, one per SM warp-specialised
+    (2048, 128, 128, 32, 3, 128, False),
+    (1024, 128, 128, 32, 3, 128, True),   # 64 blocks: fewer than the SMs
+    (4096, 128, 128, 32, 2, 128, True),   # two stages: cp.async would not overlap
+    (4096, 64, 64, 32, 3, 128, True),     # small tiles: several warp-specialised blocks per SM
+    (4096, 128, 256, 64, 3, 256, True),   # two consumer warpgroups
+])
+def test_schedule_follows_occupancy(M, bm, bn, bk, stages, threads, specialised):
+    notes = _gemm_notes(M, bm, bn, bk, stages, threads)
+    assert ("warp-specialised pipeline over k" in notes) == specialised, notes
+    if not specialised:
+        assert "the cp.async pipeline fits several blocks per SM" in notes
+
+
+def test_explicit_pass_config_keeps_warp_specialisation():
+    notes = _gemm_notes(4096, 128, 128, 32, 3, **{"tl.disable_warp_specialized": False})
+    assert "warp-specialised pipeline over k" in notes

@@ -1,6 +1,8 @@
 """Shared helpers of the pass tests: run the CUDA pipeline of one kernel up to (and
 including) a named pass, and look at the IR it leaves."""
 
+import inspect
+
 import pytest
 
 import tilelang.language as T
@@ -14,6 +16,13 @@ from tilelang.jit.target import parse_target
 from tilelang.runtime import toolkit
 from tilelang.transform.inline_lets import inline_pure_lets
 from tilelang.transform.pass_config import normalize_pass_configs
+
+def marked_line(fn) -> int:
+    """The line number of the line of `fn`'s source marked `# <-` (where an error or a
+    warning must point)."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if "# <-" in line)
+
 
 SM80 = "cuda -arch=sm_80"
 SM90 = "cuda -arch=sm_90a"

@@ -8,7 +8,12 @@ pass_configs, flags) and the package version. The configuration list is delibera
 of the key: editing the list of candidates reuses the stored winner.
 
 Configurations are stored as JSON with tuples tagged; values JSON cannot hold are stored by
-`repr` and are matched against the current configuration list when loaded.
+`repr`. A stored configuration is matched against the current configuration list when loaded,
+and only a configuration of that list is ever used.
+
+The directory follows the kernel cache's rules (`tilelang.cache.files`: this user's, 0700,
+entries read only from regular files of bounded size); an entry that is not what `store` writes
+(wrong types, JSON nested without end, another key) is a miss with a warning.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import math
 import os
-import tempfile
 import textwrap
 import time
+import warnings
 from pathlib import Path
 from typing import Optional
+
+from ..cache import files
 
 FORMAT = 1
 _SIMPLE = (int, float, str, bool, type(None))
@@ -66,36 +74,18 @@ def encode_config(value):
     return {"__repr__": repr(value)}
 
 
-class Undecodable(ValueError):
-    pass
-
-
-def decode_config(value):
-    if isinstance(value, list):
-        return [decode_config(v) for v in value]
-    if isinstance(value, dict):
-        if "__tuple__" in value:
-            return tuple(decode_config(v) for v in value["__tuple__"])
-        if "__dict__" in value:
-            return {k: decode_config(v) for k, v in value["__dict__"].items()}
-        raise Undecodable(value.get("__repr__", repr(value)))
-    return value
-
-
 def encode_config_dict(config: dict) -> dict:
     return {str(k): encode_config(v) for k, v in config.items()}
 
 
-def find_config(stored: dict, candidates) -> Optional[dict]:
-    """The configuration `stored` (encoded) denotes: the equal one among `candidates` when there
-    is one (keeps non-JSON values intact), else the decoded dict (None if undecodable)."""
+def find_config(stored, candidates) -> Optional[dict]:
+    """The configuration among `candidates` that `stored` (encoded) denotes, or None: a stored
+    configuration is only ever a pointer into the current list, never run on its own (a
+    planted or stale entry cannot make us compile a configuration nobody asked for)."""
     for cfg in candidates or ():
         if encode_config_dict(cfg) == stored:
             return cfg
-    try:
-        return {k: decode_config(v) for k, v in stored.items()}
-    except Undecodable:
-        return None
+    return None
 
 
 # ---- the key ------------------------------------------------------------------------------------
@@ -168,10 +158,23 @@ def make_key(fn, call_args: tuple, call_kwargs: dict, compile_key: dict, device:
 
 
 # ---- the files ----------------------------------------------------------------------------------
+MAX_ENTRY_BYTES = 64 << 20  # a record per configuration: far below this for any real list
+MAX_ENTRIES = 10_000
+_NUMBER = (int, float)
+
+
 def cache_dir() -> Path:
     from ..env import env
 
     return Path(env.cache_dir) / "autotune"
+
+
+def _private_cache_dir() -> Path:
+    """cache_dir(), created or checked under the kernel cache's rules (tilelang.cache.files):
+    its root and itself 0700, this user's, no one else's to write."""
+    d = cache_dir()
+    files.private_dir(d.parent)
+    return files.private_dir(d)
 
 
 def cache_enabled() -> bool:
@@ -185,47 +188,92 @@ def path_for(key: str) -> Path:
     return cache_dir() / f"{key}.json"
 
 
+def _is_number(x, optional=False, finite=True) -> bool:
+    if x is None:
+        return optional
+    return isinstance(x, _NUMBER) and not isinstance(x, bool) and (
+        not finite or math.isfinite(x))
+
+
+def _problem(data, key: str) -> Optional[str]:
+    """What is wrong with a decoded entry (None: nothing)."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("format") != FORMAT:
+        return f"format {data.get('format')!r}, not {FORMAT} (another version wrote it)"
+    if data.get("key") != key:
+        return "written for another key"
+    best = data.get("best")
+    if not isinstance(best, dict) or not isinstance(best.get("config"), dict):
+        return "'best' is not an object with a 'config' object"
+    if not _is_number(best.get("latency")) or not _is_number(best.get("ref_latency"),
+                                                              optional=True):
+        return "'best' has a latency that is not a finite number"
+    records = data.get("records", [])
+    if not isinstance(records, list):
+        return "'records' is not a list"
+    for r in records:
+        if not (isinstance(r, dict) and isinstance(r.get("config"), dict)
+                and isinstance(r.get("status", ""), str)
+                and isinstance(r.get("reason", ""), str)
+                and _is_number(r.get("latency"), optional=True, finite=False)):
+            return "a record is not an object with a config, a status and a latency"
+    return None
+
+
 def load(key: str) -> Optional[dict]:
-    """The stored entry for `key`, or None (missing, unreadable or of another format)."""
+    """The stored entry for `key`, or None: missing, or damaged (with a warning)."""
     path = path_for(key)
     try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+        _private_cache_dir()
+        raw = files.read_entry(path, MAX_ENTRY_BYTES)
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
+            raise files.DamagedEntry(f"{path} is not JSON") from None
+        problem = _problem(data, key)
+        if problem:
+            raise files.DamagedEntry(f"{path}: {problem}")
+    except files.DamagedEntry as e:
+        warnings.warn(f"tilelang: ignoring a damaged autotuning cache entry ({e}); tuning again",
+                      RuntimeWarning, stacklevel=2)
         return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
+    except OSError as e:  # UnsafePath included: the directory is not ours to trust
+        _warn_unusable(e)
         return None
+    files.touch(path)
     return data
 
 
+_warned: set = set()
+
+
+def _warn_unusable(e: OSError):
+    if str(e) not in _warned:
+        _warned.add(str(e))
+        warnings.warn(f"tilelang: the autotuning cache is not used: {e}", RuntimeWarning,
+                      stacklevel=3)
+
+
 def store(key: str, data: dict) -> Path:
-    """Write the entry atomically: readers see the old file or the new one, never a part."""
-    path = path_for(key)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Write the entry atomically: readers see the old file or the new one, never a part. An
+    OSError (UnsafePath included) says why nothing was written."""
+    d = _private_cache_dir()
     data = dict(data, format=FORMAT, key=key, created=time.time())
-    fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True, default=repr)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    text = json.dumps(data, indent=1, sort_keys=True, default=repr)
+    path = files.write_atomic(d, f"{key}.json", text.encode())
+    files.evict(d, ".json", MAX_ENTRIES, MAX_ENTRIES * (1 << 20))
     return path
 
 
 def clear() -> int:
     """Delete every stored tuning result; returns how many files were removed."""
-    n = 0
-    d = cache_dir()
-    if d.is_dir():
-        for p in d.glob("*.json"):
-            try:
-                p.unlink()
-                n += 1
-            except OSError:
-                pass
-    return n
+    if not cache_dir().exists():
+        return 0
+    try:
+        d = _private_cache_dir()  # never another user's directory (nor through a link)
+    except OSError:
+        return 0
+    return files.remove_entries(d, ".json")

@@ -105,9 +105,9 @@ def _worker_count() -> int:
 
 
 def _tqdm(*args, **kwargs):
-    from tqdm.auto import tqdm
+    from ..jit.parallel import progress_bar_class
 
-    return tqdm(*args, **kwargs)
+    return progress_bar_class()(*args, **kwargs)
 
 
 _REFERENCE_RUN_OPTIONS = frozenset({"use_pipeline", "enable_grouped_compile",
@@ -541,11 +541,13 @@ class AutoTuner:
                     _write(skip_line(self.name, record))
 
     def _from_disk(self, key, configs) -> Optional[AutotuneResult]:
-        data = tcache.load(key)
-        if data is None or "best" not in data:
+        data = tcache.load(key)  # validated: the types below are what `store` wrote
+        if data is None:
             return None
-        config = tcache.find_config(data["best"].get("config", {}), configs)
+        config = tcache.find_config(data["best"]["config"], configs)
         if config is None:
+            _write(f"[autotune] {self.name}: the cached best config is not among the "
+                   f"candidates; tuning again")
             return None
         try:
             kernel = self._compile_one(config)
@@ -553,7 +555,7 @@ class AutoTuner:
             _write(f"[autotune] {self.name}: the cached best config {config} no longer "
                    f"compiles ({reason_of(exc)}); tuning again")
             return None
-        latency = data["best"].get("latency")
+        latency = data["best"]["latency"]
         ref_latency = data["best"].get("ref_latency")
         _set_tuner_result(kernel, latency, config, ref_latency)
         _write(f"[autotune] {self.name}: using cached best config {config} "
@@ -572,9 +574,9 @@ class _WrongResult(Exception):
 
 def _write(line: str):
     try:
-        from tqdm.auto import tqdm
+        from ..jit.parallel import progress_bar_class
 
-        tqdm.write(line)
+        progress_bar_class().write(line)
     except Exception:
         print(line)
 

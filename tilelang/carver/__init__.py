@@ -1,5 +1,7 @@
-"""A small part of the reference's `tilelang.carver` (its tile-configuration recommender is not
-provided): `tilelang.carver.arch.driver` answers device queries (SM count, shared memory, ...)
-that reference examples use to size persistent kernels and search spaces."""
+"""The reference's `tilelang.carver` (tile-configuration recommendation), with our own model:
+`carver.arch` describes devices (`CUDA(target)`, `driver` queries of the current GPU),
+`carver.template.MatmulTemplate(...).with_arch(arch).recommend_hints(topk)` ranks GEMM tile
+configurations (`carver.roller.recommend`), whose `Hint`s carry the reference's fields
+(`block`, `warp`, `rstep`, `pipeline_stage`, `rasterization_plan`)."""
 
 from . import arch  # noqa: F401

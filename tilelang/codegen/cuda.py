@@ -10,6 +10,7 @@ buffer and variable names, simplified indices, one statement per line.
 from __future__ import annotations
 
 import math
+import re
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
@@ -67,15 +68,28 @@ return short signed sizeof static static_assert static_cast struct switch templa
 thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
 wchar_t while xor xor_eq
 smem tl half half_t bfloat16_t threadIdx blockIdx blockDim gridDim warpSize dim3 int2 main
-min max abs exp uint4 uint2 uint1 float2 float4 std
+min max abs exp uint4 uint2 uint1 float2 float4 std block_
 """.split())
+
+
+def c_identifier(name: str) -> str:
+    """`name` as an identifier the generated C++ may declare: a character other than an ASCII
+    letter, digit or '_' is spelled by its code point (`é` -> `v_ue9_`), and the forms C++
+    reserves (`__shared__`, `_Tile`, any `__`) lose their extra underscores behind a `v`.
+    Keywords and the names the kernel itself uses are avoided by `CudaPrinter`'s Namer."""
+    text = "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"_u{ord(c):x}_"
+                   for c in name)
+    text = re.sub("_{2,}", "_", text) or "v"
+    if text[0] == "_" or text[0].isdigit():
+        text = "v" + text
+    return text
 
 
 class CudaPrinter:
     """Prints one kernel; `names` keeps C identifiers unique and readable."""
 
     def __init__(self, analyzer: Analyzer = None, fast_math: bool = False):
-        self.names = Namer()
+        self.names = Namer(c_identifier)
         self.names.used.update(RESERVED)
         self.lines: list[str] = []
         self.indent = 1
@@ -293,6 +307,12 @@ class CudaPrinter:
         self.emit("}")
 
     def s_Attr(self, s):
+        if s.key == "tensor_address":  # T.make_tensor(address, ...): a pointer from here on
+            buf, addr = s.value
+            t = ctype(buf.dtype)
+            self.emit(f"{t}* __restrict__ {self.name(buf)} = ({t}*)({self.expr(addr)});")
+            self.stmt(s.body)
+            return
         if s.key != "partitioned":  # a marker for insert_sync, nothing a reader needs
             self.emit(f"// {s.key}: {s.value}")
         self.stmt(s.body)

@@ -10,28 +10,17 @@ layout inference does not know the difference; their operands must be in shared 
 
 from __future__ import annotations
 
-from ..errors import located
+from ..errors import KernelNotSupportedError, located
 from ..ir import nodes as ir
+from ..ir.dtype import GEMM_ACCUMULATORS
 from .. import layout as L
 
-FMA_SUPPORTED = {  # A/B dtype -> accumulators of the CUDA-core gemm (targets before sm_80 too)
-    "float64": ("float64",),
-    "float32": ("float32",),
-    "float16": ("float32", "float16"),
-    "bfloat16": ("float32",),
-    "int8": ("int32",),
-    "uint8": ("int32",),
-}
+# A/B dtype -> accumulator dtypes of mma.sync: the language's gemms (checked at trace time)
+# but float64, which runs on the CUDA cores
+SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if k != "float64"}
 
-SUPPORTED = {  # A/B dtype -> allowed accumulator dtypes
-    "float16": ("float32", "float16"),
-    "bfloat16": ("float32",),
-    "float32": ("float32",),
-    "int8": ("int32",),
-    "uint8": ("int32",),
-    "float8_e4m3": ("float32",),
-    "float8_e5m2": ("float32",),
-}
+# A/B dtype -> accumulators of the CUDA-core gemm (float64; every target before sm_80)
+FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if not k.startswith("float8")}
 
 
 def _err(loc, msg):
@@ -111,13 +100,12 @@ def _check_dtypes(g: ir.Gemm, ctx=None):
     if a.is_float8 and ctx is not None and ctx.target.sm < 89:
         _err(g.loc, f"T.gemm on {a} needs FP8 tensor cores (sm_89 or newer); the target is "
                     f"{ctx.target.arch}")
-    if a is not b and not (a.is_float8 and b.is_float8):
-        _err(g.loc, f"T.gemm operands A ({a}) and B ({b}) must have the same dtype")
     allowed = SUPPORTED.get(a.name)
     if allowed is None or c.name not in allowed:
-        _err(g.loc, f"T.gemm with {a} operands accumulating into {c} is not supported on "
-                    f"mma.sync (supported: " +
-             ", ".join(f"{k}->{'/'.join(v)}" for k, v in SUPPORTED.items()) + ")")
+        raise KernelNotSupportedError(
+            f"T.gemm with {a} operands accumulating into {c} is not supported on mma.sync "
+            f"yet (supported: " + ", ".join(f"{k}->{'/'.join(v)}" for k, v in SUPPORTED.items())
+            + "); the CPU interpreter runs it", g.loc)
 
 
 def _tile_info(region: ir.BufferRegion, layout, loc):

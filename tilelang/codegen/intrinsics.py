@@ -9,6 +9,7 @@ first argument is the C++ callee text.
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from .ptx import PTX_RENDERERS
 
 _MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "tanh", "sin",
          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "sigmoid", "rsqrt",
@@ -29,6 +30,14 @@ _FAST_INTRINSICS = {"__exp": ("__expf", "exp"), "__exp10": ("__exp10f", "exp10")
 _WARP_REDUCE_OPS = {"warp_reduce_sum": "SumOp", "warp_reduce_max": "MaxOp",
                     "warp_reduce_min": "MinOp", "warp_reduce_bitand": "BitAndOp",
                     "warp_reduce_bitor": "BitOrOp"}
+
+
+# warp and block votes: (CUDA intrinsic, result zero-extended to 64 bits)
+_VOTES = {"any_sync": ("__any_sync", False), "all_sync": ("__all_sync", False),
+          "ballot_sync": ("__ballot_sync", True), "activemask": ("__activemask", True),
+          "syncthreads_count": ("__syncthreads_count", False),
+          "syncthreads_and": ("__syncthreads_and", False),
+          "syncthreads_or": ("__syncthreads_or", False)}
 
 
 def _bit_count(p, c: ir.Call) -> str:
@@ -100,6 +109,8 @@ def _ieee_call(p, c: ir.Call) -> str:
 def render_call(p, c: ir.Call) -> str:
     op = c.op
     attrs = dict(c.attrs)
+    if op in PTX_RENDERERS:
+        return PTX_RENDERERS[op](p, c, _address)
     if op in _MATH:
         fn = _math_name(op, c.dtype)
         if p.fast_math and op in _FAST and c.dtype.name == "float32":
@@ -131,6 +142,20 @@ def render_call(p, c: ir.Call) -> str:
         return "__syncwarp()"
     if op in ("pdl_trigger", "pdl_sync"):
         return f"tl::{op}()"
+    if op in ("match_any_sync", "match_all_sync"):
+        fn = "tl::match_any" if op == "match_any_sync" else "tl::match_all"
+        return f"{fn}({p.expr(c.args[0])}, {p.expr(c.args[1])})"
+    if op == "ffs":
+        x = c.args[0]
+        if x.dtype.bits == 64:
+            return f"__ffsll((long long)({p.expr(x)}))"
+        return f"__ffs((int)({p.expr(x)}))"
+    if op == "fns":
+        return f"__fns({', '.join(p.expr(a) for a in c.args)})"
+    if op in _VOTES:
+        fn, wide = _VOTES[op]
+        text = f"{fn}({', '.join(p.expr(a) for a in c.args)})"
+        return f"((uint64_t){text})" if wide else text
     if op in ("atomic_add", "atomic_max", "atomic_min"):
         order = attrs.get("memory_order", "relaxed")
         target, value = c.args

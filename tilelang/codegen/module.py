@@ -5,48 +5,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from ..ir import nodes as ir
-from ..ir.visitor import collect
 from ..transform.pass_config import PassConfigKey
-from .cuda import CudaPrinter, ctype
-
-
-@dataclass
-class KernelLaunch:
-    name: str
-    grid: tuple  # 3 extents: ints or Exprs of the symbols
-    block: tuple  # 3 ints
-    smem_bytes: int
-    notes: list = field(default_factory=list)
-
-
-@dataclass
-class CudaModuleSource:
-    source: str
-    kernels: list
-    params: list  # C signature order: the PrimFunc's params, symbols, workspaces
-    symbols: list  # size Vars passed as int arguments
-    workspaces: list
-    arch: str
-    tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
-
-
-def signature_params(func: ir.PrimFunc):
-    """Buffers and scalars of the PrimFunc, then symbolic sizes that are not already scalar
-    parameters, then global workspaces."""
-    scalars = {p for p in func.params if isinstance(p, ir.Var)}
-    symbols, seen = [], set()
-    for p in list(func.params) + list(func.workspaces):
-        if isinstance(p, ir.Buffer):
-            for s in list(p.shape) + list(p.strides or ()):
-                if isinstance(s, ir.Expr):
-                    for v in collect(s, lambda n: isinstance(n, ir.Var)):
-                        if v not in scalars and v not in seen:
-                            seen.add(v)
-                            symbols.append(v)
-    return list(func.params), symbols, list(func.workspaces)
+from .cuda import CudaPrinter, c_identifier, ctype
+from .launch import CudaModuleSource, KernelLaunch, signature_params
 
 
 def _param_decl(p, printer) -> str:
@@ -144,12 +107,12 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     launches, kernels = [], []
     tma = [d for _, ctx in lowered for d in ctx.tma_descriptors]
     for i, (k, ctx) in enumerate(lowered):
-        name = f"{func.name}_kernel" + (f"_{i}" if i else "")
+        name = c_identifier(f"{func.name}_kernel" + (f"_{i}" if i else ""))
         kernels.append(render_kernel(name, k, ctx, params, symbols, workspaces, tma) + "\n")
         grid = tuple(k.grid) + (1,) * (3 - len(k.grid))
         block = tuple(k.threads) + (1,) * (3 - len(k.threads))
         launches.append(KernelLaunch(name, grid, block, getattr(ctx, "smem_bytes", 0),
-                                     list(ctx.notes)))
+                                     list(ctx.notes), bool(k.attr("cooperative"))))
     parts = [HEADER.format(arch=arch, func=func.name, select=wgmma_select(kernels, imported))]
     if any(ctx.gemm_info for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm80.cuh"\n')
@@ -157,4 +120,7 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
         parts.append('#include "tl/gemm_sm90.cuh"\n')
     parts.append('#include "tl/tile_copy.cuh"\n')
     parts += imported + kernels
-    return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch, tma)
+    zeroed = func.attrs.get("zeroed_workspaces") or ()
+    zeroed_idx = tuple(i for i, w in enumerate(workspaces) if any(w is z for z in zeroed))
+    return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch, tma,
+                            zeroed_idx)

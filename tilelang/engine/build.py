@@ -7,12 +7,11 @@ import math
 
 import time
 
-from ..errors import located
+from ..errors import located, user_facing
 from ..ir import nodes as ir
 from ..jit.diagnostics import jit_phase
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
-from .pipeline import lower_kernel
 
 
 def kernels_of(func: ir.PrimFunc):
@@ -42,9 +41,11 @@ def kernels_of(func: ir.PrimFunc):
     return out
 
 
+@user_facing
 def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     from ..codegen.module import render_module
     from ..transform.inline_lets import inline_pure_lets
+    from .pipeline import lower_kernel
 
     configs = options.get("pass_configs", {})
     verbose = options.get("verbose", False)
@@ -69,23 +70,40 @@ class CUDAAdapter:
 
     def __init__(self, func: ir.PrimFunc, target: Target, options: dict):
         from ..runtime import CudaKernelFunction, compile_cuda
+        from . import program_cache
 
         t0 = time.perf_counter()
         self.func = func
         self.target = target
-        verbose = options.get("verbose", False)
-        with jit_phase("lower", verbose=verbose, kernel=func.name, target=str(target)):
-            self.module = lower_cuda(func, target, options)
-        self.source = self.module.source
-        configs = options.get("pass_configs", {})
-        self.lower_seconds = time.perf_counter() - t0
-        fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
-            configs, PassConfigKey.TL_DISABLE_FAST_MATH)
-        verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
-        with jit_phase("compile", verbose=verbose, kernel=func.name, target=str(target)):
-            self.compiled = compile_cuda(self.source, target.arch,
-                                         options.get("compile_flags", ()), name=func.name,
-                                         fast_math=fast, verbose=verbose_ptx or verbose)
+        from .callback import apply_postproc, get_postproc
+
+        # a registered `register_cuda_postproc_callback` rewrites the code before it is
+        # compiled (the cubin cache is keyed by the text compiled); its Python code is not in
+        # the program cache's key, so programs built with one are not taken from there
+        postproc = get_postproc("cuda") is not None
+        # a program some process compiled before: no lowering, no NVRTC (program_cache.py)
+        key, hit = (None, None) if postproc else program_cache.lookup(func, target, options)
+        if hit is not None:
+            self.module, self.compiled = hit
+            self.source = self.module.source
+            self.lower_seconds = 0.0
+        else:
+            verbose = options.get("verbose", False)
+            with jit_phase("lower", verbose=verbose, kernel=func.name, target=str(target)):
+                self.module = lower_cuda(func, target, options)
+            self.source = apply_postproc("cuda", self.module.source, target)
+            configs = options.get("pass_configs", {})
+            self.lower_seconds = time.perf_counter() - t0
+            fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
+                configs, PassConfigKey.TL_DISABLE_FAST_MATH)
+            verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
+            with jit_phase("compile", verbose=verbose, kernel=func.name, target=str(target)):
+                self.compiled = compile_cuda(self.source, target.arch,
+                                             options.get("compile_flags", ()), name=func.name,
+                                             fast_math=fast, verbose=verbose_ptx or verbose)
+            if not postproc:
+                program_cache.store(key, func, self.module, self.compiled)
+        self.program_cache_hit = hit is not None
         if options.get("verbose"):
             print(f"[tilelang] {func.name}: lowered in {self.lower_seconds * 1e3:.1f} ms, "
                   f"{self.compiled.compiler} {'cache hit' if self.compiled.cache_hit else ''}"
@@ -101,7 +119,8 @@ class CUDAAdapter:
         types = [_param_type(p) for p in sig] + ["tensor_map"] * len(self.module.tma)
         self.param_types = types
         self.tma_sources = [self._tma_source(d) for d in self.module.tma]
-        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types)
+        self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types,
+                                             cooperative=k.cooperative)
                           for k in self.module.kernels]
         # the reference adapters' `kernels`: this adapter's own kernel handles by name
         self.kernels = {k.name: fn for k, fn in zip(self.module.kernels, self.functions)}
@@ -128,9 +147,10 @@ class CUDAAdapter:
         for v in self.module.symbols:
             args.append(symbols[v])
         workspaces = []
-        for w in self.module.workspaces:
+        for j, w in enumerate(self.module.workspaces):
             shape = tuple(eval_shape_expr(s, symbols) for s in w.shape)
-            t = torch.empty(shape, dtype=w.dtype.torch, device=device)
+            alloc = torch.zeros if j in self.module.zeroed else torch.empty
+            t = alloc(shape, dtype=w.dtype.torch, device=device)
             workspaces.append(t)
             args.append(t.data_ptr())
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
@@ -140,9 +160,14 @@ class CUDAAdapter:
                                  f"{self.module.params[index].name!r} was passed as None, but "
                                  "the kernel copies it with TMA")
             args.append(encode_tma(d, tensor, swizzle))
-        for fn, k in zip(self.functions, self.module.kernels):
-            grid = tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
-                         for g in k.grid)
+        grids = [tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
+                       for g in k.grid) for k in self.module.kernels]
+        for k, grid in zip(self.module.kernels, grids):  # all checked before any launch
+            problem = ir.launch_limit_problem(grid)
+            if problem:
+                raise ValueError(f"{self.func.name}: cannot launch {k.name}: its {problem} "
+                                 f"for the sizes of this call ({_sizes(symbols)})")
+        for fn, k, grid in zip(self.functions, self.module.kernels, grids):
             if any(g <= 0 for g in grid):
                 continue
             fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
@@ -170,7 +195,8 @@ class CUDAAdapter:
 
     def launch_failed(self, res, k_index, device):
         fn, k = self.functions[k_index], self.module.kernels[k_index]
-        fn._launch_failed(res, (0, 0, 0), k.block, k.smem_bytes, device)
+        # the fast path launches only non-empty grids within the limits: any failure is real
+        fn._launch_failed(res, None, k.block, k.smem_bytes, device)
 
     # ---- introspection ------------------------------------------------------------------------
     @property
@@ -187,10 +213,14 @@ class CUDAAdapter:
         lines = [f"# host side of {self.func.name} ({self.target.arch})"]
         for k in self.module.kernels:
             lines.append(f"# launch {k.name}<<<{list(k.grid)}, {list(k.block)}, "
-                         f"{k.smem_bytes} B>>>")
+                         f"{k.smem_bytes} B>>>" + (" cooperative" if k.cooperative else ""))
             for note in k.notes:
                 lines.append(f"#   {note}")
         return "\n".join(lines) + "\n"
+
+
+def _sizes(symbols) -> str:
+    return ", ".join(f"{getattr(v, 'name', v)} = {x}" for v, x in symbols.items()) or "static"
 
 
 def encode_tma(d, tensor, swizzle: int) -> bytes:
@@ -204,10 +234,66 @@ def encode_tma(d, tensor, swizzle: int) -> bytes:
                                   conv_stride=stride, swizzle=swizzle)
     if d.buffer.view_of is not None:  # the tensor re-viewed at the view's (static) shape
         shape = tuple(int(s) for s in d.buffer.shape)
-        tensor = tensor.reshape(-1)[:math.prod(shape)].view(shape)
+        flat = tensor.reshape(-1)
+        if d.buffer.dtype.torch != tensor.dtype:  # the bytes read as the view's dtype
+            flat = flat.view(d.buffer.dtype.torch)
+        tensor = flat[:math.prod(shape)].view(shape)
     return encode_tiled_rowmajor(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
                                  tuple(tensor.stride()), d.box, swizzle=swizzle)
 
 
-def build_cuda(func: ir.PrimFunc, target: Target, options: dict) -> CUDAAdapter:
+class AlignedCUDAAdapter:
+    """A function with dynamic sizes, compiled for the calls whose row-stride sizes are
+    multiples of 16 bytes (transform/align_sizes.py: TMA and 16-byte vectors become provable)
+    and, on the first call that is not, as written. Presents the aligned build (its source,
+    registers, fast call) and routes each call by the sizes it binds."""
+
+    def __init__(self, func: ir.PrimFunc, target: Target, options: dict, alignment: dict):
+        from ..transform.align_sizes import align_sizes
+
+        self.func, self.target, self.options = func, target, options
+        self.alignment = alignment
+        aligned_func, derived = align_sizes(func, alignment)
+        self.aligned = CUDAAdapter(aligned_func, target, options)
+        self.aligned.derived_symbols = derived
+        self._exact = None
+
+    @property
+    def exact(self) -> CUDAAdapter:
+        """The function as written, for sizes that are not multiples (built on first use)."""
+        if self._exact is None:
+            self._exact = CUDAAdapter(self.func, self.target, self.options)
+        return self._exact
+
+    def __getattr__(self, name):  # source, module, n_regs, ... of the aligned build
+        if name in ("aligned", "func"):
+            raise AttributeError(name)
+        return getattr(self.aligned, name)
+
+    def fits(self, symbols) -> bool:
+        return all(symbols[v] % a == 0 for v, a in self.alignment.items())
+
+    def run(self, full_args, symbols, device, stream=None):
+        if not self.fits(symbols):
+            return self.exact.run(full_args, symbols, device, stream)
+        ext = dict(symbols)
+        for vq, (v, a) in self.aligned.derived_symbols.items():
+            ext[vq] = symbols[v] // a
+        return self.aligned.run(full_args, ext, device, stream)
+
+    def make_fast_call(self, plan, slow):
+        # the fast path checks the alignment and leaves other calls to `slow` (-> run)
+        return self.aligned.make_fast_call(plan, slow)
+
+
+def build_cuda(func: ir.PrimFunc, target: Target, options: dict):
+    from ..transform.align_sizes import alignment_of_sizes
+
+    configs = options.get("pass_configs", {})
+    cap = configs.get(PassConfigKey.TL_DYNAMIC_ALIGNMENT.value)
+    alignment = alignment_of_sizes(func)
+    if cap is not None:  # the reference's knob: the alignment assumed, in elements (1: none)
+        alignment = {v: min(a, int(cap)) for v, a in alignment.items() if min(a, int(cap)) > 1}
+    if alignment:
+        return AlignedCUDAAdapter(func, target, options, alignment)
     return CUDAAdapter(func, target, options)

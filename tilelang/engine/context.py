@@ -38,6 +38,9 @@ class KernelContext:
     uses_wgmma: bool = False
     # the warpgroup index the wgmma gemms take, bound once at the kernel's top (lower_tile_ops)
     warpgroup_var: Optional[ir.Var] = None
+    # threads the tile operations are laid out for, when they run inside user roles of fewer
+    # threads than the block (transform/warp_roles.py); None: the whole block
+    compute_threads: Optional[int] = None
 
     def __post_init__(self):
         from ..codegen import gemm_sm80
@@ -62,7 +65,22 @@ class KernelContext:
 
     @property
     def num_threads(self) -> int:
+        """Threads the tile operations are laid out for and lowered on."""
+        if self.compute_threads is not None:
+            return self.compute_threads
         return self.kernel.num_threads
+
+    def set_compute_threads(self, kernel: ir.Kernel, tid: ir.Var, n: int):
+        """Tile operations run on the n threads 0..n-1 of `kernel` (relabelled so that the
+        role that performs them comes first); `tid` is its thread index."""
+        self.kernel, self.tid, self.compute_threads = kernel, tid, n
+
+    def thread_bounds(self):
+        """(thread variable, extent) pairs that hold wherever tile operations run."""
+        k = self.kernel
+        if self.compute_threads is not None:
+            return [(k.thread_vars[0], self.compute_threads)]
+        return list(zip(k.thread_vars, k.threads))
 
     def flag(self, key: PassConfigKey, default=False):
         return config_flag(self.configs, key, default)
@@ -72,6 +90,8 @@ class KernelContext:
 
     # ---- fragments -> registers ----------------------------------------------------------
     def register_of(self, frag: ir.Buffer) -> ir.Buffer:
+        if frag.view_of is not None:  # a T.reshape of a fragment: the same registers
+            return self.register_of(frag.view_of)
         reg = self.registers.get(frag)
         if reg is None:
             layout = self.layouts[frag]

@@ -50,6 +50,8 @@ def make_fast_call(adapter, plan, slow):
     from ..runtime.stream import cached_stream_arg, current_stream_handle
 
     module = adapter.module
+    if module.zeroed or any(k.cooperative for k in module.kernels):
+        return None  # cooperative launches and zero-filled workspaces: the general path
     layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
     # torch's own accessor when it has one: one C call instead of a Python wrapper around it
     raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or current_stream_handle
@@ -111,6 +113,13 @@ def make_fast_call(adapter, plan, slow):
         return None
     for text, s in checks_after:
         lines.append(f"    if {text} != {py_expr(s, names)}: return slow(args)")
+    # sizes of a build specialised on aligned sizes (transform/align_sizes.py): other sizes
+    # take the general path, which runs the exact build
+    for vq, (v, a) in getattr(adapter, "derived_symbols", {}).items():
+        if v not in names:
+            return None
+        lines.append(f"    if {names[v]} % {a}: return slow(args)")
+        names[vq] = f"({names[v]} // {a})"
     for v in module.symbols:
         if v not in names:
             return None
@@ -118,6 +127,13 @@ def make_fast_call(adapter, plan, slow):
     lines.append("    if funcs is None: return slow(args)")
     if plan.outputs or module.workspaces:
         lines.append("    device = DEVS[dev]")
+    for k_index, k in enumerate(module.kernels):
+        if static_grid(k, names) is None:  # every grid checked before anything is launched
+            lines.append(f"    grid{k_index} = "
+                         f"({', '.join(py_expr(x, names) for x in k.grid)},)")
+            past = " or ".join(f"grid{k_index}[{a}] > {lim}"
+                               for a, lim in enumerate(ir.GRID_LIMITS[:len(k.grid)]))
+            lines.append(f"    if {past}: return slow(args)  # which says why")
     outs = []
     for j, p in enumerate(plan.outputs):
         g[f"ODT{j}"] = p.dtype.torch
@@ -176,7 +192,7 @@ def make_fast_call(adapter, plan, slow):
             if all(x > 0 for x in static):
                 lines += launch_line(", ".join(map(str, static)), " " * 8, False)
             continue
-        lines.append(f"        gx, gy, gz = {', '.join(py_expr(x, names) for x in k.grid)}")
+        lines.append(f"        gx, gy, gz = grid{k_index}")
         lines.append("        if gx > 0 and gy > 0 and gz > 0:")
         lines += launch_line("gx, gy, gz", " " * 12, True)
     lines.append("    finally:")

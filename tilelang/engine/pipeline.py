@@ -26,6 +26,7 @@ from ..transform.pipeline import pipeline_loops
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.rasterize import rasterize_large_gemms
 from ..transform.simplify_stmt import simplify_kernel
+from ..transform.warp_roles import assign_warp_roles
 from ..transform.warp_specialize import warp_specialize
 from ..transform.wgmma_wait import place_wgmma_waits
 from ..transform.widen_indices import widen_indices
@@ -47,6 +48,7 @@ PASSES = [
     # tile level
     ("inline_pure_lets", _on_body(inline_pure_lets)),          # whole index expressions
     ("parallel_copies", _on_body(recognise_parallel_copies)),  # global->shared loops -> copy
+    ("warp_roles", assign_warp_roles),                         # tile ops on a role's threads
     ("rasterize", rasterize_large_gemms),                      # panelled launch of big GEMMs
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops

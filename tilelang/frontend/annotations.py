@@ -36,16 +36,23 @@ def _closure_vars(func) -> dict:
     return out
 
 
+def _is_text(ann) -> bool:
+    """An annotation still in source form; a dtype (`x: T.int32`) is a `str` too, but final."""
+    from ..ir.dtype import DType
+
+    return isinstance(ann, str) and not isinstance(ann, DType)
+
+
 def resolve_annotations(func, scope: dict | None = None) -> dict:
     raw = dict(getattr(func, "__annotations__", None) or {})
-    if not any(isinstance(a, str) for a in raw.values()):
+    if not any(_is_text(a) for a in raw.values()):
         return raw
     env = dict(scope or {})
     env.update(_closure_vars(func))
     globals_ = getattr(func, "__globals__", {})
     out = {}
     for name, ann in raw.items():
-        if isinstance(ann, str):
+        if _is_text(ann):
             try:
                 ann = eval(ann, globals_, env)  # noqa: S307 - the user's own annotation text
             except Exception:  # noqa: BLE001 - left as text; the caller names the parameter

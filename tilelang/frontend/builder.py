@@ -9,6 +9,7 @@ nodes when their frame closes, so they cover the statements that follow them.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from typing import Optional
@@ -34,18 +35,17 @@ def current_loc() -> Optional[SourceLoc]:
 
 
 def _frame_loc(frame) -> SourceLoc:
-    code = frame.f_code
-    col = end_col = None
-    lineno = frame.f_lineno
-    positions = getattr(code, "co_positions", None)
-    if positions is not None and frame.f_lasti >= 0:
-        try:
-            pos = list(positions())[frame.f_lasti // 2]
-            if pos[0] is not None and pos[0] == lineno:
-                col, end_col = pos[2], (pos[3] if pos[1] == lineno else None)
-        except (IndexError, ValueError):
-            pass
-    return SourceLoc(code.co_filename, lineno, col, end_col)
+    return _code_loc(frame.f_code, frame.f_lineno, frame.f_lasti)
+
+
+def user_frames(tb) -> list:
+    """The code objects of the user frames of a traceback, outermost first."""
+    out = []
+    while tb is not None:
+        if tb.tb_frame.f_code in USER_CODES:
+            out.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    return out
 
 
 def loc_from_traceback(tb) -> Optional[SourceLoc]:
@@ -53,20 +53,30 @@ def loc_from_traceback(tb) -> Optional[SourceLoc]:
     found = None
     while tb is not None:
         if tb.tb_frame.f_code in USER_CODES:
-            found = SourceLoc(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-            frame = tb.tb_frame
-            code = frame.f_code
-            positions = getattr(code, "co_positions", None)
-            if positions is not None and tb.tb_lasti >= 0:
-                try:
-                    pos = list(positions())[tb.tb_lasti // 2]
-                    if pos[0] == tb.tb_lineno:
-                        found = SourceLoc(code.co_filename, tb.tb_lineno, pos[2],
-                                          pos[3] if pos[1] == pos[0] else None)
-                except (IndexError, ValueError):
-                    pass
+            found = _code_loc(tb.tb_frame.f_code, tb.tb_lineno, tb.tb_lasti)
         tb = tb.tb_next
     return found
+
+
+def _code_loc(code, lineno: int, lasti: int) -> SourceLoc:
+    """The location of instruction `lasti` of `code` on `lineno`, with its columns when the
+    code object records them (Python >= 3.11) and the instruction lies on that line."""
+    col = end_col = None
+    if lasti >= 0:
+        positions = _positions(code)
+        if lasti // 2 < len(positions):
+            pos = positions[lasti // 2]
+            if pos[0] is not None and pos[0] == lineno:
+                col, end_col = pos[2], (pos[3] if pos[1] == lineno else None)
+    return SourceLoc(code.co_filename, lineno, col, end_col)
+
+
+@functools.lru_cache(maxsize=1024)
+def _positions(code) -> tuple:
+    """`code.co_positions()` as a tuple, once per code object: every traced statement asks
+    for its location, and the positions of a long kernel body run to thousands of entries."""
+    positions = getattr(code, "co_positions", None)
+    return tuple(positions()) if positions is not None else ()
 
 
 def error(exc_type, message, loc=None):
@@ -92,6 +102,8 @@ class Frame:
                 inner = body if body is not None else ir.Seq(())
                 if tag == "let":
                     body = ir.LetStmt(item[1], item[2], inner, loc=item[3])
+                elif tag == "attr":
+                    body = ir.Attr(item[1], item[2], inner, loc=item[3])
                 else:  # alloc
                     body = ir.Allocate(item[1], inner, item[2], loc=item[3])
             elif body is None:
@@ -118,6 +130,7 @@ class Builder:
         self.workspaces: list = []
         self.attrs: dict = {}
         self.symbols: dict = {}  # T.const / T.dyn names -> Var or int
+        self.negative_points: dict = {}  # id(Load) -> (Load, [(dim, index < 0 as written)])
         self.names_used: dict = {}
 
     # ---- activation ----------------------------------------------------------------------
@@ -190,6 +203,10 @@ class Builder:
         var = ir.Var(name, value.dtype)
         self.frame.items.append(("let", var, value, current_loc()))
         return var
+
+    def scope_attr(self, key: str, value):
+        """An Attr(key, value) around the statements that follow in the current frame."""
+        self.frame.items.append(("attr", key, value, current_loc()))
 
     def declare_local(self, buffer: ir.Buffer, init=None):
         self.frame.items.append(("alloc", buffer, init, current_loc()))

@@ -279,6 +279,31 @@ def while_(cond_fn):
     b.emit(ir.While(c, body, loc=loc))
 
 
+def frame_depth():
+    """How many IR frames are open (None outside a trace)."""
+    b = Builder.current(required=False)
+    return None if b is None else len(b.frames)
+
+
+_FRAME_WORDS = {"kernel": "`with T.Kernel(...)`", "for": "a kernel loop",
+                "then": "a branch on a kernel value", "else": "a branch on a kernel value",
+                "while": "a kernel `while` loop"}
+
+
+def return_(depth, value):
+    """`return value`: allowed unless it would leave an IR frame the function opened (the
+    statements after it would silently vanish from the kernel: a kernel has no early exit)."""
+    b = Builder.current(required=False)
+    if b is not None and depth is not None and len(b.frames) > depth:
+        inner = b.frames[-1].kind
+        raise error(KernelNotSupportedError,
+                    f"`return` inside {_FRAME_WORDS.get(inner, 'a kernel frame')}: a kernel "
+                    "cannot return early (the statements after it would be dropped at trace "
+                    "time); put the rest under a condition, or end the loop with a "
+                    "T.alloc_var flag")
+    return value
+
+
 def _innermost_loop_is_ir() -> bool:
     b = Builder.current(required=False)
     return b is not None and bool(b.loop_kinds) and b.loop_kinds[-1] == "ir"

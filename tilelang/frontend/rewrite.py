@@ -19,15 +19,25 @@ depends on whether a value is symbolic are routed through the helpers in `fronte
     f(...)  (a statement)     __tl__.discard(f(...))   (side-effecting calls are kept)
     assert c, m               __tl__.assert_(c, m)
     with K as (bx, by)        with __tl__.named(K, ('bx', 'by')) as (bx, by)
+    return v                  return __tl__.return_(<frame depth on entry>, v)
 
 Line numbers and the file name are the user's, so tracebacks and IR locations point at the
 kernel source. Closure variables are passed to a maker function that re-creates the closure.
+
+The compiled maker is kept per process and, like Python's own bytecode cache, on disk (the
+kernel cache directory, `<key>.code`): a new process skips reading, parsing and rewriting the
+source. The disk key is the function's code object (bytecode, constants, names, positions),
+its file's size and modification time, the Python version and tilelang's own files.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect
+import marshal
+import os
+import sys
 import textwrap
 import warnings
 from typing import Callable
@@ -35,6 +45,7 @@ from typing import Callable
 from .builder import USER_CODES
 
 HOOKS = "__tl__"
+DEPTH = "__tl_depth"  # the builder's frame depth when the (rewritten) function was entered
 
 _AUG_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -84,6 +95,28 @@ class _Rewriter(ast.NodeTransformer):
     def _tmp(self, base: str) -> str:
         self.counter += 1
         return f"__tl_{base}{self.counter}"
+
+    # ---- functions --------------------------------------------------------------------------
+    def visit_FunctionDef(self, node):
+        # `return` may not leave a kernel frame, loop or branch this function opened: the depth
+        # of the builder's frame stack on entry is what a `return` is checked against
+        self.generic_visit(node)
+        entry = ast.Assign(targets=[ast.Name(id=DEPTH, ctx=ast.Store())],
+                           value=_call("frame_depth"))
+        ast.copy_location(entry, node.body[0])
+        first = node.body[0]
+        is_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+        node.body.insert(1 if is_doc else 0, entry)
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Return(self, node: ast.Return):
+        self.generic_visit(node)
+        node.value = ast.copy_location(
+            _call("return_", ast.Name(id=DEPTH, ctx=ast.Load()),
+                  node.value if node.value is not None else _const(None)), node)
+        return node
 
     # ---- statements -------------------------------------------------------------------------
     def visit_If(self, node: ast.If):
@@ -270,12 +303,82 @@ def _build_maker(func: Callable):
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
+    disk_key = _disk_key(code)
+    if disk_key is not None:
+        cached = _load_maker(disk_key)
+        if cached is not None:
+            _register_codes(cached[0])
+            _CACHE[key] = cached
+            return cached
+    built = _rewrite_source(func)
+    if built is not None and disk_key is not None:
+        _store_maker(disk_key, built)
+    _CACHE[key] = built
+    return built
+
+
+def _disk_key(code):
+    """The disk cache key of the maker of `code`, or None (no file, caching off)."""
+    from ..env import env
+
+    if not env.cache_enabled:
+        return None
+    try:
+        st = os.stat(code.co_filename)
+    except (OSError, ValueError):
+        return None
+    from ..runtime.cache import package_stamp
+
+    h = hashlib.sha256()
+    _digest_code(h, code)
+    h.update(f"\0{code.co_filename}\0{st.st_size}\0{st.st_mtime_ns}\0{sys.version}\0"
+             f"{package_stamp()}".encode())
+    return h.hexdigest()
+
+
+def _digest_code(h, code):
+    """Feed what defines `code` into `h`. (Not `marshal.dumps(code)`: its bytes depend on
+    reference counts, so they differ between processes.)"""
+    for attr in ("co_name", "co_qualname", "co_firstlineno", "co_argcount",
+                 "co_posonlyargcount", "co_kwonlyargcount", "co_flags", "co_names",
+                 "co_varnames", "co_freevars", "co_cellvars", "co_code", "co_linetable",
+                 "co_exceptiontable"):
+        h.update(repr(getattr(code, attr, None)).encode() + b"\0")
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _digest_code(h, c)
+        else:
+            h.update(f"{type(c).__name__}:{c!r}\0".encode())
+
+
+def _load_maker(disk_key: str):
+    from ..runtime.cache import load_blob
+
+    payload = load_blob(disk_key, "code")
+    if payload is None:
+        return None
+    try:
+        compiled, freevars = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return compiled, list(freevars)
+
+
+def _store_maker(disk_key: str, built):
+    from ..runtime.cache import store_blob
+
+    compiled, freevars = built
+    store_blob(disk_key, "code", marshal.dumps((compiled, tuple(freevars))))
+
+
+def _rewrite_source(func: Callable):
+    """(compiled maker module, free variable names) of `func`, or None (no usable source)."""
+    code = func.__code__
     try:
         lines, firstline = inspect.getsourcelines(func)
     except (OSError, TypeError):
         _warn_at(code, f"source of {func.__qualname__} is unavailable; tracing it without the "
                        "control-flow rewrite (conditions on kernel values will fail)")
-        _CACHE[key] = None
         return None
     source = "".join(lines)
     dedented = textwrap.dedent(source)
@@ -285,14 +388,12 @@ def _build_maker(func: Callable):
     except SyntaxError:
         fn = None
     if fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        _CACHE[key] = None  # e.g. a lambda
-        return None
+        return None  # e.g. a lambda
     if fn is None or fn.name != code.co_name:
         # the file changed since the function was defined: its lines are another function's
         _warn_at(code, f"source of {func.__qualname__} in {code.co_filename} no longer matches "
                        "the function (edited since it was loaded?); tracing it without the "
                        "control-flow rewrite")
-        _CACHE[key] = None
         return None
     if indent:
         for n in ast.walk(fn):
@@ -316,8 +417,7 @@ def _build_maker(func: Callable):
     ast.fix_missing_locations(module)
     compiled = compile(module, code.co_filename, "exec")
     _register_codes(compiled)
-    _CACHE[key] = (compiled, freevars)
-    return _CACHE[key]
+    return compiled, freevars
 
 
 def rewrite(func: Callable) -> Callable:

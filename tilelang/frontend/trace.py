@@ -12,10 +12,10 @@ import inspect
 from typing import Callable, Optional
 
 from .annotations import decorator_scope, resolve_annotations
-from ..errors import KernelError, located
+from ..errors import KernelError, located, user_facing
 from ..ir import nodes as ir
 from ..ir.dtype import DType
-from .builder import Builder, loc_from_traceback
+from .builder import Builder, loc_from_traceback, user_frames
 from .rewrite import rewrite
 
 
@@ -32,8 +32,8 @@ def trace(func: Callable, args=(), kwargs=None, name: Optional[str] = None,
         except KernelError as err:
             # the message already points at the user's line; compiler frames are noise
             raise err.with_traceback(None) from None
-        except RecursionError:
-            raise
+        except RecursionError as exc:
+            raise _recursion_error(exc).with_traceback(None) from None
         except Exception as exc:  # re-raise at the user's line, keeping the builtin type
             loc = loc_from_traceback(exc.__traceback__)
             if loc is None:
@@ -47,6 +47,27 @@ def trace(func: Callable, args=(), kwargs=None, name: Optional[str] = None,
     return b, ret
 
 
+def _recursion_error(exc: RecursionError):
+    """Python's recursion limit reached while tracing: at the user's innermost line, naming
+    the function that calls itself when the traceback shows one (a macro without a base case
+    decided at trace time recurses until the limit)."""
+    codes = user_frames(exc.__traceback__)
+    loc = loc_from_traceback(exc.__traceback__)
+    if not codes:
+        return exc
+    repeated = [c for c in dict.fromkeys(reversed(codes)) if codes.count(c) > 1]
+    if repeated:
+        msg = (f"`{repeated[0].co_name}` calls itself without end while the kernel is traced "
+               f"(Python's recursion limit was reached after {len(codes)} nested calls): a "
+               "recursive @T.macro needs a base case decided by a Python value, since kernel "
+               "values are only known when the kernel runs")
+    else:
+        msg = ("Python's recursion limit was reached while tracing this line: the program "
+               "nests calls too deeply")
+    return located(RecursionError)(msg, loc)
+
+
+@user_facing
 def finish(b: Builder, func: Callable, name: Optional[str] = None) -> ir.PrimFunc:
     """Build and check the PrimFunc of a finished trace."""
     from ..transform.semantic_check import check_semantics

@@ -10,6 +10,7 @@
 #include "tl/copy.cuh"
 #include "tl/ldmatrix.cuh"
 #include "tl/mma.cuh"
+#include "tl/ptx_compat.cuh"
 #include "tl/reduce.cuh"
 #include "tl/atomic.cuh"
 #include "tl/print.cuh"

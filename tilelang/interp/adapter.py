@@ -6,7 +6,8 @@ arguments in parameter order (torch CPU tensors or numpy arrays for buffers, Pyt
 scalars) and writes results into the tensors in place. float16/float32/int tensors are shared
 with numpy without copies; bfloat16/float8 tensors are converted to float32 arrays, run, and
 copied back. Kernels containing injected CUDA (`T.call_extern`, `T.import_source`) are
-rejected at construction with NotImplementedError.
+rejected at construction with NotImplementedError, except the header-library calls the
+interpreter models (mbarriers, fences: intrinsics.is_modeled_extern).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import re
 
 import numpy as np
 
+from ..errors import user_facing
 from ..ir import nodes as ir
 from ..ir.visitor import collect
 from .evaluate import eval_int
 from .execute import Program
+from .intrinsics import is_modeled_extern
 from .numerics import NARROW_FLOATS, const_value, poison_value
 
 __all__ = ["CPUAdapter"]
@@ -28,7 +31,9 @@ _UNSIGNED_VIEW = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
 
 
 def _reject_injected_cuda(func: ir.PrimFunc):
-    externs = collect(func.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern")
+    externs = collect(func.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+                      and not (n.args and isinstance(n.args[0], str)
+                               and is_modeled_extern(n.args[0])))
     if externs:
         names = sorted({str(c.args[0]) for c in externs if c.args})
         raise NotImplementedError(
@@ -47,6 +52,7 @@ def _reject_injected_cuda(func: ir.PrimFunc):
 class CPUAdapter:
     """Runs a PrimFunc with the numpy interpreter."""
 
+    @user_facing
     def __init__(self, func: ir.PrimFunc, options: dict = None):
         self.func = func
         self.options = dict(options or {})
@@ -54,6 +60,7 @@ class CPUAdapter:
         _reject_injected_cuda(func)
         self.program = Program(func)
 
+    @user_facing
     def run(self, full_args, symbols, device=None, stream=None) -> None:
         func = self.func
         if len(full_args) != len(func.params):

@@ -21,17 +21,21 @@ import math
 import numpy as np
 
 from ..ir import nodes as ir
+from ..ir.thread_range import branch_ranges, role_of, warp_aligned
+from ..ir.visitor import any_node, substitute
 from .evaluate import ExprCompiler
+from .address import array_at_address
 from .intrinsics import compile_call
 from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
 from .memory import LocalStore, store_array
-from .numerics import const_value, poison_value
+from .numerics import NARROW_FLOATS, const_value, poison_value
 from .printing import compile_print
+from .roles import Barriers, Role, collective_ok, run_concurrently, run_grid
 from .tileops import compile_tile_op, uniform_int, uniform_value
 
 __all__ = ["Program"]
 
-_TILE_OPS = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
+_TILE_OPS = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile, ir.TmaCopy)
 _SERIAL_KINDS = ("serial", "unroll", "vectorized", "pipelined")
 
 
@@ -47,6 +51,8 @@ class Program(ExprCompiler):
         self.func = func
         self._spaces: dict = {}
         self._aranges: dict = {}
+        self._thread = None  # (thread var, thread count) of the kernel being compiled (1-D)
+        self._index_lets: dict = {}  # let var -> its index arithmetic (no memory reads)
         self.body = self.stmt(func.body)
 
     # ---- entry -------------------------------------------------------------------------------
@@ -70,7 +76,8 @@ class Program(ExprCompiler):
         """Closures of a statement list, with let bindings and allocations lifted out of the
         nesting the builder gives them (`let x = v in (rest...)`): Vars and buffers are unique
         objects, so binding in sequence is equivalent, and long unrolled bodies with hundreds
-        of lets do not recurse hundreds of levels deep."""
+        of lets do not recurse hundreds of levels deep. Consecutive roles that wait on
+        mbarriers become one closure running them side by side (roles.py)."""
         out, stack = [], [s]
         while stack:
             node = stack.pop()
@@ -78,13 +85,102 @@ class Program(ExprCompiler):
                 stack.extend(reversed(node.stmts))
             elif isinstance(node, ir.LetStmt):
                 out.append(self._let(node))
+                if not any_node(node.value, lambda n: isinstance(n, (ir.Load, ir.Call))):
+                    # `tid = T.get_thread_binding()`: branches on tid are thread ranges too
+                    self._index_lets[node.var] = substitute(node.value, self._index_lets)
                 stack.append(node.body)
             elif isinstance(node, ir.Allocate):
                 out.append(self._allocate(node))
                 stack.append(node.body)
+            elif self._role_parts(node) is not None:
+                run = [node]
+                while stack and not isinstance(stack[-1], (ir.Seq, ir.LetStmt, ir.Allocate)) \
+                        and self._role_parts(stack[-1]) is not None:
+                    run.append(stack.pop())
+                out.extend(self._roles(run))
             else:
                 out.append(self.stmt(node))
         return out
+
+    # ---- roles (T.ws, thread-range branches) -------------------------------------------------
+    def _role_parts(self, s):
+        """[(condition, body, (lo, hi))] of a role statement (roles.py), else None."""
+        if self._thread is None:
+            return None
+        tvar, n = self._thread
+        if self._index_lets and isinstance(s, (ir.Attr, ir.If)):
+            s = _with_cond(s, self._index_lets)
+        role = role_of(s, tvar, n) if isinstance(s, ir.Attr) else None
+        if role is not None and warp_aligned(role[0]):
+            return [(s.body.cond, role[1], role[0])]
+        if isinstance(s, ir.If):
+            ranges = branch_ranges(s, tvar, n)
+            if ranges is not None and warp_aligned(ranges[0]) and (
+                    s.else_body is None or warp_aligned(ranges[1])):
+                parts = [(s.cond, s.then_body, ranges[0])]
+                if s.else_body is not None and ranges[1] is not None:
+                    parts.append((ir.logical_not(s.cond), s.else_body, ranges[1]))
+                elif s.else_body is not None:  # the else branch is never taken
+                    return None
+                return parts
+        return None
+
+    def _roles(self, run):
+        """Closures of a run of consecutive role statements: side by side when they wait on
+        mbarriers (and are more than one role), else one after the other."""
+        parts = [p for s in run for p in self._role_parts(s)]
+        if len(parts) < 2 or not any(self._waits(s) for s in run):
+            return [self._role_statement(s) for s in run]
+        compiled = [(self.as_type(c, ir.BOOL), self.stmt(b), rng) for c, b, rng in parts]
+        loc = run[0].loc
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            return run_concurrently(ctx, mask, compiled)
+        return [f]
+
+    @staticmethod
+    def _waits(s) -> bool:
+        return any_node(s, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+                        and n.args[0] == "tl::mbarrier_wait")
+
+    def _role_statement(self, s):
+        """One role statement run on its own (its branches one after the other)."""
+        parts = self._role_parts(s)
+        branches = [self._role_branch(c, b, rng, s.loc) for c, b, rng in parts]
+        if len(branches) == 1:
+            return branches[0]
+        first, second = branches
+
+        def roles(ctx, mask):
+            return second(ctx, first(ctx, mask))
+        return roles
+
+    def _role_branch(self, cond, body, rng, loc):
+        """A role run on its own: the threads where `cond` holds run `body` as the role."""
+        fc, fb = self.as_type(cond, ir.BOOL), self.stmt(body)
+        lo, hi = rng
+
+        def f(ctx, mask):
+            ctx.mask = mask
+            ctx.loc = loc
+            m = mask_and(mask, fc(ctx))
+            if m is EMPTY:
+                return mask
+            saved = ctx.role
+            ctx.role = Role(lo, hi, m)
+            try:
+                out = fb(ctx, m)
+            finally:
+                ctx.role = saved
+            return mask_or(mask_andnot(mask, m) if m is not None else EMPTY, out)
+        return f
+
+    def _s_Attr(self, s):
+        if self._role_parts(s) is None:
+            return self.stmt(s.body)
+        return self._role_statement(s)
 
     def _s_Seq(self, s):
         fns = self._flatten(s)
@@ -142,6 +238,25 @@ class Program(ExprCompiler):
     _s_LetStmt = _s_Seq
     _s_Allocate = _s_Seq
 
+    def _s_Attr(self, s):
+        if s.key != "tensor_address":
+            raise NotImplementedError(f"the CPU interpreter cannot execute Attr({s.key!r}) "
+                                      "statements")
+        # T.make_tensor(address, ...): bind the buffer to the memory at the address
+        buf, addr = s.value
+        faddr = self.expr(addr)
+        fshape = [d if isinstance(d, int) else self.expr(d) for d in buf.shape]
+        body, loc = self.stmt(s.body), s.loc
+
+        def f(ctx, mask):
+            ctx.mask, ctx.loc = mask, loc
+            address = uniform_int(ctx, faddr(ctx), f"the address of {buf.name}")
+            shape = tuple(d if isinstance(d, int) else
+                          uniform_int(ctx, d(ctx), f"{buf.name} shape") for d in fshape)
+            ctx.bufs[buf] = array_at_address(ctx, buf, address, shape)
+            return body(ctx, mask)
+        return f
+
     def _let(self, s):
         """Binds the let's Var (its body is compiled by `_flatten`)."""
         var, fv, loc = s.var, self.expr(s.value), s.loc
@@ -185,6 +300,8 @@ class Program(ExprCompiler):
 
     # ---- control flow --------------------------------------------------------------------------
     def _s_If(self, s):
+        if self._role_parts(s) is not None:
+            return self._roles([s])[0]  # then and else side by side if they wait
         fc = self.as_type(s.cond, ir.BOOL)
         ft = self.stmt(s.then_body)
         fe = self.stmt(s.else_body) if s.else_body is not None else None
@@ -346,7 +463,7 @@ class Program(ExprCompiler):
         def f(ctx, mask):
             ctx.mask = mask
             ctx.loc = loc
-            if mask is not None:
+            if not collective_ok(ctx, mask):
                 raise fail(ctx, NotImplementedError,
                            "T.Parallel reached under a thread-dependent condition (only some "
                            "threads take part); the CPU interpreter cannot run it")
@@ -374,7 +491,12 @@ class Program(ExprCompiler):
     # ---- kernel launch -------------------------------------------------------------------------
     def _s_Kernel(self, s):
         fgrid = [g if isinstance(g, int) else self.expr(g) for g in s.grid]
-        body, loc = self.stmt(s.body), s.loc
+        saved = self._thread
+        self._thread = (s.thread_vars[0], s.threads[0]) if len(s.threads) == 1 else None
+        try:
+            body, loc = self.stmt(s.body), s.loc
+        finally:
+            self._thread = saved
         threads = tuple(s.threads) + (1,) * (3 - len(s.threads))
         n = math.prod(threads)
         tid = np.arange(n)
@@ -392,6 +514,10 @@ class Program(ExprCompiler):
         cluster = next((tuple(v) for k, v in s.attrs if k == "cluster_dims"), (1, 1, 1))
         views = [(v, [d if isinstance(d, int) else self.expr(d) for d in v.shape])
                  for k, v in s.attrs if k == "buffer_view"]
+        barrier_inits = [v for k, v in s.attrs if k == "barrier_init"]
+        local_views = [v for k, v in s.attrs if k == "local_view"]
+        grid_sync = any_node(s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+                             and n.args[0] == "tl::grid_sync")
 
         def f(hctx, mask):
             hctx.mask = mask
@@ -399,6 +525,9 @@ class Program(ExprCompiler):
             grid = [g if isinstance(g, int) else uniform_int(hctx, g(hctx), "grid extent")
                     for g in fgrid]
             grid = grid + [1] * (3 - len(grid))
+            problem = ir.launch_limit_problem(grid)
+            if problem:  # the GPU could not launch it: neither does the interpreter
+                raise fail(hctx, ValueError, f"cannot launch this kernel: its {problem}")
             base_env = dict(hctx.env)
             for v, a in zip(tvars, ids):
                 base_env[v] = a
@@ -412,20 +541,39 @@ class Program(ExprCompiler):
                 hctx.bufs = dict(hctx.bufs)
                 for view, fshape in views:
                     hctx.bufs[view] = _view_array(hctx, view, fshape)
-            for bz in range(gz):
-                for by in range(gy):
-                    for bx in range(gx):
-                        env = dict(base_env)
-                        for v, t, b in zip(bvars, btypes, (bx, by, bz)):
-                            env[v] = t(b)
-                        bufs = dict(hctx.bufs)
-                        for b, shp, npdt, poison in allocs:
-                            bufs[b] = np.full(shp, poison, npdt)
-                        ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
-                        ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
-                        body(ctx, None)
+            def start_block(ctx, bx, by, bz):
+                env = dict(base_env)
+                for v, t, b in zip(bvars, btypes, (bx, by, bz)):
+                    env[v] = t(b)
+                bufs = dict(hctx.bufs)
+                for b, shp, npdt, poison in allocs:
+                    bufs[b] = np.full(shp, poison, npdt)
+                for v in local_views:  # the same storage as their shared tile / fragment
+                    bufs[v] = _reinterpret(hctx, v, bufs[v.view_of].reshape(-1), v.shape)
+                ctx.env, ctx.bufs, ctx.block = env, bufs, (bx, by, bz)
+                ctx.mask, ctx.space, ctx.brk, ctx.loc = None, space, [], loc
+                ctx.barriers = Barriers(barrier_inits)
+
+            blocks = [(bx, by, bz) for bz in range(gz) for by in range(gy) for bx in range(gx)]
+            if grid_sync:
+                run_grid(ctx, blocks, start_block, body)
+                return mask
+            for bx, by, bz in blocks:
+                start_block(ctx, bx, by, bz)
+                body(ctx, None)
             return mask
         return f
+
+
+def _with_cond(s, lets):
+    """`s` (a T.ws Attr or an If) with the let variables of its condition substituted."""
+    if isinstance(s, ir.Attr):
+        inner = s.body
+        if not isinstance(inner, ir.If):
+            return s
+        return ir.Attr(s.key, s.value, _with_cond(inner, lets), loc=s.loc)
+    cond = substitute(s.cond, lets)
+    return s if cond is s.cond else ir.If(cond, s.then_body, s.else_body, loc=s.loc)
 
 
 def _view_array(ctx, view, fshape):
@@ -438,12 +586,26 @@ def _view_array(ctx, view, fshape):
                                    "allocated here") from None
     shape = tuple(d if isinstance(d, int) else uniform_int(ctx, d(ctx), "view extent")
                   for d in fshape)
-    n = math.prod(shape)
-    if n > arr.size:
-        raise fail(ctx, ValueError, f"view {view.name} has {n} elements but "
-                                    f"{view.view_of.name} has {arr.size}")
     flat = arr.reshape(-1)
     if not np.shares_memory(flat, arr):
         raise fail(ctx, ValueError, f"view {view.name}: {view.view_of.name} is not "
                                     "contiguous, so it cannot be re-viewed")
+    return _reinterpret(ctx, view, flat, shape)
+
+
+def _reinterpret(ctx, view, flat, shape):
+    """`flat` (the root's storage, one dimension) as `view`'s elements at `shape`."""
+    root = view.view_of
+    if view.dtype != root.dtype:
+        narrow = [d.name for d in (root.dtype, view.dtype) if d.name in NARROW_FLOATS]
+        if narrow:
+            raise fail(ctx, NotImplementedError,
+                       f"view {view.name} reinterprets the bytes of {root.dtype} {root.name} as "
+                       f"{view.dtype}; the interpreter stores {narrow[0]} in wider floats, so "
+                       "only the GPU can")
+        flat = flat.view(view.dtype.numpy)
+    n = math.prod(shape)
+    if n > flat.size:
+        raise fail(ctx, ValueError, f"view {view.name} has {n} elements but {root.name} holds "
+                                    f"only {flat.size}")
     return flat[:n].reshape(shape)

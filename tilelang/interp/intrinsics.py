@@ -19,9 +19,10 @@ from ..ir.dtype import DType
 from .ieee import IEEE_OPS, compile_ieee
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
+from .ptx import PTX_CALLS
 from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
 
-__all__ = ["compile_call", "MATH_UNARY"]
+__all__ = ["compile_call", "MATH_UNARY", "is_modeled_extern"]
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -109,6 +110,12 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return _warp_reduce(c, e)
     if op in ("popcount", "clz"):
         return _bit_count(c, e)
+    if op in _VOTES:
+        return _vote(c, e)
+    if op in ("match_any_sync", "match_all_sync"):
+        return _match(c, e)
+    if op in ("ffs", "fns"):
+        return _bit_search(c, e)
     if op in _ATOMICS:
         return _atomic(c, e, _ATOMICS[op], want_value)
     if op in ("atomic_addx2", "atomic_addx4"):
@@ -117,11 +124,15 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return c.expr(e.args[0])
     if op == "atomic_store":
         return _atomic_store(c, e)
+    if op in PTX_CALLS:
+        return PTX_CALLS[op](c, e)
     if op in _NO_OPS:
         zero = np.int32(0)
         return lambda ctx: zero
     if op == "call_extern":
         name = e.args[0] if e.args and isinstance(e.args[0], str) else "?"
+        if is_modeled_extern(name):
+            return _library_call(c, e, name)
         raise NotImplementedError(f"the kernel contains injected CUDA (T.call_extern of "
                                   f"`{name}`) and runs only on the GPU")
     if op in ("address_of", "access_ptr"):
@@ -245,6 +256,117 @@ def _warp_reduce(c, e):
     return f
 
 
+# ---- warp and block votes ------------------------------------------------------------------------
+
+_VOTES = ("any_sync", "all_sync", "ballot_sync", "activemask", "syncthreads_count",
+          "syncthreads_and", "syncthreads_or")
+
+
+def _vote(c, e):
+    """Votes over the lanes of each warp (`mask` selects them; lanes that do not execute the
+    statement take no part) or over the whole block (the syncthreads_* barriers)."""
+    op = e.op
+    fargs = [c.expr(a) for a in e.args]
+    block = op.startswith("syncthreads_")
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"T.{op} inside T.Parallel (votes combine "
+                                                 "per-thread values)")
+        n = ctx.nthreads
+        active = np.ones(n, bool) if ctx.mask is None else \
+            np.array(np.broadcast_to(ctx.mask, (n,)))
+        if block:
+            if not active.all():
+                raise fail(ctx, RuntimeError, f"T.{op} is a block barrier reached by only "
+                                              "some threads (the kernel would hang on the GPU)")
+            pred = np.broadcast_to(np.asarray(fargs[0](ctx)) != 0, (n,))
+            r = {"count": pred.sum(), "and": pred.all(), "or": pred.any()}[op[12:]]
+            return np.int32(r)
+        if n % 32:
+            raise fail(ctx, ValueError, f"T.{op} needs whole warps: the block has {n} threads")
+        lane = np.arange(n) % 32
+        if op == "activemask":
+            part = active
+        else:
+            member = (np.broadcast_to(np.asarray(fargs[0](ctx)).astype(np.uint64), (n,))
+                      >> lane.astype(np.uint64)) & np.uint64(1)
+            part = active & (member != 0)
+        pred = part if op == "activemask" else \
+            part & (np.broadcast_to(np.asarray(fargs[1](ctx)) != 0, (n,)))
+        warps = pred.reshape(-1, 32)
+        if op == "any_sync":
+            r = np.repeat(warps.any(1), 32).astype(np.int32)
+        elif op == "all_sync":
+            r = np.repeat((warps | ~part.reshape(-1, 32)).all(1), 32).astype(np.int32)
+        else:
+            bits = (warps.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(1)
+            r = np.repeat(bits.astype(np.uint64), 32)
+        return r
+    return f
+
+
+def _match(c, e):
+    """__match_any_sync / __match_all_sync over each warp's executing lanes in `mask`."""
+    fmask, fval = c.expr(e.args[0]), c.expr(e.args[1])
+    op = e.op
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"T.{op} inside T.Parallel")
+        n = ctx.nthreads
+        if n % 32:
+            raise fail(ctx, ValueError, f"T.{op} needs whole warps: the block has {n} threads")
+        lane = np.arange(n) % 32
+        active = np.ones(n, bool) if ctx.mask is None else \
+            np.array(np.broadcast_to(ctx.mask, (n,)))
+        m = np.broadcast_to(np.asarray(fmask(ctx)).astype(np.uint64), (n,))
+        part = active & (((m >> lane.astype(np.uint64)) & np.uint64(1)) != 0)
+        v = np.broadcast_to(np.asarray(fval(ctx)), (n,)).reshape(-1, 32)
+        p = part.reshape(-1, 32)
+        same = (v[:, :, None] == v[:, None, :]) & p[:, None, :]  # [warp, lane, other]
+        weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
+        if op == "match_any_sync":
+            r = (same.astype(np.uint64) * weights).sum(2)
+        else:
+            lane_agrees = (same | ~p[:, None, :]).all(2)  # equal to every participant
+            warp_agrees = (lane_agrees | ~p).all(1)
+            whole = (p.astype(np.uint64) * weights).sum(1)
+            r = np.repeat(np.where(warp_agrees, whole, np.uint64(0))[:, None], 32, axis=1)
+        return r.reshape(n).astype(np.uint32)
+    return f
+
+
+def _bit_search(c, e):
+    fargs = [c.expr(a) for a in e.args]
+    bits = e.args[0].dtype.bits
+
+    def ffs(ctx):
+        x = np.asarray(fargs[0](ctx)).astype(np.int64).astype(np.uint64)
+        if bits < 64:
+            x = x & np.uint64((1 << bits) - 1)
+        low = x & (~x + np.uint64(1))  # the lowest set bit alone
+        pos = np.where(x == 0, 0, np.log2(np.where(low == 0, 1, low).astype(np.float64))
+                       .astype(np.int64) + 1)
+        return _scalar(pos.astype(np.int32))
+
+    def fns(ctx):
+        mask, base, offset = (np.asarray(f(ctx)).astype(np.int64) for f in fargs)
+        mask, base, offset = np.broadcast_arrays(mask, base, offset)
+        out = np.full(mask.shape, 0xFFFFFFFF, np.uint32)
+        for idx in np.ndindex(mask.shape):
+            m, b, k = int(mask[idx]) & 0xFFFFFFFF, int(base[idx]), int(offset[idx])
+            if k == 0:
+                out[idx] = b if 0 <= b < 32 and (m >> b) & 1 else 0xFFFFFFFF
+                continue
+            order = range(b, 32) if k > 0 else range(b, -1, -1)
+            hits = [p for p in order if 0 <= p < 32 and (m >> p) & 1]
+            if len(hits) >= abs(k):
+                out[idx] = hits[abs(k) - 1]
+        return _scalar(out)
+    return ffs if e.op == "ffs" else fns
+
+
 # ---- bit counting --------------------------------------------------------------------------------
 
 def _popcount_bits(u, bits):
@@ -352,4 +474,131 @@ def _atomic_store(c, e):
         else:
             store_array(ctx, st, buf, idx, val, ctx.mask, is_global)
         return zero
+    return f
+
+
+# ---- header-library calls the T namespace emits (mbarriers, TMA bookkeeping, fences) ----------
+
+_MBARRIER_CALLS = ("tl::mbarrier_arrive", "tl::mbarrier_wait", "tl::mbarrier_expect_tx",
+                   "tl::mbarrier_arrive_expect_tx", "tl::mbarrier_cp_async_arrive_noinc")
+# asynchronous-proxy ordering and waits for asynchronous work: TMA stores, cp.async and wgmma
+# are complete when the interpreter issues them
+_ORDERING_CALLS = ("tl::fence_proxy_async", "tl::tma_store_arrive", "tl::cp_async_commit")
+_ORDERING_PREFIXES = ("tl::tma_store_wait<", "tl::tma_store_wait_complete<", "tl::wgmma_wait<",
+                      "tl::cp_async_wait<")
+_CP_ASYNC = ("tl::cp_async<", "tl::cp_async_zfill<")
+
+
+_GRID_SYNC = "tl::grid_sync"
+
+
+def is_modeled_extern(name: str) -> bool:
+    """Whether the interpreter executes this `tl::` header call (emitted by T.barrier_arrive,
+    T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
+    the kernel."""
+    return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
+        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+
+
+def _pointee(c, ptr, what):
+    """(buffer, index closures) of an `address_of(buf[idx])` argument."""
+    load = ptr.args[0] if isinstance(ptr, ir.Call) and ptr.op == "address_of" else None
+    if not isinstance(load, ir.Load):
+        raise NotImplementedError(f"{what} of {ptr}: the interpreter follows element "
+                                  "pointers (T.access_ptr(A[i, j]) / T.address_of) only")
+    return load.buffer, [c.expr(i) for i in load.indices]
+
+
+def _cp_async(c, e, name):
+    """cp.async at once: each active thread copies its bytes (zero-filled past `src_bytes`)."""
+    nbytes = int(name[name.index("<") + 1:name.index(">")])
+    dbuf, fdst = _pointee(c, e.args[1], "T.ptx_cp_async")
+    sbuf, fsrc = _pointee(c, e.args[2], "T.ptx_cp_async")
+    fsize = c.expr(e.args[3]) if len(e.args) > 3 else None
+    esize = dbuf.dtype.bits // 8
+    if dbuf.dtype is not sbuf.dtype:
+        raise NotImplementedError(f"cp.async from {sbuf.dtype} {sbuf.name} into {dbuf.dtype} "
+                                  f"{dbuf.name} reinterprets bytes (GPU only)")
+    n = nbytes // esize
+
+    def flat(ctx, buf, fidx, arr, act):
+        idx = [np.broadcast_to(np.asarray(f(ctx), np.int64), (ctx.nthreads,))[act]
+               for f in fidx]
+        off = np.zeros(int(np.count_nonzero(act)), np.int64)
+        for i, extent in zip(idx, arr.shape):
+            off = off * extent + i
+        if np.any(off < 0) or np.any(off + n > arr.size):
+            raise fail(ctx, IndexError, f"cp.async of {n} elements at {buf.name}"
+                                        f"{[int(np.asarray(x).reshape(-1)[0]) for x in idx]} "
+                                        f"leaves {buf.name} (shape {list(arr.shape)})")
+        return off
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, "T.ptx_cp_async inside T.Parallel")
+        darr, sarr = ctx.bufs[dbuf], ctx.bufs[sbuf]
+        act = np.ones(ctx.nthreads, bool) if ctx.mask is None else \
+            np.broadcast_to(ctx.mask, (ctx.nthreads,))
+        d = flat(ctx, dbuf, fdst, darr, act)
+        valid = np.full(d.shape, n)
+        if fsize is not None:
+            valid = (np.broadcast_to(np.asarray(fsize(ctx)), (ctx.nthreads,))[act]
+                     // esize).astype(np.int64)
+        reading = act.copy()
+        reading[act] = valid > 0  # a zero-filled copy reads nothing (any source address)
+        s = np.zeros(d.shape, np.int64)
+        s[valid > 0] = flat(ctx, sbuf, fsrc, sarr, reading)
+        dflat, sflat = darr.reshape(-1), sarr.reshape(-1)
+        for k in range(n):
+            vals = np.zeros(d.shape, darr.dtype)
+            some = valid > k
+            if np.any(some):
+                vals[some] = sflat[s[some] + k]
+            dflat[d + k] = vals
+        return None
+    return f
+
+
+def _library_call(c, e, name):
+    from .roles import per_lane, wait
+
+    if name.startswith(_CP_ASYNC):
+        return _cp_async(c, e, name)
+    if name == _GRID_SYNC:
+        def grid_sync(ctx):
+            ctx.grid_barrier.sync(ctx)
+        return grid_sync
+    if name not in _MBARRIER_CALLS:
+        zero = np.int32(0)
+        return lambda ctx: zero
+    ptr = e.args[1]
+    bar = ptr.args[0] if isinstance(ptr, ir.Call) and ptr.op == "address_of" else None
+    if not isinstance(bar, ir.Load) or len(bar.indices) != 1:
+        raise NotImplementedError(f"`{name}` of {ptr}: the interpreter models barriers of "
+                                  "T.alloc_barrier only")
+    buf, fidx = bar.buffer, c.expr(bar.indices[0])
+    farg = c.expr(e.args[2]) if len(e.args) > 2 else None
+    what = {"tl::mbarrier_wait": "T.mbarrier_wait_parity"}.get(name, "T." + name[4:])
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"{what} inside T.Parallel")
+        mask = ctx.mask
+        idx = fidx(ctx)
+        bars = ctx.barriers
+        if name == "tl::mbarrier_wait":
+            n = ctx.nthreads
+            sel = slice(None) if mask is None else np.broadcast_to(mask, (n,))
+            parity = farg(ctx)
+            active_idx = np.broadcast_to(idx, (n,))[sel]
+            active_par = np.broadcast_to(parity, (n,))[sel]
+            for i in np.unique(active_idx):
+                wait(ctx, buf, int(i), active_par[active_idx == i], what)
+            return None
+        for i, lanes in per_lane(ctx, mask, idx):
+            if name in ("tl::mbarrier_expect_tx", "tl::mbarrier_arrive_expect_tx"):
+                bars.expect_tx(ctx, buf, i, int(farg(ctx)) * lanes)
+            if name != "tl::mbarrier_expect_tx":
+                bars.arrive(ctx, buf, i, lanes)
+        return None
     return f

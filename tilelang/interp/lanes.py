@@ -129,7 +129,8 @@ class Ctx:
     """Mutable state while a statement tree runs (one per kernel launch, reused per block)."""
 
     __slots__ = ("env", "bufs", "mask", "space", "brk", "loc", "block", "cluster", "threads",
-                 "nthreads", "thread_ids", "safe", "thread_space", "func_name")
+                 "nthreads", "thread_ids", "safe", "thread_space", "func_name", "role",
+                 "barriers", "sched", "part", "grid", "grid_barrier")
 
     def __init__(self, env, bufs, space, func_name=""):
         self.env = env
@@ -146,6 +147,25 @@ class Ctx:
         self.thread_ids = (np.zeros(1, np.int64),) * 3
         self.safe = {}
         self.func_name = func_name
+        self.role = None  # roles.Role of the statement running, None at block level
+        self.barriers = None  # roles.Barriers of the running block
+        self.sched = None  # roles.RoleScheduler of the roles running side by side
+        self.part = 0  # this role's index in `sched`
+        self.grid = None  # (scheduler, this block's index) when blocks run side by side
+        self.grid_barrier = None  # roles.GridBarrier of T.sync_grid
+
+    def clone(self):
+        """A context for a role that runs side by side with its siblings: its own variables
+        (loop counters, lets), mask and loop-exit state; the same memory and barriers."""
+        c = Ctx(dict(self.env) if self.env is not None else None, self.bufs, self.space,
+                self.func_name)
+        for name in ("thread_space", "loc", "block", "cluster", "threads", "nthreads",
+                     "thread_ids", "safe", "role", "barriers", "sched", "part", "grid",
+                     "grid_barrier"):
+            setattr(c, name, getattr(self, name))
+        c.mask = self.mask
+        c.brk = list(self.brk)
+        return c
 
 
 def fail(ctx, exc_type, message):

@@ -95,6 +95,9 @@ def load_array(ctx, arr, buf, idx, is_global, safe):
         v = arr[idx]
         return v.copy() if type(v) is np.ndarray and v.base is arr else v
     if is_global:
+        if arr.size == 0:  # nothing to clip to: every lane reads the safe value
+            shape = np.broadcast_shapes(*(np.shape(i) for i in idx))
+            return np.full(shape, safe, arr.dtype) if shape else arr.dtype.type(safe)
         val = arr[_clip(idx, arr.shape)]
         if bad is True:
             return np.zeros_like(val) + safe if type(val) is np.ndarray else safe

@@ -20,6 +20,7 @@ from ..ir.dtype import DType
 from .lanes import VARYING, at_statement, collapse, fail
 from .memory import LocalStore, scope_name
 from .numerics import NARROW_FLOATS, const_value, convert, round_to, tf32
+from .roles import collective_ok
 
 __all__ = ["compile_tile_op", "uniform_int", "uniform_value"]
 
@@ -42,7 +43,7 @@ def uniform_int(ctx, v, what) -> int:
 
 
 def _collective(ctx, mask, what):
-    if mask is not None:
+    if not collective_ok(ctx, mask):
         raise fail(ctx, NotImplementedError,
                    f"{what} is a collective tile operation reached under a thread-dependent "
                    "condition (only some threads take part); the CPU interpreter cannot run "
@@ -157,7 +158,7 @@ def _int_or_fn(c, v):
 def compile_tile_op(c, s):
     return {
         ir.Copy: _copy, ir.Fill: _fill, ir.Gemm: _gemm, ir.Reduce: _reduce,
-        ir.CumSum: _cumsum, ir.AtomicTile: _atomic_tile,
+        ir.CumSum: _cumsum, ir.AtomicTile: _atomic_tile, ir.TmaCopy: _tma_copy,
     }[type(s)](c, s)
 
 
@@ -171,6 +172,46 @@ def _copy(c, s):
         if tile.size == 0:
             return
         dst.write(ctx, convert(tile, sdt, ddt), "T.copy")
+    return at_statement(s, run)
+
+
+def _tma_copy(c, s):
+    """T.tma_copy at once: each issuing thread (the first of each group of `scope` threads of
+    the enclosing role, or of the block) adds the tile's bytes to the barrier's transaction
+    count, the tile is copied (0 outside the tensor, nothing written outside it), and the
+    bytes complete. Regions may differ between issuing threads (one tile per warp)."""
+    src, dst = Region(c, s.src), Region(c, s.dst)
+    load = s.src.buffer.scope == "global"
+    if load:
+        bar = s.barrier.buffer
+        fbar = c.expr(s.barrier.indices[0])
+    nbytes = s.src.buffer.dtype.bytes
+    for e in s.src.extents:
+        nbytes *= ir.int_value(e) or 0
+
+    def run(ctx, mask):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, "T.tma_copy inside T.Parallel")
+        lo, hi = (ctx.role.lo, ctx.role.hi) if ctx.role is not None else (0, ctx.nthreads)
+        scope = s.scope if s.scope is not None else hi - lo
+        tid = np.arange(ctx.nthreads)
+        leaders = (tid - lo) % scope == 0
+        if mask is not None:
+            leaders &= np.broadcast_to(mask, leaders.shape)
+        env = ctx.env
+        try:
+            for lane in np.flatnonzero(leaders):
+                ctx.env = {k: (v.reshape(-1)[lane] if type(v) is np.ndarray and v.size ==
+                               ctx.nthreads else v) for k, v in env.items()}
+                if load:
+                    i = int(np.asarray(fbar(ctx)).reshape(-1)[0])
+                    ctx.barriers.expect_tx(ctx, bar, i, nbytes)
+                tile = src.read(ctx, "T.tma_copy")
+                dst.write(ctx, tile, "T.tma_copy")
+                if load:
+                    ctx.barriers.complete_tx(ctx, bar, i, nbytes)
+        finally:
+            ctx.env = env
     return at_statement(s, run)
 
 

@@ -3,6 +3,13 @@
 A `DType` is an interned, immutable description of a scalar type (and optionally a vector of
 `lanes` of it). The same object is what users write as `T.float16`: calling it builds a typed
 constant or a cast, and it serves as the annotation of scalar kernel parameters.
+
+As in the reference (where `T.float16` is a `tvm.DataType`, itself a `str`), a `DType` is a
+`str` whose text is the type's name: `getattr(torch, T.bfloat16)`, `T.float16 == "float16"`,
+`{"float16": ...}[T.float16]` and `np.zeros(4, T.float32)` all work. There is one object per
+type (`.name` is the key the compiler uses); its text is the spelling torch and the reference
+print, which differs from `.name` only for E4M3 (`.name` "float8_e4m3", text "float8_e4m3fn",
+the torch type). Equality is semantic: a dtype equals every spelling of its type.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import math
 
 import numpy as np
 
-__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES"]
+__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE"]
 
 # name -> (kind, bits); kind: f = float, i = signed int, u = unsigned int, b = bool, h = handle
 _KINDS = {
@@ -21,16 +28,36 @@ _KINDS = {
     "float16": ("f", 16), "bfloat16": ("f", 16), "float32": ("f", 32), "float64": ("f", 64),
     "float8_e4m3": ("f", 8), "float8_e5m2": ("f", 8),
     "handle": ("h", 64), "void": ("v", 0),
+    # Types the reference names that have no storage here: usable as values (comparisons,
+    # `.bits`, dictionary keys), refused as the element type of a buffer (see STORABLE).
+    "int4": ("i", 4), "uint4": ("u", 4), "int2": ("i", 2), "uint2": ("u", 2),
+    "int1": ("i", 1), "uint1": ("u", 1),
+    "float4_e2m1fn": ("f", 4), "float6_e2m3fn": ("f", 6), "float6_e3m2fn": ("f", 6),
+    "float8_e8m0fnu": ("f", 8),
 }
+
+# Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
+STORABLE = frozenset({
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "handle"})
 
 # Spellings accepted for dtypes (strings); "half" is deliberately not one (the reference rejects it).
 DTYPE_ALIASES = {
     "float": "float32", "double": "float64", "int": "int32", "long": "int64", "short": "int16",
-    "uint": "uint32", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
+    "uint": "uint32", "ulong": "uint64", "fp16": "float16", "bf16": "bfloat16",
+    "fp32": "float32", "fp64": "float64",
     "float8_e4m3fn": "float8_e4m3", "float8_e4m3fnuz": "float8_e4m3", "e4m3": "float8_e4m3",
     "float8_e5m2fnuz": "float8_e5m2", "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
     "boolean": "bool",
+    # TF32 is float32 storage that tensor cores read with a 10-bit mantissa, which is what a
+    # float32 T.gemm already does (the reference too: float32 operands with a float32
+    # accumulator issue tf32 mma); so T.tfloat32 is T.float32.
+    "tfloat32": "float32", "custom[tfloat32]": "float32",
+    "e4m3_float8": "float8_e4m3", "e5m2_float8": "float8_e5m2",
 }
+
+# The text of a dtype, where it is not its name: the torch / reference spelling.
+_TEXT = {"float8_e4m3": "float8_e4m3fn"}
 
 _C_NAMES = {
     # 64-bit integers by their <cstdint> names: the header's functions (mbarriers, TMA) take
@@ -48,6 +75,8 @@ _NUMPY = {
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
     # No numpy type: the interpreter keeps these in float32 and rounds on every store.
     "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
+    # a pointer (an address) is a 64-bit integer
+    "handle": np.int64,
 }
 
 _TORCH_NAMES = {
@@ -55,7 +84,14 @@ _TORCH_NAMES = {
     "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
     "float16": "float16", "bfloat16": "bfloat16", "float32": "float32", "float64": "float64",
     "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    # what torch stores the reference's sub-byte types in (its `as_torch()`)
+    "int4": "int8", "uint4": "uint8", "float8_e8m0fnu": "float8_e8m0fnu",
 }
+
+# DLPack type codes (tvm_ffi.dtype.type_code)
+_TYPE_CODES = {"i": 0, "u": 1, "f": 2, "h": 3, "b": 6, "v": 0}
+_SPECIAL_CODES = {"bfloat16": 4, "float8_e4m3": 10, "float8_e5m2": 12, "float8_e8m0fnu": 14,
+                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17}
 
 
 def canonical_dtype_name(value) -> str:
@@ -68,6 +104,7 @@ def canonical_dtype_name(value) -> str:
         if name in _KINDS:
             return name
         base, _, lanes = name.rpartition("x")
+        base = DTYPE_ALIASES.get(base, base)
         if base in _KINDS and lanes.isdigit() and int(lanes) >= 1:
             # one spelling per type: "float16x1" is float16, "int8x04" is int8x4
             return base if int(lanes) == 1 else f"{base}x{int(lanes)}"
@@ -79,10 +116,12 @@ def canonical_dtype_name(value) -> str:
     if value is bool:
         return "bool"
     mod = type(value).__module__
+    if mod.startswith("tilelang"):  # a kernel value (its `.dtype` would fool numpy)
+        raise ValueError(f"unknown dtype {value!r}")
     if mod.startswith("torch"):
         tname = str(value).replace("torch.", "")
         for ours, theirs in _TORCH_NAMES.items():
-            if theirs == tname:
+            if theirs == tname and ours in STORABLE:
                 return ours
         tname = DTYPE_ALIASES.get(tname, tname)
         if tname in _KINDS:
@@ -93,34 +132,48 @@ def canonical_dtype_name(value) -> str:
     except TypeError:
         raise ValueError(f"unknown dtype {value!r}") from None
     for ours, theirs in _NUMPY.items():
-        if theirs == npd.type and ours not in ("bfloat16", "float8_e4m3", "float8_e5m2"):
+        if theirs == npd.type and ours not in ("bfloat16", "float8_e4m3", "float8_e5m2",
+                                               "handle"):
             return ours
     raise ValueError(f"unsupported numpy dtype {npd}")
 
 
-class DType:
-    """A scalar (or short vector) type. Interned: `DType('float16') is DType('float16')`."""
+class DType(str):
+    """A scalar (or short vector) type. Interned: `DType('float16') is DType('float16')`;
+    a `str` of its torch/reference spelling (see the module docstring)."""
 
-    __slots__ = ("name", "base", "lanes", "kind", "bits", "__weakref__")
     _interned: dict = {}
 
     def __new__(cls, name="float32"):
-        name = canonical_dtype_name(name)
-        obj = cls._interned.get(name)
+        if type(name) is DType:
+            return name
+        obj = cls._interned.get(name) if type(name) is str else None
         if obj is not None:
             return obj
-        obj = object.__new__(cls)
-        base, lanes = name, 1
-        if name not in _KINDS:
-            base, _, lane_text = name.rpartition("x")
-            lanes = int(lane_text)
-        obj.name, obj.base, obj.lanes = name, base, lanes
-        obj.kind, obj.bits = _KINDS[base]
-        cls._interned[name] = obj
+        canon = canonical_dtype_name(name)
+        obj = cls._interned.get(canon)
+        if obj is None:
+            base, lanes = canon, 1
+            if canon not in _KINDS:
+                base, _, lane_text = canon.rpartition("x")
+                lanes = int(lane_text)
+            text = _TEXT.get(base, base) + (f"x{lanes}" if lanes > 1 else "")
+            obj = str.__new__(cls, text)
+            obj.name, obj.base, obj.lanes = canon, base, lanes
+            obj.kind, obj.bits = _KINDS[base]
+            cls._interned[canon] = obj
+        if type(name) is str:
+            cls._interned[name] = obj  # later lookups of this spelling skip canonicalising
         return obj
 
     def __reduce__(self):
         return (DType, (self.name,))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     # ----- classification -------------------------------------------------------------------
     @property
@@ -153,6 +206,11 @@ class DType:
         return self.base.startswith("float8")
 
     @property
+    def storable(self) -> bool:
+        """Whether buffers of this element type exist here (no sub-byte storage)."""
+        return self.base in STORABLE
+
+    @property
     def bytes(self) -> int:
         return max(1, self.bits // 8) * self.lanes
 
@@ -162,6 +220,39 @@ class DType:
 
     def with_lanes(self, lanes: int) -> "DType":
         return DType(self.base if lanes == 1 else f"{self.base}x{lanes}")
+
+    # ----- the reference's `tvm.DataType` / `tilelang.language.dtypes.dtype` surface ---------
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one value (all lanes), rounded up for sub-byte types."""
+        return (self.bits * self.lanes + 7) // 8
+
+    @property
+    def type_code(self) -> int:
+        """The DLPack type code (int 0, uint 1, float 2, handle 3, bfloat 4, bool 6, ...)."""
+        return _SPECIAL_CODES.get(self.base, _TYPE_CODES[self.kind])
+
+    def as_torch(self):
+        """The torch dtype of tensors holding this type (`None` for `handle`); sub-byte integer
+        types are stored one value per byte (int4 -> torch.int8), as in the reference."""
+        if self.is_handle:
+            return None
+        import torch
+
+        tname = _TORCH_NAMES.get(self.base)
+        t = getattr(torch, tname, None) if tname is not None and self.lanes == 1 else None
+        if t is None:
+            raise ValueError(f"dtype {self} has no torch counterpart")
+        return t
+
+    def is_float4_e2m1fn(self) -> bool:
+        return self.base == "float4_e2m1fn"
+
+    def is_float4_e2m1_unpacked(self) -> bool:
+        return False
+
+    def is_float4(self) -> bool:
+        return self.base == "float4_e2m1fn"
 
     # ----- conversions to other type systems -----------------------------------------------
     @property
@@ -205,8 +296,12 @@ class DType:
         return cast_to(value, self)
 
     def __eq__(self, other):
-        if isinstance(other, DType):
-            return self is other
+        if self is other:
+            return True
+        if type(other) is DType:
+            return False  # interned: one object per type
+        if other is None:
+            return False
         try:
             return self.name == canonical_dtype_name(other)
         except (ValueError, TypeError):
@@ -215,19 +310,20 @@ class DType:
     def __ne__(self, other):
         return not self.__eq__(other)
 
-    def __hash__(self):
-        return hash(self.name)
+    __hash__ = str.__hash__
 
     def __repr__(self):
-        return f"dtype('{self.name}')"
+        return f"dtype('{str.__str__(self)}')"
 
     def __str__(self):
-        return self.name
+        return str.__str__(self)
 
 
 _FLOAT_MAX = {
     "float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": float(np.finfo(np.float32).max),
     "float64": float(np.finfo(np.float64).max), "float8_e4m3": 448.0, "float8_e5m2": 57344.0,
+    "float4_e2m1fn": 6.0, "float6_e2m3fn": 7.5, "float6_e3m2fn": 28.0,
+    "float8_e8m0fnu": 1.7014118346046923e38,
 }
 
 
@@ -246,3 +342,38 @@ def is_dtype_like(value) -> bool:
 
 def infinity(dt) -> float:
     return math.inf
+
+
+# ---- what the tile operators accept (one rule for the interpreter and CUDA) --------------------
+
+# T.gemm: operand dtype -> accumulator dtypes. The union of what the tensor-core instructions
+# compute, plus float64 -> float64, which the reference lowers and the interpreter runs (CUDA
+# here rejects it as not supported yet). Both operands have one dtype (8-bit floats may mix).
+GEMM_ACCUMULATORS = {
+    "float16": ("float32", "float16"), "bfloat16": ("float32",), "float32": ("float32",),
+    "int8": ("int32",), "uint8": ("int32",), "float8_e4m3": ("float32",),
+    "float8_e5m2": ("float32",), "float64": ("float64",),
+}
+
+# Element types of the scalar and tile atomics (what tl/atomic.cuh implements).
+_ATOMIC_RMW = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
+ATOMIC_DTYPES = {
+    "atomic_add": _ATOMIC_RMW, "atomic_max": _ATOMIC_RMW, "atomic_min": _ATOMIC_RMW,
+    "atomic_addx2": ("float16", "bfloat16", "float32"),
+    "atomic_addx4": ("float16", "bfloat16", "float32"),
+    "atomic_load": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
+    "atomic_store": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
+}
+
+
+def gemm_dtype_problem(a: DType, b: DType, c: DType):
+    """Why T.gemm cannot take operands of dtypes a, b into an accumulator of dtype c (None:
+    it can)."""
+    if a is not b and not (a.is_float8 and b.is_float8):
+        return f"operands A ({a}) and B ({b}) must have the same dtype"
+    allowed = GEMM_ACCUMULATORS.get(a.name)
+    if allowed is None or c.name not in allowed:
+        table = ", ".join(f"{k} -> {'/'.join(v)}" for k, v in GEMM_ACCUMULATORS.items())
+        return (f"{a} operands accumulating into {c} is not a gemm the language defines "
+                f"(operand -> accumulator: {table})")
+    return None

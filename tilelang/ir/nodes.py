@@ -226,13 +226,15 @@ class Buffer(ExprOps, Node):
     """
 
     __slots__ = ("name", "shape", "dtype", "scope", "strides", "view_of", "elem_offset", "loc",
-                 "__weakref__")
+                 "computed_address", "__weakref__")
 
     def __init__(self, name, shape, dtype, scope="global", strides=None, data=None,
-                 elem_offset=0, loc=None):
+                 elem_offset=0, loc=None, computed_address=False):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
+        if not self.dtype.storable:
+            _refuse_element_type(self.dtype)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
         # a view (`T.Tensor(shape, dtype, X.data)` in a kernel) names the buffer whose
@@ -242,6 +244,10 @@ class Buffer(ExprOps, Node):
         self.view_of = None if data is None else (data.view_of or data)
         self.elem_offset = elem_offset
         self.loc = loc
+        # a global tensor at an address computed in the kernel (`T.make_tensor(table[i], ...)`;
+        # bound by an Attr("tensor_address", (buffer, address)) around its uses): no TMA
+        # descriptor can be made for it on the host
+        self.computed_address = computed_address
 
     @property
     def data(self) -> "BufferData":
@@ -321,6 +327,17 @@ class Buffer(ExprOps, Node):
         return f"Buffer({self.name}, {list(self.shape)}, {self.dtype.name}, {self.scope})"
 
     __str__ = __repr__
+
+
+def _refuse_element_type(dtype: DType):
+    from ..frontend.builder import error
+
+    why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
+           "supported (yet): store the values packed in uint8 / int8 and unpack them with "
+           "shifts and masks" if dtype.bits < 8 else
+           f"{dtype} has no storage type in this compiler (yet)")
+    raise error(NotImplementedError, f"a buffer of {dtype} elements is not supported: {why}; "
+                                     "see docs/compatibility.md")
 
 
 class BufferData:
@@ -462,6 +479,21 @@ class Attr(Stmt):
     body: Stmt
 
 
+# CUDA's launch limits per axis (x, y, z). The interpreter enforces them too, so that both
+# targets accept the same programs.
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+BLOCK_LIMITS = (1024, 1024, 64)
+
+
+def launch_limit_problem(extents, limits=GRID_LIMITS, what="grid") -> Optional[str]:
+    """Why a launch of these (int) extents is impossible, or None."""
+    for axis, (e, lim) in enumerate(zip(extents, limits)):
+        if isinstance(e, int) and e > lim:
+            return (f"{what} extent {e} along {'xyz'[axis]} is past CUDA's limit of {lim} "
+                    f"(at most {', '.join(map(str, limits))} along x, y, z)")
+    return None
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Kernel(Stmt):
     """One kernel launch: a grid of blocks (1-3 extents) of `threads` (1-3 extents) threads.
@@ -500,6 +532,28 @@ class Copy(Stmt):
     src: BufferRegion
     dst: BufferRegion
     options: tuple = ()  # (key, value): disable_tma, coalesced_width, eviction_policy...
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class TmaCopy(Stmt):
+    """`T.tma_copy`: one TMA transfer between a global region and a shared tile, issued by
+    one thread of each group of `scope` threads and never waited for here.
+
+    A load (global -> shared) first adds the tile's bytes to the transaction count of the
+    mbarrier `barrier` (a Load of a `T.alloc_barrier` element), which the TMA unit counts
+    down as the bytes land; the user arrives on and waits for that barrier. A store (shared
+    -> global) commits a bulk group the user waits for (`T.tma_store_wait`). `scope` is the
+    size of the leader-election group: None until transform/warp_roles.py sets it to the
+    threads of the enclosing region (the block, a `T.ws` role or a thread-range branch);
+    `leader` is then the condition, in the user's thread index, of the issuing threads."""
+
+    src: BufferRegion
+    dst: BufferRegion
+    barrier: Any = None  # Load of a uint64 mbarrier element (loads), None (stores)
+    scope: Any = None  # threads per leader-election group (int), None: the enclosing region
+    leader: Any = None  # Expr: this thread issues the transfer (set by warp_roles.py)
+    eviction_policy: Any = None
+    in_role: bool = False  # issued inside a user role (warp_roles.py): ordered by mbarriers
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

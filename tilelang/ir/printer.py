@@ -22,21 +22,22 @@ _FUNC_BIN = {"min": "T.min", "max": "T.max", "truncdiv": "T.truncdiv", "truncmod
 
 
 class Namer:
-    """Unique display names for vars and buffers, by identity."""
+    """Unique display names for vars and buffers, by identity; `clean` turns a name into one
+    the output language accepts."""
 
-    def __init__(self):
+    def __init__(self, clean=lambda name: name.replace(".", "_")):
         self.names: dict = {}
         self.used: set = set()
+        self.clean = clean
 
     def __call__(self, obj) -> str:
         name = self.names.get(id(obj))
         if name is None:
-            base = obj.name if obj.name and obj.name != "__unnamed" else "buf"
-            base = base.replace(".", "_")
+            base = self.clean(obj.name if obj.name and obj.name != "__unnamed" else "buf")
             name, n = base, 0
             while name in self.used:
                 n += 1
-                name = f"{base}_{n}"
+                name = self.clean(f"{base}_{n}")
             self.used.add(name)
             self.names[id(obj)] = name
         return name
@@ -305,6 +306,14 @@ class Printer:
     def s_Copy(self, s, ind):
         self.line(ind, f"T.copy({self.region(s.src)}, {self.region(s.dst)}"
                        f"{_opts(s.options)})")
+
+    def s_TmaCopy(self, s, ind):
+        extra = f", barrier={self.expr(s.barrier)}" if s.barrier is not None else ""
+        if s.scope is not None:
+            extra += f", leader_scope_threads={s.scope}"
+        if s.eviction_policy is not None:
+            extra += f", eviction_policy={s.eviction_policy!r}"
+        self.line(ind, f"T.tma_copy({self.region(s.src)}, {self.region(s.dst)}{extra})")
 
     def s_Fill(self, s, ind):
         self.line(ind, f"T.fill({self.region(s.dst)}, {self.expr(s.value)})")

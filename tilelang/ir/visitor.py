@@ -8,10 +8,20 @@ below it changed, so "did this pass change anything" is an identity test.
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from operator import attrgetter
 
 from . import nodes as ir
 
+# Every pass walks the IR several times, so the walk itself is kept cheap: the sub-values of a
+# node class are read by one precomputed getter, and the method a visitor runs for a node
+# class is looked up once per (visitor class, node class) instead of by name on every node.
+
 _FIELDS: dict = {}
+_FIELD_GETTERS: dict = {}
+_GETTERS: dict = {}
+_LEAVES = (int, float, str, bool, ir.DType, type(None))
+# exact classes of the values that hold no IR: the walks skip them without a call
+_LEAF_CLASSES = frozenset(_LEAVES)
 
 
 def _node_fields(cls):
@@ -21,33 +31,109 @@ def _node_fields(cls):
     return names
 
 
-def children(node):
+def _no_children(node):
+    return ()
+
+
+def _field_getter(cls):
+    """A function returning the values of `cls`'s fields (but `loc`), as a tuple."""
+    getter = _FIELD_GETTERS.get(cls)
+    if getter is None:
+        names = _node_fields(cls)
+        if len(names) == 1:
+            one = attrgetter(names[0])
+            getter = (lambda node: (one(node),))
+        else:
+            getter = attrgetter(*names) if names else _no_children
+        _FIELD_GETTERS[cls] = getter
+    return getter
+
+
+def _children_getter(cls):
+    if issubclass(cls, (tuple, list)):
+        getter = tuple
+    elif issubclass(cls, ir.Buffer):
+        getter = _no_children
+    elif issubclass(cls, ir.PrimFunc):
+        getter = (lambda node: (node.body,))
+    elif issubclass(cls, ir.Node):
+        getter = _field_getter(cls)
+    else:
+        getter = _no_children
+    _GETTERS[cls] = getter
+    return getter
+
+
+def children(node) -> tuple:
     """Direct sub-values of a node that may contain IR (nodes, tuples, buffers)."""
-    if isinstance(node, (tuple, list)):
-        return list(node)
-    if isinstance(node, ir.Buffer):
-        return []
-    if isinstance(node, ir.PrimFunc):
-        return [node.body]
-    if isinstance(node, ir.Node):
-        return [getattr(node, n) for n in _node_fields(type(node))]
-    return []
+    getter = _GETTERS.get(node.__class__)
+    if getter is None:
+        getter = _children_getter(node.__class__)
+    return getter(node)
 
 
-class Visitor:
+class _Dispatch:
+    """What a visitor class runs for each node class: `visit_<Class>` if it defines one,
+    `leaf` for values that hold no IR, else `generic`; one table per visitor class.
+
+    When a class keeps the base `visit`, its walks call the table directly (one Python call
+    per node instead of two); a class that overrides `visit` gets it called for every child."""
+
+    _direct = True
+
+    @classmethod
+    def _resolve(cls, node_cls):
+        if issubclass(node_cls, _LEAVES):
+            fn = cls.leaf
+        else:
+            fn = getattr(cls, "visit_" + node_cls.__name__, None) or cls.generic
+        cls._methods[node_cls] = fn
+        return fn
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._methods = {}
+
+
+class Visitor(_Dispatch):
     """Read-only walk. Override `visit_<Class>`; call `self.generic(node)` to descend."""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._direct = cls.visit is Visitor.visit
+
     def visit(self, node):
-        if node is None or isinstance(node, (int, float, str, bool, ir.DType)):
-            return
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic(node)
+        fn = self._methods.get(node.__class__)
+        if fn is None:
+            fn = self._resolve(node.__class__)
+        return fn(self, node)
+
+    def leaf(self, node):
+        return None
+
+    # classes of children that go through self.visit() even on the direct path
+    _via_visit: tuple = ()
 
     def generic(self, node):
-        for child in children(node):
-            self.visit(child)
+        getter = _GETTERS.get(node.__class__)
+        if getter is None:
+            getter = _children_getter(node.__class__)
+        if not self._direct:
+            for child in getter(node):
+                self.visit(child)
+            return
+        methods, via = self._methods, self._via_visit
+        for child in getter(node):
+            cls = child.__class__
+            if cls in _LEAF_CLASSES:
+                continue
+            if via and isinstance(child, via):
+                self.visit(child)
+                continue
+            fn = methods.get(cls)
+            if fn is None:
+                fn = self._resolve(cls)
+            fn(self, child)
 
 
 class LocatedVisitor(Visitor):
@@ -55,33 +141,63 @@ class LocatedVisitor(Visitor):
     visited that has one (for located errors)."""
 
     loc = None
+    # only statements move `loc`: they (and the tuples holding them) go through visit(),
+    # everything else straight to its method
+    _via_visit = (ir.Stmt, tuple, list)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._direct = cls.visit is LocatedVisitor.visit
 
     def visit(self, node):
         if isinstance(node, ir.Stmt) and node.loc is not None:
             old, self.loc = self.loc, node.loc
             try:
-                return super().visit(node)
+                return Visitor.visit(self, node)
             finally:
                 self.loc = old
-        return super().visit(node)
+        return Visitor.visit(self, node)
 
 
-class Mutator:
+class Mutator(_Dispatch):
     """Rebuilding walk. Override `visit_<Class>` returning a replacement node."""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._direct = cls.visit is Mutator.visit
+
     def visit(self, node):
-        if node is None or isinstance(node, (int, float, str, bool, ir.DType)):
-            return node
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic(node)
+        fn = self._methods.get(node.__class__)
+        if fn is None:
+            fn = self._resolve(node.__class__)
+        return fn(self, node)
+
+    def leaf(self, node):
+        return node
 
     def visit_tuple(self, node):
-        new = tuple(self.visit(c) for c in node)
-        if all(a is b for a, b in zip(new, node)):
+        if not self._direct:
+            visit = self.visit
+            new = tuple([visit(c) for c in node])
+            for a, b in zip(new, node):
+                if a is not b:
+                    return new
             return node
-        return new
+        methods = self._methods
+        new = None
+        for i, c in enumerate(node):
+            cls = c.__class__
+            if cls in _LEAF_CLASSES:
+                continue
+            fn = methods.get(cls)
+            if fn is None:
+                fn = self._resolve(cls)
+            n = fn(self, c)
+            if n is not c:
+                if new is None:
+                    new = list(node)
+                new[i] = n
+        return node if new is None else tuple(new)
 
     def visit_list(self, node):
         return list(self.visit_tuple(tuple(node)))
@@ -96,15 +212,38 @@ class Mutator:
     def generic(self, node):
         if not isinstance(node, ir.Node):
             return node
-        changes = {}
-        for name in _node_fields(type(node)):
-            old = getattr(node, name)
-            new = self.visit(old)
-            if new is not old:
-                changes[name] = new
-        if not changes:
+        cls = node.__class__
+        values = _field_getter(cls)(node)
+        changes = None
+        if self._direct:
+            methods = self._methods
+            for i, old in enumerate(values):
+                ocls = old.__class__
+                if ocls in _LEAF_CLASSES:
+                    continue
+                fn = methods.get(ocls)
+                if fn is None:
+                    fn = self._resolve(ocls)
+                new = fn(self, old)
+                if new is not old:
+                    if changes is None:
+                        changes = {}
+                    changes[_FIELDS[cls][i]] = new
+        else:
+            visit = self.visit
+            for name, old in zip(_node_fields(cls), values):
+                new = visit(old)
+                if new is not old:
+                    if changes is None:
+                        changes = {}
+                    changes[name] = new
+        if changes is None:
             return node
         return replace(node, **changes)
+
+
+Visitor._methods = {}
+Mutator._methods = {}
 
 
 def any_node(root, predicate) -> bool:

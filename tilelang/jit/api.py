@@ -35,9 +35,11 @@ def compile(func, out_idx=None, target="auto", target_host=None, execution_backe
 def lower(func, target="auto", target_host=None, pass_configs=None, **kwargs) -> str:
     """The generated source of `func` for `target`, without compiling it (CUDA C++ for cuda
     targets, the printed IR for the CPU interpreter)."""
+    from ..transform.uninitialized_reads import warn_uninitialized_reads
     from .target import parse_target, resolve_auto
 
     t = resolve_auto(parse_target(target))
+    warn_uninitialized_reads(func)
     if t.kind == "cpu":
         return str(func)
     from ..engine.build import lower_cuda
@@ -133,6 +135,10 @@ class JITFactory:
         return kernel
 
     __call__ = compile
+
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        """The generated CUDA of the kernel compiled for these factory arguments."""
+        return self.compile(*args, **kwargs).get_kernel_source()
 
     def par_compile(self, configs, num_workers=None, ignore_error=False):
         from .parallel import par_compile

@@ -2,17 +2,21 @@
 
 A kernel holds the traced `PrimFunc`, its calling convention (`CallPlan`) and one backend
 adapter per device kind it has been built for: the CPU interpreter and/or CUDA. An adapter
-implements `run(args, symbols, device, stream)` and exposes `source`.
+implements `run(args, symbols, device, stream)` and exposes `source`. `get_kernel_source()`
+is CUDA C++ in every case (a kernel on the interpreter lowers its program for a GPU
+architecture on request).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from ..ir import nodes as ir
 from ..transform.pass_config import normalize_pass_configs
 from .args import CallPlan
-from .target import Target, gpu_available, parse_target, resolve_auto
+from .target import (DEFAULT_CUDA_ARCH, Target, device_arch, gpu_available, parse_target,
+                     resolve_auto)
 
 
 def build_adapter(func: ir.PrimFunc, target: Target, options: dict):
@@ -60,6 +64,9 @@ class JITKernel:
         self.latency = None
         self.config = None
         self.ref_latency = None
+        from ..transform.uninitialized_reads import warn_uninitialized_reads
+
+        warn_uninitialized_reads(func)  # for the interpreter and the GPU alike
         concrete = resolve_auto(self.target)
         self._adapter(concrete)  # compile now: errors surface at compile time
 
@@ -128,8 +135,29 @@ class JITKernel:
     def func(self):
         return self.prim_func
 
-    def get_kernel_source(self, kernel_only: bool = True) -> str:
-        return self.adapter.source
+    def get_kernel_source(self, kernel_only: bool = True, arch: Optional[str] = None) -> str:
+        """The generated CUDA C++ of this kernel.
+
+        A kernel built for a GPU gives the source it was compiled from. A kernel that runs on
+        the CPU interpreter (no GPU here, or `target="cpu"`) gives the CUDA that the same
+        program lowers to for the current GPU's architecture, or for `DEFAULT_CUDA_ARCH`
+        (sm_90a) where there is no GPU; it is generated on the first request, not compiled.
+        `arch="sm_80"` (any `sm_XY`) asks for another architecture. The program the
+        interpreter runs prints with `print(kernel.get_tir())`."""
+        cuda = self._adapters.get("cuda")
+        if arch is not None and not re.fullmatch(r"sm_\d+a?", arch):
+            raise ValueError(f"arch must name a GPU architecture such as 'sm_90a' or 'sm_80', "
+                             f"got {arch!r}")
+        if cuda is not None and arch in (None, cuda.target.arch):
+            return cuda.source
+        if arch is None:
+            arch = device_arch() if gpu_available() else DEFAULT_CUDA_ARCH
+        sources = self.__dict__.setdefault("_cuda_sources", {})
+        if arch not in sources:
+            from ..engine.build import lower_cuda
+
+            sources[arch] = lower_cuda(self.prim_func, Target("cuda", arch), self.options).source
+        return sources[arch]
 
     @property
     def kernel_source(self) -> str:

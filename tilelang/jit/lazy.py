@@ -293,6 +293,11 @@ class LazyJIT:
         assert kernel is not None
         return kernel
 
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """The generated CUDA of the kernel for these arguments (as `compile`: tensors or
+        placeholders, compile-time values, `T.const` names by keyword)."""
+        return self.compile(*args, **kwargs).get_kernel_source()
+
     def get_tir(self, *args: Any, **kwargs: Any) -> ir.PrimFunc:
         """The specialised PrimFunc (printable), without compiling it."""
         self._prepare()

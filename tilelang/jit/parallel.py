@@ -10,6 +10,7 @@ gives None (and a warning) instead of raising.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -25,12 +26,24 @@ def split_config(cfg):
                     f"positional arguments), got {type(cfg).__name__}")
 
 
-def _progress(iterable, desc, total):
+def progress_bar_class():
+    """The tqdm class for progress bars, or None without tqdm (a dependency, but a missing bar
+    must not break compiling). The notebook bar only where it can draw: `tqdm.auto` picks it in
+    any Jupyter kernel and, without ipywidgets, warns "IProgress not found" on every import
+    before falling back to the text bar, which is what is used here in that case."""
     try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is a dependency, but a missing bar must not break compiling
-        return iterable
-    return tqdm(iterable, desc=desc, total=total)
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm.std import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def _progress(iterable, desc, total):
+    bar = progress_bar_class()
+    return iterable if bar is None else bar(iterable, desc=desc, total=total)
 
 
 def default_workers() -> int:

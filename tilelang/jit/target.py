@@ -34,6 +34,12 @@ class Target:
         return self.arch == "sm_90a"
 
 
+# The GPU architecture whose CUDA `JITKernel.get_kernel_source()` shows for a kernel that was
+# not built for a GPU (no GPU on this machine, or target="cpu"): Hopper, the architecture the
+# reference's examples and this project's measurements are about.
+DEFAULT_CUDA_ARCH = "sm_90a"
+
+
 def gpu_available() -> bool:
     try:
         import torch
@@ -54,7 +60,11 @@ def device_arch(device: int = None) -> str:
     return arch + "a" if major == 9 else arch
 
 
-_ARCH_RE = re.compile(r"-arch=(sm_\d+a?)")
+_ARCH = re.compile(r"sm_\d+a?")
+# options of TVM's cuda targets that reference programs pass; only -arch means anything here
+_TVM_OPTIONS = {"arch", "mcpu", "keys", "libs", "model", "tag", "max_num_threads",
+                "max_threads_per_block", "max_shared_memory_per_block", "registers_per_block",
+                "thread_warp_size"}
 
 
 def parse_target(target) -> Target:
@@ -71,23 +81,41 @@ def parse_target(target) -> Target:
         return Target("auto")
     if text in ("cpu", "c", "llvm", "interp", "interpreter"):
         return Target("cpu")
-    if text.startswith("cuda") or text.startswith("nvidia"):
-        m = _ARCH_RE.search(text)
-        if m:
-            return Target("cuda", m.group(1))
-        m = re.search(r"sm_(\d+a?)", text)
-        if m:
-            return Target("cuda", "sm_" + m.group(1))
+    kind, *rest = text.split()
+    if kind == "cuda" or kind == "nvidia" or kind.startswith("nvidia/"):
+        arch = _cuda_arch(target, rest)
+        if arch is not None:
+            return Target("cuda", arch)
         if not gpu_available():
             raise RuntimeError("target='cuda' builds for the current GPU, but no GPU is visible; "
                                "use target='cuda -arch=sm_90a' (or sm_80) to generate code "
                                "without one, or target='cpu' to run on the interpreter")
         return Target("cuda", device_arch())
-    if text.startswith("hip") or text.startswith("rocm") or text.startswith("metal"):
+    if kind.startswith(("hip", "rocm", "metal")):
         raise ValueError(f"target {target!r} is not supported: this compiler targets NVIDIA "
                          "GPUs (cuda) and the CPU interpreter (cpu)")
     raise ValueError(f"unknown target {target!r}; use 'auto', 'cpu', 'cuda' or "
                      "'cuda -arch=sm_90a'")
+
+
+def _cuda_arch(target, options) -> Optional[str]:
+    """The architecture the options of a cuda target name (None: the current GPU's). Every
+    word must be understood: `cuda -arch=sm_90a junk` is an error, not sm_90a."""
+    arch = None
+    for word in options:
+        key, eq, value = word.lstrip("-").partition("=")
+        if not word.startswith("-") and _ARCH.fullmatch(word):
+            key, value = "arch", word  # "cuda sm_80"
+        elif not word.startswith("-") or key not in _TVM_OPTIONS or not eq:
+            raise ValueError(f"target {target!r}: {word!r} is not an option this compiler "
+                             "knows; a cuda target is 'cuda' or 'cuda -arch=sm_XY' (sm_90a for "
+                             "Hopper's wgmma and TMA)")
+        if key in ("arch", "mcpu"):
+            if not _ARCH.fullmatch(value):
+                raise ValueError(f"target {target!r}: {value!r} is not an architecture; write "
+                                 "sm_ followed by the compute capability, e.g. sm_80, sm_90a")
+            arch = value
+    return arch
 
 
 def _parse_target_dict(spec: dict) -> Target:
@@ -98,7 +126,7 @@ def _parse_target_dict(spec: dict) -> Target:
         raise ValueError(f"target dictionary {spec!r} needs a 'kind' (e.g. 'cuda' or 'cpu')")
     arch = spec.get("arch")
     if kind.lower() == "cuda" and arch is not None:
-        if not isinstance(arch, str) or not re.fullmatch(r"sm_\d+[af]?", arch.strip().lower()):
+        if not isinstance(arch, str) or not _ARCH.fullmatch(arch.strip().lower()):
             raise ValueError(f"target dictionary {spec!r}: 'arch' must look like 'sm_90a' or "
                              "'sm_80'")
         return Target("cuda", arch.strip().lower())

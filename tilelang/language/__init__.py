@@ -6,8 +6,8 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
-from .alloc import (alloc_barrier, alloc_fragment, alloc_global, alloc_local, alloc_shared,
-                    alloc_tmem, alloc_var)
+from .alloc import (alloc_barrier, alloc_buffer, alloc_fragment, alloc_global, alloc_local,
+                    alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
@@ -27,8 +27,8 @@ from .math import clz, likely, popcount
 # fast-math intrinsics: module-level names, so no name mangling (T.__exp works in kernels)
 from .math import __cos, __exp, __exp10, __log, __log2, __log10, __sin, __tan
 from .misc import (barrier_arrive, barrier_wait, create_list_of_mbarrier, fence_proxy_async,
-                   get_mbarrier, mbarrier_arrive, mbarrier_expect_tx, mbarrier_wait_parity,
-                   wait_wgmma, ws)
+                   get_mbarrier, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx,
+                   mbarrier_wait_parity, tma_store_arrive, tma_store_wait, wait_wgmma, ws)
 from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
                    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
                    warp_reduce_sum)
@@ -37,13 +37,24 @@ from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layou
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
-                   shfl_xor, sync_global, sync_threads, sync_warp, use_swizzle)
+                   shfl_xor, sync_global, sync_grid, sync_threads, sync_warp, use_swizzle)
+from .misc import cp_async_barrier_noinc, ptx_commit_group, ptx_cp_async, ptx_wait_group
+from .misc import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and,
+                   syncthreads_count, syncthreads_or)
+from .misc import dp4a, index_to_coordinates, match_all_sync, match_any_sync, tvm_warp_shuffle
+# bit-search intrinsics: module-level names, so no name mangling (T.__ffs works in kernels)
+from .misc import __ffs, __fns
+from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_update
+from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
+from .tile_schedule import PersistentTileScheduler
+from .views import reshape, view
+from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
                        copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
                        reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
                        reduce_bitxor, reduce_max, reduce_min, reduce_sum, store_cluster_sum,
-                       wgmma_gemm)
+                       tma_copy, wgmma_gemm)
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
@@ -56,6 +67,8 @@ from .math import (fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frs
 from .types import int_ as int
 
 from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)
+# every dtype name of the reference (vectors, tfloat32, uint, int4, float4_e2m1fn, ...)
+globals().update({_n: getattr(dtypes, _n) for _n in dtypes._all_dtypes})
 
 # Pure aliases with the reference's spellings (its loop.py and TVMScript re-exports).
 Unroll = unroll
@@ -72,7 +85,10 @@ def __getattr__(name):
         from .. import layout
 
         return getattr(layout, name)
-    from ..frontend.builder import error
+    from .backends import absent_backend
 
+    backend = absent_backend(name)
+    if backend is not None:
+        raise AttributeError(f"T.{name} belongs to {backend}; see docs/compatibility.md")
     raise AttributeError(f"module 'tilelang.language' has no attribute {name!r}: T.{name} is "
                          "not supported (yet); see docs/compatibility.md")

@@ -84,6 +84,42 @@ def alloc_global(shape, dtype="float32"):
     return buf
 
 
+def alloc_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None,
+                 scope="global", align=-1, offset_factor=0, buffer_type="default",
+                 axis_separators=None, annotations=None):
+    """TVMScript's allocation by scope: "global" (a workspace, `T.alloc_global`), "shared" /
+    "shared.dyn" (`T.alloc_shared`), "local.fragment", "local" (`T.alloc_local`) or
+    "local.var" (`T.alloc_var`); with `data=X.data`, a view of global tensor X at `shape`
+    (`T.Tensor(shape, dtype, X.data)`). Strides, offsets and alignment options are not
+    supported."""
+    what = "T.alloc_buffer"
+    if strides is not None or elem_offset not in (None, 0) or axis_separators:
+        raise error(NotImplementedError, f"{what}: strides, elem_offset and axis_separators "
+                                         "are not supported")
+    if data is not None:
+        if scope != "global":
+            raise error(NotImplementedError, f"{what}(..., data=...) views global tensors "
+                                             f"only, not {scope} memory")
+        from .types import make_view
+
+        return make_view(shape, dtype, data)
+    if scope == "global":
+        return alloc_global(shape, dtype)
+    if scope in ("shared", "shared.dyn"):
+        return alloc_shared(shape, dtype, scope)
+    if scope == "local.fragment":
+        return alloc_fragment(shape, dtype)
+    if scope == "local":
+        return alloc_local(shape, dtype)
+    if scope == "local.var":
+        if _shape(shape, what) != (1,):
+            raise error(ValueError, f"{what}: a local.var holds one value, got shape "
+                                    f"{list(shape) if isinstance(shape, (list, tuple)) else shape}")
+        return alloc_var(dtype)
+    raise error(ValueError, f"{what}: unknown scope {scope!r} (global, shared, shared.dyn, "
+                            "local.fragment, local or local.var)")
+
+
 def alloc_barrier(arrive_count=1):
     """mbarriers in shared memory for explicit producer/consumer pipelines (sm_90): one per
     entry of `arrive_count` (an int or a list), initialised at kernel start with that many
@@ -101,4 +137,6 @@ def alloc_barrier(arrive_count=1):
 
 def alloc_tmem(*args, **kwargs):
     """Blackwell tensor memory (not supported on sm_80/sm_90: raises a located error)."""
-    raise error(NotImplementedError, "T.alloc_tmem (Blackwell tensor memory) is not supported")
+    from .backends import absent_backend
+
+    raise error(NotImplementedError, f"T.alloc_tmem belongs to {absent_backend('alloc_tmem')}")

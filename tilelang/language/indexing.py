@@ -92,8 +92,29 @@ def _simplify_extent(v):
 def buffer_getitem(buffer: ir.Buffer, key):
     kind, payload = parse_subscript(buffer, key)
     if kind == "point":
-        return ir.Load(buffer, payload, buffer.dtype)
+        load = ir.Load(buffer, payload, buffer.dtype)
+        negative = [(d, k) for d, k in enumerate(_as_key_tuple(key))
+                    if isinstance(_index_value(k), int) and _index_value(k) < 0]
+        b = current_builder(required=False)
+        if negative and b is not None:
+            # an element index counts from the end, but the same subscript as the start of a
+            # tile (T.copy(A[-16, 0], S)) must not: tile_ops asks here what was written
+            b.negative_points[id(load)] = (load, negative)
+        return load
     return ir.BufferRegion(buffer, payload)
+
+
+def _index_value(k):
+    if isinstance(k, ir.Const) and k.dtype.is_int:
+        return k.value
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
+def written_negative(load) -> list:
+    """[(dim, index)] of the constant negative indices a start point was written with."""
+    b = current_builder(required=False)
+    entry = b.negative_points.get(id(load)) if b is not None else None
+    return entry[1] if entry is not None and entry[0] is load else []
 
 
 def store_element(buffer: ir.Buffer, indices, value):
@@ -105,6 +126,11 @@ def store_element(buffer: ir.Buffer, indices, value):
     if isinstance(value, ir.Buffer) and value.scope != "local.var":
         raise error(TypeError, f"cannot store buffer {value.name} into an element of "
                                f"{buffer.name}; use T.copy for tiles")
+    if buffer.scope == "shared.dyn":
+        from .reducer import reducer_store
+
+        if reducer_store(buffer, indices, value):
+            return
     value = ir.cast_to(value, buffer.dtype)
     emit(ir.Store, buffer, tuple(indices), value)
 

@@ -58,6 +58,10 @@ class Kernel:
         if len(grid) > 3:
             raise error(ValueError, f"T.Kernel takes at most 3 grid extents, got {len(grid)}")
         self.grid = tuple(_grid_extent(g, i) for i, g in enumerate(grid)) or (1,)
+        problem = ir.launch_limit_problem(self.grid)
+        if problem:
+            raise error(ValueError, f"T.Kernel {problem}; launch fewer blocks (loop inside "
+                                    "each block, or use T.Persistent)")
         if threads is None:
             threads = 128
         if isinstance(threads, (list, tuple)):
@@ -72,6 +76,9 @@ class Kernel:
             total *= t
         if total > 1024:
             raise error(ValueError, f"a block has at most 1024 threads, got {total}")
+        problem = ir.launch_limit_problem(threads, ir.BLOCK_LIMITS, "threads=")
+        if problem:
+            raise error(ValueError, f"T.Kernel {problem}")
         self.threads = threads
         self.prelude = prelude
         self.cluster_dims = _cluster_dims(cluster_dims, self.grid)

@@ -7,6 +7,8 @@ the loop nest when the body is done.
 
 from __future__ import annotations
 
+import operator
+
 from ..frontend.builder import current_builder, current_loc, error
 from ..ir import nodes as ir
 
@@ -58,7 +60,8 @@ class LoopSpec:
         b = current_builder(what=f"a T.{self.kind} loop")
         self.check_context(b)
         loc = current_loc()
-        vars_ = [ir.Var(n) for n in self._names(names)]
+        vars_ = [ir.Var(n, _var_dtype(*dim, self.kind))
+                 for n, dim in zip(self._names(names), self.dims)]
         for v in vars_:
             b.push("for", loop_kind=self.kind, var=v)
         b.loop_kinds.append("ir")
@@ -69,9 +72,35 @@ class LoopSpec:
             _, body = b.pop("for")
             if stmt is not None:  # outer frames of a multi-dim nest hold nothing themselves
                 body = stmt
-            stmt = ir.For(v, ir.as_expr(start), ir.as_expr(extent), self.kind, body, step,
-                          self.annotations, loc=loc)
+            start_e, extent_e = ir.as_expr(start), ir.as_expr(extent)
+            if v.dtype is ir.INT64:  # bounds in 64 bits too: `start + extent` must not wrap
+                start_e, extent_e = ir.cast_to(start_e, v.dtype), ir.cast_to(extent_e, v.dtype)
+            stmt = ir.For(v, start_e, extent_e, self.kind, body, step, self.annotations,
+                          loc=loc)
         b.emit(stmt)
+
+
+_INT32 = (-2**31, 2**31 - 1)
+
+
+def _var_dtype(start, extent, step, kind):
+    """int32 unless the loop reaches past it (start, or the bound `start + extent * step` the
+    variable is compared with, constant or of a 64-bit type): then int64, so a loop over 2^40
+    iterations counts to 2^40. A T.Parallel loop spreads its iterations over one block's
+    threads: a constant 2^31 or more of them is an error, not a wider variable (a symbolic
+    extent keeps the int32 variable those loops always had)."""
+    consts = [v for v in (start, extent) if isinstance(v, int)]
+    wide = any(not _INT32[0] <= v <= _INT32[1] for v in consts)
+    if isinstance(start, int) and isinstance(extent, int):
+        wide |= not _INT32[0] <= start + extent * step <= _INT32[1]
+    if kind == "parallel":
+        if wide:
+            raise error(ValueError, f"T.Parallel extent {extent} from {start}: a parallel "
+                                    "loop runs on one block's threads and must stay below "
+                                    "2^31 iterations; split the work over blocks")
+        return ir.INT32
+    wide |= any(v.dtype.bits > 32 for v in (start, extent) if isinstance(v, ir.Expr))
+    return ir.INT64 if wide else ir.INT32
 
 
 def _is_empty(s):
@@ -202,7 +231,15 @@ def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None,
     """`for k in T.Pipelined(n, num_stages=3)`: a sequential loop whose copies for later
     iterations overlap the compute of earlier ones (same results as T.serial)."""
     dims = _range_dims(start, stop, None, "T.Pipelined")
-    ann = [("num_stages", int(num_stages))]
+    given = num_stages.value if isinstance(num_stages, ir.Const) else num_stages
+    try:  # ints of any kind (numpy's from a config list too), never floats or bools
+        num_stages = operator.index(given) if not isinstance(given, bool) else -1
+    except TypeError:
+        num_stages = -1
+    if num_stages < 0:
+        raise error(ValueError, f"T.Pipelined num_stages must be a non-negative integer (0 "
+                                f"turns pipelining off), got {given!r}")
+    ann = [("num_stages", num_stages)]
     for key, value in (("order", order), ("stage", stage), ("sync", sync), ("group", group)):
         if value is not None:
             ann.append((key, tuple(value) if isinstance(value, list) else value))

@@ -182,7 +182,14 @@ def cast(value, dtype):
     return ir.cast_to(value, dtype)
 
 
-Cast = cast
+def Cast(dtype, value):  # noqa: N802 - the reference's (TVM's) name and argument order
+    """`T.Cast(dtype, value)`: `value` converted to `dtype` (TVM's argument order; the
+    `T.cast(value, dtype)` order is accepted too)."""
+    from ..ir.dtype import is_dtype_like
+
+    if is_dtype_like(value) and not is_dtype_like(dtype):  # T.cast's order
+        dtype, value = value, dtype
+    return ir.cast_to(value, dtype)
 
 
 def clamp(x, lo, hi):

@@ -160,8 +160,30 @@ def pdl_sync():
 
 
 def sync_global():
-    """Grid-wide barrier (not supported: raises a located error)."""
-    raise error(NotImplementedError, "T.sync_global (grid-wide barrier) is not supported")
+    """Grid-wide barrier (not supported: raises a located error; see T.sync_grid)."""
+    raise error(NotImplementedError, "T.sync_global is not supported; T.sync_grid() is the "
+                                     "grid-wide barrier")
+
+
+def sync_grid():
+    """Grid-wide barrier: every thread of every block of the kernel waits here until all have
+    arrived, and their earlier global-memory writes are visible after it. The kernel is
+    launched cooperatively (all blocks resident at once: a grid larger than the GPU holds is
+    a launch error), with a zero-initialised counter allocated per call. Every thread of the
+    block must reach it. On the CPU interpreter the blocks of such a kernel run side by side."""
+    b = current_builder(what="T.sync_grid")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.sync_grid must be inside `with T.Kernel(...)`")
+    counter = b.kernel.data.get("grid_counter")
+    if counter is None:
+        counter = ir.Buffer("grid_sync_counter", (1,), DType("uint32"), "global")
+        b.workspaces.append(counter)
+        b.attrs.setdefault("zeroed_workspaces", []).append(counter)
+        b.kernel.data["grid_counter"] = counter
+        b.kernel.data["attrs"].append(("cooperative", True))
+    _sync_call("tl::grid_sync", ir.Call("address_of", (ir.Load(counter, (ir.const(0),),
+                                                                counter.dtype),),
+                                        DType("handle")))
 
 
 def _shfl(op, value, delta, width):
@@ -187,6 +209,155 @@ def shfl_up(value, offset, width=32, mask=None):
 def shfl_sync(value, src_lane, width=32, mask=None):
     """The value held by lane `src_lane` of the warp (broadcast)."""
     return _shfl("shfl_sync", value, src_lane, width)
+
+
+def tvm_warp_shuffle(mask, value, src_lane, width, warp_size=32):
+    """TVM's `__shfl_sync(mask, value, src_lane, width)`: the value held by lane `src_lane`
+    of this lane's `width`-lane segment (`T.shfl_sync`); every lane of the warp takes part."""
+    return shfl_sync(value, src_lane, width)
+
+
+def index_to_coordinates(index, shape):
+    """The coordinates (row-major) of the flat `index` in a tile of `shape`."""
+    coords = []
+    for extent in reversed(list(shape)):
+        coords.append(index % extent)
+        index = index // extent
+    return list(reversed(coords))
+
+
+def _dp4a_operand(x, what):
+    if isinstance(x, ir.Buffer):
+        return x, (ir.const(0),) * len(x.shape)
+    if isinstance(x, ir.BufferRegion):
+        return x.buffer, tuple(ir.as_expr(s) for s in x.starts)
+    if isinstance(x, ir.Load):
+        return x.buffer, x.indices
+    raise error(TypeError, f"T.dp4a {what} must be a buffer or a buffer element, got {x!r}")
+
+
+def dp4a(A, B, C):
+    """`C += A[0]*B[0] + ... + A[3]*B[3]`: four signed int8 products accumulated into the
+    int32 element C (A, B: buffers or elements, the four consecutive elements from there)."""
+    (a, ai), (b, bi), (c, ci) = (_dp4a_operand(x, w) for x, w in ((A, "A"), (B, "B"),
+                                                                  (C, "C")))
+    for buf, name in ((a, "A"), (b, "B")):
+        if buf.dtype.name != "int8":
+            raise error(ValueError, f"dp4a requires int8 inputs, got {name}.dtype="
+                                    f"'{buf.dtype.name}'")
+    if c.dtype.name != "int32":
+        raise error(ValueError, f"dp4a requires an int32 accumulator, got C.dtype="
+                                f"'{c.dtype.name}'")
+    i32 = DType("int32")
+    total = ir.Load(c, tuple(ci), i32)
+    for k in range(4):
+        ak = tuple(ai[:-1]) + (ir.binary("add", ai[-1], k),)
+        bk = tuple(bi[:-1]) + (ir.binary("add", bi[-1], k),)
+        total = ir.binary("add", total, ir.binary(
+            "mul", ir.cast_to(ir.Load(a, ak, a.dtype), i32), ir.cast_to(ir.Load(b, bk, b.dtype),
+                                                                        i32)))
+    emit(ir.Store, c, tuple(ci), total)
+
+
+# ---- warp votes and block votes -----------------------------------------------------------------
+
+_FULL_WARP = 0xFFFFFFFF
+
+
+def _predicate(pred, what):
+    p = ir.as_expr(pred)
+    if not (p.dtype.is_int or p.dtype.is_bool) or p.dtype.lanes != 1:
+        raise error(TypeError, f"T.{what} requires an integer or boolean predicate, got "
+                               f"{p.dtype}")
+    return ir.cast_to(p, DType("int32"))
+
+
+def _vote(op, pred, mask, dtype, what):
+    m = ir.cast_to(mask, DType("uint32"))
+    return ir.Call(op, (m, _predicate(pred, what)), DType(dtype))
+
+
+def any_sync(predicate, mask=_FULL_WARP):
+    """Non-zero (int32) if `predicate` is non-zero in any lane of `mask` of this warp
+    (`__any_sync`). Every lane of `mask` must execute it."""
+    return _vote("any_sync", predicate, mask, "int32", "any_sync")
+
+
+def all_sync(predicate, mask=_FULL_WARP):
+    """Non-zero (int32) if `predicate` is non-zero in every lane of `mask` of this warp
+    (`__all_sync`)."""
+    return _vote("all_sync", predicate, mask, "int32", "all_sync")
+
+
+def ballot_sync(predicate, mask=_FULL_WARP):
+    """uint64 whose bit n is set if lane n of `mask` has a non-zero `predicate`
+    (`__ballot_sync`, zero-extended)."""
+    return _vote("ballot_sync", predicate, mask, "uint64", "ballot_sync")
+
+
+def ballot(predicate):
+    """`T.ballot_sync(predicate)` over the whole warp."""
+    return _vote("ballot_sync", predicate, _FULL_WARP, "uint64", "ballot")
+
+
+def activemask():
+    """uint64 with a bit set for each lane of this warp that executes it (`__activemask`)."""
+    return ir.Call("activemask", (), DType("uint64"))
+
+
+def syncthreads_count(predicate):
+    """Block barrier returning (int32) how many threads had a non-zero `predicate`
+    (`__syncthreads_count`). Every thread of the block must reach it."""
+    return ir.Call("syncthreads_count", (_predicate(predicate, "syncthreads_count"),),
+                   DType("int32"))
+
+
+def syncthreads_and(predicate):
+    """Block barrier returning non-zero if every thread's `predicate` is non-zero."""
+    return ir.Call("syncthreads_and", (_predicate(predicate, "syncthreads_and"),),
+                   DType("int32"))
+
+
+def syncthreads_or(predicate):
+    """Block barrier returning non-zero if any thread's `predicate` is non-zero."""
+    return ir.Call("syncthreads_or", (_predicate(predicate, "syncthreads_or"),),
+                   DType("int32"))
+
+
+def match_any_sync(value, mask=_FULL_WARP):
+    """uint32 mask of the lanes of `mask` whose `value` equals this lane's
+    (`__match_any_sync`)."""
+    v = ir.as_expr(value)
+    if v.dtype.lanes != 1 or not (v.dtype.is_int or v.dtype.is_float or v.dtype.is_bool):
+        raise error(TypeError, f"T.match_any_sync compares scalars, got {v.dtype}")
+    return ir.Call("match_any_sync", (ir.cast_to(mask, DType("uint32")), v), DType("uint32"))
+
+
+def match_all_sync(value, mask=_FULL_WARP):
+    """`mask` (uint32) if every lane of it holds the same `value`, else 0
+    (`__match_all_sync`)."""
+    v = ir.as_expr(value)
+    if v.dtype.lanes != 1 or not (v.dtype.is_int or v.dtype.is_float or v.dtype.is_bool):
+        raise error(TypeError, f"T.match_all_sync compares scalars, got {v.dtype}")
+    return ir.Call("match_all_sync", (ir.cast_to(mask, DType("uint32")), v), DType("uint32"))
+
+
+def __ffs(value):  # noqa: N802 - the reference's (and CUDA's) name
+    """One-based position of the least significant set bit of an integer (int32), 0 for 0
+    (`__ffs` / `__ffsll`)."""
+    v = ir.as_expr(value)
+    if not v.dtype.is_int or v.dtype.lanes != 1:
+        raise error(TypeError, f"T.__ffs takes an integer, got {v.dtype}")
+    return ir.Call("ffs", (v,), DType("int32"))
+
+
+def __fns(mask, base, offset):  # noqa: N802
+    """Zero-based position (uint32) of the `offset`-th set bit of the 32-bit `mask` counting
+    from bit `base` upwards (offset > 0, base included), downwards (offset < 0), or `base`
+    itself if set (offset 0); 0xFFFFFFFF when there is none (`__fns`)."""
+    args = (ir.cast_to(mask, DType("uint32")), ir.cast_to(base, DType("uint32")),
+            ir.cast_to(offset, DType("int32")))
+    return ir.Call("fns", args, DType("uint32"))
 
 
 # ---- warp all-reductions ----------------------------------------------------------------------
@@ -336,7 +507,10 @@ def get_mbarrier(index):
     return ir.Load(buf, (idx,), buf.dtype)
 
 
-def _barrier_ptr(bar, what):
+def barrier_load(bar, what):
+    """The mbarrier element `bar` names: a Load of a `T.alloc_barrier` element (`bars[i]`), a
+    whole one-barrier buffer (its element 0), or an int / int expression indexing the
+    kernel's `T.create_list_of_mbarrier` list."""
     if isinstance(bar, int) and not isinstance(bar, bool) or \
             (isinstance(bar, ir.Expr) and not isinstance(bar, ir.Load) and bar.dtype.is_int):
         bar = get_mbarrier(bar)  # the reference names list barriers by index
@@ -345,31 +519,93 @@ def _barrier_ptr(bar, what):
     if not isinstance(bar, ir.Load) or bar.dtype.name != "uint64":
         raise error(TypeError, f"{what} needs a barrier from T.alloc_barrier (e.g. bars[0]), "
                                f"got {bar!r}")
-    return ir.Call("address_of", (bar,), DType("handle"))
+    return bar
+
+
+def _barrier_ptr(bar, what):
+    return ir.Call("address_of", (barrier_load(bar, what),), DType("handle"))
 
 
 def _sync_call(name, *args):
     emit(ir.Evaluate, ir.Call("call_extern", (name,) + tuple(args), DType("void")))
 
 
-def barrier_arrive(bar):
-    """Arrive on an mbarrier (counts one of its expected arrivals)."""
+def _one_barrier(bar, mbarrier, what):
+    """The barrier given positionally or as the reference's `mbarrier=` keyword."""
+    if (bar is None) == (mbarrier is None):
+        raise error(TypeError, f"{what} takes one barrier (positionally or as mbarrier=)")
+    return bar if mbarrier is None else mbarrier
+
+
+def barrier_arrive(bar=None, *, mbarrier=None):
+    """Arrive on an mbarrier (counts one of its expected arrivals); `mbarrier=` is the
+    reference's keyword for the barrier."""
+    bar = _one_barrier(bar, mbarrier, "T.barrier_arrive")
     _sync_call("tl::mbarrier_arrive", _barrier_ptr(bar, "T.barrier_arrive"))
 
 
-def barrier_wait(bar, parity):
-    """Wait until the phase of `parity` (0 or 1) of an mbarrier has completed."""
+def barrier_wait(bar=None, parity=None, *, mbarrier=None):
+    """Wait until the phase of `parity` (0 or 1) of an mbarrier has completed (a fresh
+    barrier reports parity 1 complete). `mbarrier=` is the reference's keyword for the
+    barrier."""
+    bar = _one_barrier(bar, mbarrier, "T.barrier_wait")
+    if parity is None:
+        raise error(TypeError, "T.barrier_wait needs the parity to wait for (0 or 1)")
     _sync_call("tl::mbarrier_wait", _barrier_ptr(bar, "T.barrier_wait"), ir.as_expr(parity))
 
 
-def mbarrier_expect_tx(bar, nbytes):
-    """Arrive and expect `nbytes` of asynchronous (TMA) transfers on an mbarrier."""
-    _sync_call("tl::mbarrier_arrive_expect_tx", _barrier_ptr(bar, "T.mbarrier_expect_tx"),
+def mbarrier_expect_tx(bar=None, nbytes=None, *, mbarrier=None, tx=None):
+    """Add `nbytes` to the transaction count an mbarrier's current phase waits for, without
+    arriving (the reference's meaning: `mbarrier.expect_tx`); the asynchronous (TMA)
+    transfers that complete those bytes, and the expected arrivals, end the phase."""
+    bar = _one_barrier(bar, mbarrier, "T.mbarrier_expect_tx")
+    nbytes = nbytes if tx is None else tx
+    if nbytes is None:
+        raise error(TypeError, "T.mbarrier_expect_tx needs the number of bytes")
+    _sync_call("tl::mbarrier_expect_tx", _barrier_ptr(bar, "T.mbarrier_expect_tx"),
                ir.as_expr(nbytes))
 
 
-mbarrier_arrive = barrier_arrive
-mbarrier_wait_parity = barrier_wait
+def mbarrier_arrive_expect_tx(bar=None, nbytes=None, *, mbarrier=None, tx=None):
+    """`T.mbarrier_expect_tx` then `T.mbarrier_arrive` in one instruction
+    (`mbarrier.arrive.expect_tx`)."""
+    bar = _one_barrier(bar, mbarrier, "T.mbarrier_arrive_expect_tx")
+    nbytes = nbytes if tx is None else tx
+    if nbytes is None:
+        raise error(TypeError, "T.mbarrier_arrive_expect_tx needs the number of bytes")
+    _sync_call("tl::mbarrier_arrive_expect_tx",
+               _barrier_ptr(bar, "T.mbarrier_arrive_expect_tx"), ir.as_expr(nbytes))
+
+
+def mbarrier_arrive(bar=None, cta_id=None, *, mbarrier=None):
+    """Arrive on an mbarrier (`mbarrier=` is the reference's keyword). `cta_id` (arriving on
+    a peer block's barrier of a cluster) is not supported."""
+    if cta_id is not None:
+        raise error(NotImplementedError, "T.mbarrier_arrive(..., cta_id=...) (arriving on a "
+                                         "cluster peer's barrier) is not supported")
+    barrier_arrive(bar, mbarrier=mbarrier)
+
+
+def mbarrier_wait_parity(bar=None, parity=None, *, mbarrier=None):
+    """Wait until the phase of `parity` of an mbarrier has completed (`T.barrier_wait`)."""
+    barrier_wait(bar, parity, mbarrier=mbarrier)
+
+
+def tma_store_arrive():
+    """Commit this thread's outstanding TMA stores as one bulk group
+    (`cp.async.bulk.commit_group`; `T.tma_copy` stores commit their own group)."""
+    _sync_call("tl::tma_store_arrive")
+
+
+def tma_store_wait(count: int = 0, read: bool = True):
+    """Wait until at most `count` bulk groups of this thread's TMA stores are in flight; with
+    `read=True` (the default) only until their shared-memory sources have been read (the
+    tile may be overwritten), with `read=False` until the writes are done."""
+    if not isinstance(count, int) or count < 0:
+        raise error(ValueError, f"T.tma_store_wait count must be a non-negative int, got "
+                                f"{count!r}")
+    _sync_call(f"tl::tma_store_wait<{count}>" if read else
+               f"tl::tma_store_wait_complete<{count}>")
 
 
 def wait_wgmma(n: int = 0):
@@ -383,7 +619,9 @@ def fence_proxy_async():
 
 
 class ws:  # noqa: N801 - the reference spells it T.ws
-    """`with T.ws(0):` — the body runs only on warpgroup 0 (several ids: any of them)."""
+    """`with T.ws(0):` — the body runs only on warpgroup 0 (several ids: any of them). Tile
+    operations inside it run on that warpgroup's threads, as in the reference; sibling roles
+    synchronise through the user's mbarriers (no block barrier is placed between them)."""
 
     def __init__(self, *ids):
         self.ids = ids
@@ -447,17 +685,98 @@ def address_of(load):
     return ir.Call("address_of", (load,), DType("handle"))
 
 
-def access_ptr(buffer, access_mask="r", offset=0, extent=None, *args, **kwargs):
-    """A pointer to `buffer` (+ `offset` elements) for `T.call_extern`."""
-    if isinstance(buffer, ir.BufferRegion):
-        base = ir.Load(buffer.buffer, tuple(ir.as_expr(s) for s in buffer.starts),
-                       buffer.buffer.dtype)
+def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
+    """A pointer to `base` (a buffer: its first element; `A[i, j]` or a region: that element)
+    plus `offset` elements, for `T.call_extern`, `T.ptx_cp_async` and the like. `access_type`
+    ("r", "w", "rw") and the extents after it (the reference's extent of the access) do not
+    change the pointer."""
+    if isinstance(access_type, str) and access_type not in ("r", "w", "rw"):
+        raise error(ValueError, f"T.access_ptr access_type must be 'r', 'w' or 'rw', got "
+                                f"{access_type!r}")
+    if isinstance(base, ir.BufferRegion):
+        base = ir.Load(base.buffer, tuple(ir.as_expr(s) for s in base.starts), base.buffer.dtype)
+    if isinstance(base, ir.Load):
+        if not (isinstance(offset, int) and offset == 0):
+            idx = list(base.indices)
+            idx[-1] = ir.binary("add", idx[-1], offset)
+            base = ir.Load(base.buffer, tuple(idx), base.dtype)
         return ir.Call("address_of", (base,), DType("handle"))
-    if isinstance(buffer, ir.Load):
-        return ir.Call("address_of", (buffer,), DType("handle"))
-    if not isinstance(buffer, ir.Buffer):
-        raise error(TypeError, f"access_ptr needs a buffer, got {buffer!r}")
-    return ir.Call("access_ptr", (buffer, ir.as_expr(offset)), DType("handle"))
+    if not isinstance(base, ir.Buffer):
+        raise error(TypeError, f"T.access_ptr needs a buffer, an element or a region, got "
+                               f"{base!r}")
+    return ir.Call("access_ptr", (base, ir.as_expr(offset)), DType("handle"))
+
+
+# ---- explicit cp.async ----------------------------------------------------------------------------
+
+
+def _element_pointer(ptr, what, scopes):
+    if isinstance(ptr, ir.Call) and ptr.op == "access_ptr":
+        buf = ptr.args[0]
+        ptr = ir.Call("address_of", (ir.Load(buf, (ir.const(0),) * (len(buf.shape) - 1) +
+                                             (ptr.args[1],), buf.dtype),), DType("handle"))
+    if isinstance(ptr, ir.Load):
+        ptr = ir.Call("address_of", (ptr,), DType("handle"))
+    if not (isinstance(ptr, ir.Call) and ptr.op == "address_of"
+            and isinstance(ptr.args[0], ir.Load)):
+        raise error(TypeError, f"{what} takes pointers from T.access_ptr (or T.address_of), "
+                               f"got {ptr!r}")
+    buf = ptr.args[0].buffer
+    if buf.scope not in scopes:
+        raise error(ValueError, f"{what}: {buf.name} is in {buf.scope} memory, not "
+                                f"{' or '.join(scopes)}")
+    return ptr, buf
+
+
+def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):
+    """`cp.async` (sm_80+): start copying `num_elems` elements (4, 8 or 16 bytes) from global
+    memory (`src_access_ptr`) to shared memory (`dst_access_ptr`), both from `T.access_ptr`,
+    without waiting. With `predicate` false, the destination is zero-filled instead. Close
+    the thread's group of copies with `T.ptx_commit_group()` and wait with
+    `T.ptx_wait_group(n)` (then synchronise the block), or let an mbarrier count them
+    (`T.cp_async_barrier_noinc`). On the CPU interpreter the copy happens at once."""
+    dst, dbuf = _element_pointer(dst_access_ptr, "T.ptx_cp_async destination",
+                                 ("shared", "shared.dyn"))
+    src, sbuf = _element_pointer(src_access_ptr, "T.ptx_cp_async source", ("global",))
+    if dbuf.dtype.bits != sbuf.dtype.bits:
+        raise error(TypeError, f"T.ptx_cp_async copies bytes between elements of one width: "
+                               f"{sbuf.name} is {sbuf.dtype}, {dbuf.name} is {dbuf.dtype}")
+    n = ir.int_value(ir.as_expr(num_elems))
+    nbytes = None if n is None else n * dbuf.dtype.bits // 8
+    if nbytes not in (4, 8, 16):
+        raise error(ValueError, f"T.ptx_cp_async copies 4, 8 or 16 bytes: {num_elems} "
+                                f"{dbuf.dtype} elements is not one of them")
+    attrs = (("async", True),)  # ordered by the user's wait_group / mbarrier
+    if predicate is None:
+        call = ir.Call("call_extern", (f"tl::cp_async<{nbytes}>", dst, src), DType("void"),
+                       attrs)
+    else:
+        size = ir.select(ir.as_expr(predicate), ir.const(nbytes), ir.const(0))
+        call = ir.Call("call_extern", (f"tl::cp_async_zfill<{nbytes}>", dst, src, size),
+                       DType("void"), attrs)
+    emit(ir.Evaluate, call)
+
+
+def ptx_commit_group():
+    """`cp.async.commit_group`: close this thread's group of outstanding `T.ptx_cp_async`."""
+    _sync_call("tl::cp_async_commit")
+
+
+def ptx_wait_group(num):
+    """`cp.async.wait_group num`: wait until at most `num` of this thread's committed groups
+    are still in flight (their data is then visible to this thread; synchronise the block
+    before others read it)."""
+    n = ir.int_value(ir.as_expr(num))
+    if n is None or n < 0:
+        raise error(ValueError, f"T.ptx_wait_group needs a static count >= 0, got {num!r}")
+    _sync_call(f"tl::cp_async_wait<{n}>")
+
+
+def cp_async_barrier_noinc(barrier):
+    """`cp.async.mbarrier.arrive.noinc`: arrive on the mbarrier (one of its expected
+    arrivals) once every `T.ptx_cp_async` this thread issued so far has completed."""
+    _sync_call("tl::mbarrier_cp_async_arrive_noinc", _barrier_ptr(barrier,
+                                                                 "T.cp_async_barrier_noinc"))
 
 
 def ptx(*args, **kwargs):
@@ -468,6 +787,10 @@ def ptx(*args, **kwargs):
 
 def evaluate(value):
     """Evaluate an expression for its side effects (e.g. a T.call_extern returning void)."""
+    from .thread_reduce import EMITTED
+
+    if value is EMITTED:  # T.tvm_thread_allreduce's statements are in the kernel already
+        return
     emit(ir.Evaluate, ir.as_expr(value))
 
 

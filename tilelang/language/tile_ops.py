@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, emit, error
 from ..ir import nodes as ir
+from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
+from .indexing import written_negative
 
 _SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "local.fragment": 2, "local": 2,
                "local.var": 2}
@@ -52,6 +54,23 @@ def _non_unit(extents):
     return [(d, e) for d, e in enumerate(extents) if ir.int_value(e) != 1]
 
 
+def _check_tile_start(region: ir.BufferRegion, point, what):
+    """The start of a tile is a position in the buffer, not a Python index: a constant one
+    outside the buffer is an error (a computed one is guarded like any access: zeros read,
+    stores skipped), and a negative one written as a start point is not counted from the end
+    (it would wrap around, where a computed negative start reads zeros)."""
+    buf = region.buffer
+    negative = dict(written_negative(point)) if point is not None else {}
+    starts = [negative.get(d, start) for d, start in enumerate(region.starts)]
+    for d, (start, size) in enumerate(zip(starts, buf.shape)):
+        value = ir.int_value(start)
+        if value is not None and (value < 0 or (isinstance(size, int) and value >= size)):
+            where = f"{buf.name}[{', '.join(str(s) for s in starts)}]"
+            raise error(IndexError, f"{what}: the tile starts at {where}, outside {buf.name} "
+                                    f"(dimension {d} has {size} elements); a tile's start is "
+                                    "a position, not counted from the end")
+
+
 def _region_from_start(buffer, indices, other_extents, what):
     """Extents of a start-point operand, taken from the other side (trailing dims aligned)."""
     if len(indices) < len(other_extents):
@@ -87,12 +106,15 @@ def pair_regions(src, dst, what="T.copy"):
                                     f"have equal shapes, got {list(src.shape)} and "
                                     f"{list(dst.shape)}")
         return src_r, dst_r
+    src_point, dst_point = (src if src_r is None else None), (dst if dst_r is None else None)
     if src_r is None:
         buf, idx = _start_point(src)
         src_r = _region_from_start(buf, idx, [e for _, e in dst_r.region], what)
     if dst_r is None:
         buf, idx = _start_point(dst)
         dst_r = _region_from_start(buf, idx, [e for _, e in src_r.region], what)
+    _check_tile_start(src_r, src_point, what)
+    _check_tile_start(dst_r, dst_point, what)
     s_nu, d_nu = _non_unit(src_r.extents), _non_unit(dst_r.extents)
     if len(s_nu) != len(d_nu):
         raise error(ValueError, f"{what}: the operands' non-unit extents do not pair up: "
@@ -144,6 +166,71 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
     emit(ir.Copy, pair[0], pair[1], tuple(opts))
 
 
+_EVICTION_POLICIES = ("evict_normal", "evict_first", "evict_last")
+
+
+def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=None,
+             eviction_policy=None, annotations=None):
+    """One TMA transfer with user-managed synchronisation (sm_90a), issued by one thread of
+    the enclosing region (the block, a `T.ws` role or a thread-range branch such as
+    `if tx < 128:`), or one per group of `leader_scope_threads` threads.
+
+    A load (global -> shared) adds the tile's bytes to the transaction count of `barrier`
+    (an element of `T.alloc_barrier`, required) and starts the transfer; it neither arrives
+    nor waits. The user arrives (`T.barrier_arrive`) and waits (`T.mbarrier_wait_parity`) on
+    that barrier: the phase completes when the arrivals are in and the bytes have landed. A
+    store (shared -> global) starts the transfer and commits it as a bulk group, without
+    waiting (`T.tma_store_wait`); the shared tile's writers must have been fenced
+    (`T.fence_proxy_async`) and synchronised first. Elements of the box outside the tensor
+    read as 0 and are not written. On the CPU interpreter the transfer happens at once."""
+    _check_tile_context("T.tma_copy")
+    ann = dict(annotations or {})
+    barrier = ann.pop("barrier", barrier)
+    cluster_mask = ann.pop("cluster_mask", cluster_mask)
+    leader_scope_threads = ann.pop("leader_scope_threads", leader_scope_threads)
+    eviction_policy = ann.pop("eviction_policy", eviction_policy)
+    if ann:
+        raise error(ValueError, f"T.tma_copy: unknown annotations {sorted(ann)}")
+    if cluster_mask is not None:
+        raise error(NotImplementedError, "T.tma_copy(..., cluster_mask=...) (a multicast "
+                                         "within a thread-block cluster) is not supported")
+    if leader_scope_threads is not None and (
+            not isinstance(leader_scope_threads, int) or leader_scope_threads <= 0
+            or leader_scope_threads % 32):
+        raise error(ValueError, f"T.tma_copy leader_scope_threads must be a positive multiple "
+                                f"of 32 (whole warps), got {leader_scope_threads!r}")
+    if eviction_policy is not None and eviction_policy not in _EVICTION_POLICIES:
+        raise error(ValueError, f"T.tma_copy eviction_policy must be one of "
+                                f"{_EVICTION_POLICIES}, got {eviction_policy!r}")
+    pair = pair_regions(src, dst, "T.tma_copy")
+    if pair is None:
+        raise error(ValueError, "T.tma_copy copies a tile, not a single element")
+    src_r, dst_r = pair
+    kinds = (src_r.buffer.scope, dst_r.buffer.scope)
+    shared = ("shared", "shared.dyn")
+    load = kinds[0] == "global" and kinds[1] in shared
+    if not load and not (kinds[0] in shared and kinds[1] == "global"):
+        raise error(ValueError, f"T.tma_copy copies global -> shared or shared -> global, got "
+                                f"{kinds[0]} {src_r.buffer.name} -> {kinds[1]} "
+                                f"{dst_r.buffer.name}")
+    if src_r.buffer.dtype is not dst_r.buffer.dtype:
+        raise error(TypeError, f"T.tma_copy does not convert: {src_r.buffer.name} is "
+                               f"{src_r.buffer.dtype}, {dst_r.buffer.name} is "
+                               f"{dst_r.buffer.dtype}")
+    bar = None
+    if load:
+        if barrier is None:
+            raise error(ValueError, "T.tma_copy of a load needs barrier=: the mbarrier "
+                                    "(T.alloc_barrier) whose phase counts its bytes")
+        from .misc import barrier_load
+
+        bar = barrier_load(barrier, "T.tma_copy(barrier=...)")
+    elif barrier is not None:
+        raise error(ValueError, "T.tma_copy of a store takes no barrier: wait for it with "
+                                "T.tma_store_wait()")
+    emit(ir.TmaCopy, src_r, dst_r, bar, leader_scope_threads, None, eviction_policy)
+
+
 def async_copy(src, dst, **kwargs):
     """`T.copy`: copies global->shared are asynchronous wherever the pipeline allows anyway."""
     copy(src, dst, **kwargs)
@@ -193,6 +280,8 @@ def fill(buffer, value):
     region = to_region(buffer, "T.fill")
     if region is None:
         region = ir.BufferRegion(buffer.buffer, tuple((i, 1) for i in buffer.indices))
+    else:
+        _check_tile_start(region, None, "T.fill")
     emit(ir.Fill, region, ir.cast_to(value, region.buffer.dtype))
 
 
@@ -227,6 +316,9 @@ def _gemm_shape(region: ir.BufferRegion, name: str):
     return ext[-2], ext[-1]
 
 
+_GEMM_SCOPES = ("shared", "shared.dyn", "local.fragment")
+
+
 def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
          clear_accum=False, k_pack=1, wg_wait=0, mbar=None, use_wgmma=None, **kwargs):
     """`C += op(A) @ op(B)` on tiles (`C = ...` with clear_accum=True); C accumulates in its
@@ -237,8 +329,17 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
         r = to_region(x, "T.gemm")
         if r is None:
             raise error(TypeError, f"T.gemm operand {name} must be a buffer or a region")
+        _check_tile_start(r, None, "T.gemm")
         regions.append(r)
     a, b, c = regions
+    for r, name in ((a, "A"), (b, "B"), (c, "C")):
+        if r.buffer.scope not in _GEMM_SCOPES:
+            raise error(ValueError, f"T.gemm operand {name} ({r.buffer.name}) is a "
+                                    f"{r.buffer.scope} buffer; gemm operands are tiles in "
+                                    "shared memory or fragments: T.copy it into one first")
+    problem = gemm_dtype_problem(a.buffer.dtype, b.buffer.dtype, c.buffer.dtype)
+    if problem:
+        raise error(TypeError, f"T.gemm: {problem}")
     am, ak = _gemm_shape(a, "A")
     if transpose_A:
         am, ak = ak, am
@@ -387,10 +488,21 @@ def _element(x):
     return None
 
 
+def _check_atomic_dtype(name, target):
+    """Only element types the atomic instructions have (int8 or bool would reach the CUDA
+    compiler as a static_assert in the header, with no line of the user's)."""
+    buf = getattr(target, "buffer", target)
+    dt = getattr(buf, "dtype", None) or getattr(target, "dtype", None)
+    if dt is not None and dt.name not in ATOMIC_DTYPES[name]:
+        raise error(TypeError, f"T.{name} on {getattr(buf, 'name', 'a value')} of dtype {dt}: "
+                               f"atomics exist for {', '.join(ATOMIC_DTYPES[name])}")
+
+
 def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False):
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
+    _check_atomic_dtype(f"atomic_{op}", dst)
     elem = _element(dst)
     tile_value = isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (
         isinstance(value, ir.Buffer) and value.scope == "local.var")
@@ -473,6 +585,7 @@ def _atomic_vec(name, lanes, dst, value, return_prev=False):
     d, v = _element(dst), _element(value)
     if d is None:
         raise error(TypeError, f"T.{name} needs an element destination such as B[i, j]")
+    _check_atomic_dtype(name, d)
     args = (d, v if v is not None else ir.as_expr(value))
     c = ir.Call(name, args, d.dtype, (("lanes", lanes),))
     if return_prev:
@@ -495,6 +608,7 @@ def atomic_load(src, memory_order="seq_cst"):
     e = _element(src)
     if e is None:
         raise error(TypeError, "T.atomic_load needs an element such as B[i]")
+    _check_atomic_dtype("atomic_load", e)
     return ir.Call("atomic_load", (e,), e.dtype, (("memory_order", memory_order),))
 
 
@@ -503,6 +617,7 @@ def atomic_store(dst, value, memory_order="seq_cst"):
     e = _element(dst)
     if e is None:
         raise error(TypeError, "T.atomic_store needs an element such as B[i]")
+    _check_atomic_dtype("atomic_store", e)
     emit(ir.Evaluate, ir.Call("atomic_store", (e, ir.cast_to(value, e.dtype)), e.dtype,
                               (("memory_order", memory_order),)))
 

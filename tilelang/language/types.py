@@ -67,6 +67,10 @@ class TensorSpec:
         if isinstance(shape, (int, ir.Expr, DynSpec)) or shape is int:
             shape = (shape,)
         self.shape = tuple(shape)
+        if isinstance(dtype, HandleType):
+            # `T.Tensor([n], T.ptr)`: a table of device addresses, stored as int64 (the
+            # reference's ABI); `T.make_tensor(table[i], shape, dtype)` views one of them
+            dtype = "int64"
         self.dtype = dtype if dtype is None or dtype is Any or isinstance(dtype, _Placeholder) \
             else DType(dtype)
         self.strides = tuple(strides) if strides is not None else None
@@ -140,9 +144,10 @@ class Tensor:
 
 def make_view(shape, dtype, data, strides=None):
     """`T.Tensor(shape, dtype, X.data)` in a kernel: a buffer over X's memory, row-major at
-    `shape`. The same bytes are read and written through either name. Supported for global
-    tensors of the same dtype (and no more elements than X); the view is registered on the
-    kernel (attr "buffer_view") so the interpreter and codegen bind it to X's storage."""
+    `shape`. The same bytes are read and written through either name (another dtype
+    reinterprets them). Supported for global tensors (no more bytes than X); the view is
+    registered on the kernel (attr "buffer_view") so the interpreter and codegen bind it to
+    X's storage."""
     from .alloc import UNNAMED, _shape
 
     b = current_builder(what="T.Tensor(shape, dtype, buf.data)")
@@ -162,21 +167,20 @@ def make_view(shape, dtype, data, strides=None):
                                          "supported (only global tensors); allocate the other "
                                          "shape and T.copy")
     dt = DType(dtype)
-    if dt != root.dtype:
-        raise error(NotImplementedError, f"{what}: a view as {dt.name} of a {root.dtype.name} "
-                                         "tensor (reinterpreting the bytes) is not supported; "
-                                         "views keep the dtype")
+    if dt.bits % 8 or root.dtype.bits % 8:
+        raise error(NotImplementedError, f"{what}: views of sub-byte elements are not "
+                                         "supported")
     if root.strides is not None:
         raise error(NotImplementedError, f"{what}: {root.name} is strided; views need a "
                                          "contiguous tensor")
     shape = _shape(shape, what)
-    n, total = 1, 1
+    n, total = dt.bytes, root.dtype.bytes
     for d in shape:
         n = n * d
     for d in root.shape:
         total = total * d
     if isinstance(n, int) and isinstance(total, int) and n > total:
-        raise error(ValueError, f"{what}: the view has {n} elements but {root.name} has only "
+        raise error(ValueError, f"{what}: the view has {n} bytes but {root.name} has only "
                                 f"{total}")
     from ..frontend.builder import current_loc
 
@@ -293,8 +297,36 @@ def match_buffer(handle_value, shape, dtype="float32", strides=None, **_ignored)
 
 def make_tensor(ptr, shape, dtype="float32", strides=None):
     """A tensor view of a `T.ptr` / `T.handle` parameter with the given shape, dtype and
-    (optional) strides; the same as `T.match_buffer(ptr, shape, dtype, strides)`."""
+    (optional) strides; the same as `T.match_buffer(ptr, shape, dtype, strides)`. Inside a
+    kernel `ptr` may also be an address computed there, e.g. read from a `T.Tensor([n],
+    T.ptr)` table (`T.make_tensor(A_ptrs[g], (M, K), T.float16)`): a global tensor at that
+    address for the rest of the enclosing block of statements."""
+    if isinstance(ptr, (ir.Expr, ir.Buffer)) and not (isinstance(ptr, ir.Var)
+                                                      and ptr.dtype.is_handle):
+        return _tensor_at_address(ptr, shape, dtype, strides)
     return match_buffer(ptr, shape, dtype, strides)
+
+
+def _tensor_at_address(address, shape, dtype, strides):
+    from .alloc import UNNAMED, _shape
+
+    b = current_builder(what="T.make_tensor")
+    if not b.in_kernel():
+        raise error(RuntimeError, "T.make_tensor of a computed address must be inside "
+                                  "`with T.Kernel(...)`")
+    addr = ir.as_expr(address)
+    if not (addr.dtype.is_handle or (addr.dtype.is_int and addr.dtype.bits == 64)):
+        raise error(TypeError, f"T.make_tensor: an address is a 64-bit integer (an element of "
+                               f"a T.Tensor([n], T.ptr) table) or a handle, got {addr.dtype}")
+    if strides is not None:
+        raise error(NotImplementedError, "T.make_tensor of a computed address with strides is "
+                                         "not supported; the tensor is row-major")
+    from ..frontend.builder import current_loc
+
+    buf = ir.Buffer(UNNAMED, _shape(shape, "T.make_tensor"), DType(dtype), "global",
+                    loc=current_loc(), computed_address=True)
+    b.scope_attr("tensor_address", (buf, addr))
+    return buf
 
 
 def is_placeholder(value) -> bool:

@@ -25,6 +25,7 @@ Fragments are immutable and compare by identity; compare mappings with `fragment
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -85,7 +86,7 @@ def _norm_modes(modes, ndim, what):
 def _digits(x, extents, what):
     """Mixed-radix digits of x (first extent fastest). The outermost digit skips `% extent`:
     callers pass x in [0, Π extents) and the IR stays shorter."""
-    n = int(np.prod(extents)) if extents else 1
+    n = math.prod(extents)
     k = static_int(x)
     if k is not None:
         if not 0 <= k < n:
@@ -175,15 +176,15 @@ class Fragment:
 
     @property
     def num_threads(self) -> int:
-        return int(np.prod([m.extent for m in self.thread_modes])) if self.thread_modes else 1
+        return math.prod(m.extent for m in self.thread_modes)
 
     @property
     def num_values(self) -> int:
-        return int(np.prod([m.extent for m in self.value_modes])) if self.value_modes else 1
+        return math.prod(m.extent for m in self.value_modes)
 
     @property
     def replication(self) -> int:
-        return int(np.prod([m.extent for m in self.thread_modes if not any(m.strides)] or [1]))
+        return math.prod(m.extent for m in self.thread_modes if not any(m.strides))
 
     def get_thread_size(self) -> int:  # reference spelling
         return self.num_threads
@@ -339,7 +340,7 @@ class Fragment:
         fall outside the shape are allowed only along `guard_dims`). Returns self."""
         t, v = self._enumerate_slots()
         cs = self._coords_array(t, v)
-        size = int(np.prod(self.shape)) if self.shape else 1
+        size = math.prod(self.shape)
         if not self.shape:
             if self.num_values * (self.num_threads // self.replication) != 1:
                 raise ValueError(f"{self!r}: a scalar fragment must hold one value per copy")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import tempfile
 import threading
 import time
@@ -209,6 +208,8 @@ def compile_cuda(source: str, arch: str, options=(), name: str = "kernel", *,
 
 
 def _run_nvcc(source: str, fname: str, opts: list[str]):
+    import subprocess  # here: importing it costs a program-cache hit a few ms
+
     with tempfile.TemporaryDirectory(prefix="tilelang-nvcc-") as d:
         src = os.path.join(d, fname + ".cu")
         out = os.path.join(d, fname + ".cubin")
@@ -239,9 +240,7 @@ def _compile_error(source, fname, arch, which, ident, log, opts) -> CudaCompileE
 
     digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     try:
-        path = str(cache.failed_source_dir() / f"{fname}_{digest}.cu")
-        with open(path, "w") as f:
-            f.write(source)
+        path = str(cache.write_failed_source(f"{fname}_{digest}.cu", source))
     except OSError:
         path = "(could not be written)"
     parts = [f"CUDA compilation of '{fname}' for {arch} failed ({ident}):", log.strip()]

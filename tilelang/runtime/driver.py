@@ -147,6 +147,18 @@ class LaunchConfig(ctypes.Structure):
                 ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
 
 
+def cooperative_launcher():
+    """cuLaunchCooperativeKernel with fast_launcher's call signature (its trailing `extra`
+    argument is dropped): all blocks of the grid are resident at once, or the launch fails
+    with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE."""
+    addr = ctypes.cast(lib().cuLaunchCooperativeKernel, ctypes.c_void_p).value
+    fn = ctypes.PYFUNCTYPE(ctypes.c_int)(addr)
+
+    def launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        return fn(f, gx, gy, gz, bx, by, bz, smem, stream, params)
+    return launch
+
+
 def fast_launcher_ex():
     """cuLaunchKernelEx(config, function, params, extra) as an untyped ctypes function (all
     four arguments c_void_p objects or None), or None when the driver predates it. With the

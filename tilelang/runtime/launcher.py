@@ -178,9 +178,11 @@ def _convert(v, t: str):
 class CudaKernelFunction:
     """One `extern "C" __global__` kernel of a cubin, loaded lazily on each device."""
 
-    def __init__(self, cubin: bytes, name: str, param_types: Sequence = ()):
+    def __init__(self, cubin: bytes, name: str, param_types: Sequence = (),
+                 cooperative: bool = False):
         self.cubin = bytes(cubin)
         self.name = name
+        self.cooperative = cooperative  # launched with cuLaunchCooperativeKernel
         self.layout = ArgLayout(param_types)
         self._lock = threading.Lock()
         self._modules: dict = {}  # device -> CUmodule
@@ -199,7 +201,8 @@ class CudaKernelFunction:
             entry = self._entry.get(device)
             if entry is None:
                 if self._launch_fn is None:
-                    self._launch_fn = driver.fast_launcher()
+                    self._launch_fn = driver.cooperative_launcher() if self.cooperative \
+                        else driver.fast_launcher()
                 module = driver.load_module(self.cubin, device)
                 self._modules[device] = module
                 func = driver.get_function(module, self.name)
@@ -303,9 +306,10 @@ class CudaKernelFunction:
             self._launch_failed(res, grid, block, smem_bytes, device)
 
     def _launch_failed(self, res, grid, block, smem_bytes, device):
-        if res == driver.CUDA_ERROR_INVALID_VALUE and 0 in tuple(grid):
+        if grid is not None and res == driver.CUDA_ERROR_INVALID_VALUE and 0 in tuple(grid):
             return  # an empty grid runs nothing
-        detail = (f"kernel {self.name} on device {device}: grid={tuple(grid)}, "
+        shown = "of this call" if grid is None else tuple(grid)
+        detail = (f"kernel {self.name} on device {device}: grid {shown}, "
                   f"block={tuple(block)}, dynamic smem={smem_bytes} B")
         try:
             func = self._entry[device][0].value

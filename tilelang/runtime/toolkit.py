@@ -5,8 +5,11 @@ when importable. Guarantees:
   * `include_dirs()` lists tilelang's own header library first, then one CUDA header directory
     that holds `cuda_fp16.h` (toolkit or the `nvidia-*` wheels), found once per process;
   * `nvrtc_backend()` returns an object with `compile(source, name, options) -> (ok, log, cubin)`
-    and `version`, preferring `cuda.bindings.nvrtc`, else `libnvrtc` through ctypes (the wheel
-    torch depends on), else None;
+    and `version`: `libnvrtc` through ctypes (the library cuda-pathfinder finds, which is the
+    one `cuda.bindings` would load, else an `nvidia-*` wheel's or a toolkit's), else
+    `cuda.bindings.nvrtc`, else None. ctypes first because it is the cheaper way to the same
+    library: importing `cuda.bindings.nvrtc` (it imports the driver bindings too) costs about
+    20 ms more of the first compile in a process;
   * `nvcc_path()` returns the nvcc executable or None.
 `TILELANG_CUDA_COMPILER=nvrtc|nvcc` forces one compiler (read on every call).
 """
@@ -18,7 +21,6 @@ import functools
 import glob
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
@@ -106,6 +108,8 @@ def nvcc_path() -> Optional[str]:
 @functools.lru_cache(maxsize=None)
 def nvcc_version() -> str:
     """`nvcc-13.0.88` style identity (part of the cache key)."""
+    import subprocess  # here: importing it costs a program-cache hit a few ms
+
     path = nvcc_path()
     if path is None:
         return "nvcc-missing"
@@ -220,7 +224,7 @@ def _libnvrtc_candidates() -> list[str]:
 
 @functools.lru_cache(maxsize=None)
 def _find_nvrtc(prefer: str):
-    if prefer in ("auto", "bindings"):  # "ctypes" skips the bindings
+    if prefer == "bindings":
         try:
             return _BindingsNvrtc()
         except Exception:
@@ -230,6 +234,11 @@ def _find_nvrtc(prefer: str):
             return _CtypesNvrtc(path)
         except OSError:
             continue
+    if prefer == "auto":  # "ctypes" never takes the bindings
+        try:
+            return _BindingsNvrtc()
+        except Exception:
+            pass
     return None
 
 
@@ -242,3 +251,48 @@ def requested_compiler() -> str:
     """`TILELANG_CUDA_COMPILER`: "nvrtc", "nvcc" or "auto" (default)."""
     v = os.environ.get("TILELANG_CUDA_COMPILER", "auto").strip().lower()
     return v if v in ("nvrtc", "nvcc", "nvrtc-bindings", "nvrtc-ctypes") else "auto"
+
+
+# ---- what a program entry of the disk cache depends on --------------------------------------
+
+def compiler_files(which: str, backend) -> Optional[list]:
+    """The files whose change must invalidate cubins made by `which` ("nvrtc" with its
+    `backend`, or "nvcc"): the compiler itself and the CUDA headers it parsed. None when the
+    NVRTC library in use cannot be named (then nothing is stamped with it)."""
+    if which == "nvcc":
+        lib = nvcc_path()
+    else:
+        lib = getattr(backend, "path", None) or _loaded_library("libnvrtc.so")
+    if not lib:
+        return None
+    files = [os.path.realpath(lib)]
+    cuda = cuda_include_dir()
+    if cuda:
+        files.append(os.path.join(cuda, "cuda_fp16.h"))
+    return files
+
+
+def file_stamps(paths) -> list:
+    """[(path, size, mtime_ns)] of `paths` (None for a missing file)."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((p, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((p, None, None))
+    return out
+
+
+def _loaded_library(stem: str) -> Optional[str]:
+    """The path of a shared library this process has mapped whose name starts with `stem`
+    (Linux: /proc/self/maps), e.g. the libnvrtc that cuda.bindings loaded."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rsplit(None, 1)[-1] if "/" in line else ""
+                if os.path.basename(path).startswith(stem):
+                    return path
+    except OSError:
+        pass
+    return None

@@ -1,4 +1,7 @@
-"""Developer tools: `plot_layout` (draw a Fragment or shared-memory Layout; needs matplotlib)."""
+"""Developer tools: `plot_layout` (draw a Fragment or shared-memory Layout; needs matplotlib)
+and `Analyzer` (a static estimate of a kernel's flops, global bytes and time)."""
+
+from .analyzer import AnalysisResult, Analyzer  # noqa: F401
 
 
 def plot_layout(obj, path, **kwargs):
@@ -8,4 +11,4 @@ def plot_layout(obj, path, **kwargs):
     return _plot(obj, path, **kwargs)
 
 
-__all__ = ["plot_layout"]
+__all__ = ["plot_layout", "Analyzer", "AnalysisResult"]

@@ -25,9 +25,15 @@ SECTIONS = [
     ("tilelang.language.tile_ops", "Tile operations",
      "Operations on whole tiles (buffers or regions): copies, GEMM, reductions, scans, "
      "fills and atomics."),
+    ("tilelang.language.tile_schedule", "Tile schedulers",
+     "The order in which a persistent kernel's blocks visit the tiles."),
+    ("tilelang.language.reducer", "Reducers",
+     "Buffers that many threads or `T.Parallel` iterations combine contributions into."),
+    ("tilelang.language.thread_reduce", "Thread all-reductions",
+     "The reference's TVM-style all-reduction over chosen thread indices."),
     ("tilelang.language.math", "Scalar math",
      "Element-wise operations on kernel values; they follow CUDA's semantics for the operand "
-     "dtype (see SEMANTICS.md for literal typing)."),
+     "dtype (see docs/semantics.md for literal typing)."),
     ("tilelang.language.misc", "Synchronisation, annotations and escape hatches",
      "Barriers, Hopper pipeline controls, layout and scheduling annotations, printing, and "
      "ways to inject CUDA."),
@@ -35,6 +41,9 @@ SECTIONS = [
      "Parameter annotations (`T.Tensor`, `T.StridedTensor`, scalars), dtypes and symbolic "
      "sizes."),
     ("tilelang.language.macro", "Macros", "Reusable pieces of kernel code."),
+    ("tilelang.language.ptx", "Warp-level tensor-core instructions",
+     "ldmatrix and mma.sync written by hand, as the reference's intrinsics emitters "
+     "(`tilelang.cuda.intrinsics`) issue them; `T.gemm` does the same work without them."),
 ]
 OTHER = ("", "Other names", "")
 
@@ -57,10 +66,12 @@ def _entries():
 
     by_section: dict = {}
     seen: dict = {}
+    from ..ir.dtype import DType
+
     for name in sorted(n for n in dir(T) if not n.startswith("_")):
         obj = getattr(T, name)
-        if inspect.ismodule(obj):
-            continue
+        if inspect.ismodule(obj) or (isinstance(obj, DType) and name != "dtype"):
+            continue  # the dtypes are listed together (`_dtype_line`)
         module = getattr(obj, "__module__", "") or ""
         section = next((s for s in SECTIONS if module == s[0]), OTHER)
         key = id(obj)
@@ -72,11 +83,25 @@ def _entries():
     return by_section
 
 
+def _dtype_line() -> str:
+    import tilelang.language as T
+    from ..ir.dtype import DType
+
+    names = sorted(n for n in dir(T) if not n.startswith("_") and n != "dtype"
+                   and isinstance(getattr(T, n), DType))
+    scalars = [n for n in names if getattr(T, n).lanes == 1]
+    return ("- **dtypes** — " + ", ".join(f"`T.{n}`" for n in scalars) + "; vectors of 2 to 64 "
+            "lanes as `T.float16x2`, `T.int8x4`, ... Each is a `str` of its name "
+            "(`T.float16 == \"float16\"`); `T.float32(x)` casts, `T.float32(0)` is a constant, "
+            "`.as_torch()` gives the torch dtype. `T.tfloat32` is `T.float32`; `T.int4`, "
+            "`T.uint4`, `T.float4_e2m1fn`, `T.float8_e8m0fnu` are values only (no buffers).")
+
+
 def render() -> str:
     out = ["# The `T` language reference", "",
            "Generated from the docstrings by `python -m tilelang.tools.language_reference`; "
            "do not edit by hand. `import tilelang.language as T`. For how programs behave "
-           "see docs/tutorial.md and ../shared/SEMANTICS.md; for what differs from the "
+           "see docs/tutorial.md and docs/semantics.md; for what differs from the "
            "reference TileLang see docs/compatibility.md.", ""]
     by_section = _entries()
     for section in SECTIONS + [OTHER]:
@@ -87,6 +112,8 @@ def render() -> str:
         out += [f"## {title}", ""]
         if blurb:
             out += [blurb, ""]
+        if section[0] == "tilelang.language.types":
+            out.append(_dtype_line())
         for name, obj, alias_of in items:
             if alias_of is not None:
                 out += [f"- **`T.{name}`** — alias of `T.{alias_of}`."]

@@ -8,24 +8,32 @@ later write), every thread passes a barrier — in straight-line code, across lo
 branches. Barriers go only where every thread reaches them: never inside a branch or loop
 whose condition depends on the thread index; such a region is fenced before and after
 instead. Consecutive `T.ws` roles (Attr "warp_role") are synchronised by the user's mbarriers:
-fenced as one region, with nothing between or inside them; so is a warpgroup's turn to issue
-wgmma (`tl::wg_turn_wait` .. `tl::wg_turn_pass`, transform/pingpong.py). Copies issued by the
-pipeliner (marked async) are ordered with their readers by its own wait+barrier and are not
+fenced as one region, with nothing between or inside them, except inside the role that runs
+the tile operations (a consumer `thread_group` of transform/warp_roles.py), which is analysed
+on its own and synchronised with named barriers over its threads; so is a warpgroup's turn to
+issue wgmma (`tl::wg_turn_wait` .. `tl::wg_turn_pass`, transform/pingpong.py). Copies issued
+by the pipeliner (marked async) are ordered with their readers by its own wait+barrier and are not
 recorded as writes here; they still wait for earlier readers and writers of the memory they
 overwrite (a prologue whose stages reuse the memory of a tile read just before it gets a
 barrier first), except inside the pipeliner's `Attr("issue_ahead")`: the stage written there
 is touched by nothing else in the iteration, and every iteration starts with its barrier.
+In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
+that uses wgmma or TMA loads, every mbarrier arrival is preceded by `fence.proxy.async`: the
+arriving thread's generic shared-memory accesses are then ordered with the async proxy (the
+wgmma that reads what it wrote, the TMA load that overwrites what it read).
 """
 
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.visitor import collect
+from ..ir.visitor import any_node, collect
 
 VOID = ir.DType("void")
 SHARED = ("shared", "shared.dyn")
-_READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma")
+_READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma", "tl::tma_store")
 _WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
+_ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_addx2", "atomic_addx4",
+            "atomic_store")
 # synchronisation primitives and asynchronous-proxy traffic ordered by mbarriers
 _SYNC_CALLS = ("tl::mbarrier", "tl::tma_load", "tl::fence", "tl::named_barrier",
                "tl::setmaxnreg", "tl::wg_turn")
@@ -126,12 +134,23 @@ class SyncInserter:
         pipeliner's wait+barrier orders them with their readers."""
         reads, writes, async_writes = set(), set(), set()
         for n in _accesses(node):
+            if isinstance(n, ir.Call) and n.op in _ATOMICS:
+                # the element an atomic updates (its first argument) is written as well as read
+                target = n.args[0]
+                if isinstance(target, ir.Load) and target.buffer.scope in SHARED:
+                    writes.add(target.buffer)
             if isinstance(n, ir.Load) and n.buffer.scope in SHARED:
                 reads.add(n.buffer)
             elif isinstance(n, ir.Store) and n.buffer.scope in SHARED:
                 writes.add(n.buffer)
             elif isinstance(n, ir.Call) and n.op == "call_extern":
                 name = n.args[0]
+                if name == "tl::tma_load" and dict(n.attrs).get("async"):
+                    # T.tma_copy at block level: overwrites the tile asynchronously
+                    dst = _call_buffers(n)[2]
+                    if dst is not None and dst.scope in SHARED:
+                        async_writes.add(dst)
+                    continue
                 if name.startswith(_SYNC_CALLS):
                     continue
                 if dict(n.attrs).get("async"):
@@ -186,7 +205,7 @@ class SyncInserter:
                     j += 1
                 run = ir.Seq(tuple(stmts[i:j]))
                 pre, state = self._summary(run, state)
-                out.extend(pre + list(stmts[i:j]))
+                out.extend(pre + [self._inner_groups(r) for r in stmts[i:j]])
                 i = j
                 continue
             if ir.calls_extern(s, "tl::wg_turn_wait"):
@@ -247,9 +266,12 @@ class SyncInserter:
             body, end = self.block(s.body, state)
             return ir.Attr(s.key, s.value, _retarget(body, s.value[1]), loc=s.loc), end
         if isinstance(s, ir.If) and _is_role_split(s):
-            then, st1 = self.stmt(s.then_body, state)
-            other, st2 = self.stmt(s.else_body, state)
-            return ir.If(s.cond, then, other, loc=s.loc), st1.union(st2)
+            # a barrier over the whole block before the split if it needs one: the groups'
+            # named barriers inside do not order them after the other group's accesses
+            pre, state = self._summary(s, state)
+            then, _ = self.stmt(s.then_body, State())
+            other, _ = self.stmt(s.else_body, State())
+            return pre + [ir.If(s.cond, then, other, loc=s.loc)], state
         if isinstance(s, ir.If):
             return self.branch(s, state)
         r, w, a = self.all_effects(s)
@@ -273,11 +295,28 @@ class SyncInserter:
             pre, state = self._fenced_barrier(), State()
         return pre, State(state.reads | r, state.writes | w)
 
+    def _inner_groups(self, region):
+        """`region` (fenced as a whole, no block barrier inside) with the consumer thread
+        groups in it synchronised among themselves (transform/warp_roles.py: the role that
+        runs the tile operations)."""
+        from ..ir.visitor import Mutator
+
+        outer = self
+
+        class Groups(Mutator):
+            def visit_Attr(self, a):
+                if a.key == "thread_group" and a.value[0] == "consumer":
+                    new, _ = outer.stmt(a, State())
+                    return new
+                return self.generic(a)
+
+        return Groups().visit(region)
+
     def loop(self, s, state: State):
         cond = s.cond if isinstance(s, ir.While) else s.extent
         if not self.uniform(cond):
             pre, state = self._summary(s, state)
-            return pre + [s], state
+            return pre + [self._inner_groups(s)], state
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a):
@@ -301,7 +340,7 @@ class SyncInserter:
     def branch(self, s: ir.If, state: State):
         if not self.uniform(s.cond):
             pre, state = self._summary(s, state)
-            return pre + [s], state
+            return pre + [self._inner_groups(s)], state
         r, _ = self.effects(ir.Evaluate(s.cond))
         pre = []
         if self.conflicts(state, r, set()):
@@ -349,5 +388,28 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
 
     if ctx.flag(PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
         return kernel  # the user places T.sync_threads() themselves
-    body, _ = SyncInserter(ctx).block(kernel.body, State())
+    body = kernel.body
+    async_readers = getattr(ctx, "uses_wgmma", False) or any_node(
+        body, lambda s: ir.calls_extern(s, "tl::tma_load"))
+    if async_readers and not kernel.attr("warp_specialized") and any_node(
+            body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):
+        body = _fence_user_arrivals(body)
+    body, _ = SyncInserter(ctx).block(body, State())
     return ir.with_fields(kernel, body=body)
+
+
+def _fence_user_arrivals(body):
+    """With user-synchronised roles, an mbarrier arrival may order generic shared-memory
+    accesses before the async proxy's (a wgmma reading what a role stored; a TMA load
+    overwriting what a role read): a `fence.proxy.async` precedes each arrival, so the
+    arriving thread's accesses are ordered with the async proxy, not only with the waiting
+    threads."""
+    from ..ir.visitor import Mutator
+
+    class Fence(Mutator):
+        def visit_Evaluate(self, e):
+            if ir.calls_extern(e, "tl::mbarrier_arrive"):
+                return ir.Seq((_fence_proxy_async(), e))
+            return e
+
+    return Fence().visit(body)

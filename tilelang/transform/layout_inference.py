@@ -149,11 +149,19 @@ class LayoutSolver:
     def __init__(self, kernel: ir.Kernel, ctx):
         self.kernel = kernel
         self.ctx = ctx
-        self.T = kernel.num_threads
+        self.T = ctx.num_threads
         self.layouts: dict = {}
         self.origin: dict = {}  # buffer -> description of what fixed its layout
         self.c = Collected()
         _Collect(self.c).visit(kernel.body)
+        # fragments and their T.reshape views hold the same registers: each one's layout is
+        # the other's composed with the reshape (shared views: see _shared_views)
+        self.views = [v for k, v in kernel.attrs if k == "local_view"]
+        self.aliases: dict = {}
+        for v in self.views:
+            if v.scope == "local.fragment":
+                self.aliases.setdefault(v, []).append(v.view_of)
+                self.aliases.setdefault(v.view_of, []).append(v)
 
     # ---- assignment with conflict detection ------------------------------------------------
     def assign(self, buf, layout, why, loc):
@@ -161,6 +169,7 @@ class LayoutSolver:
         if old is None:
             self.layouts[buf] = layout
             self.origin[buf] = (why, loc)
+            self._assign_aliases(buf, layout, loc)
             return True
         same = (L.fragment_equal(old, layout) if isinstance(layout, L.Fragment)
                 else L.layout_equal(old, layout))
@@ -170,6 +179,41 @@ class LayoutSolver:
             _err(loc, f"layout conflict for {buf.name}: {why} needs {layout!r}, but "
                       f"{prev_why}{where} fixed {old!r}")
         return False
+
+    def _assign_aliases(self, buf, layout, loc):
+        for other in self.aliases.get(buf, ()):
+            if other in self.layouts:
+                continue
+            try:
+                composed = reshape_fragment(layout, other.shape)
+            except ValueError as e:
+                _err(loc, f"the fragment {other.name} reshapes {buf.name}, whose layout "
+                          f"{layout!r} has no equivalent at shape {list(other.shape)} ({e})")
+            self.assign(other, composed, f"the reshape of {buf.name}", loc)
+
+    def _shared_views(self):
+        """A shared view of the same dtype is its tile's elements in row-major order: the
+        tile's layout composed with the reshape. One of another dtype reuses the tile's bytes
+        for other data: it keeps a layout of its own (row-major unless an operation needs
+        another), no larger than the tile."""
+        for v in self.views:
+            if v.scope not in SHARED:
+                continue
+            root = v.view_of
+            if v.dtype == root.dtype:
+                if v in self.layouts:
+                    why, loc = self.origin.get(v, ("", None))
+                    _err(loc, f"{v.name}, a reshape of shared tile {root.name}, cannot have a "
+                              f"layout of its own ({why}); give the operation {root.name} "
+                              "itself")
+                self.layouts[v] = reshaped_layout(self.layouts[root], v.shape)
+                continue
+            self.layouts.setdefault(v, L.row_major(v.shape))
+            need = self.layouts[v].physical_size * v.dtype.bytes
+            have = self.layouts[root].physical_size * root.dtype.bytes
+            if need > have:
+                _err(v.loc, f"the view {v.name} takes {need} bytes of shared tile {root.name}, "
+                            f"which has {have}")
 
     # ---- constraints ---------------------------------------------------------------------
     def annotated(self):
@@ -337,7 +381,31 @@ class LayoutSolver:
         return layout
 
     def default_fragment(self, buf):
+        if self.aliases.get(buf):
+            return self._default_for_aliases(buf)
         return L.elementwise_fragment(buf.shape, self.T, self._vector_width(buf))
+
+    def _default_for_aliases(self, buf):
+        """The default layout of a fragment with T.reshape views: the element-wise layout of
+        the first shape (this one, then its views) and vector width whose reshape to every
+        other shape is a fragment too (narrower vectors leave fewer threads idle)."""
+        group = [buf] + self.aliases[buf]
+        first_error = None
+        for member in group:
+            w = self._vector_width(member)
+            while w >= 1:
+                cand = L.elementwise_fragment(member.shape, self.T, w)
+                try:
+                    mine = cand if member is buf else reshape_fragment(cand, buf.shape)
+                    for other in group[1:]:
+                        reshape_fragment(mine, other.shape)
+                    return mine
+                except ValueError as e:
+                    first_error = first_error or e
+                w //= 2
+        _err(buf.loc, f"no layout of fragment {buf.name} also lays out its T.reshape views "
+                      f"({', '.join(f'{v.name} {list(v.shape)}' for v in group[1:])}): "
+                      f"{first_error}")
 
     def _vector_width(self, buf) -> int:
         return max(1, min(16 // max(1, buf.dtype.bytes), buf.shape[-1] if buf.shape else 1))
@@ -381,7 +449,8 @@ class LayoutSolver:
             open_ = self._open_fragments()
             if not open_:
                 break
-            buf = max(open_, key=lambda b: (b.ndim, b.numel()))
+            # a tile before its T.reshape views (they follow it), then by size
+            buf = max(open_, key=lambda b: (b.view_of is None, b.ndim, b.numel()))
             loc = next((info.stmt.loc for info in self.c.loops if buf in info.accesses),
                        buf.loc)
             self.assign(buf, self.default_fragment(buf), "the default element-wise layout",
@@ -394,6 +463,7 @@ class LayoutSolver:
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)
+        self._shared_views()
         for info in self.c.loops:
             if info.layout is None and info.accesses and info.restage is None:
                 info.layout = self._loop_layout_from_fragments(
@@ -563,3 +633,37 @@ def infer_layouts(kernel: ir.Kernel, ctx) -> ir.Kernel:
     ctx.layouts.update(solver.solve())
     body = _Annotate(solver.c.loops, ctx).visit(kernel.body)
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+
+
+def _ravel_unravel(new_shape, old_shape):
+    """Coordinates at `new_shape` -> the same row-major element's coordinates at `old_shape`
+    (ints, arrays or expressions)."""
+    def to_old(*c):
+        flat = 0
+        for x, n in zip(c, new_shape):
+            flat = flat * n + x
+        out = []
+        for n in reversed(old_shape):
+            out.append(flat % n)
+            flat = flat // n
+        return tuple(reversed(out))
+    return to_old
+
+
+def reshaped_layout(layout, shape):
+    """A shared layout seen at another shape with the same elements in row-major order."""
+    to_old = _ravel_unravel(tuple(shape), tuple(layout.shape))
+    return L.Layout(tuple(shape), lambda *c: layout.forward(*to_old(*c)),
+                    name=f"reshape({getattr(layout, 'name', None) or 'layout'})",
+                    physical_size=layout.physical_size)
+
+
+def reshape_fragment(frag, shape):
+    """The fragment holding the same elements (same thread, same register) at another shape,
+    row-major; ValueError when that is not expressible as modes."""
+    if frag.replication != 1:
+        raise ValueError("a replicated fragment")
+    to_old = _ravel_unravel(tuple(shape), tuple(frag.shape))
+    return L.Fragment.from_function(tuple(shape), lambda *c: frag.locate(*to_old(*c))[0],
+                                    lambda *c: frag.locate(*to_old(*c))[1],
+                                    num_threads=frag.num_threads)

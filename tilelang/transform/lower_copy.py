@@ -1,6 +1,7 @@
-"""Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous),
-after lowering `T.atomic_add(..., use_tma=True)` (transform/tma_reduce.py) and staging GEMM
-epilogues through shared memory (transform/stage_epilogue.py).
+"""Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous) and
+`T.tma_copy` into TMA instructions (transform/lower_tma_copy.py), after lowering
+`T.atomic_add(..., use_tma=True)` (transform/tma_reduce.py) and staging GEMM epilogues through
+shared memory (transform/stage_epilogue.py).
 
 Expects: `Copy` nodes with a global source and a shared destination (all other copies are
 parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
@@ -20,6 +21,7 @@ from ..arith import Analyzer
 from ..ir import nodes as ir
 from .scoped import ScopedMutator
 from .lower_elementwise import copy_as_loop, non_unit_extents
+from .lower_tma_copy import lower_tma_copy
 
 INT = ir.DType("int32")
 
@@ -61,20 +63,20 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     V = _vector_width(s, ctx, analyzer)
     is_async = dict(s.options).get("async", False)
     use_cp_async = ctx.target.sm >= 80 and V * s.src.buffer.dtype.bytes in (4, 8, 16)
-    if V == 1:
-        return copy_as_loop(s)
+    # a copy in a user role is performed by the role's threads (transform/warp_roles.py)
+    in_role = dict(s.options).get("thread_range")
+    T, tid = in_role if in_role is not None else (ctx.num_threads, ctx.tid)
     src, dst = s.src, s.dst
     extents = [ir.int_value(e) for e in non_unit_extents(src)]
-    if any(e is None for e in extents):
-        return copy_as_loop(s)
-    T = ctx.num_threads
+    if V == 1 or any(e is None for e in extents):
+        return copy_as_loop(s) if in_role is None else _strided_copy(s, T, tid)
     chunk_ext = extents[:-1] + [extents[-1] // V]
     total = 1
     for e in chunk_ext:
         total *= e
     trips = -(-total // T)
     c = ir.Var("c")
-    chunk = ir.binary("add", ir.binary("mul", c, T), ctx.tid) if trips > 1 else ctx.tid
+    chunk = ir.binary("add", ir.binary("mul", c, T), tid) if trips > 1 else tid
     idx, rest = [], chunk
     for e in reversed(chunk_ext):
         idx.append(ir.binary("floormod", rest, e) if e != total else rest)
@@ -107,11 +109,22 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     with analyzer.scope():
         if trips > 1:
             analyzer.bind(c, 0, trips)  # the proofs hold for every chunk a thread copies
-        full_inner = analyzer.prove(ir.compare("le", ir.binary("add", inner_i, V), inner_n)) \
-            and analyzer.prove(ir.compare("ge", inner_i, 0))
+        inner_ge0 = analyzer.prove(ir.compare("ge", inner_i, 0))
+        full_inner = inner_ge0 and analyzer.prove(
+            ir.compare("le", ir.binary("add", inner_i, V), inner_n))
+        # a row length and chunk start that are multiples of V (a dynamic size specialised
+        # on alignment: 8 * k_div8) leave each chunk wholly in or wholly out: a predicate,
+        # not a byte count clamped to [0, V]
+        whole_chunks = not full_inner and analyzer.is_divisible(
+            ir.binary("sub", inner_n, inner_i), V)
         if row_ok is not None and analyzer.prove(row_ok):
             row_ok = None
-    if full_inner:
+    if whole_chunks:
+        inside = ir.compare("lt", inner_i, inner_n)
+        if not inner_ge0:
+            inside = ir.logical_and(ir.compare("ge", inner_i, 0), inside)
+        row_ok = inside if row_ok is None else ir.logical_and(row_ok, inside)
+    if full_inner or whole_chunks:
         src_bytes = None
     else:
         src_bytes = ir.binary("mul", valid, esize)
@@ -154,6 +167,28 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     return stmt
 
 
+def _strided_copy(s: ir.Copy, T: int, tid) -> ir.Stmt:
+    """Element by element, element e by thread e % T of the role (a copy no vector width
+    applies to)."""
+    extents = [ir.as_expr(e) for e in non_unit_extents(s.src)]
+    total = extents[0]
+    for e in extents[1:]:
+        total = ir.binary("mul", total, e)
+    i = ir.Var("i")
+    e = ir.binary("add", ir.binary("mul", i, T), tid)
+    idx, rest = [], e
+    for n in reversed(extents):
+        idx.append(ir.binary("floormod", rest, n))
+        rest = ir.binary("floordiv", rest, n)
+    idx.reverse()
+    value = ir.cast_to(ir.Load(s.src.buffer, tuple(_region_index(s.src, idx)),
+                               s.src.buffer.dtype), s.dst.buffer.dtype)
+    store = ir.Store(s.dst.buffer, tuple(_region_index(s.dst, idx)), value, loc=s.loc)
+    trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
+    return ir.For(i, ir.const(0), trips, "serial",
+                  ir.If(ir.compare("lt", e, total), store, None, loc=s.loc), loc=s.loc)
+
+
 def _wide_indices(gbuf, ctx) -> bool:
     from .pass_config import PassConfigKey
     from .widen_indices import needs_int64
@@ -187,6 +222,9 @@ class _Lower(ScopedMutator):
 
     def visit_Copy(self, s: ir.Copy):
         return lower_global_to_shared(s, self.ctx, self.analyzer)
+
+    def visit_TmaCopy(self, s: ir.TmaCopy):
+        return lower_tma_copy(s, self.ctx, self.analyzer)
 
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:

@@ -284,7 +284,7 @@ class NestPartitioner:
         v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
         body = self.instantiate(v)
         with self.analyzer.scope():
-            for var, t in zip(self.ctx.kernel.thread_vars, self.ctx.kernel.threads):
+            for var, t in self.ctx.thread_bounds():
                 self.analyzer.bind(var, 0, t)
             self.analyzer.bind(vo, 0, self.layout.num_values // vec)
             self.analyzer.bind(vi, 0, vec)

@@ -101,6 +101,9 @@ def _written_buffers(node) -> set:
         def visit_Copy(self, s):
             out.add(s.dst.buffer)
 
+        def visit_TmaCopy(self, s):
+            out.add(s.dst.buffer)
+
         def visit_Fill(self, s):
             out.add(s.dst.buffer)
 
@@ -360,6 +363,12 @@ def _without(root, loop):
 
 
 def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    from .warp_roles import has_user_roles
+
+    if has_user_roles(kernel):
+        # the user's mbarriers order the roles' accesses to the shared tiles as written: a
+        # T.Pipelined loop runs its iterations in order, one buffer per tile
+        return _serial_pipelined_loops(kernel)
     if not hasattr(ctx, "replaced_shared"):
         ctx.replaced_shared = {}
     body = _Pipeline(ctx, kernel.body).visit(kernel.body)
@@ -367,3 +376,17 @@ def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
         return kernel
     allocs = tuple(ctx.replaced_shared.get(b, b) for b in kernel.allocs)
     return ir.with_fields(kernel, body=body, allocs=allocs)
+
+
+def _serial_pipelined_loops(kernel: ir.Kernel) -> ir.Kernel:
+    from ..ir.visitor import Mutator
+
+    class Serial(Mutator):
+        def visit_For(self, s):
+            s = self.generic(s)
+            if s.kind != "pipelined":
+                return s
+            return ir.For(s.var, s.start, s.extent, "serial", s.body, s.step, (), loc=s.loc)
+
+    body = Serial().visit(kernel.body)
+    return kernel if body is kernel.body else ir.with_fields(kernel, body=body)

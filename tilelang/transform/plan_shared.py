@@ -9,7 +9,8 @@ a loop keeps a buffer live over the whole loop, except that pipeline stage buffe
 epilogue tiles (`fresh_buffers`) are live only around their own uses inside an outer loop
 that holds them all (a persistent GEMM's tile loop): the epilogue tile takes the stages'
 bytes. Ordering those reuses is insert_sync's job (it sees the overlapping byte ranges);
-swizzled tiles are 1024-byte aligned, others 128-byte;
+swizzled tiles are 1024-byte aligned, others 128-byte; a view of a tile (`T.reshape`,
+`T.view`) is a flat buffer at the tile's offset, and its uses keep the tile live;
 `ctx.smem_bytes` is the arena size. Exceeding the target's limit is a located error.
 """
 
@@ -50,6 +51,7 @@ class Liveness:
         self.loops: list = []  # closed loops: (start, end, buffers used inside)
 
     def touch(self, buf):
+        buf = buf.view_of or buf  # a view's uses keep its tile live
         self.first.setdefault(buf, self.pos)
         self.last[buf] = self.pos
         for _, used in self.stack:
@@ -178,6 +180,14 @@ def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
             f"kernel needs {total} bytes of shared memory but {ctx.target.arch} allows {limit} "
             f"per block ({detail}); use smaller tiles or fewer pipeline stages",
             kernel.loc)
+    # views (T.reshape / T.view of a shared tile) index their own flat buffer at the tile's
+    # offset (their layouts are the tile's composed, or their own in the tile's bytes)
+    for k, v in kernel.attrs:
+        if k == "local_view" and v.scope in SHARED and v.view_of in flat:
+            fv = ir.Buffer(v.name, (ctx.layouts[v].physical_size,), v.dtype, "shared.dyn",
+                           loc=v.loc)
+            flat[v] = fv
+            offsets[fv] = offsets[flat[v.view_of]]
     ctx.shared_plan = offsets
     ctx.smem_bytes = total
     body = _Flatten(ctx, flat).visit(kernel.body)

@@ -7,14 +7,21 @@ statement):
   * a fragment element is accessed outside T.Parallel only at index [0]... (all zeros);
   * inside one T.Parallel nest, all accesses to one fragment use the same indices, and a
     T.Parallel loop with a symbolic extent does not index a fragment;
-  * a thread-private `local` buffer is not indexed by a T.Parallel loop variable.
+  * a thread-private `local` buffer is not indexed by a T.Parallel loop variable;
+  * an access to a shared, fragment or local buffer of static shape stays inside it wherever
+    that can be decided exactly: each index a constant plus constant multiples of variables of
+    enclosing loops with constant bounds and no branch, break or select in their bodies (so
+    every iteration runs). The interpreter would fail such a program when it runs and CUDA
+    would read or write other memory: both reject it here (`T.Parallel(64, 64)` over a 32x32
+    fragment).
 """
 
 from __future__ import annotations
 
+from ..arith import Analyzer
 from ..errors import located
 from ..ir import nodes as ir
-from ..ir.visitor import LocatedVisitor, collect
+from ..ir.visitor import LocatedVisitor, any_node, collect
 
 
 def _err(loc, exc, msg):
@@ -172,7 +179,75 @@ class _FragmentRules(LocatedVisitor):
         self.visit(s.value)
 
 
+_SCOPE_WORDS = {"local.fragment": "fragment", "shared.dyn": "shared buffer",
+                "shared": "shared buffer", "local": "local buffer", "local.var": "variable"}
+_BRANCHING = (ir.If, ir.While, ir.Break, ir.Continue, ir.Select, ir.Logical)
+
+
+def _branches(n) -> bool:
+    return isinstance(n, _BRANCHING) or (isinstance(n, ir.Call) and n.op == "if_then_else")
+
+
+class _StaticBounds(LocatedVisitor):
+    def __init__(self):
+        self.ranges: dict = {}  # loop var -> (first, last) value, for loops every value runs
+        self.analyzer = Analyzer()
+
+    def visit_For(self, s):
+        self.visit(s.start)
+        self.visit(s.extent)
+        first, n = ir.int_value(s.start), ir.int_value(s.extent)
+        if first is not None and n is not None and n > 0 and not any_node(s.body, _branches):
+            self.ranges[s.var] = (first, first + (n - 1) * s.step)
+        self.visit(s.body)
+        self.ranges.pop(s.var, None)
+
+    def _span(self, index):
+        """(lowest, highest) value of an affine index over the loops' ranges, else None."""
+        used = collect(index, lambda n: isinstance(n, ir.Var))
+        if any(v not in self.ranges for v in used):
+            return None
+        lo = hi = 0
+        rest = index
+        for v in used:
+            linear = self.analyzer.detect_linear(rest, v)
+            if linear is None or not isinstance(linear[0], int):
+                return None
+            coef, rest = linear
+            a, b = (coef * x for x in self.ranges[v])
+            lo, hi = lo + min(a, b), hi + max(a, b)
+        const = ir.int_value(rest)
+        return None if const is None else (lo + const, hi + const)
+
+    def _check(self, buf, indices):
+        if buf.scope == "global" or not all(isinstance(n, int) for n in buf.shape):
+            return
+        for d, (index, size) in enumerate(zip(indices, buf.shape)):
+            span = self._span(index)
+            if span is None or (span[0] >= 0 and span[1] < size):
+                continue
+            bad = span[0] if span[0] < 0 else span[1]
+            used = {id(v) for v in collect(index, lambda n: isinstance(n, ir.Var))}
+            loops = ", ".join(f"{v.name} in [{a}, {b}]" for v, (a, b) in self.ranges.items()
+                              if id(v) in used)
+            shown = ", ".join(str(i) for i in indices)
+            _err(self.loc, IndexError,
+                 f"{buf.name}[{shown}] reaches index {bad} of dimension {d}, outside the "
+                 f"{size} elements of {_SCOPE_WORDS.get(buf.scope, buf.scope)} {buf.name} "
+                 f"{list(buf.shape)}"
+                 + (f" (with {loops})" if loops else ""))
+
+    def visit_Load(self, e):
+        self._check(e.buffer, e.indices)
+        self.generic(e)
+
+    def visit_Store(self, s):
+        self._check(s.buffer, s.indices)
+        self.generic(s)
+
+
 def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
     _Scopes(func.params).visit(func.body)
     _FragmentRules().visit(func.body)
+    _StaticBounds().visit(func.body)
     return func

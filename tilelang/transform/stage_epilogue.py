@@ -40,6 +40,7 @@ from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
+from .tma_plan import rows_16_byte_aligned
 
 VOID = ir.DType("void")
 MIN_BYTES = 4096
@@ -219,8 +220,8 @@ class _Stager:
         if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER) or \
                 ctx.flag(PassConfigKey.TL_DISABLE_TMA_STORE):
             return None
-        if g.strides is not None or not all(isinstance(x, int) for x in g.shape) or \
-                not 1 <= len(g.shape) <= 5 or (g.shape[-1] * g.dtype.bytes) % 16:
+        if g.computed_address or g.strides is not None or not 1 <= len(g.shape) <= 5 or \
+                not rows_16_byte_aligned(g):
             return None
         blk = getattr(lay, "column_block", None)
         if not getattr(lay, "swizzle_bytes", None) or not blk or rows % 8 or rows > 256:

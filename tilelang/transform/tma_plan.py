@@ -53,21 +53,42 @@ def _prod(xs):
     return p
 
 
+def rows_16_byte_aligned(g: ir.Buffer) -> bool:
+    """Every row stride of global tensor `g` (the product of the extents inside each
+    dimension) is provably a multiple of 16 bytes, as TMA requires. A symbolic extent is
+    provably so when the function was specialised on aligned sizes (align_sizes.py: the
+    extent reads `8 * k_div8`)."""
+    from ..arith import Analyzer
+
+    inner = ir.const(g.dtype.bytes)
+    ana = Analyzer()
+    for dim in reversed(g.shape[1:]):
+        inner = ir.binary("mul", inner, ir.as_expr(dim))
+        if not ana.is_divisible(inner, 16):
+            return False
+    return True
+
+
 def tma_plan(copy: ir.Copy, layout, deps):
     """How TMA performs `copy`: (a TmaPlan, None), or (None, the constraint it breaks)."""
     src, dst = copy.src, copy.dst
     g, s = src.buffer, dst.buffer
     if g.dtype is not s.dtype:
         return None, f"it converts {g.dtype} to {s.dtype}"
+    if g.computed_address:
+        return None, f"{g.name} is at an address computed in the kernel (no tensor map)"
     if g.dtype.bits < 8:
         return None, f"{g.dtype} elements are narrower than a byte"
-    if not all(isinstance(x, int) for x in g.shape) or g.strides is not None:
-        return None, f"{g.name} has a symbolic shape or explicit strides"
+    if g.strides is not None:
+        return None, f"{g.name} has explicit strides"
     esize = g.dtype.bytes
-    row_elems = g.shape[-1]
-    if (row_elems * esize) % 16:
-        return None, (f"the rows of {g.name} are {row_elems * esize} bytes apart, not a "
-                      f"multiple of 16")
+    if not rows_16_byte_aligned(g):
+        row = g.shape[-1]
+        if isinstance(row, int):
+            return None, (f"the rows of {g.name} are {row * esize} bytes apart, not a "
+                          "multiple of 16")
+        return None, (f"the rows of {g.name} are {row} x {esize} bytes apart, not provably "
+                      "a multiple of 16")
     # the destination must be the whole tile of one stage
     if any(ir.int_value(st) != 0 for st in dst.starts) or \
             [ir.int_value(e) for e in dst.extents] != list(s.shape) or len(s.shape) < 1:

@@ -34,6 +34,7 @@ from ..ir import nodes as ir
 from ..ir.visitor import Mutator
 from .lower_elementwise import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
+from .tma_plan import rows_16_byte_aligned
 
 _TYPES = ("float32", "float16", "bfloat16")
 
@@ -47,11 +48,12 @@ def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tm
     S, G = src.buffer, dst.buffer
     if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
         return None, "TMA needs sm_90a (and tl.disable_tma_lower unset)"
+    if G.computed_address:
+        return None, f"{G.name} is at an address computed in the kernel (no tensor map)"
     if G.dtype is not S.dtype or G.dtype.name not in _TYPES:
         return None, f"TMA adds {'/'.join(_TYPES)} tiles into the same type"
-    if G.strides is not None or not all(isinstance(x, int) for x in G.shape) or \
-            not 1 <= len(G.shape) <= 5 or (G.shape[-1] * G.dtype.bytes) % 16:
-        return None, "the global tensor must be static, contiguous, rank <= 5, 16-byte rows"
+    if G.strides is not None or not 1 <= len(G.shape) <= 5 or not rows_16_byte_aligned(G):
+        return None, "the global tensor must be contiguous, rank <= 5, with 16-byte rows"
     s_ext = [ir.int_value(e) for e in src.extents]
     if len(S.shape) != 2 or s_ext != list(S.shape) or \
             any(ir.int_value(x) != 0 for x, _ in src.region):

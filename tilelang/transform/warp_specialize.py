@@ -71,7 +71,7 @@ from .computed_operands import computed_operands, publish_then_issue, swap_buffe
 from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit
-from .overlap_schedule import depth, has_annotation, schedule, touched_buffers
+from .overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
                        _whole_buffer_user, _written_buffers, stack_layout)
 from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
@@ -99,8 +99,10 @@ class WarpSpecializer:
         self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
 
     def applicable(self):
+        from .warp_roles import has_user_roles
+
         ctx = self.ctx
-        if not ctx.target.is_hopper or self.T % 128:
+        if not ctx.target.is_hopper or self.T % 128 or has_user_roles(self.kernel):
             return False
         if ctx.flag(PassConfigKey.TL_DISABLE_WARP_SPECIALIZED) or \
                 ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
@@ -182,9 +184,74 @@ class WarpSpecializer:
         slots = None
         if has_annotation(loop):
             slots = self._overlap_slots(loop, stages, plans, body_items)
+        elif self.T >= 256 and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP) \
+                and self._overlap_fits_registers():
+            slots = self._overlap_slots(loop, stages, plans, body_items, auto=True)
+        if slots is None and not self.nest:
+            reason = self._several_blocks_per_sm_win(stages, plans, body_items)
+            if reason:
+                return self._why(reason)
         if slots is None and not self.nest:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
+
+    def _fragment_registers(self) -> int:
+        """32-bit registers a consumer thread needs for the kernel's fragments."""
+        regs = 0
+        for b in self.kernel.allocs:
+            if b.scope == "local.fragment" and b in self.ctx.layouts:
+                regs += -(-self.ctx.layouts[b].num_values * b.dtype.bits // 32)
+        return regs
+
+    def _overlap_fits_registers(self) -> bool:
+        """The derived gemm/softmax overlap keeps the scores of one iteration alive while the
+        previous P V runs, so it needs room beyond the fragments: with three consumer
+        warpgroups (160 registers each after setmaxnreg) FlashAttention 192/128 spilled 184
+        bytes and ran at half speed; with two (232) 128/128 ran 11% faster (H200)."""
+        split = self._register_split()
+        budget = split[1] if split else min(255, 65536 // (self.T + PRODUCER_THREADS))
+        return self._fragment_registers() + 48 <= budget
+
+    def _several_blocks_per_sm_win(self, stages, plans, body_items):
+        """Why the cp.async pipeline beats warp specialisation for this GEMM main loop, or
+        None. A warp-specialised block holds a producer warpgroup's registers and is launched
+        one per SM; the cp.async pipeline of one warpgroup fits two or three blocks per SM,
+        which hide each other's latencies. That wins when there are more blocks than SMs to
+        keep busy (or an unknown number: dynamic sizes) and three or more stages let the
+        cp.async pipeline overlap at all, and the warp-specialised block's registers (its
+        fragments and some 32 more a thread) allow only one per SM. H200, 2026-11-26,
+        128/128/32 tiles on 128 threads,
+        3 stages: 4096^3 0.242 ms against 0.353 warp-specialised, 2048^3 0.039 against 0.049,
+        dynamic 4096^3 0.275 against 0.352; but 1024^3 (64 blocks) 0.0197 against 0.0153, and
+        64/64/32 with 2 stages 0.026 against 0.017."""
+        if self.T != 128 or stages < 3 or self.kernel.attr("cluster_dims"):
+            return None
+        if PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value in self.ctx.configs:
+            return None  # the user chose (False: warp-specialise whenever possible)
+        plan_ids = {id(p.stmt) for p in plans}
+        rest = [it for it in body_items if not isinstance(it, tuple) and id(it) not in plan_ids]
+        if not rest or not all(self.ctx.is_wgmma(it) for it in rest):
+            return None  # only plain GEMM main loops were measured
+        # a warp-specialised block of small tiles needs few registers and fits several per
+        # SM itself (64/64/32 on 128 threads: 0.017 ms against 0.027 for cp.async, H200)
+        per_thread = -(-(self._fragment_registers() + 32) // 8) * 8
+        if 65536 // ((self.T + PRODUCER_THREADS) * per_thread) >= 2:
+            return None
+        blocks = 1
+        for g in self.kernel.grid:
+            g = ir.int_value(g)
+            if g is None:
+                blocks = None
+                break
+            blocks *= g
+        sms = streaming_multiprocessors()
+        if blocks is not None and blocks <= sms:
+            return None
+        count = (f"{blocks} blocks (more than the {sms} SMs)" if blocks is not None else
+                 f"a grid of dynamic size (taken as more than the {sms} SMs)")
+        return (f"one consumer warpgroup over {count}: the "
+                "cp.async pipeline fits several blocks per SM, a warp-specialised block one "
+                "(pass_configs={'tl.disable_warp_specialized': False} keeps it)")
 
     def _tile_plans(self, level, outside, plans, written):
         """The copies of a tile (global -> shared, just before the pipelined loop, at its
@@ -258,28 +325,44 @@ class WarpSpecializer:
         if any(p.multicast for p in plans):
             self.cluster = cs
 
-    def _overlap_slots(self, loop, S, plans, body_items):
+    def _overlap_slots(self, loop, S, plans, body_items, auto=False):
         """The consumer schedule of an order/stage/group annotation (overlap_schedule.py), or
         None (with a note) when it cannot be honoured: the plain warp-specialised loop then runs,
-        which computes the same."""
+        which computes the same. `auto`: the loop has no annotation; use the schedule
+        `auto_schedule` derives for an attention-like body (with two consumer warpgroups or
+        more, where the warpgroups then also take turns: pingpong.py), silently nothing for
+        other bodies."""
         lets = [it for it in body_items if isinstance(it, tuple)]
         stmts = [it for it in body_items if not isinstance(it, tuple)]
         plan_ids = {id(p.stmt) for p in plans}
+        annotation = None
+        if auto:
+            annotation = auto_schedule(stmts, plan_ids, self.ctx.is_wgmma)
+            if annotation is None:
+                return None
         compute = [st for st in stmts if id(st) not in plan_ids]
         if any(collect(st, lambda n, v=let[1]: n is v) for let in lets for st in compute):
-            return self._note_overlap("the loop body binds values the schedule would move")
-        slots, reason = schedule(loop, stmts, plan_ids)
+            return self._note_overlap("the loop body binds values the schedule would move", auto)
+        slots, reason = schedule(loop, stmts, plan_ids, annotation)
         if slots is None:
-            return self._note_overlap(reason)
+            return self._note_overlap(reason, auto)
         if depth(slots) >= S:
             return self._note_overlap(f"stage {depth(slots)} needs num_stages > {depth(slots)} "
-                                      "(one buffer per iteration in flight)")
+                                      "(one buffer per iteration in flight)", auto)
         for p in plans:
             if not any(p.dst in touched_buffers(s.stmt) for s in slots):
-                return self._note_overlap(f"nothing reads {p.dst.name}")
+                return self._note_overlap(f"nothing reads {p.dst.name}", auto)
+        if auto:
+            self.ctx.note("gemms overlapped with the softmax (FlashAttention-3's schedule, "
+                          "derived): " + ", ".join(f"{sl.pos}@{sl.stage}" for sl in
+                                                   sorted(slots, key=lambda sl: sl.key))
+                          + " (tl.disable_wgmma_overlap keeps the plain loop)")
         return slots
 
-    def _note_overlap(self, reason):
+    def _note_overlap(self, reason, auto=False):
+        if auto:
+            self.ctx.note(f"no derived gemm/softmax overlap: {reason}; plain pipelined loop")
+            return None
         self.ctx.note(f"order/stage annotation ignored: {reason}; plain pipelined loop")
         return None
 
@@ -344,8 +427,9 @@ class WarpSpecializer:
         plan_ids = {id(p.stmt) for p in plans}
         rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
         # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
-        # releasing stage k-1 late measured slower with 3 stages on an H200 (652 vs 670
-        # TFLOP/s, 4096^3); users can still ask for it with T.gemm(..., wg_wait=1).
+        # releasing stage k-1 one iteration late measured slower with 3 stages on an H200,
+        # with two consumer warpgroups (652 vs 670 TFLOP/s, 4096^3, 128/256/64) and with one
+        # (4096^3 at 128/128/32: 305 vs 389 TFLOP/s; 1024^3: 115 vs 140; 2026-11-26).
         rest = self._fence_after_reads(rest, {p.dst for p in plans})
         release = self._release(_addr(empty, (stage,)))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
@@ -723,6 +807,19 @@ class WarpSpecializer:
         for let in reversed(p.deps):
             body = ir.LetStmt(let[1], let[2], body, loc=let[3])
         return body
+
+
+def streaming_multiprocessors() -> int:
+    """SMs of the current GPU, or of an H100/H200 (132) when there is none to ask."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_properties(torch.cuda.current_device()) \
+                .multi_processor_count
+    except Exception:  # noqa: BLE001 - no usable GPU: the Hopper part's count
+        pass
+    return 132
 
 
 def _merge_guards(parts):

@@ -346,7 +346,7 @@ def _write_stages(stmt, buf):
     out = []
     for n in collect(stmt, lambda n: isinstance(n, (ir.Store, ir.Copy, ir.Fill, ir.Gemm,
                                                     ir.Reduce, ir.CumSum, ir.AtomicTile,
-                                                    ir.Allocate))):
+                                                    ir.TmaCopy, ir.Allocate))):
         if isinstance(n, ir.Store):
             if n.buffer is buf:
                 out.append(n.indices[0])

@@ -14,6 +14,7 @@
 //   tl::mbarrier_try_wait_parity(bar, parity)     may block a while; may return false  sm_90
 //   tl::mbarrier_wait(bar, parity)                loops until the phase of `parity` completed
 //   tl::mbarrier_inval(bar)                                                              sm_80
+//   tl::mbarrier_cp_async_arrive_noinc(bar)       arrive once this thread's cp.async are done sm_80
 // Parity rule: waiting on parity P returns once the phase with parity P has completed; a
 // fresh barrier reports parity 1 as complete (consumers start at 0, producers at 1).
 //
@@ -29,6 +30,7 @@
 //   tl::named_barrier_arrive(id, n) bar.arrive id, n
 //   tl::cluster_arrive() / cluster_wait() / cluster_sync()  barrier.cluster                sm_90
 //   tl::cluster_ctarank(), tl::cluster_size()                                              sm_90
+//   tl::grid_sync(counter)          all blocks of a cooperative launch (counter: zeroed uint32)
 //
 // Programmatic dependent launch (T.pdl_trigger / T.pdl_sync):
 //   tl::pdl_trigger()   griddepcontrol.launch_dependents: the next kernel of the stream may start
@@ -52,6 +54,34 @@ TL_DEVICE void mbarrier_inval(uint64_t* bar) {
 
 TL_DEVICE void mbarrier_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// cp.async.mbarrier.arrive.noinc: one of the barrier's expected arrivals, made when every
+// cp.async this thread issued before it has completed (sm_80).
+TL_DEVICE void mbarrier_cp_async_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
+}
+
+// Grid-wide barrier of a cooperative launch (every block resident). `counter` is a global
+// uint32 that starts at 0: each block's first thread adds 1, except block 0, which adds
+// 2^31 - (blocks - 1); the last arrival flips bit 31, which the others wait for. The low 31
+// bits are back to 0 afterwards, so the counter serves every barrier of the launch.
+TL_DEVICE void grid_sync(unsigned int* counter) {
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    unsigned int blocks = gridDim.x * gridDim.y * gridDim.z;
+    bool first = blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0;
+    unsigned int add = first ? 0x80000000u - (blocks - 1) : 1u;
+    __threadfence();
+    unsigned int old = atomicAdd(counter, add);
+    unsigned int now;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(counter) : "memory");
+    } while (((old ^ now) & 0x80000000u) == 0);
+    __threadfence();
+  }
+  __syncthreads();
 }
 
 TL_DEVICE bool mbarrier_test_wait_parity(uint64_t* bar, uint32_t parity) {

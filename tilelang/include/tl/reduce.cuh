@@ -2,6 +2,8 @@
 //
 //   tl::shfl_xor(v, lane_mask, width=32) / shfl_down / shfl_up / shfl_sync(v, src, width)
 //       every scalar type (8/16-bit types travel in a 32-bit register), full-warp mask
+//   tl::match_any(mask, v) / tl::match_all(mask, v)   __match_any_sync / __match_all_sync
+//       (the predicate output dropped; sm_70+)
 //   ops: tl::SumOp, MaxOp, MinOp, MaxNanOp, MinNanOp, AbsMaxOp, BitAndOp, BitOrOp, BitXorOp
 //   tl::warp_allreduce<Op, kXorMask>(v)
 //       butterfly over the lanes that differ only in the set bits of kXorMask: afterwards
@@ -55,6 +57,24 @@ TL_SHFL_(shfl_down, __shfl_down_sync)
 TL_SHFL_(shfl_up, __shfl_up_sync)
 TL_SHFL_(shfl_sync, __shfl_sync)
 #undef TL_SHFL_
+
+// __match_all_sync without the predicate output: `mask` when every lane of it holds the same
+// value, else 0. 8/16-bit values are compared as 32-bit words.
+template <class T> TL_DEVICE unsigned match_all(unsigned mask, T v) {
+  int pred;
+  if constexpr (sizeof(T) < 4) {
+    return __match_all_sync(mask, detail::widen(v), &pred);
+  } else {
+    return __match_all_sync(mask, v, &pred);
+  }
+}
+template <class T> TL_DEVICE unsigned match_any(unsigned mask, T v) {
+  if constexpr (sizeof(T) < 4) {
+    return __match_any_sync(mask, detail::widen(v));
+  } else {
+    return __match_any_sync(mask, v);
+  }
+}
 
 // ---- combine operations ---------------------------------------------------------------------
 struct SumOp {

@@ -1,0 +1,179 @@
+"""Dump the CUDA source generated for every example program and every kernel the GPU tests
+build, for sm_90a, without a GPU and without compiling it; compare two dumps.
+
+    python scripts/dump_cuda.py dump OUT_DIR [--arch sm_90a] [--only SUBSTR,...]
+    python scripts/dump_cuda.py diff BEFORE_DIR AFTER_DIR
+
+What is dumped:
+  * `examples/<dir>/<example>/<size>/<program>.cu`: every `programs(size, arch)` of every
+    example at every size of its `SIZES` (default pass configs, lowered with `tilelang.lower`);
+  * `pytest/<test id>/<n>_<function>.cu`: every kernel lowered while the GPU tests
+    (tests/gpu, tests/examples/test_examples_gpu.py) run under the dry-run harness
+    (scripts/compat/dryrun_plugin.py: CUDA tensors are `meta` tensors), with the pass configs
+    and flags each test uses. NVRTC is not called: only lowering runs, so a full dump takes
+    minutes, not the hour a compile of everything would.
+
+A change to the compiler that is meant to leave the generated code alone (compile-time work,
+refactoring) must leave `diff` empty. Tests that fail in the dry run (a value read from a meta
+tensor) still dump what they lowered before failing, the same before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GPU_TESTS = ["tests/gpu", "tests/examples/test_examples_gpu.py"]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", name).strip("_")[:150] or "_"
+
+
+# ---- examples --------------------------------------------------------------------------------
+
+def dump_examples(out: Path, arch: str, only) -> int:
+    sys.path.insert(0, str(ROOT / "tests" / "examples"))
+    import tilelang
+    from example_helpers import EXAMPLES, example_id, example_programs, load_example
+
+    count = 0
+    for path in EXAMPLES:
+        eid = example_id(path)
+        if only and not any(o in eid for o in only):
+            continue
+        module = load_example(path)
+        for size in getattr(module, "SIZES", {"bench": None}):
+            try:
+                progs = example_programs(module, size, arch)
+            except Exception as e:  # noqa: BLE001 - recorded, the same before and after
+                progs = [("ERROR", f"{type(e).__name__}: {e}")]
+            for name, func in progs:
+                d = out / "examples" / eid / size
+                d.mkdir(parents=True, exist_ok=True)
+                if isinstance(func, str):
+                    text = func
+                else:
+                    try:
+                        text = tilelang.lower(func, target=f"cuda -arch={arch}")
+                    except Exception as e:  # noqa: BLE001
+                        text = f"// lowering failed: {type(e).__name__}: {e}\n"
+                (d / f"{_safe(name)}.cu").write_text(text)
+                count += 1
+    return count
+
+
+# ---- GPU tests under the dry run (this file is also the pytest plugin) ------------------------
+
+def _install_recorder():
+    """Record every lowered module under DUMP_CUDA_DIR/pytest/<test id>/ and skip NVRTC."""
+    import tilelang.engine.build as build
+    import tilelang.runtime as runtime
+    from tilelang.runtime.compiler import CompileResult
+
+    out = Path(os.environ["DUMP_CUDA_DIR"]) / "pytest"
+    state = {"test": "collect", "n": 0}
+    lower = build.lower_cuda
+
+    def recording_lower(func, target, options):
+        module = lower(func, target, options)
+        d = out / _safe(state["test"])
+        d.mkdir(parents=True, exist_ok=True)
+        state["n"] += 1
+        (d / f"{state['n']:03d}_{_safe(func.name)}.cu").write_text(module.source)
+        return module
+
+    def no_compile(source, arch, options=(), name="kernel", **kw):
+        return CompileResult(b"", "", "none", False, 0.0, arch, tuple(options))
+
+    build.lower_cuda = recording_lower
+    runtime.compile_cuda = no_compile
+    return state
+
+
+_STATE = None
+
+
+def pytest_configure(config):
+    global _STATE
+    if os.environ.get("DUMP_CUDA_DIR"):
+        _STATE = _install_recorder()
+
+
+def pytest_runtest_setup(item):
+    if _STATE is not None:
+        _STATE["test"], _STATE["n"] = item.nodeid, 0
+
+
+def dump_tests(out: Path, arch: str, only) -> int:
+    env = dict(os.environ, DUMP_CUDA_DIR=str(out), DRYRUN_ARCH=arch, DRYRUN_DEVICE="meta",
+               TILELANG_DISABLE_CACHE="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT / "scripts" / "compat"),
+                                           str(ROOT / "scripts"), str(ROOT),
+                                           os.environ.get("PYTHONPATH", "")]))
+    targets = [t for t in GPU_TESTS if not only or any(o in t for o in only)] or GPU_TESTS
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "dryrun_plugin", "-p", "dump_cuda",
+           "-p", "no:cacheprovider", "--tb=no", "-o", "addopts=", *targets]
+    if only:
+        cmd += ["-k", " or ".join(only)]
+    p = subprocess.run(cmd, cwd=str(ROOT), env=env, capture_output=True, text=True)
+    tail = (p.stdout.strip().splitlines() or ["(no output)"])[-1]
+    print(f"pytest (dry run): {tail}")
+    return sum(1 for _ in (out / "pytest").rglob("*.cu")) if (out / "pytest").exists() else 0
+
+
+# ---- diff ------------------------------------------------------------------------------------
+
+def diff(before: Path, after: Path) -> int:
+    a = {p.relative_to(before) for p in before.rglob("*.cu")}
+    b = {p.relative_to(after) for p in after.rglob("*.cu")}
+    bad = 0
+    for rel in sorted(a - b):
+        print(f"only in {before}: {rel}")
+        bad += 1
+    for rel in sorted(b - a):
+        print(f"only in {after}: {rel}")
+        bad += 1
+    for rel in sorted(a & b):
+        x, y = (before / rel).read_text(), (after / rel).read_text()
+        if x != y:
+            bad += 1
+            print(f"--- differs: {rel}")
+            for line in list(difflib.unified_diff(x.splitlines(), y.splitlines(), lineterm="",
+                                                  n=1))[:40]:
+                print(line)
+    print(f"{len(a & b)} files compared, {bad} differ or are missing")
+    return 1 if bad else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("out")
+    d.add_argument("--arch", default="sm_90a")
+    d.add_argument("--only", default="", help="comma-separated substrings of example/test ids")
+    d.add_argument("--skip-tests", action="store_true")
+    c = sub.add_parser("diff")
+    c.add_argument("before")
+    c.add_argument("after")
+    args = ap.parse_args(argv)
+    if args.cmd == "diff":
+        return diff(Path(args.before), Path(args.after))
+    out = Path(args.out)
+    only = [s for s in args.only.split(",") if s]
+    n = dump_examples(out, args.arch, only)
+    print(f"examples: {n} programs")
+    if not args.skip_tests:
+        print(f"tests: {dump_tests(out, args.arch, only)} modules")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,352 @@
+"""Kernels with user-managed roles and asynchronous copies (T.ws, thread-range branches,
+T.tma_copy, T.ptx_cp_async, mbarriers), shared by the CPU tests (interpreter + sm_90a/sm_80
+builds) and the GPU tests. Written the way the reference's warp-specialisation examples are."""
+
+import tilelang.language as T
+
+
+def ws_gemm(M, N, K, bm=128, bn=128, bk=64, producer=0, dtype="float16"):
+    """Warpgroup `producer` loads A and B tiles with T.tma_copy, the other computes the gemm;
+    data_ready / compute_done mbarriers hand the single-buffered tiles over."""
+    consumer = 1 - producer
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared((bk, bn), dtype)
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            data_ready = T.alloc_barrier(arrive_count=128)
+            compute_done = T.alloc_barrier(arrive_count=128)
+            with T.ws(consumer):
+                T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=0):
+                with T.ws(producer):
+                    T.barrier_wait(compute_done, (ko + 1) % 2)
+                    T.tma_copy(A[by * bm, ko * bk], A_s, barrier=data_ready)
+                    T.tma_copy(B[ko * bk, bx * bn], B_s, barrier=data_ready)
+                    T.barrier_arrive(data_ready)
+                with T.ws(consumer):
+                    T.barrier_wait(mbarrier=data_ready, parity=ko % 2)
+                    T.gemm(A_s, B_s, C_l)
+                    T.barrier_arrive(compute_done)
+            with T.ws(consumer):
+                T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+def ws_gemm_stages(M, N, K, bm=128, bn=128, bk=64, stages=2, dtype="float16"):
+    """A ring of `stages` tiles (3-D shared buffers, slices [s, :, :]), one full and one empty
+    barrier per stage, the producer in warpgroup 1 (the reference's barrierpipe example)."""
+    counts = [128] * (2 * stages)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=256) as (bx, by):
+            A_s = T.alloc_shared((stages, bm, bk), dtype)
+            B_s = T.alloc_shared((stages, bk, bn), dtype)
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            bars = T.alloc_barrier(counts)
+            with T.ws(0):
+                T.clear(C_l)
+            for ko in range(T.ceildiv(K, bk)):
+                s = ko % stages
+                with T.ws(1):
+                    T.mbarrier_wait_parity(mbarrier=bars[s + stages],
+                                           parity=((ko // stages) % 2) ^ 1)
+                    T.tma_copy(A[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk], A_s[s, :, :],
+                               barrier=bars[s])
+                    T.tma_copy(B[ko * bk:(ko + 1) * bk, bx * bn:(bx + 1) * bn], B_s[s, :, :],
+                               barrier=bars[s])
+                    T.mbarrier_arrive(mbarrier=bars[s])
+                with T.ws(0):
+                    T.mbarrier_wait_parity(mbarrier=bars[s], parity=(ko // stages) % 2)
+                    T.gemm(A_s[s, :, :], B_s[s, :, :], C_l)
+                    T.mbarrier_arrive(mbarrier=bars[s + stages])
+            with T.ws(0):
+                T.copy(C_l, C[by * bm, bx * bn])
+
+    return main
+
+
+def branch_roles(M, D, bm=64):
+    """`if tid >= 128:` producer (T.tma_copy into a double buffer) / `else:` consumer
+    (T.Parallel on the tile, a row reduction): out[i] = 2 * sum_j X[i, j] + 1 over the
+    block's rows, tiles of bm rows (the reference's minference idiom)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, D), "float32"), out: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=256):
+            S = T.alloc_shared((2, bm, D), "float32")
+            frag = T.alloc_fragment((bm, D), "float32")
+            row = T.alloc_fragment((bm,), "float32")
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([128, 128])
+            tid = T.get_thread_binding()
+            n = T.ceildiv(M, bm)
+            if tid >= 128:
+                for t in T.serial(n):
+                    T.mbarrier_wait_parity(empty[t % 2], ((t // 2) & 1) ^ 1)
+                    T.tma_copy(X[t * bm:(t + 1) * bm, :], S[t % 2, :, :], barrier=full[t % 2])
+                    T.mbarrier_arrive(full[t % 2])
+            else:
+                for t in T.serial(n):
+                    T.mbarrier_wait_parity(full[t % 2], (t // 2) & 1)
+                    T.copy(S[t % 2, :, :], frag)
+                    T.mbarrier_arrive(empty[t % 2])
+                    T.reduce_sum(frag, row, dim=1)
+                    for i in T.Parallel(bm):
+                        row[i] = row[i] * 2.0 + 1.0
+                    T.copy(row, out[t * bm:(t + 1) * bm])
+
+    return main
+
+
+def per_warp_rows(M, K, warps=8):
+    """Each warp loads its own row with T.tma_copy(..., leader_scope_threads=32) onto its own
+    barrier: out[r] = A[r, 0] + A[r, K - 1]."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float32"), out: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, warps), threads=warps * 32) as pid:
+            tid = T.get_thread_binding()
+            w = tid // 32
+            r = pid * warps + w
+            S = T.alloc_shared((warps, K), "float32")
+            bars = T.alloc_barrier([32] * warps)
+            T.tma_copy(A[r, 0:K], S[w, 0:K], barrier=bars[w], leader_scope_threads=32)
+            T.mbarrier_arrive(mbarrier=bars[w])
+            T.mbarrier_wait_parity(mbarrier=bars[w], parity=0)
+            if tid % 32 == 0 and r < M:
+                out[r] = S[w, 0] + S[w, K - 1]
+
+    return main
+
+
+def tma_store(M, N, bm=64, bn=64):
+    """Y = 3 * X through a shared tile written by the threads and stored with T.tma_copy."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), "float32")
+            for i, j in T.Parallel(bm, bn):
+                S[i, j] = X[by * bm + i, bx * bn + j] * 3.0
+            T.tma_copy(S, Y[by * bm, bx * bn])
+            T.tma_store_wait()
+
+    return main
+
+
+def cp_async_rows(M, D=64, rows=16):
+    """Each thread copies 8 halves of a row with T.ptx_cp_async (the last row of every tile
+    predicated off, so it reads 0), commit + wait + barrier, then B = 2 * tile."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, D), "float16"), B: T.Tensor((M, D), "float16")):
+        with T.Kernel(T.ceildiv(M, rows), threads=rows * D // 8) as bx:
+            S = T.alloc_shared((rows, D), "float16")
+            tx = T.get_thread_binding()
+            r = tx // (D // 8)
+            c = tx % (D // 8) * 8
+            T.ptx_cp_async(T.access_ptr(S[r, c], "w", 8), T.access_ptr(A[bx * rows + r, c], "r"),
+                           8, predicate=r < rows - 1)
+            T.ptx_commit_group()
+            T.ptx_wait_group(0)
+            T.sync_threads()
+            for i, j in T.Parallel(rows, D):
+                B[bx * rows + i, j] = S[i, j] * 2
+
+    return main
+
+
+def cp_async_mbarrier(N, chunks=4):
+    """A producer warpgroup streams chunks with T.ptx_cp_async, and T.cp_async_barrier_noinc
+    makes the copies' completion the arrival on the stage's full barrier (the reference's
+    MLA decode idiom); the consumer warpgroup writes B = A + 1."""
+    per_block = chunks * 128
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, per_block), threads=256) as bx:
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([128, 128])
+            S = T.alloc_shared((2, 128), "float32")
+            tx = T.get_thread_binding()
+            with T.ws(1):
+                for k in T.serial(chunks):
+                    T.barrier_wait(empty[k % 2], ((k // 2) + 1) % 2)
+                    T.ptx_cp_async(T.access_ptr(S[k % 2, tx - 128], "w"),
+                                   T.access_ptr(A[bx * per_block + k * 128 + tx - 128], "r"), 1,
+                                   predicate=bx * per_block + k * 128 + tx - 128 < N)
+                    T.cp_async_barrier_noinc(full[k % 2])
+            with T.ws(0):
+                for k in T.serial(chunks):
+                    T.barrier_wait(full[k % 2], (k // 2) % 2)
+                    i = bx * per_block + k * 128 + tx
+                    if i < N:
+                        B[i] = S[k % 2, tx] + 1.0
+                    T.barrier_arrive(empty[k % 2])
+
+    return main
+
+
+def thread_allreduce(rows, R, dtype="float32", op="sum", K=256, skip_odd=False):
+    """out[r] = the reduction (sum, max or prod) of A[r, :] by a block of (rows, R) threads:
+    each thread folds K/R elements, then T.tvm_thread_allreduce over threadIdx.y (the
+    reference's gemv idiom). With `skip_odd`, odd threads contribute the identity."""
+    combine = {"sum": (lambda x, y: x + y, 0), "max": (lambda x, y: T.max(x, y), -1e30),
+               "prod": (lambda x, y: x * y, 1)}[op]
+    fn, ident = combine
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, K), dtype), out: T.Tensor((rows,), dtype)):
+        with T.Kernel(1, threads=(rows, R)):
+            tn = T.get_thread_binding(0)
+            tk = T.get_thread_binding(1)
+            acc = T.alloc_local((1,), dtype)
+            acc[0] = T.cast(ident, dtype)
+            for k in T.serial(K // R):
+                acc[0] = fn(acc[0], A[tn, k * R + tk])
+            red = T.alloc_local((1,), dtype)
+            with T.attr(T.comm_reducer(fn, [T.cast(ident, dtype)]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), acc[0],
+                                                  tk % 2 == 0 if skip_odd else True, red[0],
+                                                  tk, dtype="handle"))
+            out[tn] = red[0]
+
+    return main
+
+
+def reducer_gemv(M, N, block_M=64, block_N=64, threads=128, op="sum"):
+    """o[i] = sum_j a[i, j] * x[j] (op="sum") or max_j a[i, j] * x[j] (op="max") through
+    T.alloc_reducer updated from a T.Parallel over (block_M, block_N) (the reference's gemv)."""
+
+    @T.prim_func
+    def main(a: T.Tensor((M, N), "float16"), x: T.Tensor((N,), "float16"),
+             o: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as i0:
+            r = T.alloc_reducer(block_M, "float32", op=op, replication="all")
+            if op == "sum":
+                T.clear(r)
+            else:
+                T.reducer_init(r)
+            for j0 in T.Pipelined(T.ceildiv(N, block_N), num_stages=2):
+                a_frag = T.alloc_fragment((block_M, block_N), "float16")
+                T.copy(a[i0 * block_M, j0 * block_N], a_frag)
+                x_frag = T.alloc_fragment(block_N, "float16")
+                T.copy(x[j0 * block_N], x_frag)
+                for i, j in T.Parallel(block_M, block_N):
+                    if op == "sum":
+                        r[i] += a_frag[i, j] * x_frag[j]
+                    else:
+                        T.reducer_update(r[i], T.if_then_else(
+                            j0 * block_N + j < N, a_frag[i, j] * x_frag[j], -T.infinity("float16")))
+            res = T.alloc_fragment(block_M, "float32")
+            T.finalize_reducer(r, res)
+            T.copy(res, o[i0 * block_M])
+
+    return main
+
+
+def votes(n=128):
+    """Per thread: any/all/ballot over its warp, a block count, the active mask in a branch."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), O: T.Tensor((n, 5), "int64")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding()
+            v = A[tx]
+            O[tx, 0] = T.cast(T.any_sync(v > 5), "int64")
+            O[tx, 1] = T.cast(T.all_sync(v > -8), "int64")
+            O[tx, 2] = T.cast(T.ballot_sync(v > 0), "int64")
+            O[tx, 3] = T.cast(T.syncthreads_count(v > 0), "int64")
+            O[tx, 4] = T.cast(T.syncthreads_or(v == 7) + 2 * T.syncthreads_and(v > -10),
+                              "int64")
+
+    return main
+
+
+def dp4a_rows(rows=64, K=16):
+    """C[r] = sum_k A[r, k] * B[r, k] in groups of four with T.dp4a (int8 -> int32)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, K), "int8"), B: T.Tensor((rows, K), "int8"),
+             C: T.Tensor((rows,), "int32")):
+        with T.Kernel(1, threads=rows):
+            tx = T.get_thread_binding()
+            acc = T.alloc_local((1,), "int32")
+            acc[0] = 0
+            for k in T.serial(K // 4):
+                T.dp4a(A[tx, k * 4], B[tx, k * 4], acc[0])
+            C[tx] = acc[0]
+
+    return main
+
+
+def grid_normalise(N, blocks=8, threads=128):
+    """B = A / sum(A): each block sums its part into P[block], T.sync_grid, then every block
+    reads all partial sums (a cooperative launch)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), P: T.Tensor((blocks,), "float32"),
+             B: T.Tensor((N,), "float32")):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            S = T.alloc_shared((threads,), "float32")
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            for k in T.serial(T.ceildiv(N, blocks * threads)):
+                i = (k * blocks + bx) * threads + tx
+                if i < N:
+                    acc[0] += A[i]
+            S[tx] = acc[0]
+            T.sync_threads()
+            if tx == 0:
+                s = T.alloc_local((1,), "float32")
+                s[0] = 0.0
+                for j in T.serial(threads):
+                    s[0] += S[j]
+                P[bx] = s[0]
+            T.sync_grid()
+            total = T.alloc_local((1,), "float32")
+            total[0] = 0.0
+            for j in T.serial(blocks):
+                total[0] += P[j]
+            for k in T.serial(T.ceildiv(N, blocks * threads)):
+                i = (k * blocks + bx) * threads + tx
+                if i < N:
+                    B[i] = A[i] / total[0]
+
+    return main
+
+
+def block_tma_gemm(M, N, K, bm=128, bn=128, bk=32, stages=2):
+    """T.tma_copy at block level inside T.Pipelined, one barrier per operand waited with
+    parity k % 2 (the reference's tma_copy unit test): the loop runs as written."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, bn), "float16")
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            mbar_a = T.alloc_barrier(128)
+            mbar_b = T.alloc_barrier(128)
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.tma_copy(A[by * bm, k * bk], A_s, barrier=mbar_a)
+                T.barrier_arrive(mbar_a)
+                T.tma_copy(B[k * bk, bx * bn], B_s, barrier=mbar_b)
+                T.barrier_arrive(mbar_b)
+                T.barrier_wait(mbar_a, k % 2)
+                T.barrier_wait(mbar_b, k % 2)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return main

@@ -1,0 +1,228 @@
+"""T.tma_copy with user-managed mbarriers (the reference's warp-specialisation examples): the
+interpreter's results against torch, the sm_90a lowering (one issuing thread, expect_tx
+without arrival, no block barrier inside roles) built with the CUDA compiler, located
+errors for what TMA cannot do."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from tilelang.errors import KernelError
+from tilelang.runtime import compile_cuda, toolkit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gpu import role_kernels as R  # noqa: E402
+
+requires_compiler = pytest.mark.skipif(
+    toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+    reason="no CUDA compiler (NVRTC or nvcc) installed")
+
+SM90 = "cuda -arch=sm_90a"
+
+
+def _body(src):
+    return src[src.index("threadIdx.x"):]
+
+
+def _interp(func, *args):
+    tilelang.compile(func, target="cpu")(*args)
+
+
+@pytest.mark.parametrize("producer", [0, 1])
+def test_ws_gemm_on_the_interpreter(producer):
+    M, N, K = 200, 136, 72  # ragged: TMA boxes past the tensors read zeros
+    a, b = torch.randn(M, K).half(), torch.randn(K, N).half()
+    c = torch.full((M, N), float("nan")).half()
+    _interp(R.ws_gemm(M, N, K, producer=producer), a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+
+
+def test_ring_of_stages_on_the_interpreter():
+    M, N, K = 256, 128, 320
+    a, b = torch.randn(M, K).half(), torch.randn(K, N).half()
+    c = torch.full((M, N), float("nan")).half()
+    _interp(R.ws_gemm_stages(M, N, K), a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+
+
+def test_one_issuing_thread_per_copy_and_no_block_barrier_inside_roles():
+    body = _body(tilelang.lower(R.ws_gemm(256, 256, 128, producer=1), target=SM90))
+    # the producer is warpgroup 1: its first thread issues both loads, expect_tx without arrival
+    issues = re.findall(r"if \(\(?tx == 128\)?\) \{\s*tl::mbarrier_expect_tx\(\(&data_ready\[0\]\), "
+                        r"(\d+)\);\s*tl::tma_load", body)
+    assert issues == ["16384", "16384"], body
+    assert "mbarrier_arrive_expect_tx" not in body
+    roles = body[body.index("for (int ko"):]
+    assert "__syncthreads" not in roles
+    # the gemm runs on the consumer warpgroup alone: one warpgroup's wgmma template
+    assert re.search(r"wgmma_gemm_ss<128, 128, 64, 1, 1,", body)
+
+
+def test_consumer_in_warpgroup_1_runs_on_relabelled_threads():
+    src = tilelang.lower(R.ws_gemm(256, 256, 128, producer=0), target=SM90)
+    assert "const int tid = threadIdx.x;" in src
+    # user thread u runs on thread (u - 128) mod 256: warpgroup 0's leader is thread 128
+    assert "((tid + 128) % 256) == 0" in src
+
+
+@requires_compiler
+@pytest.mark.parametrize("make", [lambda: R.ws_gemm(200, 136, 72, producer=0),
+                                  lambda: R.ws_gemm(256, 256, 128, producer=1),
+                                  lambda: R.ws_gemm_stages(256, 256, 320),
+                                  lambda: R.branch_roles(300, 64),
+                                  lambda: R.per_warp_rows(37, 1024),
+                                  lambda: R.tma_store(100, 132)])
+def test_builds_for_sm90a(make):
+    compile_cuda(tilelang.lower(make(), target=SM90), "sm_90a")
+
+
+def test_thread_range_branches_on_the_interpreter():
+    x = torch.randn(300, 64)
+    out = torch.full((300,), float("nan"))
+    _interp(R.branch_roles(300, 64), x, out)
+    torch.testing.assert_close(out, 2 * x.sum(1) + 1, rtol=1e-5, atol=1e-4)
+
+
+def test_per_warp_leaders():
+    a = torch.randn(37, 1024)
+    out = torch.full((37,), float("nan"))
+    _interp(R.per_warp_rows(37, 1024), a, out)
+    torch.testing.assert_close(out, a[:, 0] + a[:, -1])
+    body = _body(tilelang.lower(R.per_warp_rows(37, 1024), target=SM90))
+    # one leader per warp; a row of 1024 floats is 4 boxes of 256
+    assert re.search(r"if \(\(?tx % 32\)? == 0\)", body)
+    assert len(re.findall(r"tl::tma_load\(", body)) == 4
+
+
+def test_tma_store():
+    x = torch.randn(100, 132)
+    y = torch.full((100, 132), float("nan"))
+    _interp(R.tma_store(100, 132), x, y)
+    torch.testing.assert_close(y, 3 * x)
+    body = _body(tilelang.lower(R.tma_store(100, 132), target=SM90))
+    # every writer fences its stores for the async proxy, a barrier, then one thread stores
+    store = body.index("tl::tma_store(")
+    assert body.rindex("tl::fence_proxy_async", 0, store) < body.rindex("__syncthreads", 0, store)
+    assert "tl::tma_store_arrive()" in body and "tl::tma_store_wait<0>()" in body
+
+
+def _load_kernel(**kw):
+    @T.prim_func
+    def f(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float16")
+            bar = T.alloc_barrier(128)
+            T.tma_copy(A, S, **{k: (bar if v == "bar" else v) for k, v in kw.items()})
+            T.barrier_arrive(bar)
+            T.barrier_wait(bar, 0)
+            T.copy(S, B)
+    return f
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({}, "needs barrier="),
+    ({"barrier": "bar", "cluster_mask": 3}, "multicast"),
+    ({"barrier": "bar", "leader_scope_threads": 48}, "multiple of 32"),
+    ({"barrier": "bar", "eviction_policy": "evict_sometimes"}, "eviction_policy"),
+])
+def test_bad_arguments_are_located(kw, match):
+    with pytest.raises(KernelError, match=match) as e:
+        _load_kernel(**kw)
+    assert "test_tma_copy.py" in str(e.value)
+
+
+def test_not_global_shared_is_rejected():
+    with pytest.raises(KernelError, match="global -> shared or shared -> global"):
+        @T.prim_func
+        def f(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((64,), "float32")
+                F = T.alloc_fragment((64,), "float32")
+                T.tma_copy(S, F)
+
+
+def test_needs_sm90():
+    with pytest.raises(KernelError, match="sm_90a") as e:
+        tilelang.lower(_load_kernel(barrier="bar"), target="cuda -arch=sm_80")
+    assert "test_tma_copy.py" in str(e.value)
+
+
+def test_block_level_copy_on_the_interpreter():
+    a = torch.randn(64, 64).half()
+    b = torch.full((64, 64), float("nan")).half()
+    _interp(_load_kernel(barrier="bar"), a, b)
+    torch.testing.assert_close(b, a)
+
+
+def test_a_wait_nothing_can_complete_is_an_error():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            bar = T.alloc_barrier(128)
+            T.barrier_wait(bar, 0)  # nobody arrives
+
+    with pytest.raises(RuntimeError, match="would wait forever") as e:
+        _interp(f, torch.zeros(64))
+    assert "test_tma_copy.py" in str(e.value)
+
+
+def test_roles_waiting_on_each_other_is_an_error():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=256):
+            a = T.alloc_barrier(128)
+            b = T.alloc_barrier(128)
+            with T.ws(0):
+                T.barrier_wait(a, 0)
+                T.barrier_arrive(b)
+            with T.ws(1):
+                T.barrier_wait(b, 0)
+                T.barrier_arrive(a)
+
+    with pytest.raises(RuntimeError, match="wait on each other forever"):
+        _interp(f, torch.zeros(64))
+
+
+def test_too_many_arrivals_is_an_error():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=256):
+            bar = T.alloc_barrier(128)
+            T.barrier_arrive(bar)  # 256 threads on a barrier expecting 128
+
+    with pytest.raises(RuntimeError, match="256 arrivals"):
+        _interp(f, torch.zeros(64))
+
+
+def test_tile_operations_in_two_roles_are_an_error():
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=256):
+            F = T.alloc_fragment((64,), "float32")
+            G = T.alloc_fragment((64,), "float32")
+            with T.ws(0):
+                T.copy(A, F)
+            with T.ws(1):
+                T.copy(A, G)
+
+    with pytest.raises(KernelError, match="roles of different threads") as e:
+        tilelang.lower(f, target=SM90)
+    assert "test_tma_copy.py" in str(e.value)
+
+
+def test_block_level_loads_wait_for_earlier_reads():
+    # a TMA load at block level must not overwrite the tile the previous iteration's gemm
+    # reads in other threads: a barrier comes before the issuing thread's load
+    body = _body(tilelang.lower(R.block_tma_gemm(256, 256, 128), target=SM90))
+    loop = body[body.index("for (int k"):]
+    first_load = loop.index("tl::tma_load(")
+    assert "__syncthreads" in loop[:first_load]
+    a, b = torch.randn(256, 128).half(), torch.randn(128, 256).half()
+    c = torch.full((256, 256), float("nan")).half()
+    _interp(R.block_tma_gemm(256, 256, 128), a, b, c)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)

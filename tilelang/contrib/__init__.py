@@ -1,0 +1,2 @@
+"""The reference's `tilelang.contrib`: `nvcc` (the CUDA toolkit and compute-capability queries
+that reference programs call)."""

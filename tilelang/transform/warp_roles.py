@@ -1,0 +1,243 @@
+"""Tile operations inside user roles run on the role's threads (the reference's thread bounds).
+
+A role is a region that runs on a contiguous range of the block's threads: `with T.ws(k):`, or
+a branch on the thread index such as `if tx < 128:` / `else:` (ir/thread_range.py). The
+reference lays out and lowers the tile operations inside a role for the role's threads only:
+a `T.gemm` in `T.ws(1)` of a 256-thread block is computed by warpgroup 1 alone.
+
+Expects: tile IR (before layout inference) of one `T.Kernel`.
+
+Guarantees:
+  * every global->shared `T.copy` in a role is spread over the role's threads
+    (("thread_range", (n, thread index within the role)) in its options, lower_copy.py);
+  * every `T.tma_copy` gets its leader-election group (`scope`: `leader_scope_threads`, else
+    the threads of the innermost enclosing role, else the block) and `leader`, the condition,
+    in the user's thread index, of the threads that issue it: the first thread of each group;
+  * when collective tile operations (copies, fills, gemms, reductions, scans, tile atomics,
+    `T.Parallel` nests) run inside roles, all those roles cover one thread range
+    [lo, lo + n), which becomes the block as far as layouts and lowering are concerned:
+    `ctx.num_threads` is n, and the threads are relabelled so that user thread
+    u runs on physical thread (u - lo) mod T (`ctx.tid`, the kernel's new thread variable;
+    the user's thread index becomes `(tid + lo) % T` everywhere: lo is a multiple of 32, so
+    the renumbering keeps warps intact, and the role's warpgroups are physical warpgroups
+    0, 1, ...). The compute role's bodies become
+    `Attr("thread_group", ("consumer", n))` regions (barriers inside synchronise the n threads),
+    and collective operations outside any role are run by those n threads only (the others
+    skip them; the result is the same: the n threads do all of the work).
+    Collective operations in roles of two different thread ranges are a located error.
+
+Multi-dimensional thread blocks have no roles; their tile operations use the whole block.
+"""
+
+from __future__ import annotations
+
+from ..errors import located
+from ..ir import nodes as ir
+from ..ir.thread_range import branch_ranges, role_of, warp_aligned
+from ..ir.visitor import Mutator, any_node, substitute
+from .lower_elementwise import is_global_to_shared
+
+_COLLECTIVE = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
+
+
+def _is_collective(s) -> bool:
+    """A tile operation laid out over the compute threads (a global->shared copy that carries
+    its own threads is not: lower_copy.py spreads it over the threads of its role)."""
+    if isinstance(s, ir.Copy) and dict(s.options).get("thread_range") is not None:
+        return False
+    return isinstance(s, _COLLECTIVE) or (isinstance(s, ir.For) and s.kind == "parallel")
+
+
+def _leader(tid, lo, hi, scope) -> ir.Expr:
+    """The first thread of each group of `scope` threads of the role [lo, hi)."""
+    if scope >= hi - lo:
+        return ir.compare("eq", tid, lo)
+    rel = tid if lo % scope == 0 else ir.binary("sub", tid, lo)
+    return ir.compare("eq", ir.binary("floormod", rel, scope), 0)
+
+
+class _Roles(Mutator):
+    """Fills in tma_copy leaders and records the thread range of every collective op."""
+
+    def __init__(self, tvar, nthreads, tid):
+        self.tvar, self.T, self.tid = tvar, nthreads, tid
+        self.range = (0, nthreads)
+        self.collective = []  # (range, stmt)
+
+    def _within(self, rng, body):
+        saved, self.range = self.range, (max(rng[0], self.range[0]), min(rng[1], self.range[1]))
+        try:
+            return self.visit(body)
+        finally:
+            self.range = saved
+
+    def visit_Attr(self, s):
+        role = role_of(s, self.tvar, self.T) if self.tvar is not None else None
+        if role is None:
+            return self.generic(s)
+        rng, body = role
+        new = self._within(rng, body)
+        if new is body:
+            return s
+        return ir.Attr(s.key, s.value, ir.If(s.body.cond, new, None, loc=s.body.loc), loc=s.loc)
+
+    def visit_If(self, s):
+        ranges = branch_ranges(s, self.tvar, self.T) if self.tvar is not None else None
+        if ranges is None:
+            return self.generic(s)
+        cond = self.visit(s.cond)
+        then = self._within(ranges[0], s.then_body)
+        other = s.else_body
+        if other is not None:
+            other = self._within(ranges[1], other) if ranges[1] is not None else \
+                self.visit(other)
+        if then is s.then_body and other is s.else_body and cond is s.cond:
+            return s
+        return ir.If(cond, then, other, loc=s.loc)
+
+    def visit_For(self, s):
+        if s.kind == "parallel":
+            self.collective.append((self.range, s))
+            return s
+        return self.generic(s)
+
+    def visit_TmaCopy(self, s):
+        lo, hi = self.range
+        scope = s.scope if s.scope is not None else hi - lo
+        return ir.with_fields(s, scope=scope, leader=_leader(self.tid, lo, hi, scope),
+                              in_role=(lo, hi) != (0, self.T))
+
+    def visit_Copy(self, s):
+        if not is_global_to_shared(s) or self.range == (0, self.T):
+            self.collective.append((self.range, s))
+            return s
+        # a load into shared memory in a role: spread over the role's threads, whichever
+        # role it is (lower_copy.py)
+        lo, hi = self.range
+        return _with_threads(s, hi - lo, ir.binary("sub", self.tvar, lo) if lo else self.tvar)
+
+    def generic(self, node):
+        if _is_collective(node):
+            self.collective.append((self.range, node))
+            return node
+        return super().generic(node)
+
+
+def _with_threads(s: ir.Copy, n, rel_tid) -> ir.Copy:
+    opts = tuple(o for o in s.options if o[0] != "thread_range")
+    return ir.with_fields(s, options=opts + (("thread_range", (n, rel_tid)),))
+
+
+class _Relabel(Mutator):
+    """Role bodies of the compute range become consumer thread groups; collective statements
+    outside every role run on the compute threads only."""
+
+    def __init__(self, tvar, T, compute, new_tid):
+        self.tvar, self.T, self.compute, self.t = tvar, T, compute, new_tid
+        self.n = compute[1] - compute[0]
+        self.range = (0, T)
+
+    def _group(self, body):
+        return ir.Attr("thread_group", ("consumer", self.n), body, loc=body.loc)
+
+    def _region(self, rng, body):
+        saved, self.range = self.range, rng
+        try:
+            new = self.visit(body)
+        finally:
+            self.range = saved
+        return self._group(new) if rng == self.compute else new
+
+    def visit_Attr(self, s):
+        role = role_of(s, self.tvar, self.T)
+        if role is None:
+            return self.generic(s)
+        rng, body = role
+        return ir.Attr(s.key, s.value, ir.If(s.body.cond, self._region(rng, body), None,
+                                             loc=s.body.loc), loc=s.loc)
+
+    def visit_If(self, s):
+        ranges = branch_ranges(s, self.tvar, self.T)
+        if ranges is None:
+            return self.generic(s)
+        then = self._region(ranges[0], s.then_body)
+        other = s.else_body
+        if other is not None:
+            other = self._region(ranges[1], other) if ranges[1] is not None else \
+                self.visit(other)
+        return ir.If(s.cond, then, other, loc=s.loc)
+
+    def visit_Seq(self, s):
+        if self.range != (0, self.T):
+            return self.generic(s)
+        out, run = [], []
+        for st in s.stmts:
+            if _is_collective(st):  # a tile op contains no roles: guard it as it is
+                run.append(st)
+                continue
+            if run:
+                out.append(self._guard(run))
+                run = []
+            out.append(self.visit(st))
+        if run:
+            out.append(self._guard(run))
+        return ir.Seq(tuple(out))
+
+    def generic(self, node):
+        if self.range == (0, self.T) and _is_collective(node):
+            return self._guard([node])
+        return super().generic(node)
+
+    def _guard(self, stmts):
+        body = stmts[0] if len(stmts) == 1 else ir.Seq(tuple(stmts))
+        idle = ir.Attr("thread_group", ("idle", self.T - self.n), ir.Seq(()))
+        return ir.If(ir.compare("lt", self.t, self.n), self._group(body), idle, loc=body.loc)
+
+
+def assign_warp_roles(kernel: ir.Kernel, ctx) -> ir.Kernel:
+    one_dim = len(kernel.threads) == 1
+    tvar = kernel.thread_vars[0] if one_dim else None
+    T = kernel.num_threads
+    roles = _Roles(tvar, T, ctx.tid)
+    body = roles.visit(kernel.body)
+    ranges = {}
+    for rng, stmt in roles.collective:
+        if rng != (0, T):
+            ranges.setdefault(rng, stmt)
+    if not ranges:  # tile operations use the whole block (T.tma_copy leaders aside)
+        return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+    if len(ranges) > 1:
+        (r1, s1), (r2, s2) = list(ranges.items())[:2]
+        raise located(NotImplementedError)(
+            f"tile operations run in roles of different threads: threads [{r1[0]}, {r1[1]}) "
+            f"at line {s1.loc.lineno if s1.loc else '?'} and [{r2[0]}, {r2[1]}) here; the "
+            "compiler lays tile operations out for one group of threads (issue the other "
+            "role's loads with T.tma_copy, which one thread performs)", s2.loc)
+    (lo, hi), first = next(iter(ranges.items()))
+    n = hi - lo
+    if not warp_aligned((lo, hi)):
+        raise located(ValueError)(
+            f"tile operations run on threads [{lo}, {hi}) only: a role that runs tile "
+            "operations must be whole warps (start and end multiples of 32)", first.loc)
+    # the physical thread index; the user's is the same when the compute role comes first
+    t = tvar if lo == 0 else ir.Var("tid", tvar.dtype)
+    user_tid = ir.binary("floormod", ir.binary("add", t, lo), T)
+    relabel = _Relabel(tvar, T, (lo, hi), t)
+    body = relabel.visit(body)
+    if lo:
+        body = substitute(body, {tvar: user_tid})
+    new = ir.with_fields(kernel, body=body, thread_vars=(t,),
+                         attrs=kernel.attrs + (("compute_threads", (lo, n)),))
+    ctx.set_compute_threads(new, t, n)
+    what = f"threads [{lo}, {hi})"
+    ctx.note(f"tile operations run on the role's {what} ({n} threads)" +
+             (f"; user thread u runs on thread (u - {lo}) mod {T}" if lo else ""))
+    return new
+
+
+def has_user_roles(kernel: ir.Kernel) -> bool:
+    """Whether the kernel synchronises roles itself (T.ws, T.tma_copy, relabelled roles):
+    the automatic warp specialisation and pipelining leave it alone."""
+    return kernel.attr("compute_threads") is not None or any_node(
+        kernel.body, lambda n: isinstance(n, ir.TmaCopy) or (
+            isinstance(n, ir.Attr) and n.key == "warp_role"))
