@@ -79,9 +79,11 @@ def test_register_operands_are_refused_with_the_reason():
     assert "test_gemm_fma.py" in str(info.value)
 
 
-def test_unsupported_accumulator_is_refused():
-    with pytest.raises(ValueError, match="not supported on the CUDA cores"):
-        tilelang.compile(matmul(64, 64, 32, 64, 64, 32, T.float64, T.float32), target=SM90)
+def test_unsupported_combinations_are_refused():
+    with pytest.raises(TypeError, match="not a gemm the language defines"):
+        matmul(64, 64, 32, 64, 64, 32, T.float64, T.float32)
+    with pytest.raises(ValueError, match="not supported on the CUDA cores"):  # no fp8 FMA
+        tilelang.compile(matmul(64, 64, 32, 64, 64, 32, T.float8_e4m3, T.float32), target=SM75)
 
 
 @pytest.mark.gpu
