@@ -7,6 +7,8 @@ import torch
 import tilelang
 import tilelang.language as T
 
+SM90 = "cuda -arch=sm_90a"
+
 
 def matmul_bias(M, N, K, with_bias):
     @T.prim_func
@@ -33,10 +35,17 @@ def test_unused_tensor_may_be_none_on_the_interpreter():
     torch.testing.assert_close(c, a @ b)
 
 
-def test_a_used_tensor_passed_as_none_is_refused_by_the_interpreter():
+def test_a_used_tensor_passed_as_none_is_refused_before_running():
+    """Only a tensor the kernel never mentions may be None, on every backend: a null pointer
+    must never reach a kernel that could dereference it (on a GPU that is a fault)."""
     kernel = tilelang.compile(matmul_bias(8, 16, 4, with_bias=True), target="cpu")
-    with pytest.raises(ValueError, match="'Bias' was passed as None"):
+    with pytest.raises(TypeError, match="'Bias': expects a torch.Tensor .* got NoneType "
+                                        r"\(None, a null pointer, is accepted only"):
         kernel(torch.randn(8, 4), torch.randn(4, 16), torch.empty(8, 16), None)
+    plan = tilelang.compile(matmul_bias(8, 16, 4, with_bias=True), target=SM90).plan
+    assert plan.unused_buffers == frozenset()
+    assert tilelang.compile(matmul_bias(8, 16, 4, with_bias=False),
+                            target=SM90).plan.unused_buffers == {3}
 
 
 def test_sizes_come_from_another_tensor_when_one_is_none():

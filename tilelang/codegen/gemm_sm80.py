@@ -93,9 +93,10 @@ def _check_dtypes(g: ir.Gemm, ctx=None):
                         f"the CUDA cores (used for float64 and before sm_80; supported: " +
                  ", ".join(f"{k}->{'/'.join(v)}" for k, v in FMA_SUPPORTED.items()) + ")")
         if g.A.buffer.scope == "local.fragment" or g.B.buffer.scope == "local.fragment":
-            _err(g.loc, f"T.gemm on the CUDA cores ({a} operands, or a target before sm_80) "
-                        "takes A and B from shared memory; copy the register operand to a "
-                        "T.alloc_shared buffer first")
+            raise KernelNotSupportedError(
+                f"T.gemm on the CUDA cores ({a} operands, or a target before sm_80) takes A and "
+                "B from shared memory; copy the register operand to a T.alloc_shared buffer "
+                "first", g.loc)
         return
     if a.is_float8 and ctx is not None and ctx.target.sm < 89:
         _err(g.loc, f"T.gemm on {a} needs FP8 tensor cores (sm_89 or newer); the target is "

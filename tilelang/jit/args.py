@@ -91,6 +91,26 @@ class CallPlan:
         self.outputs = [self.params[i] for i in self.out_idx]
         self.symbols = self._symbol_sources()
 
+    @property
+    def unused_buffers(self) -> frozenset:
+        """Indices of tensor parameters the kernel body never mentions (an optional input
+        whose use was traced out): the only ones that may be passed as None, on every
+        backend, so that a None can never reach a kernel that would dereference it."""
+        unused = self.__dict__.get("_unused")
+        if unused is None:
+            from ..ir.visitor import collect
+
+            params = {id(p.buffer): p.index for p in self.params if p.kind == "buffer"}
+            seen = set()
+            for n in collect(self.func.body, lambda n: isinstance(n, ir.Buffer)
+                             or isinstance(getattr(n, "buffer", None), ir.Buffer)):
+                buf = n if isinstance(n, ir.Buffer) else n.buffer
+                for b in (buf, getattr(buf, "view_of", None)):
+                    if id(b) in params:
+                        seen.add(params[id(b)])
+            unused = self.__dict__["_unused"] = frozenset(set(params.values()) - seen)
+        return unused
+
     def _symbol_sources(self):
         """For each symbolic size: the first (input param, dim or stride) that carries it."""
         return {var: found[0] for var, found in self._all_symbol_sources().items()}
@@ -133,11 +153,13 @@ class CallPlan:
             if p.kind == "scalar":
                 full[p.index] = self._check_scalar(p, a)
                 continue
-            if a is None:
-                continue  # None: a null pointer, which the kernel must not read or write
+            if a is None and p.index in self.unused_buffers:
+                continue  # a null pointer for a tensor the kernel never mentions
             if not isinstance(a, torch.Tensor):
+                why = " (None, a null pointer, is accepted only for a tensor the kernel never " \
+                      "mentions)" if a is None else ""
                 self._fail(TypeError, p, f"expects a torch.Tensor of {p.dtype} with "
-                                         f"{len(p.shape)} dims, got {type(a).__name__}")
+                                         f"{len(p.shape)} dims, got {type(a).__name__}{why}")
             if a.dim() != len(p.shape):
                 self._fail(ValueError, p, f"ndim mismatch, expected {len(p.shape)}, got "
                                           f"{a.dim()} (shape {tuple(a.shape)})")
