@@ -122,13 +122,21 @@ class Environment:
 
     @property
     def cache_dir(self) -> Path:
-        # an empty value is unset, not Path("") (the current directory)
-        given = os.environ.get("TILELANG_CACHE_DIR", "").strip()
+        # an empty value is unset, not Path("") (the current directory); an assignment to
+        # env.TILELANG_CACHE_DIR wins over the environment in this process (as in the reference)
+        given = (self._cache_dir_override if self._cache_dir_override is not None
+                 else os.environ.get("TILELANG_CACHE_DIR", "")).strip()
         return Path(given).expanduser() if given else Path.home() / ".tilelang" / "cache"
+
+    _cache_dir_override = None
 
     @property
     def TILELANG_CACHE_DIR(self) -> str:  # noqa: N802 - reference attribute name
         return str(self.cache_dir)
+
+    @TILELANG_CACHE_DIR.setter
+    def TILELANG_CACHE_DIR(self, value) -> None:  # noqa: N802 - reference attribute name
+        self._cache_dir_override = None if value is None else str(value)
 
     @property
     def cache_enabled(self) -> bool:
