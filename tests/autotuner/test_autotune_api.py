@@ -17,13 +17,6 @@ from tilelang.profiler import Profiler
 FAST = dict(warmup=0.1, rep=0.5)
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
-    AutoTuner._memory_cache.clear()
-    yield tmp_path / "cache"
-    AutoTuner._memory_cache.clear()
-
 
 def scale_factory(built, **jit_options):
     @tilelang.jit(out_idx=[-1], target="cpu", **jit_options)
