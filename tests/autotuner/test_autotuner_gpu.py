@@ -14,11 +14,6 @@ CONFIGS = [{"block_M": bm, "block_N": bn, "num_stages": s}
            for bm in (64, 128) for bn in (64, 128) for s in (2, 3)]
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
-    AutoTuner._memory_cache.clear()
-
 
 def make_matmul():
     @tilelang.autotune(configs=CONFIGS, warmup=2, rep=10,

@@ -206,6 +206,7 @@ SIDE_EFFECT_CALLS = frozenset({
     "call_packed", "ptx", "set_max_nreg", "wait_wgmma", "fence_proxy_async",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand",
     "warp_reduce_bitor",
+    "pdl_trigger", "pdl_sync",
 })
 
 

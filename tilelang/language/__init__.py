@@ -61,6 +61,9 @@ from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTe
                     handle, int8, int16, int32, int64, long, make_tensor, match_buffer, ptr,
                     short, symbolic, uint8, uint16, uint32, uint64)
 from .types import float_ as float
+from .misc import pdl_sync, pdl_trigger
+from .math import (fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt, ieee_fsqrt,
+                   ieee_mul, ieee_sub)
 from .types import int_ as int
 
 from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)
