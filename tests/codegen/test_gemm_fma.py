@@ -99,3 +99,26 @@ def test_float64_gemm_on_the_gpu(trans_b, shape):
     c = torch.full((M, N), float("nan"), dtype=torch.float64, device="cuda")
     kernel(a, b, c)
     torch.testing.assert_close(c, a @ (b.T if trans_b else b), rtol=1e-10, atol=1e-10)
+
+
+def test_float64_register_operand_is_refused_for_both_targets():
+    """The CUDA-core gemm reads both operands from shared memory; the interpreter refuses the
+    same program (one rule, at the user's line, while tracing)."""
+    import pytest as _pytest
+    from tilelang.errors import KernelError
+    import tilelang.language as T
+
+    with _pytest.raises(KernelError, match="float64 operands takes A and B from shared") as e:
+        @T.prim_func
+        def f(A: T.Tensor((32, 32), "float64"), B: T.Tensor((32, 32), "float64"),
+              C: T.Tensor((32, 32), "float64")):
+            with T.Kernel(1, threads=128):
+                A_f = T.alloc_fragment((32, 32), "float64")
+                B_s = T.alloc_shared((32, 32), "float64")
+                C_f = T.alloc_fragment((32, 32), "float64")
+                T.copy(A, A_f)
+                T.copy(B, B_s)
+                T.clear(C_f)
+                T.gemm(A_f, B_s, C_f)
+                T.copy(C_f, C)
+    assert "test_gemm_fma.py" in str(e.value)

@@ -340,6 +340,11 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
     problem = gemm_dtype_problem(a.buffer.dtype, b.buffer.dtype, c.buffer.dtype)
     if problem:
         raise error(TypeError, f"T.gemm: {problem}")
+    if a.buffer.dtype.name == "float64" and "local.fragment" in (a.buffer.scope, b.buffer.scope):
+        # the CUDA-core gemm (codegen/gemm_sm80.py) reads both operands from shared memory;
+        # one rule for both targets
+        raise error(NotImplementedError, "T.gemm on float64 operands takes A and B from shared "
+                                         "memory; copy the register operand to a shared tile")
     am, ak = _gemm_shape(a, "A")
     if transpose_A:
         am, ak = ak, am
