@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.dtype import DType
+from ..transform.lower_elementwise import THREAD_PRIVATE, copy_as_loop
 from .lanes import VARYING, at_statement, collapse, fail
 from .memory import LocalStore, scope_name
 from .numerics import NARROW_FLOATS, const_value, convert, round_to, tf32
@@ -163,6 +164,10 @@ def compile_tile_op(c, s):
 
 
 def _copy(c, s):
+    if s.src.buffer.scope in THREAD_PRIVATE or s.dst.buffer.scope in THREAD_PRIVATE:
+        # each thread copies between its own buffer and a region it may place anywhere
+        # (the same per-thread loop the CUDA lowering makes)
+        return c.stmt(copy_as_loop(s))
     src, dst = Region(c, s.src), Region(c, s.dst)
     sdt, ddt = src.buf.dtype, dst.buf.dtype
 
