@@ -50,9 +50,19 @@ def accumulator_layout(g: ir.Gemm, part, ctx):
 
 
 def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
+    no_transposed_register_a(g)
     _check_dtypes(g, ctx)  # before asking for an operand layout the dtype may not have
     frag = _replicate(L.mma_a_fragment(M, K, part[0], part[1], g.A.buffer.dtype.bits), part[2])
     return _match_rank(frag, g.A.buffer)
+
+
+def no_transposed_register_a(g: ir.Gemm):
+    if g.trans_A:
+        _err(g.loc, "T.gemm with A in registers does not support transpose_A")
+
+
+def b_fragment_layout(g: ir.Gemm, part, ctx):
+    _err(g.loc, f"T.gemm operand B ({g.B.buffer.name}) must be in shared memory")
 
 
 def _match_rank(frag, buf):

@@ -136,6 +136,7 @@ def _accumulator(M, N, wgm, wgn) -> Fragment:
 def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
     """A in registers, replicated over WGN: for 16-bit types the accumulator order of an
     M x K tile; for fp8 the 8-bit wgmma A layout (16 elements per thread per k32 step)."""
+    gemm_sm80.no_transposed_register_a(g)
     wgm, wgn = part
     mr = M // (64 * wgm)
     if g.A.buffer.dtype.bits == 8:
@@ -147,6 +148,9 @@ def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
         threads = [(4, (0, 2)), (8, (1, 0)), (4, (16, 0)), (wgm, (64, 0)), (wgn, (0, 0))]
         values = [(2, (0, 1)), (2, (8, 0)), (K // 8, (0, 8)), (mr, (64 * wgm, 0))]
     return gemm_sm80._match_rank(Fragment((M, K), threads, values), g.A.buffer)
+
+
+b_fragment_layout = gemm_sm80.b_fragment_layout
 
 
 def shared_operand_layout(buf: ir.Buffer, ctx):

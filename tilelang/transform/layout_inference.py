@@ -240,8 +240,6 @@ class LayoutSolver:
         self.ctx.gemm_info[g.C.buffer] = part
         self.assign(C, self.ctx.accumulator_layout(g, part), "T.gemm accumulator", g.loc)
         if A.scope == "local.fragment":
-            if g.trans_A:
-                _err(g.loc, "T.gemm with A in registers does not support transpose_A")
             self.assign(A, self.ctx.a_fragment_layout(g, part, M, K), "T.gemm register "
                         "operand A", g.loc)
         for operand, region in (("A", g.A), ("B", g.B)):
@@ -250,7 +248,8 @@ class LayoutSolver:
                 self.assign(buf, self.ctx.shared_operand_layout(buf), f"T.gemm operand "
                             f"{operand}", g.loc)
             elif buf.scope == "local.fragment" and operand == "B":
-                _err(g.loc, f"T.gemm operand B ({buf.name}) must be in shared memory")
+                self.assign(buf, self.ctx.b_fragment_layout(g, part), "T.gemm register "
+                            "operand B", g.loc)
 
     def reduce(self, r: ir.Reduce) -> bool:
         src, dst = r.src, r.dst
