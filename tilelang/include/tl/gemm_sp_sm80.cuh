@@ -144,25 +144,23 @@ struct SmemOperand {
 };
 
 struct RegOperand {
+  // 4 registers of consecutive elements (copied bytewise: an 8-bit register array need not be
+  // 4-byte aligned; in registers the copy is free)
+  template <typename T>
+  TL_DEVICE static void regs4(uint32_t* r, const T* src) {
+    __builtin_memcpy(r, src, 16);
+    detail::to_tf32<T>(r, 4);
+  }
   template <typename T, int KS>
   TL_DEVICE static void load_a(uint32_t* a, const T* regs, int, int, int, int mt, int ks, int) {
     constexpr int kElems = 16 * detail::MmaTraits<T>::kK / 32;  // per lane per 16 x k atom
-    const uint32_t* src = reinterpret_cast<const uint32_t*>(regs + kElems * (ks + KS * mt));
-#pragma unroll
-    for (int r = 0; r < 4; ++r) a[r] = src[r];
-    detail::to_tf32<T>(a, 4);
+    regs4(a, regs + kElems * (ks + KS * mt));
   }
   template <typename T, int NT, int KS>
   TL_DEVICE static void load_b(uint32_t (*b)[4], const T* regs, int, int, int, int ks, int) {
     constexpr int kElems = 8 * detail::MmaTraits<T>::kK / 32;  // per lane per k x 8 atom
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const uint32_t* src =
-          reinterpret_cast<const uint32_t*>(regs + kElems * (2 * ks + 2 * KS * nt));
-#pragma unroll
-      for (int r = 0; r < 4; ++r) b[nt][r] = src[r];
-      detail::to_tf32<T>(b[nt], 4);
-    }
+    for (int nt = 0; nt < NT; ++nt) regs4(b[nt], regs + kElems * (2 * ks + 2 * KS * nt));
   }
 };
 
