@@ -38,11 +38,14 @@ struct SmemTile {
   static_assert(Swz == 0 || Cols % kBlk == 0, "rows must be whole swizzle blocks");
 
   TL_HOST_DEVICE static constexpr int offset(int r, int c) {
-    if (Swz == 0) return r * Cols + c;
-    const int chunk = c / kEpc, e = c % kEpc;
-    const int kb = chunk / kChunks, ch = chunk % kChunks;
-    const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
-    return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
+    if constexpr (Swz == 0) {
+      return r * Cols + c;
+    } else {
+      const int chunk = c / kEpc, e = c % kEpc;
+      const int kb = chunk / kChunks, ch = chunk % kChunks;
+      const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
+      return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
+    }
   }
 
   // The shared address of (r + dr, c + dc) from the address of (r, c). The swizzle phase
@@ -58,9 +61,13 @@ struct SmemTile {
   TL_HOST_DEVICE static constexpr bool steps_from(int c0) { return Swz == 0 || c0 % kBlk == 0; }
   TL_DEVICE static uint32_t step_addr(uint32_t addr, int dr, int dc) {
     constexpr int B = int(sizeof(T));
-    if (Swz == 0) return addr + (dr * Cols + dc) * B;
-    const int dch = dc / kEpc;
-    return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) + (dch / kChunks) * Rows * kBlk * B;
+    if constexpr (Swz == 0) {
+      return addr + (dr * Cols + dc) * B;
+    } else {
+      const int dch = dc / kEpc;
+      return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) +
+             (dch / kChunks) * Rows * kBlk * B;
+    }
   }
 };
 
