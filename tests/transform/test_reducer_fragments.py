@@ -173,3 +173,26 @@ def test_update_markers_do_not_survive():
 
     assert not collect(kernel.body, lambda n: isinstance(n, ir.Attr) and n.key in (
         "reducer_update", "reducer_finalize"))
+
+
+def test_contributions_of_some_threads_keep_shared_atomics():
+    import tilelang.language as T
+
+    @T.prim_func
+    def half_block(A: T.Tensor((64, 64), "float32"), o: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=128):
+            tx = T.get_thread_binding()
+            r = T.alloc_reducer((64,), "float32", replication="all")
+            T.clear(r)
+            if tx < 64:
+                for i, j in T.Parallel(64, 64):
+                    r[i] += A[i, j]
+            T.finalize_reducer(r)
+            T.copy(r, o)
+
+    _, ctx = run_passes(half_block, "reducer_fragments", target=SM90)
+    assert not ctx.reducer_partials
+    A = torch.randn(64, 64)
+    o = torch.full((64,), float("nan"))
+    tilelang.compile(half_block, target="cpu")(A, o)
+    np.testing.assert_allclose(o.numpy(), A.sum(1).numpy(), rtol=1e-5, atol=1e-5)

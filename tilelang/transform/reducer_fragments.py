@@ -23,7 +23,8 @@ Guarantees: no "reducer" kernel attribute remains, and every reducer takes one o
 
   Chosen only when, in program order (a loop body walked twice: its end meets its start),
   every contribution happens after a fill of the whole reducer and before its finalize, each
-  index of a contribution is a loop variable of the nest or free of them (the same indices
+  index of a contribution is a loop variable of the nest or free of them, no contribution
+  is under a branch on the thread index outside its nest (or in a T.ws role) (the same indices
   for every contribution of one nest, as for any fragment), the contribution does not read
   the reducer, and the reducer is otherwise only read, after a finalize.
 
@@ -41,6 +42,7 @@ The interpreter runs the traced form; both forms give its results.
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.thread_range import role_group
 from ..ir.visitor import Mutator, Visitor, collect
 from ..language.reducer import FINALIZE
 from . import fragment_access as FA
@@ -87,8 +89,10 @@ class _Check(Visitor):
     """Walks the kernel in program order for one reducer; raises _Unfit where the register
     form would change a result."""
 
-    def __init__(self, buf):
+    def __init__(self, buf, thread_vars):
         self.buf = buf
+        self.thread_vars = thread_vars
+        self.in_role = False  # under a branch on the thread index (or a T.ws role)
         self.state = _START
         self.nest = None  # loop variables of the enclosing T.Parallel nest
         self.nest_indices = {}  # id(outermost parallel loop) -> indices of its contributions
@@ -102,7 +106,7 @@ class _Check(Visitor):
         if target is None or target[0] is not self.buf:
             return self._other(s)
         _, indices, value = target
-        if self.state != _OPEN or self.nest is None or self._mentions(value):
+        if self.state != _OPEN or self.nest is None or self.in_role or self._mentions(value):
             raise _Unfit
         kinds = FA.classify(self.buf, indices, self.nest)
         if any(k == FA.MIXED for k, _ in kinds):
@@ -125,7 +129,18 @@ class _Check(Visitor):
                 raise _Unfit
             self.state = _FINAL
             return
+        if role_group(s) is not None or s.key == "warp_role":
+            self._in_role(s.body)
+            return
         self.generic(s)
+
+    def _in_role(self, body):
+        """Some threads only: their partials would miss the others' (the shared form)."""
+        saved, self.in_role = self.in_role, True
+        try:
+            self.visit(body)
+        finally:
+            self.in_role = saved
 
     def _other(self, s):
         """Any other statement: it may only read the reducer, and only once it is final."""
@@ -140,32 +155,20 @@ class _Check(Visitor):
             return
         self.generic(s)
 
-    def visit_Store(self, s):
-        self._other(s)
-
-    def visit_Copy(self, s):
-        self._other(s)
-
-    def visit_AtomicTile(self, s):
-        self._other(s)
-
-    def visit_Reduce(self, s):
-        self._other(s)
-
-    def visit_CumSum(self, s):
-        self._other(s)
-
-    def visit_Gemm(self, s):
-        self._other(s)
+    visit_Store = visit_Copy = visit_AtomicTile = visit_Reduce = visit_CumSum = \
+        visit_Gemm = _other
 
     def visit_If(self, s):
         if self._mentions(s.cond):
             self._other(ir.Evaluate(s.cond))
         before = self.state
-        self.visit(s.then_body)
+        by_thread = self.nest is None and bool(collect(s.cond, lambda n: any(
+            n is v for v in self.thread_vars)))
+        visit = self._in_role if by_thread else self.visit
+        visit(s.then_body)
         after_then, self.state = self.state, before
         if s.else_body is not None:
-            self.visit(s.else_body)
+            visit(s.else_body)
         if self.state != after_then:
             self.state = _MIXED
 
@@ -203,7 +206,7 @@ class _Check(Visitor):
 
 def _fits(kernel, buf) -> bool:
     try:
-        _Check(buf).visit(kernel.body)
+        _Check(buf, kernel.thread_vars).visit(kernel.body)
     except _Unfit:
         return False
     return True
