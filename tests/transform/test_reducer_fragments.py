@@ -139,6 +139,17 @@ def test_block_level_contributions_keep_shared_atomics():
     assert "atomic_add" in src and "shfl_xor" not in src
 
 
+def _shared_form_row_sums(func):
+    """`func` (A (64, 64) -> o = row sums of A) keeps the shared form and, on the
+    interpreter, gives the row sums."""
+    _, ctx = run_passes(func, "reducer_fragments", target=SM90)
+    assert not ctx.reducer_partials
+    A = torch.randn(64, 64)
+    o = torch.full((64,), float("nan"))
+    tilelang.compile(func, target="cpu")(A, o)
+    np.testing.assert_allclose(o.numpy(), A.sum(1).numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_reading_the_running_total_keeps_shared_atomics():
     import tilelang.language as T
 
@@ -153,12 +164,7 @@ def test_reading_the_running_total_keeps_shared_atomics():
                 o[i] = r[i]  # before the finalize: the running total
             T.finalize_reducer(r)
 
-    _, ctx = run_passes(running, "reducer_fragments", target=SM90)
-    assert not ctx.reducer_partials
-    A = torch.randn(64, 64)
-    o = torch.full((64,), float("nan"))
-    tilelang.compile(running, target="cpu")(A, o)
-    np.testing.assert_allclose(o.numpy(), A.sum(1).numpy(), rtol=1e-5, atol=1e-5)
+    _shared_form_row_sums(running)
 
 
 def test_force_baseline_keeps_shared_atomics():
@@ -190,9 +196,4 @@ def test_contributions_of_some_threads_keep_shared_atomics():
             T.finalize_reducer(r)
             T.copy(r, o)
 
-    _, ctx = run_passes(half_block, "reducer_fragments", target=SM90)
-    assert not ctx.reducer_partials
-    A = torch.randn(64, 64)
-    o = torch.full((64,), float("nan"))
-    tilelang.compile(half_block, target="cpu")(A, o)
-    np.testing.assert_allclose(o.numpy(), A.sum(1).numpy(), rtol=1e-5, atol=1e-5)
+    _shared_form_row_sums(half_block)
