@@ -51,6 +51,8 @@ class KernelContext:
     compute_threads: Optional[int] = None
     # (lo, n): the role whose statements are being laid out or lowered (thread_group)
     group: Optional[tuple] = None
+    # reducers kept as register partials (transform/reducer_fragments.py): fragment -> op
+    reducer_partials: dict = field(default_factory=dict)
 
     def __post_init__(self):
         from ..codegen import gemm_sm80

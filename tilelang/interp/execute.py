@@ -268,6 +268,9 @@ class Program(ExprCompiler):
     _s_Allocate = _s_Seq
 
     def _s_Attr(self, s):
+        if s.key == "reducer_finalize":
+            # reducers are shared buffers updated atomically here: whole at every moment
+            return self.stmt(s.body)
         if s.key != "tensor_address":
             raise NotImplementedError(f"the CPU interpreter cannot execute Attr({s.key!r}) "
                                       "statements")

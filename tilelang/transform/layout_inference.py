@@ -44,6 +44,7 @@ from ..ir.thread_range import role_group
 from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
 from . import fragment_access as FA
+from .reducer_fragments import UPDATE as REDUCER_UPDATE
 from .fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
 
@@ -97,6 +98,10 @@ class LoopInfo:
     iter_map: object = None  # FA.IterMap: the loop runs over a fragment's element space
     owner: object = None  # (fragment, indices): iterations run by the threads holding it
     written: set = field(default_factory=set)  # fragments stored to in the loop
+    # reducer partials the loop accumulates into (transform/reducer_fragments.py): a thread
+    # adds to the copy it holds, so the loop need not write every copy, and a copy staged
+    # through shared memory would lose the other threads' contributions
+    accumulated: set = field(default_factory=set)
     staged: dict = field(default_factory=dict)  # fragment -> written: reached through smem
     group: tuple = None  # (lo, n) of the role's thread group it runs in; None: the block
 
@@ -129,8 +134,15 @@ class _Collect(LocatedVisitor):
         self.out = out
         self.loop: LoopInfo = None
         self.group = None
+        self.accumulating = False
 
     def visit_Attr(self, s):
+        if s.key == REDUCER_UPDATE:
+            self.accumulating = True
+            try:
+                return self.generic(s)
+            finally:
+                self.accumulating = False
         group = role_group(s)
         if group is None:
             return self.generic(s)
@@ -184,7 +196,7 @@ class _Collect(LocatedVisitor):
     def visit_Store(self, s):
         self._access(s.buffer, s.indices)
         if self.loop is not None and s.buffer.scope == "local.fragment":
-            self.loop.written.add(s.buffer)
+            (self.loop.accumulated if self.accumulating else self.loop.written).add(s.buffer)
         for i in s.indices:
             self.visit(i)
         self.visit(s.value)
@@ -463,7 +475,8 @@ class LayoutSolver:
         """The loop layout from the laid-out fragment that leaves the fewest others to reach
         through shared memory (written fragments first, as the reference prefers them); with
         `final`, the default loop layout when none gives one."""
-        order = sorted(info.accesses, key=lambda b: b not in info.written)
+        order = sorted(info.accesses,
+                       key=lambda b: b not in info.written and b not in info.accumulated)
         best, best_cost = None, None
         for buf in order:
             if buf not in self.layouts:
@@ -471,7 +484,8 @@ class LayoutSolver:
             cand = self._loop_from_fragment(info, buf, extents)
             if cand is None:
                 continue
-            cost = len(self._unserved(info, extents, cand))
+            unserved = self._unserved(info, extents, cand)
+            cost = len(unserved) + 1000 * len(info.accumulated.intersection(unserved))
             if best is None or cost < best_cost:
                 best, best_cost = cand, cost
             if cost == 0:
@@ -510,6 +524,13 @@ class LayoutSolver:
             info.layout, info.iter_map, info.owner = self._choose(info, extents, final=True)
         cand = (info.layout, info.iter_map, info.owner)
         info.staged = self._unserved(info, extents, cand)
+        lost = [b.name for b in info.staged if b in info.accumulated]
+        if lost:
+            _err(info.stmt.loc, f"reducer {lost[0]} is updated in a T.Parallel loop whose layout "
+                                "does not hold its elements where the iterations run (its "
+                                "layout comes from another loop or operation); update it from "
+                                "loops over the same tiles, or accumulate into a fragment and "
+                                "combine it with T.reduce_*")
 
     # ---- defaults -----------------------------------------------------------------------------
     def default_fragment(self, buf):

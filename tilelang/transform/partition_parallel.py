@@ -35,6 +35,7 @@ from ..layout.index import all_of
 from . import fragment_access as FA
 from .numeric import eval_index
 from .scoped import ScopedMutator
+from .reducer_fragments import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 
 
@@ -146,13 +147,26 @@ class NestPartitioner:
         planner = self
 
         class Scan(Mutator):
+            accumulating = False
+
             def visit_Load(self, e):
                 planner._plan(e.buffer, e.indices, False)
                 return self.generic(e)
 
             def visit_Store(self, s):
-                planner._plan(s.buffer, s.indices, True)
+                # a reducer's partial is added to in the copy the thread holds: no need to
+                # reach every copy (layout inference served it so)
+                planner._plan(s.buffer, s.indices, not self.accumulating)
                 return self.generic(s)
+
+            def visit_Attr(self, s):
+                if s.key != REDUCER_UPDATE:
+                    return self.generic(s)
+                self.accumulating = True
+                try:
+                    return self.generic(s)
+                finally:
+                    self.accumulating = False
 
         Scan().visit(body)
 
@@ -306,7 +320,7 @@ class NestPartitioner:
             def visit_Var(self, var):
                 return mapping.get(var, var)
 
-        body = Rewrite().visit(self.body)
+        body = contribute_once(Rewrite().visit(self.body), Lp.is_representative(tid))
         if self.owner is not None:
             if not self.active[:, v.value].any():
                 return ir.Seq(())
