@@ -461,14 +461,8 @@ class WarpSpecializer:
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         rings = [(full, empty)]
-        tile_ring = None
-        if self.nest:
-            producer_loop, consumer_loop, tile_ring = self._in_nest(
-                producer_loop, consumer_loop, n, list(mapping.values()), rings)
-        producer, regs = self._producer(items[:li], producer_loop)
-        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
-        if regs is not None:
-            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        producer, consumer, regs, tile_ring = self._roles(
+            items, li, producer_loop, consumer_loop, n, list(mapping.values()), rings)
 
         where, tile_loads = self._nest_notes(tile_ring)
         note = (f"warp-specialised pipeline over {k.name}{where}: {S} stages, TMA loads of "
@@ -545,14 +539,8 @@ class WarpSpecializer:
         consumer_body = _Rebuffer(mapping, slot).visit(_rebuild(body))
         consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         ring_pairs = [rings[b] for b in order]
-        tile_ring = None
-        if self.nest:
-            producer_loop, consumer_loop, tile_ring = self._in_nest(
-                producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
-        producer, regs = self._producer(items[:li], producer_loop)
-        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
-        if regs is not None:
-            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        producer, consumer, regs, tile_ring = self._roles(
+            items, li, producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
         where, tile_loads = self._nest_notes(tile_ring)
         note = (f"warp-specialised single-stage loop over {k.name}{where}: one TMA ring per "
                 f"tile ({', '.join(b.name for b in order)}), each refilled once its last reader "
@@ -560,6 +548,20 @@ class WarpSpecializer:
                 "warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
                 + tile_loads)
         return self._assemble(ring_pairs, 1, producer, consumer, note)
+
+    def _roles(self, items, li, producer_loop, consumer_loop, n, stage_buffers, rings):
+        """(producer, consumer, register split, tile ring): the two loops inside the tile nest
+        (if any), the producer's region, and the consumers' (the kernel's statements around
+        their loop) with their register increase."""
+        tile_ring = None
+        if self.nest:
+            producer_loop, consumer_loop, tile_ring = self._in_nest(
+                producer_loop, consumer_loop, n, stage_buffers, rings)
+        producer, regs = self._producer(items[:li], producer_loop)
+        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
+        if regs is not None:
+            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        return producer, consumer, regs, tile_ring
 
     def _in_nest(self, producer_loop, consumer_loop, n, stage_buffers, rings):
         """(producer, consumer, tile ring or None): the two loops inside their copies of the
@@ -824,14 +826,8 @@ class WarpSpecializer:
                                ir.Seq(tuple(body)), None))
         consumer_loop = _merge_guards(parts)
         ring_pairs = [(f, e) for f, e, _ in rings.values()]
-        tile_ring = None
-        if self.nest:
-            producer_loop, consumer_loop, tile_ring = self._in_nest(
-                producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
-        producer, regs = self._producer(items[:li], producer_loop)
-        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
-        if regs is not None:
-            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        producer, consumer, regs, tile_ring = self._roles(
+            items, li, producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
         order = ", ".join(f"{sl.pos}@{sl.stage}" for sl in in_pass)
         where, tile_loads = self._nest_notes(tile_ring)
         note = (f"warp-specialised overlapped pipeline over {k.name}{where}: {S} stages, "
