@@ -36,6 +36,7 @@ class KernelContext:
     shared_plan: dict = field(default_factory=dict)
     smem_bytes: int = 0
     uses_wgmma: bool = False
+    uses_gemm_sp: bool = False  # a T.gemm_sp was lowered: the module includes its header
     # the warpgroup index the wgmma gemms take, bound once at the kernel's top (lower_tile_ops)
     warpgroup_var: Optional[ir.Var] = None
     # threads the tile operations are laid out for, when they run inside user roles of fewer
@@ -113,8 +114,13 @@ class KernelContext:
         return self.flag(PassConfigKey.TL_DISABLE_WGMMA)
 
     def gemm_partition(self, g, M, N, num_warps):
-        """(backend module, warp partition): wgmma on sm_90a when it applies, else mma.sync."""
-        from ..codegen import gemm_sm80, gemm_sm90
+        """(backend module, warp partition): wgmma on sm_90a when it applies, else mma.sync;
+        mma.sp for `T.gemm_sp`."""
+        from ..codegen import gemm_sm80, gemm_sm90, gemm_sp
+
+        if isinstance(g, ir.GemmSp):
+            part = gemm_sp.partition(g, M, N, num_warps, self)
+            return None if part is None else (gemm_sp, part)
 
         part = gemm_sm90.eligible(g, M, N, num_warps, self)
         if part is not None:
@@ -133,6 +139,11 @@ class KernelContext:
 
     def a_fragment_layout(self, g, choice, M, K):
         return choice[0].a_fragment_layout(g, choice[1], M, K, self)
+
+    def b_fragment_layout(self, g, choice, K, N):
+        """B in registers, over the logical K x N operand (mma.sync: wgmma reads B from shared
+        memory only, so such a gemm never goes to the wgmma backend)."""
+        return choice[0].b_fragment_layout(g, choice[1], K, N, self)
 
     def shared_operand_layout(self, buf):
         return self.gemm_backend.shared_operand_layout(buf, self)

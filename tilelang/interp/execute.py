@@ -213,6 +213,9 @@ class Program(ExprCompiler):
         return f
 
     def _s_Store(self, s):
+        update = _conditional_update(s)
+        if update is not None:
+            return self._s_If(update)
         buf = s.buffer
         fidx = [self.expr(i) for i in s.indices]
         fval = self.as_type(s.value, buf.dtype)
@@ -609,3 +612,42 @@ def _reinterpret(ctx, view, flat, shape):
         raise fail(ctx, ValueError, f"view {view.name} has {n} elements but {root.name} holds "
                                     f"only {flat.size}")
     return flat[:n].reshape(shape)
+
+
+# ---- conditional updates ----------------------------------------------------------------------
+
+def _conditional_update(s: ir.Store):
+    """`x[i] = T.if_then_else(c, v, x[i])` as `if c: x[i] = v`, or None for other stores.
+
+    Where c is false the store writes back the value it read, which changes nothing; the
+    reference's sparse compressor relies on that with an index i past the end of x on those
+    lanes (`nz_idx[nz_count]` once a group's two slots are full), which a GPU executes
+    harmlessly but the interpreter's bounds checks would reject."""
+    value = _strip_exact_casts(s.value, s.buffer.dtype)
+    if not isinstance(value, ir.Select):
+        return None
+    back = _strip_exact_casts(value.false_value, s.buffer.dtype)
+    if not (isinstance(back, ir.Load) and back.buffer is s.buffer
+            and len(back.indices) == len(s.indices)
+            and all(ir.structural_equal(a, b) for a, b in zip(back.indices, s.indices))):
+        return None
+    return ir.If(value.cond, ir.Store(s.buffer, s.indices, value.true_value, loc=s.loc),
+                 loc=s.loc)
+
+
+def _strip_exact_casts(e, dtype):
+    """`e` without the casts that hold every value of `dtype` exactly (int widenings), so a
+    value of `dtype` taken through them and cast back to `dtype` is unchanged."""
+    while isinstance(e, ir.Cast) and _holds_all(dtype, e.dtype):
+        e = e.value
+    return e
+
+
+def _holds_all(inner, outer) -> bool:
+    if inner == outer:
+        return True
+    if not (inner.is_int and outer.is_int) or inner.lanes != 1 or outer.lanes != 1:
+        return False
+    if inner.is_unsigned:
+        return outer.bits > inner.bits or (outer.is_unsigned and outer.bits >= inner.bits)
+    return not outer.is_unsigned and outer.bits >= inner.bits

@@ -265,6 +265,11 @@ class SyncInserter:
                 return s, state  # the producer only issues TMA (async proxy, mbarriers)
             body, end = self.block(s.body, state)
             return ir.Attr(s.key, s.value, _retarget(body, s.value[1]), loc=s.loc), end
+        if isinstance(s, ir.Attr) and not _is_user_role(s):
+            # other annotations (a tensor at a computed address, "tensor_address") scope
+            # ordinary statements: the hazards inside are the block's own
+            body, state = self.block(s.body, state)
+            return ir.Attr(s.key, s.value, body, loc=s.loc), state
         if isinstance(s, ir.If) and _is_role_split(s):
             # a barrier over the whole block before the split if it needs one: the groups'
             # named barriers inside do not order them after the other group's accesses
