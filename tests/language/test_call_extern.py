@@ -80,3 +80,25 @@ def test_extern_calls_on_the_gpu(keyword, N):
     tilelang.compile(extern_kernel(N, keyword), target="cuda")(a, b, c)
     torch.testing.assert_close(b, 2 * a + 1)
     torch.testing.assert_close(c, a / 2)
+
+
+def test_import_source_of_none_adds_nothing():
+    @T.prim_func
+    def kernel(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4) as bx:
+            T.import_source(None)  # the examples pass an optional source unconditionally
+            tx = T.get_thread_binding()
+            A[tx] = A[tx] + 1.0
+
+    a = torch.arange(4.0)
+    tilelang.compile(kernel, target="cpu")(a)
+    assert a.tolist() == [1.0, 2.0, 3.0, 4.0]
+    tilelang.compile(kernel, target="cuda -arch=sm_90a").get_kernel_source()
+
+
+def test_import_source_needs_text():
+    with pytest.raises(TypeError, match="T.import_source takes CUDA source text"):
+        @T.prim_func
+        def kernel(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                T.import_source(3)

@@ -654,8 +654,14 @@ class ws:  # noqa: N801 - the reference spells it T.ws
 # ---- escape hatches ---------------------------------------------------------------------------
 
 
-def import_source(source: str):
-    """Add hand-written CUDA source (device functions) to the generated kernel file."""
+def import_source(source: str | None = None):
+    """Add hand-written CUDA source (device functions) to the generated kernel file; None adds
+    nothing (as the reference: examples pass an optional source unconditionally)."""
+    if source is None:
+        return
+    if not isinstance(source, str):
+        raise error(TypeError, f"T.import_source takes CUDA source text, got "
+                               f"{type(source).__name__}")
     b = current_builder(what="T.import_source")
     b.attrs.setdefault("import_source", [])
     if source not in b.attrs["import_source"]:
