@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.thread_range import branch_ranges, role_of, warp_aligned
+from ..ir.thread_range import interval, role_of, thread_set, warp_aligned
 from ..ir.visitor import any_node, substitute
 from .evaluate import ExprCompiler
 from .address import array_at_address
@@ -114,16 +114,41 @@ class Program(ExprCompiler):
         if role is not None and warp_aligned(role[0]):
             return [(s.body.cond, role[1], role[0])]
         if isinstance(s, ir.If):
-            ranges = branch_ranges(s, tvar, n)
-            if ranges is not None and warp_aligned(ranges[0]) and (
-                    s.else_body is None or warp_aligned(ranges[1])):
-                parts = [(s.cond, s.then_body, ranges[0])]
-                if s.else_body is not None and ranges[1] is not None:
-                    parts.append((ir.logical_not(s.cond), s.else_body, ranges[1]))
-                elif s.else_body is not None:  # the else branch is never taken
-                    return None
-                return parts
+            return self._chain_parts(s, np.ones(n, dtype=bool), None)
         return None
+
+    def _chain_parts(self, s, reaching, reach_cond):
+        """The role parts of `if c1: .. elif c2: .. else: ..` on the thread index, reached by
+        the threads `reaching` (a bool array; `reach_cond` their condition, None: all): one
+        part per branch, so that the branches of a chain run side by side as siblings (the
+        reference's `if tx < 128: .. elif tx < 256: .. else: ..`)."""
+        tvar, n = self._thread
+        truth = thread_set(s.cond, tvar, n)
+        if truth is None:
+            return None
+        then = interval(truth & reaching)
+        if not warp_aligned(then):
+            return None
+
+        def both(c):
+            return c if reach_cond is None else ir.logical_and(reach_cond, c)
+        parts = [(both(s.cond), s.then_body, then)]
+        if s.else_body is None:
+            return parts
+        rest, rest_cond = reaching & ~truth, both(ir.logical_not(s.cond))
+        inner = s.else_body
+        while isinstance(inner, ir.Seq) and len(inner.stmts) == 1:
+            inner = inner.stmts[0]
+        if isinstance(inner, ir.If):
+            if self._index_lets:
+                inner = _with_cond(inner, self._index_lets)
+            chain = self._chain_parts(inner, rest, rest_cond)
+            if chain is not None:
+                return parts + chain
+        other = interval(rest)
+        if not warp_aligned(other):  # never taken, or not one range of whole warps
+            return None
+        return parts + [(rest_cond, s.else_body, other)]
 
     def _roles(self, run):
         """Closures of a run of consecutive role statements: side by side when they wait on
@@ -151,10 +176,11 @@ class Program(ExprCompiler):
         branches = [self._role_branch(c, b, rng, s.loc) for c, b, rng in parts]
         if len(branches) == 1:
             return branches[0]
-        first, second = branches
 
         def roles(ctx, mask):
-            return second(ctx, first(ctx, mask))
+            for branch in branches:
+                mask = branch(ctx, mask)
+            return mask
         return roles
 
     def _role_branch(self, cond, body, rng, loc):

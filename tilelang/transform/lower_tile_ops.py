@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
 from .lower_reduce import ReduceLowering, _copy_loop
 
@@ -24,7 +25,7 @@ def c_string(text: str) -> str:
 _extern = ir.extern_stmt
 
 
-class _Lower(Mutator):
+class _Lower(InRoleGroups, Mutator):
     def __init__(self, ctx):
         self.ctx = ctx
         self.reduce = ReduceLowering(ctx)

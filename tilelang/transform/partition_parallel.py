@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from ..layout.index import all_of
@@ -254,8 +255,8 @@ class NestPartitioner:
         v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
         body = self.instantiate(v)
         with self.analyzer.scope():
-            for var, t in self.ctx.thread_bounds():
-                self.analyzer.bind(var, 0, t)
+            for var, lo, hi in self.ctx.thread_bounds():
+                self.analyzer.bind(var, lo, hi - lo)
             self.analyzer.bind(vo, 0, self.layout.num_values // vec)
             self.analyzer.bind(vi, 0, vec)
             return vo, lower(body, vo, vi)
@@ -376,7 +377,7 @@ def _one_writer(body, representative, registers=()):
     return Guard().visit(body)
 
 
-class _Partition(ScopedMutator):
+class _Partition(InRoleGroups, ScopedMutator):
     def __init__(self, ctx):
         super().__init__()
         self.ctx = ctx
@@ -387,7 +388,7 @@ class _Partition(ScopedMutator):
         return super().visit_For(s)
 
 
-class _BlockLevelFragments(Mutator):
+class _BlockLevelFragments(InRoleGroups, Mutator):
     """Fragment accesses outside parallel loops. Every thread runs a block-level statement,
     but an element of a fragment lives only in its holders' registers: an element all threads
     hold (a replicated fragment) is read and written in place; otherwise only the holders
