@@ -23,13 +23,6 @@ _BIN_C = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor"
 _PREC = {"add": 5, "sub": 5, "mul": 6, "div": 6, "truncdiv": 6, "truncmod": 6, "floordiv": 6,
          "floormod": 6, "bitand": 3, "bitor": 1, "bitxor": 2, "shl": 4, "shr": 4}
 _CMP_C = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
-# operators whose result can leave an 8/16-bit integer type: C++ computes them in int, the
-# kernel language (and the interpreter) in the operands' type, so their result is cast back
-_WIDENING = {"add", "sub", "mul", "shl", "neg", "bitnot"}
-
-
-def _narrow_int(dt: DType) -> bool:
-    return dt.is_int and dt.bits < 32 and dt.lanes == 1
 
 BUILTIN_INDEX = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y",
                  "blockIdx.z"}
@@ -145,9 +138,6 @@ class CudaPrinter:
             text = f"{self.expr(e.a, 1)} {op} {self.expr(e.b, 1)}"
             return f"({text})" if prec > 0 else text
         if isinstance(e, ir.Unary):
-            if e.op in _WIDENING and _narrow_int(e.dtype):
-                sym = "-" if e.op == "neg" else "~"
-                return f"(({ctype(e.dtype)})({sym}{self.expr(e.a, 8)}))"
             if e.op == "neg":
                 if e.dtype.name in ("float16", "bfloat16"):
                     return f"(-{self.expr(e.a, 8)})"
@@ -204,8 +194,6 @@ class CudaPrinter:
             sym = _BIN_C[op]
         p = _PREC[op]
         text = f"{self.expr(e.a, p)} {sym} {self.expr(e.b, p + 1)}"
-        if op in _WIDENING and _narrow_int(e.dtype):
-            return f"(({ctype(e.dtype)})({text}))"
         return f"({text})" if p < prec else text
 
     def cast(self, e: ir.Cast) -> str:
