@@ -36,8 +36,8 @@ from ..errors import located
 from ..ir import nodes as ir
 from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
-from . import fragment_access as FA
-from .fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
+from .analysis import fragment_access as FA
+from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
 
 SHARED = ("shared", "shared.dyn")

@@ -31,9 +31,9 @@ from ..ir import nodes as ir
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from ..layout.index import all_of
-from . import fragment_access as FA
-from .numeric import eval_index
-from .scoped import ScopedMutator
+from .analysis import fragment_access as FA
+from .analysis.numeric import eval_index
+from .analysis.scoped import ScopedMutator
 from .vectorize import PARTITIONED
 
 

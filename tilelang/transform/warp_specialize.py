@@ -71,12 +71,12 @@ from .computed_operands import computed_operands, publish_then_issue, swap_buffe
 from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit
-from .overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
+from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
                        _whole_buffer_user, _written_buffers, stack_layout)
 from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
 from .tma_im2col import Im2colPlan, im2col_plan
-from .tma_plan import TmaDescriptor, tma_plan
+from .analysis.tma_plan import TmaDescriptor, tma_plan
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")

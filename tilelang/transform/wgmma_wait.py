@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from ..ir import nodes as ir
-from .overlap_schedule import touched_buffers, written_buffers
+from .analysis.overlap_schedule import touched_buffers, written_buffers
 
 VOID = ir.DType("void")
 SHARED = ("shared", "shared.dyn")
