@@ -139,6 +139,7 @@ def dump_tests(out: Path, arch: str, only) -> int:
 
 FUZZ_PER_FAMILY = 16
 FUZZ_ARCHS = ("sm_80", "sm_90a")
+FUZZ_DIR = re.compile(r"\S*/(fuzz_\w+\.py)")
 
 
 def _test_module(relpath: str):
@@ -191,7 +192,9 @@ def dump_fuzz(out: Path, only) -> int:
                 text = tilelang.lower(fuzz.load(case), target=f"cuda -arch={arch}",
                                       pass_configs=configs)
             except Exception as e:  # noqa: BLE001 - recorded, the same before and after
-                text = f"// lowering failed: {type(e).__name__}: {e}\n"
+                # the program's file is in a temporary directory of its own per process
+                text = FUZZ_DIR.sub(r"<fuzz dir>/\1", f"// lowering failed: {type(e).__name__}: "
+                                    f"{e}\n")
             (d / f"{name}.cu").write_text(text)
             count += 1
     return count
