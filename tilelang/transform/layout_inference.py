@@ -39,8 +39,7 @@ from .. import layout as L
 from .analysis import fragment_access as FA
 from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
-
-SHARED = ("shared", "shared.dyn")
+from .analysis.scopes import SHARED
 
 
 def _err(loc, msg, exc=ValueError):

@@ -13,6 +13,7 @@ import json
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
 from .lower_reduce import ReduceLowering, _copy_loop
+from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
 
@@ -65,7 +66,7 @@ class _Lower(Mutator):
         line = _extern("tl::print_buffer_value", c_string(msg), c_string(buf.name), i,
                        ir.Load(src, idx, src.dtype))
         loop = ir.For(i, ir.const(0), ir.as_expr(numel), "serial", line)
-        if src.scope in ("shared", "shared.dyn"):
+        if src.scope in SHARED:
             stmts.append(_extern("__syncthreads"))
             loop = ir.If(ir.compare("eq", ctx.tid, 0), loop, None)
         stmts.append(loop)

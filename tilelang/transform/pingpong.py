@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
-from .lower_elementwise import SHARED
+from .analysis.scopes import SHARED
 from .analysis.overlap_schedule import touched_buffers
 from .pass_config import PassConfigKey
 

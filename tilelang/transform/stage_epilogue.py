@@ -41,6 +41,7 @@ from .. import layout as L
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
 from .analysis.tma_plan import rows_16_byte_aligned
+from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
 MIN_BYTES = 4096
@@ -132,7 +133,7 @@ class _Stager:
         self.replace = {}  # id(nest) -> new statement
 
         self.limit = smem_limit(ctx.target.sm)
-        shared = [b for b in kernel.allocs if b.scope in ("shared", "shared.dyn")]
+        shared = [b for b in kernel.allocs if b.scope in SHARED]
         self.arena = arena_bytes(ctx, shared)
         self.stage_buffers = [b for b in ctx.replaced_shared.values() if b in shared]
 
