@@ -199,22 +199,6 @@ def test_too_many_arrivals_is_an_error():
         _interp(f, torch.zeros(64))
 
 
-def test_tile_operations_in_two_roles_are_an_error():
-    @T.prim_func
-    def f(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=256):
-            F = T.alloc_fragment((64,), "float32")
-            G = T.alloc_fragment((64,), "float32")
-            with T.ws(0):
-                T.copy(A, F)
-            with T.ws(1):
-                T.copy(A, G)
-
-    with pytest.raises(KernelError, match="roles of different threads") as e:
-        tilelang.lower(f, target=SM90)
-    assert "test_tma_copy.py" in str(e.value)
-
-
 def test_block_level_loads_wait_for_earlier_reads():
     # a TMA load at block level must not overwrite the tile the previous iteration's gemm
     # reads in other threads: a barrier comes before the issuing thread's load

@@ -88,8 +88,8 @@ def test_gathers_compile(seed, arch):
 
 
 def _compiles_or_is_rejected(case, arch):
-    func = fuzz.load(case)
     try:
+        func = fuzz.load(case)
         source = tilelang.lower(func, target=f"cuda -arch={arch}")
     except Exception as e:  # noqa: BLE001 - sorted below
         if fuzz.classify(e) == "rejected":

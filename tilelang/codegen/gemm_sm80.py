@@ -2,6 +2,10 @@
 
 The layouts returned here and the register conventions of `tl/gemm_sm80.cuh` describe the same
 maps (see the header's comment); `tilelang.layout.mma_accumulator` is the accumulator.
+
+Gemms mma.sync cannot do (float64 operands; any target before sm_80) run on the CUDA cores
+(`tl::gemm_fma_ss`: one multiply-add per element and k) with the same accumulator layout, so
+layout inference does not know the difference; their operands must be in shared memory.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from ..ir.dtype import GEMM_ACCUMULATORS
 from .. import layout as L
 
 # A/B dtype -> accumulator dtypes of mma.sync: the language's gemms (checked at trace time)
-# but float64, which is not implemented here yet
+# but float64, which runs on the CUDA cores
 SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if k != "float64"}
+
+# A/B dtype -> accumulators of the CUDA-core gemm (float64; every target before sm_80)
+FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if not k.startswith("float8")}
 
 
 def _err(loc, msg):
@@ -74,8 +81,29 @@ def shared_operand_layout(buf: ir.Buffer, ctx):
     return L.swizzled(buf.shape, buf.dtype.bits)
 
 
+def uses_fma(g: ir.Gemm, ctx) -> bool:
+    """Whether gemm `g` runs on the CUDA cores (see the module docstring)."""
+    a, c = g.A.buffer.dtype, g.C.buffer.dtype
+    if ctx is not None and 0 < ctx.target.sm < 80:
+        return True
+    return a.name not in SUPPORTED
+
+
 def _check_dtypes(g: ir.Gemm, ctx=None):
     a, b, c = g.A.buffer.dtype, g.B.buffer.dtype, g.C.buffer.dtype
+    if uses_fma(g, ctx):
+        if a is not b:
+            _err(g.loc, f"T.gemm operands A ({a}) and B ({b}) must have the same dtype")
+        if c.name not in FMA_SUPPORTED.get(a.name, ()):
+            _err(g.loc, f"T.gemm with {a} operands accumulating into {c} is not supported on "
+                        f"the CUDA cores (used for float64 and before sm_80; supported: " +
+                 ", ".join(f"{k}->{'/'.join(v)}" for k, v in FMA_SUPPORTED.items()) + ")")
+        if g.A.buffer.scope == "local.fragment" or g.B.buffer.scope == "local.fragment":
+            raise KernelNotSupportedError(
+                f"T.gemm on the CUDA cores ({a} operands, or a target before sm_80) takes A and "
+                "B from shared memory; copy the register operand to a T.alloc_shared buffer "
+                "first", g.loc)
+        return
     if a.is_float8 and ctx is not None and ctx.target.sm < 89:
         _err(g.loc, f"T.gemm on {a} needs FP8 tensor cores (sm_89 or newer); the target is "
                     f"{ctx.target.arch}")
@@ -118,7 +146,8 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     tid = ctx.tid if copies == 1 else ir.binary("floormod", ctx.tid, 32 * wm * wn)
     M, N = g.C.extents[-2:]
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
-    k_atom = L.mma_k_tile(g.A.buffer.dtype.bits)
+    fma = uses_fma(g, ctx)
+    k_atom = 1 if fma else L.mma_k_tile(g.A.buffer.dtype.bits)
     if K % k_atom:
         _err(g.loc, f"T.gemm K = {K} must be a multiple of {k_atom} for {g.A.buffer.dtype}")
     c_reg = ctx.register_of(g.C.buffer)
@@ -132,6 +161,10 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
         tb, b_rest = b_tmpl.split(", ", 1)
         a_tmpl, b_tmpl = f"{ta}, {tb}, {a_rest}", b_rest
     tmpl = ", ".join(x for x in (shape, a_tmpl, b_tmpl) if x)
-    name = f"tl::gemm_{a_kind}{b_kind}<{tmpl}>"
+    if fma and a_kind + b_kind != "ss":
+        raise located(NotImplementedError)(
+            "a T.gemm on the CUDA cores (float64, or a target before sm_80) takes A and B from "
+            "shared memory", g.loc)
+    name = f"tl::gemm_{'fma_' if fma else ''}{a_kind}{b_kind}<{tmpl}>"
     args = (name,) + a_args + b_args + (c_reg, clear, tid)
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

@@ -36,8 +36,11 @@ def build_adapter(func: ir.PrimFunc, target: Target, options: dict):
     if target.kind == "cpu":
         check_launch_limits(func)  # the CUDA build checks in lower_cuda
         from ..interp.adapter import CPUAdapter
+        from .diagnostics import jit_phase
 
-        return CPUAdapter(func, options)
+        with jit_phase("adapter", verbose=options.get("verbose", False), kernel=func.name,
+                       target="cpu"):
+            return CPUAdapter(func, options)
     if target.kind == "cuda":
         from ..engine.build import build_cuda
 

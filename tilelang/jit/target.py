@@ -74,6 +74,8 @@ def parse_target(target) -> Target:
         from ..env import env
 
         target = env.default_target
+    if isinstance(target, dict):
+        return _parse_target_dict(target)
     text = str(target).strip().lower()
     if text in ("auto", ""):
         return Target("auto")
@@ -114,6 +116,21 @@ def _cuda_arch(target, options) -> Optional[str]:
                                  "sm_ followed by the compute capability, e.g. sm_80, sm_90a")
             arch = value
     return arch
+
+
+def _parse_target_dict(spec: dict) -> Target:
+    """The reference's dictionary form, `{"kind": "cuda", "arch": "sm_80"}` (TVM's target
+    configuration): "kind" picks the target as the string form does, "arch" the GPU."""
+    kind = spec.get("kind")
+    if not isinstance(kind, str):
+        raise ValueError(f"target dictionary {spec!r} needs a 'kind' (e.g. 'cuda' or 'cpu')")
+    arch = spec.get("arch")
+    if kind.lower() == "cuda" and arch is not None:
+        if not isinstance(arch, str) or not _ARCH.fullmatch(arch.strip().lower()):
+            raise ValueError(f"target dictionary {spec!r}: 'arch' must look like 'sm_90a' or "
+                             "'sm_80'")
+        return Target("cuda", arch.strip().lower())
+    return parse_target(kind)
 
 
 def resolve_auto(target: Target) -> Target:

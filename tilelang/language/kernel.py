@@ -106,6 +106,9 @@ class Kernel:
         self.thread_vars = tuple(ir.Var(n) for n in _THREAD_NAMES[:len(self.threads)])
         frame = b.push("kernel", allocs=[], attrs=[], kernel=self)
         b.kernels.append(frame)
+        if isinstance(self.names, tuple):
+            # `as (bx,)` / `as (bx, by)`: the user unpacks, even a one-dimensional grid
+            return self.block_vars
         if self.n_bound == 1 or len(self.block_vars) == 1:
             return self.block_vars[0]
         return self.block_vars if self.n_bound > 0 else self.block_vars[0]

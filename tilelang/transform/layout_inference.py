@@ -24,6 +24,12 @@ strongest first, as in the reference (docs/layouts.md):
   6. anything left: the default element-wise layout (dims indexed by serial variables in
      value modes).
 Conflicts between 1-3 raise a located error naming both.
+
+Tile operations inside a role's own thread group (transform/warp_roles.py, roles of different
+thread ranges) are laid out for the role's threads, numbered from 0: each constraint is solved
+with the context describing the threads of the statement that imposes it, and a fragment is
+laid out over the threads of the one role (or the block) whose statements use it; a fragment
+used by two is a located error (its registers would belong to other threads).
 """
 
 from __future__ import annotations
@@ -34,9 +40,11 @@ import numpy as np
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.thread_range import role_group
 from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
 from .analysis import fragment_access as FA
+from .reducer_fragments import UPDATE as REDUCER_UPDATE
 from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
 from .analysis.scopes import SHARED
@@ -89,7 +97,12 @@ class LoopInfo:
     iter_map: object = None  # FA.IterMap: the loop runs over a fragment's element space
     owner: object = None  # (fragment, indices): iterations run by the threads holding it
     written: set = field(default_factory=set)  # fragments stored to in the loop
+    # reducer partials the loop accumulates into (transform/reducer_fragments.py): a thread
+    # adds to the copy it holds, so the loop need not write every copy, and a copy staged
+    # through shared memory would lose the other threads' contributions
+    accumulated: set = field(default_factory=set)
     staged: dict = field(default_factory=dict)  # fragment -> written: reached through smem
+    group: tuple = None  # (lo, n) of the role's thread group it runs in; None: the block
 
     def int_extents(self):
         if not all(isinstance(e, ir.Const) for e in self.extents):
@@ -109,12 +122,46 @@ class Collected:
     block_level: dict = field(default_factory=dict)  # fragment -> loc of a block-level access
     shared: list = field(default_factory=list)
     fragments: list = field(default_factory=list)
+    # id(gemm, reduction or scan) -> the thread group it runs in
+    group_of: dict = field(default_factory=dict)
+    # fragment (a view's root) -> {thread group: location of a statement using it there}
+    users: dict = field(default_factory=dict)
 
 
 class _Collect(LocatedVisitor):
     def __init__(self, out: Collected):
         self.out = out
         self.loop: LoopInfo = None
+        self.group = None
+        self.accumulating = False
+
+    def visit_Attr(self, s):
+        if s.key == REDUCER_UPDATE:
+            self.accumulating = True
+            try:
+                return self.generic(s)
+            finally:
+                self.accumulating = False
+        group = role_group(s)
+        if group is None:
+            return self.generic(s)
+        saved, self.group = self.group, group
+        try:
+            self.generic(s)
+        finally:
+            self.group = saved
+
+    def _use(self, buf, loc):
+        if buf.scope == "local.fragment":
+            root = buf
+            while root.view_of is not None:
+                root = root.view_of
+            self.out.users.setdefault(root, {}).setdefault(self.group, loc)
+
+    def _op(self, s, *buffers):
+        self.out.group_of[id(s)] = self.group
+        for b in buffers:
+            self._use(b, s.loc or self.loc)
 
     def visit_For(self, s):
         if s.kind == "parallel" and self.loop is None:
@@ -123,7 +170,7 @@ class _Collect(LocatedVisitor):
                 vars_.append(inner.var)
                 extents.append(inner.extent)
                 inner = inner.body
-            self.loop = LoopInfo(s, vars_, extents)
+            self.loop = LoopInfo(s, vars_, extents, group=self.group)
             self.visit(inner)
             self.out.loops.append(self.loop)
             self.loop = None
@@ -133,6 +180,7 @@ class _Collect(LocatedVisitor):
     def _access(self, buf, indices):
         if buf.scope != "local.fragment":
             return
+        self._use(buf, self.loc if self.loop is None else self.loop.stmt.loc)
         if self.loop is None:
             self.out.block_level.setdefault(buf, self.loc)
         else:
@@ -147,19 +195,22 @@ class _Collect(LocatedVisitor):
     def visit_Store(self, s):
         self._access(s.buffer, s.indices)
         if self.loop is not None and s.buffer.scope == "local.fragment":
-            self.loop.written.add(s.buffer)
+            (self.loop.accumulated if self.accumulating else self.loop.written).add(s.buffer)
         for i in s.indices:
             self.visit(i)
         self.visit(s.value)
 
     def visit_Gemm(self, s):
         self.out.gemms.append(s)
+        self._op(s, s.A.buffer, s.B.buffer, s.C.buffer)
 
     def visit_Reduce(self, s):
         self.out.reduces.append(s)
+        self._op(s, s.src, s.dst)
 
     def visit_CumSum(self, s):
         self.out.scans.append(s)
+        self._op(s, s.src, s.dst)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,11 +222,11 @@ class LayoutSolver:
     def __init__(self, kernel: ir.Kernel, ctx):
         self.kernel = kernel
         self.ctx = ctx
-        self.T = ctx.num_threads
         self.layouts: dict = {}
         self.origin: dict = {}  # buffer -> description of what fixed its layout
         self.c = Collected()
         _Collect(self.c).visit(kernel.body)
+        self.fragment_group = self._fragment_groups()
         # fragments and their T.reshape views hold the same registers: each one's layout is
         # the other's composed with the reshape (shared views: see _shared_views)
         self.views = [v for k, v in kernel.attrs if k == "local_view"]
@@ -192,6 +243,36 @@ class LayoutSolver:
                 dims = FA.runtime_fixed_dims(info.kinds(buf))
                 if dims:
                     self.fixed_dims.setdefault(buf, set()).update(dims)
+
+    @property
+    def T(self) -> int:
+        """Threads of the statement being solved for (ctx.thread_group)."""
+        return self.ctx.num_threads
+
+    def _fragment_groups(self):
+        """fragment -> the thread group (None: the block) of the statements using it; a
+        fragment used in two is an error."""
+        out = {}
+        for buf, where in self.c.users.items():
+            if len(where) > 1:
+                (g1, loc1), (g2, loc2) = list(where.items())[:2]
+                _err(loc2, f"fragment {buf.name} is used by {self._threads(g1)} (line "
+                           f"{loc1.lineno if loc1 else '?'}) and by {self._threads(g2)} here: "
+                           "a fragment lives in the registers of the threads of one role; "
+                           "pass values between roles through shared memory")
+            out[buf] = next(iter(where))
+        return out
+
+    def _threads(self, group):
+        if group is None:
+            return f"the whole block of {self.kernel.num_threads} threads"
+        lo, n = group
+        return f"the role of threads [{lo}, {lo + n})"
+
+    def _group_of_fragment(self, buf):
+        while buf.view_of is not None:
+            buf = buf.view_of
+        return self.fragment_group.get(buf)
 
     # ---- assignment with conflict detection ------------------------------------------------
     def assign(self, buf, layout, why, loc):
@@ -393,7 +474,8 @@ class LayoutSolver:
         """The loop layout from the laid-out fragment that leaves the fewest others to reach
         through shared memory (written fragments first, as the reference prefers them); with
         `final`, the default loop layout when none gives one."""
-        order = sorted(info.accesses, key=lambda b: b not in info.written)
+        order = sorted(info.accesses,
+                       key=lambda b: b not in info.written and b not in info.accumulated)
         best, best_cost = None, None
         for buf in order:
             if buf not in self.layouts:
@@ -401,7 +483,8 @@ class LayoutSolver:
             cand = self._loop_from_fragment(info, buf, extents)
             if cand is None:
                 continue
-            cost = len(self._unserved(info, extents, cand))
+            unserved = self._unserved(info, extents, cand)
+            cost = len(unserved) + 1000 * len(info.accumulated.intersection(unserved))
             if best is None or cost < best_cost:
                 best, best_cost = cand, cost
             if cost == 0:
@@ -440,6 +523,13 @@ class LayoutSolver:
             info.layout, info.iter_map, info.owner = self._choose(info, extents, final=True)
         cand = (info.layout, info.iter_map, info.owner)
         info.staged = self._unserved(info, extents, cand)
+        lost = [b.name for b in info.staged if b in info.accumulated]
+        if lost:
+            _err(info.stmt.loc, f"reducer {lost[0]} is updated in a T.Parallel loop whose layout "
+                                "does not hold its elements where the iterations run (its "
+                                "layout comes from another loop or operation); update it from "
+                                "loops over the same tiles, or accumulate into a fragment and "
+                                "combine it with T.reduce_*")
 
     # ---- defaults -----------------------------------------------------------------------------
     def default_fragment(self, buf):
@@ -493,7 +583,8 @@ class LayoutSolver:
             for r in self.c.reduces:
                 changed |= self.reduce(r)
             for info in self.c.loops:
-                changed |= self.loop(info)
+                with self.ctx.thread_group(info.group):
+                    changed |= self.loop(info)
 
     def _open_fragments(self):
         seen, out = set(), []
@@ -511,15 +602,17 @@ class LayoutSolver:
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
-            self.gemm(g)
+            with self.ctx.thread_group(self.c.group_of[id(g)]):
+                self.gemm(g)
         self.propagate()
         # A fragment read or written outside T.Parallel (an if condition, a block-level
         # statement) that no instruction or reduction laid out is held whole by every thread,
         # as in the reference: any thread can then read any element at any index.
         for buf, loc in self.c.block_level.items():
             if buf not in self.layouts:
-                self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
-                            "access", loc)
+                with self.ctx.thread_group(self._group_of_fragment(buf)):
+                    self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
+                                "access", loc)
         self.propagate()
         # Defaults go to the largest open fragment first (tiles before the row vectors that
         # reductions and broadcasts derive from them), propagating after each choice.
@@ -531,15 +624,17 @@ class LayoutSolver:
             buf = max(open_, key=lambda b: (b.view_of is None, b.ndim, b.numel()))
             loc = next((info.stmt.loc for info in self.c.loops if buf in info.accesses),
                        buf.loc)
-            self.assign(buf, self.default_fragment(buf), "the default element-wise layout",
-                        loc)
+            with self.ctx.thread_group(self._group_of_fragment(buf)):
+                self.assign(buf, self.default_fragment(buf), "the default element-wise "
+                            "layout", loc)
             self.propagate()
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)
         self._shared_views()
         for info in self.c.loops:
-            self.finish_loop(info)
+            with self.ctx.thread_group(info.group):
+                self.finish_loop(info)
         return self.layouts
 
 

@@ -28,12 +28,14 @@ import numpy as np
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from ..layout.index import all_of
 from .analysis import fragment_access as FA
 from .analysis.numeric import eval_index
 from .analysis.scoped import ScopedMutator
+from .reducer_fragments import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 
 
@@ -145,13 +147,26 @@ class NestPartitioner:
         planner = self
 
         class Scan(Mutator):
+            accumulating = False
+
             def visit_Load(self, e):
                 planner._plan(e.buffer, e.indices, False)
                 return self.generic(e)
 
             def visit_Store(self, s):
-                planner._plan(s.buffer, s.indices, True)
+                # a reducer's partial is added to in the copy the thread holds: no need to
+                # reach every copy (layout inference served it so)
+                planner._plan(s.buffer, s.indices, not self.accumulating)
                 return self.generic(s)
+
+            def visit_Attr(self, s):
+                if s.key != REDUCER_UPDATE:
+                    return self.generic(s)
+                self.accumulating = True
+                try:
+                    return self.generic(s)
+                finally:
+                    self.accumulating = False
 
         Scan().visit(body)
 
@@ -254,8 +269,8 @@ class NestPartitioner:
         v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
         body = self.instantiate(v)
         with self.analyzer.scope():
-            for var, t in self.ctx.thread_bounds():
-                self.analyzer.bind(var, 0, t)
+            for var, lo, hi in self.ctx.thread_bounds():
+                self.analyzer.bind(var, lo, hi - lo)
             self.analyzer.bind(vo, 0, self.layout.num_values // vec)
             self.analyzer.bind(vi, 0, vec)
             return vo, lower(body, vo, vi)
@@ -305,7 +320,7 @@ class NestPartitioner:
             def visit_Var(self, var):
                 return mapping.get(var, var)
 
-        body = Rewrite().visit(self.body)
+        body = contribute_once(Rewrite().visit(self.body), Lp.is_representative(tid))
         if self.owner is not None:
             if not self.active[:, v.value].any():
                 return ir.Seq(())
@@ -376,7 +391,7 @@ def _one_writer(body, representative, registers=()):
     return Guard().visit(body)
 
 
-class _Partition(ScopedMutator):
+class _Partition(InRoleGroups, ScopedMutator):
     def __init__(self, ctx):
         super().__init__()
         self.ctx = ctx
@@ -387,7 +402,7 @@ class _Partition(ScopedMutator):
         return super().visit_For(s)
 
 
-class _BlockLevelFragments(Mutator):
+class _BlockLevelFragments(InRoleGroups, Mutator):
     """Fragment accesses outside parallel loops. Every thread runs a block-level statement,
     but an element of a fragment lives only in its holders' registers: an element all threads
     hold (a replicated fragment) is read and written in place; otherwise only the holders

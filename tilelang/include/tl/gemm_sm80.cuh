@@ -21,6 +21,7 @@
 // A is stored M x K (K contiguous) or, with TransA, K x M; B is stored K x N or, with TransB,
 // N x K. K-major 16-bit operands and every 8/32-bit K-major operand load with ldmatrix;
 // MN-major 16-bit operands with ldmatrix.trans; MN-major 8/32-bit operands element-wise.
+// gemm_fma_ss computes the same C on the CUDA cores (float64 operands; GPUs before sm_80).
 #pragma once
 #include "common.cuh"
 #include "ldmatrix.cuh"
@@ -37,11 +38,14 @@ struct SmemTile {
   static_assert(Swz == 0 || Cols % kBlk == 0, "rows must be whole swizzle blocks");
 
   TL_HOST_DEVICE static constexpr int offset(int r, int c) {
-    if (Swz == 0) return r * Cols + c;
-    const int chunk = c / kEpc, e = c % kEpc;
-    const int kb = chunk / kChunks, ch = chunk % kChunks;
-    const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
-    return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
+    if constexpr (Swz == 0) {
+      return r * Cols + c;
+    } else {
+      const int chunk = c / kEpc, e = c % kEpc;
+      const int kb = chunk / kChunks, ch = chunk % kChunks;
+      const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
+      return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
+    }
   }
 
   // The shared address of (r + dr, c + dc) from the address of (r, c). The swizzle phase
@@ -57,9 +61,13 @@ struct SmemTile {
   TL_HOST_DEVICE static constexpr bool steps_from(int c0) { return Swz == 0 || c0 % kBlk == 0; }
   TL_DEVICE static uint32_t step_addr(uint32_t addr, int dr, int dc) {
     constexpr int B = int(sizeof(T));
-    if (Swz == 0) return addr + (dr * Cols + dc) * B;
-    const int dch = dc / kEpc;
-    return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) + (dch / kChunks) * Rows * kBlk * B;
+    if constexpr (Swz == 0) {
+      return addr + (dr * Cols + dc) * B;
+    } else {
+      const int dch = dc / kEpc;
+      return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) +
+             (dch / kChunks) * Rows * kBlk * B;
+    }
   }
 };
 
@@ -303,6 +311,53 @@ TL_DEVICE void gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, i
         Traits::mma(C + 4 * (nt + NT * mt), a[mt], b[nt]);
       }
     }
+  }
+}
+
+// C (+)= op(A) @ op(B) on the CUDA cores (one multiply-add per element and k), for operand
+// types without an mma.sync atom here (float64) and GPUs before sm_80. Each lane owns the
+// accumulator elements of the mma layout above (register r = c + 4 * (nt + NT * mt)), so the
+// layout of C is that of gemm_ss and nothing else changes. Products are formed in TC.
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int ARows, int ACols,
+          int ASwz, int BRows, int BCols, int BSwz, typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_fma_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
+                           TC* C, bool clear_accum, int tid) {
+  constexpr int WarpM = M / WM, WarpN = N / WN;
+  constexpr int MT = WarpM / 16, NT = WarpN / 8;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tile must be whole mma atoms");
+  using TileA = SmemTile<TA, ARows, ACols, ASwz>;
+  using TileB = SmemTile<TB, BRows, BCols, BSwz>;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int wm = warp % WM, wn = warp / WM, g = lane >> 2, q = lane & 3;
+  if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
+#pragma unroll 1
+  for (int k = 0; k < K; ++k) {
+    TC a[MT][2], b[NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = wm * WarpM + mt * 16 + g + 8 * h;
+        a[mt][h] = TC(TransA ? A[TileA::offset(a_r0 + k, a_c0 + row)]
+                             : A[TileA::offset(a_r0 + row, a_c0 + k)]);
+      }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = wn * WarpN + nt * 8 + 2 * q + j;
+        b[nt][j] = TC(TransB ? B[TileB::offset(b_r0 + col, b_c0 + k)]
+                             : B[TileB::offset(b_r0 + k, b_c0 + col)]);
+      }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          TC& acc = C[c + 4 * (nt + NT * mt)];
+          acc = acc + a[mt][c >> 1] * b[nt][c & 1];
+        }
   }
 }
 
