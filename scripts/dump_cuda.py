@@ -1,7 +1,7 @@
 """Dump the CUDA source generated for every example program and every kernel the GPU tests
 build, for sm_90a, without a GPU and without compiling it; compare two dumps.
 
-    python scripts/dump_cuda.py dump OUT_DIR [--arch sm_90a] [--only SUBSTR,...]
+    python scripts/dump_cuda.py dump OUT_DIR [--arch sm_90a] [--only SUBSTR,...] [--skip-fuzz]
     python scripts/dump_cuda.py diff BEFORE_DIR AFTER_DIR
 
 What is dumped:
@@ -11,7 +11,14 @@ What is dumped:
     (tests/gpu, tests/examples/test_examples_gpu.py) run under the dry-run harness
     (scripts/compat/dryrun_plugin.py: CUDA tensors are `meta` tensors), with the pass configs
     and flags each test uses. NVRTC is not called: only lowering runs, so a full dump takes
-    minutes, not the hour a compile of everything would.
+    minutes, not the hour a compile of everything would;
+  * `fuzz/<family>-<seed>/<arch>[-configs].cu`: every checked-in fuzz seed
+    (tilelang/testing/fuzz) for sm_80 and sm_90a: the seeds tests/reliability/test_fuzz_cuda.py
+    compiles and runs on the GPU (family drawn from the seed, plus its gather seeds), the first
+    `FUZZ_PER_FAMILY` seeds of every family, the fragments sample of
+    tests/testing/test_fuzz_fragments.py, and the varied-config cases of
+    tests/testing/test_fuzz_configs.py compiled with their drawn pass configs (a rejection is
+    dumped as its error message).
 
 A change to the compiler that is meant to leave the generated code alone (compile-time work,
 refactoring) must leave `diff` empty. Tests that fail in the dry run (a value read from a meta
@@ -128,6 +135,71 @@ def dump_tests(out: Path, arch: str, only) -> int:
     return sum(1 for _ in (out / "pytest").rglob("*.cu")) if (out / "pytest").exists() else 0
 
 
+# ---- checked-in fuzz seeds ------------------------------------------------------------------
+
+FUZZ_PER_FAMILY = 16
+FUZZ_ARCHS = ("sm_80", "sm_90a")
+FUZZ_DIR = re.compile(r"\S*/(fuzz_\w+\.py)")
+
+
+def _test_module(relpath: str):
+    """A test module imported by path (its seed lists are the checked-in seeds)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_dump_{_safe(relpath)}", ROOT / relpath)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def fuzz_cases() -> list:
+    """(family or None, seed, pass configs) of every checked-in fuzz seed, without repeats."""
+    from tilelang.testing import fuzz
+
+    cuda = _test_module("tests/reliability/test_fuzz_cuda.py")
+    frags = _test_module("tests/testing/test_fuzz_fragments.py")
+    configs = _test_module("tests/testing/test_fuzz_configs.py")
+    cases = [(None, s, None) for s in sorted(set(cuda.COMPILE_SEEDS) | set(cuda.GPU_SEEDS)
+                                             | set(cuda.GPU_FINDINGS))]
+    cases += [("gather", s, None) for s in range(0, 4)]
+    cases += [(f, s, None) for f in fuzz.FAMILIES for s in range(FUZZ_PER_FAMILY)]
+    cases += [("fragments", s, None) for s in frags.SAMPLE]
+    cases += [(f, s, fuzz.pass_configs_for(s)) for f, s in configs.VARIED_CASES]
+    seen, out = set(), []
+    for c in cases:
+        key = (c[0], c[1], repr(sorted((c[2] or {}).items())))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def dump_fuzz(out: Path, only) -> int:
+    import tilelang
+    from tilelang.testing import fuzz
+
+    count = 0
+    for family, seed, configs in fuzz_cases():
+        cid = f"{family or 'drawn'}-{seed}"
+        if only and not any(o in f"fuzz/{cid}" for o in only):
+            continue
+        case = fuzz.generate(seed, family)
+        d = out / "fuzz" / cid
+        d.mkdir(parents=True, exist_ok=True)
+        for arch in FUZZ_ARCHS:
+            name = arch + ("-" + _safe(fuzz.describe_configs(configs)) if configs else "")
+            try:
+                text = tilelang.lower(fuzz.load(case), target=f"cuda -arch={arch}",
+                                      pass_configs=configs)
+            except Exception as e:  # noqa: BLE001 - recorded, the same before and after
+                # the program's file is in a temporary directory of its own per process
+                text = FUZZ_DIR.sub(r"<fuzz dir>/\1", f"// lowering failed: {type(e).__name__}: "
+                                    f"{e}\n")
+            (d / f"{name}.cu").write_text(text)
+            count += 1
+    return count
+
+
 # ---- diff ------------------------------------------------------------------------------------
 
 def diff(before: Path, after: Path) -> int:
@@ -160,6 +232,7 @@ def main(argv=None):
     d.add_argument("--arch", default="sm_90a")
     d.add_argument("--only", default="", help="comma-separated substrings of example/test ids")
     d.add_argument("--skip-tests", action="store_true")
+    d.add_argument("--skip-fuzz", action="store_true")
     c = sub.add_parser("diff")
     c.add_argument("before")
     c.add_argument("after")
@@ -170,6 +243,8 @@ def main(argv=None):
     only = [s for s in args.only.split(",") if s]
     n = dump_examples(out, args.arch, only)
     print(f"examples: {n} programs")
+    if not args.skip_fuzz:
+        print(f"fuzz: {dump_fuzz(out, only)} programs")
     if not args.skip_tests:
         print(f"tests: {dump_tests(out, args.arch, only)} modules")
     return 0

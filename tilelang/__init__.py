@@ -48,6 +48,7 @@ del _init_logger
 # plain `from .jit import jit` as private to this module ("jit" is not exported from module
 # "tilelang") unless the import re-exports it explicitly
 from . import language as language  # noqa: E402
+from . import arith as _arith  # noqa: E402,F401  (installs what the IR borrows: ir/hooks.py)
 from .env import (env as env, disable_cache as disable_cache,  # noqa: E402
                   enable_cache as enable_cache, is_cache_enabled as is_cache_enabled)
 from .jit import (jit as jit, lazy_jit as lazy_jit, compile as compile,  # noqa: E402,A004

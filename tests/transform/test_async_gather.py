@@ -17,7 +17,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
-from tilelang.transform.numeric import eval_index
+from tilelang.transform.analysis.numeric import eval_index
 
 from transform_helpers import SM80, SM90, externs, nodes, requires_compiler, run_passes
 

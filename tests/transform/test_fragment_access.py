@@ -14,7 +14,7 @@ import tilelang
 from tilelang import layout as L
 from tilelang.ir import nodes as ir
 from tilelang.runtime.compiler import compile_cuda
-from tilelang.transform import fragment_access as FA
+from tilelang.transform.analysis import fragment_access as FA
 
 from fragment_access_kernels import CASES
 from transform_helpers import SM80, SM90, nodes, requires_compiler, run_passes

@@ -11,7 +11,7 @@ import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
 from tilelang.transform.guard_global import guard_global_accesses
-from tilelang.transform.numeric import eval_index
+from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, externs, nodes, requires_compiler, requires_gpu,

@@ -14,7 +14,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
-from tilelang.transform.overlap_schedule import schedule
+from tilelang.transform.analysis.overlap_schedule import schedule
 
 from overlap_kernels import GROUP, ORDER, STAGE, gemm_chain, gemm_chain_ref
 from transform_helpers import SM90, requires_compiler, run_passes
@@ -422,7 +422,7 @@ def test_derived_schedule_needs_two_consumer_warpgroups_and_can_be_turned_off():
 
 
 def test_auto_schedule_leaves_other_bodies_alone():
-    from tilelang.transform.overlap_schedule import auto_schedule
+    from tilelang.transform.analysis.overlap_schedule import auto_schedule
 
     sys.path.insert(0, str(ROOT / "tests" / "gpu"))
     from kernels import gemm

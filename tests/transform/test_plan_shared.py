@@ -11,7 +11,7 @@ import tilelang.language as T
 from tilelang.errors import KernelError
 from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
-from tilelang.transform.numeric import eval_index
+from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, gemm_with_epilogue, nodes, requires_compiler,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import tilelang
 from tilelang.ir import nodes as ir
-from tilelang.transform.scoped import var_bounds
+from tilelang.transform.analysis.scoped import var_bounds
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))

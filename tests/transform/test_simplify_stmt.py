@@ -6,7 +6,7 @@ import numpy as np
 
 import tilelang.language as T
 from tilelang.ir import nodes as ir
-from tilelang.transform.numeric import eval_index
+from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.simplify_stmt import simplify_kernel
 
 from transform_helpers import SM80, SM90, gemm_with_epilogue, nodes, run_passes, show

@@ -12,7 +12,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
-from tilelang.transform.numeric import eval_index
+from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, gemm_with_epilogue, nodes, requires_compiler,

@@ -9,7 +9,7 @@ import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
-from tilelang.transform.numeric import eval_index
+from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
 from tilelang.transform.widen_indices import needs_int64
 

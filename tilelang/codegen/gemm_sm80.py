@@ -70,7 +70,7 @@ def b_fragment_layout(g: ir.Gemm, part, K, N, ctx):
 
 def _match_rank(frag, buf):
     """A 2-D instruction layout on a buffer with leading unit dims."""
-    from ..transform.fragment_ops import insert_unit_dim
+    from ..transform.analysis.fragment_ops import insert_unit_dim
 
     while len(frag.shape) < buf.ndim:
         frag = insert_unit_dim(frag, 0)

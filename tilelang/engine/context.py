@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..ir import nodes as ir
+from ..transform.analysis.scopes import MEMORY
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
 
@@ -199,7 +200,7 @@ def _vector_width(extents, body, num_threads: int = 1) -> int:
     from ..ir.visitor import collect
 
     sizes = [n.buffer.dtype.bytes for n in collect(body, lambda n: isinstance(
-        n, (ir.Load, ir.Store)) and n.buffer.scope in ("global", "shared", "shared.dyn"))]
+        n, (ir.Load, ir.Store)) and n.buffer.scope in MEMORY)]
     if not sizes:
         return 1
     vec = 16 // min(sizes)

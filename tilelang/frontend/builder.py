@@ -15,6 +15,7 @@ import threading
 from typing import Optional
 
 from ..errors import KernelError, SourceLoc, located
+from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
 
 _state = threading.local()
@@ -82,6 +83,9 @@ def _positions(code) -> tuple:
 def error(exc_type, message, loc=None):
     """Build a located error at the current user line (or `loc`)."""
     return located(exc_type)(message, loc if loc is not None else current_loc())
+
+
+ir_hooks.error = error
 
 
 class Frame:

@@ -19,72 +19,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.dtype import DType
+from ..ir.dtype import DType, round_to
+from ..ir.dtype import FP8_FORMATS as _FP8
+from ..ir.dtype import as_array as _as_array, c_contiguous as _contig
 
 __all__ = ["round_to", "convert", "tf32", "to_storage", "poison_value", "reinterpret_bits",
            "const_value", "NARROW_FLOATS"]
 
 NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2"})
-
-# (mantissa bits, minimum normal exponent, largest finite value, saturate instead of inf)
-_FP8 = {
-    "float8_e4m3": (3, -6, 448.0, True),
-    "float8_e5m2": (2, -14, 57344.0, False),
-}
-
-
-def _as_array(x):
-    a = np.asarray(x)
-    return a, a.ndim == 0
-
-
-def _contig(a, dtype=None):
-    """C-contiguous array (keeps 0-d arrays 0-d, unlike np.ascontiguousarray)."""
-    a = np.asarray(a, dtype=dtype)
-    return a if a.flags.c_contiguous else a.copy()
-
-
-def _bf16(a32: np.ndarray) -> np.ndarray:
-    """Round float32 to bfloat16 (nearest even) keeping float32 storage; NaN stays NaN."""
-    bits = _contig(a32).view(np.uint32)
-    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
-    out = (rounded & np.uint32(0xFFFF0000)).view(np.float32)
-    nan = np.isnan(a32)
-    if nan.any():
-        out = np.where(nan, np.float32(np.nan), out)
-    return out
-
-
-def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
-    mbits, emin, fmax, saturate = _FP8[name]
-    x = a32.astype(np.float64)
-    mag = np.abs(x)
-    finite = np.isfinite(mag)
-    safe = np.where(finite, mag, 0.0)
-    _, e = np.frexp(safe)  # safe = m * 2**e with 0.5 <= m < 1
-    exp = np.maximum(e - 1, emin)  # exponent of the binade (subnormals share emin)
-    quantum = np.ldexp(1.0, exp - mbits)
-    r = np.rint(safe / quantum) * quantum  # rint: ties to even
-    over = (r > fmax) | ~finite
-    r = np.where(over, fmax if saturate else np.inf, r)
-    r = np.where(np.isnan(x), np.nan, np.copysign(r, x))
-    return r.astype(np.float32)
-
-
-def round_to(arr, dtype) -> np.ndarray:
-    """Round float32 values to the nearest value of a narrow float dtype (bfloat16,
-    float8_e4m3, float8_e5m2); other dtypes return the values as float32 unchanged."""
-    dt = DType(dtype)
-    a, scalar = _as_array(arr)
-    a32 = a.astype(np.float32, copy=False)
-    if dt.name == "bfloat16":
-        out = _bf16(a32)
-    elif dt.name in _FP8:
-        out = _fp8(a32, dt.name)
-    else:
-        out = a32
-    return out[()] if scalar else out
-
 
 def tf32(arr) -> np.ndarray:
     """float32 -> TF32 (10 explicit mantissa bits), round to nearest, ties away from zero, as

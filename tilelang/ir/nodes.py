@@ -18,7 +18,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .dtype import DType
+from . import hooks
+from .dtype import DType, round_to
 
 __all__ = [
     "Node", "Expr", "Var", "Const", "Binary", "Compare", "Logical", "Unary", "Select", "Cast",
@@ -281,19 +282,13 @@ class Buffer(ExprOps, Node):
 
     # ---- indexing ---------------------------------------------------------------------------
     def __getitem__(self, key):
-        from ..language.indexing import buffer_getitem
-
-        return buffer_getitem(self, key)
+        return hooks.getitem(self, key)
 
     def __setitem__(self, key, value):
-        from ..language.indexing import buffer_setitem
-
-        buffer_setitem(self, key, value)
+        hooks.setitem(self, key, value)
 
     def access_ptr(self, mode="r", offset=0, extent=None):
-        from ..language.misc import access_ptr
-
-        return access_ptr(self, mode, offset=offset, extent=extent)
+        return hooks.access_ptr(self, mode, offset=offset, extent=extent)
 
     # Equality stays identity-based so that buffers work in lists and as dict keys; only a
     # scalar `local.var` compares symbolically.
@@ -330,14 +325,12 @@ class Buffer(ExprOps, Node):
 
 
 def _refuse_element_type(dtype: DType):
-    from ..frontend.builder import error
-
     why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
            "supported (yet): store the values packed in uint8 / int8 and unpack them with "
            "shifts and masks" if dtype.bits < 8 else
            f"{dtype} has no storage type in this compiler (yet)")
-    raise error(NotImplementedError, f"a buffer of {dtype} elements is not supported: {why}; "
-                                     "see docs/compatibility.md")
+    raise hooks.error(NotImplementedError, f"a buffer of {dtype} elements is not supported: "
+                                           f"{why}; see docs/compatibility.md")
 
 
 class BufferData:
@@ -730,8 +723,6 @@ def _convert_scalar(value, dtype: DType):
         if dtype.name == "float32":
             return float(np.float32(value))
         if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2"):
-            from ..interp.numerics import round_to
-
             return float(round_to(np.array([value], np.float32), dtype)[0])
         return value
     return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from . import hooks
 from . import nodes as ir
 from .dtype import DType
 
@@ -252,9 +253,7 @@ class Printer:
         if _is_zero(s.start) and s.step == 1:
             return self.expr(s.extent)
         stop = ir.binary("add", s.start, ir.binary("mul", s.extent, s.step))
-        from ..arith import simplify
-
-        stop = simplify(stop)
+        stop = hooks.simplify(stop)
         text = f"{self.expr(s.start)}, {self.expr(stop)}"
         return text + (f", {s.step}" if s.step != 1 else "")
 

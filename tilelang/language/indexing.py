@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, error
+from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
 
 
@@ -149,6 +150,9 @@ def buffer_setitem(buffer: ir.Buffer, key, value):
     from .tile_ops import fill
 
     fill(ir.BufferRegion(buffer, payload), value)
+
+
+ir_hooks.getitem, ir_hooks.setitem = buffer_getitem, buffer_setitem
 
 
 class Ref(ir.ExprOps):

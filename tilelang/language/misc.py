@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..frontend.builder import current_builder, emit, error
+from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 
@@ -722,6 +723,9 @@ def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_la
         raise error(TypeError, f"T.access_ptr needs a buffer, an element or a region, got "
                                f"{base!r}")
     return ir.Call("access_ptr", (base, ir.as_expr(offset)), DType("handle"))
+
+
+ir_hooks.access_ptr = access_ptr
 
 
 # ---- explicit cp.async ----------------------------------------------------------------------------

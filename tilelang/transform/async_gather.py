@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect, substitute
+from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
 INT = ir.DType("int32")
-SHARED = ("shared", "shared.dyn")
 ASYNC_GATHER = ("async_gather", True)
 
 

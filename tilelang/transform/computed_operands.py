@@ -33,9 +33,8 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
-from .overlap_schedule import touched_buffers, written_buffers
-
-SHARED = ("shared", "shared.dyn")
+from .analysis.overlap_schedule import touched_buffers, written_buffers
+from .analysis.scopes import SHARED
 
 
 def computed_operands(stmts, is_wgmma, outside) -> list:

@@ -33,6 +33,7 @@ from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
 from .insert_sync import SyncInserter, _accesses, _call_buffers
 from .pass_config import PassConfigKey
+from .analysis.scopes import SHARED
 
 _WAIT = "tl::tma_store_wait<0>"
 _ACQUIRES = ("tl::mbarrier_wait", "tl::mbarrier_try_wait")
@@ -61,7 +62,7 @@ def _issue(s):
             return None
         if st.value.args[0] in ("tl::tma_store", "tl::tma_store_add"):
             sources.update(b for b in _call_buffers(st.value)
-                           if b is not None and b.scope in ("shared", "shared.dyn"))
+                           if b is not None and b.scope in SHARED)
     return (s.cond, sources) if sources else None
 
 

@@ -10,7 +10,7 @@ Guarantees: every global Load/Store/atomic whose indices the analyzer cannot pro
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from .scoped import ScopedMutator
+from .analysis.scoped import ScopedMutator
 
 
 class _Guard(ScopedMutator):

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
+from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
-SHARED = ("shared", "shared.dyn")
 _READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma", "tl::tma_store")
 _WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
 _ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_addx2", "atomic_addx4",

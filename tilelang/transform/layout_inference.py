@@ -43,12 +43,11 @@ from ..ir import nodes as ir
 from ..ir.thread_range import role_group
 from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
-from . import fragment_access as FA
+from .analysis import fragment_access as FA
 from .reducer_fragments import UPDATE as REDUCER_UPDATE
-from .fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
+from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
-
-SHARED = ("shared", "shared.dyn")
+from .analysis.scopes import SHARED
 
 
 def _err(loc, msg, exc=ValueError):

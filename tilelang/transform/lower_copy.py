@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.thread_range import InRoleGroups
-from .scoped import ScopedMutator
+from .analysis.scoped import ScopedMutator
 from .lower_elementwise import copy_as_loop, non_unit_extents
 from .lower_tma_copy import lower_tma_copy
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
-
-SHARED = ("shared", "shared.dyn")
+from .analysis.scopes import SHARED, THREAD_PRIVATE, is_global_to_shared
 
 
 def region_index(region: ir.BufferRegion, loop_vars):
@@ -32,9 +31,6 @@ def region_index(region: ir.BufferRegion, loop_vars):
 def non_unit_extents(region: ir.BufferRegion):
     return [e for e in region.extents
             if not (isinstance(e, int) and e == 1 or isinstance(e, ir.Const) and e.value == 1)]
-
-
-THREAD_PRIVATE = ("local", "local.var")
 
 
 def parallel_nest(extents, make_body, loc, tag: str, per_thread: bool = False):
@@ -65,10 +61,6 @@ def copy_as_loop(s: ir.Copy) -> ir.Stmt:
 
     private = (s.src.buffer.scope in THREAD_PRIVATE or s.dst.buffer.scope in THREAD_PRIVATE)
     return parallel_nest(extents, body, s.loc, "copy", private)
-
-
-def is_global_to_shared(s: ir.Copy) -> bool:
-    return s.src.buffer.scope == "global" and s.dst.buffer.scope in SHARED
 
 
 class _Lower(Mutator):

@@ -16,6 +16,7 @@ from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
 from ..language.reducer import FINALIZE
 from .lower_reduce import ReduceLowering, _copy_loop
+from .analysis.scopes import SHARED
 from .reducer_fragments import KIND
 
 VOID = ir.DType("void")
@@ -75,7 +76,7 @@ class _Lower(InRoleGroups, Mutator):
         line = _extern("tl::print_buffer_value", c_string(msg), c_string(buf.name), i,
                        ir.Load(src, idx, src.dtype))
         loop = ir.For(i, ir.const(0), ir.as_expr(numel), "serial", line)
-        if src.scope in ("shared", "shared.dyn"):
+        if src.scope in SHARED:
             stmts.append(_extern("__syncthreads"))
             loop = ir.If(ir.compare("eq", ctx.tid, 0), loop, None)
         stmts.append(loop)

@@ -30,7 +30,7 @@ import math
 
 from ..errors import located
 from ..ir import nodes as ir
-from .tma_plan import TmaDescriptor, rows_16_byte_aligned
+from .analysis.tma_plan import TmaDescriptor, rows_16_byte_aligned
 
 MAX_BOX = 256
 MAX_LOADS = 64  # boxes per T.tma_copy; more is a located error (use fewer, larger tiles)

@@ -20,8 +20,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
-
-_SHARED = ("shared", "shared.dyn")
+from .analysis.scopes import SHARED
 
 
 def _parallel_nest(loop: ir.For):
@@ -79,7 +78,7 @@ class _Recognise(Mutator):
         if nest is None:
             return None
         loops, body = nest
-        if not isinstance(body, ir.Store) or body.buffer.scope not in _SHARED:
+        if not isinstance(body, ir.Store) or body.buffer.scope not in SHARED:
             return None
         value = body.value
         if isinstance(value, ir.Cast):

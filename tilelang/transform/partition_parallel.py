@@ -32,9 +32,9 @@ from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from ..layout.index import all_of
-from . import fragment_access as FA
-from .numeric import eval_index
-from .scoped import ScopedMutator
+from .analysis import fragment_access as FA
+from .analysis.numeric import eval_index
+from .analysis.scoped import ScopedMutator
 from .reducer_fragments import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 

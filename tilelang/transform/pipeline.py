@@ -31,8 +31,8 @@ from ..ir import nodes as ir
 from ..ir.visitor import Mutator, Visitor, collect, substitute
 from ..layout import Layout
 from .async_gather import ASYNC_GATHER, gather_parts
-from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
+from .analysis.scopes import is_global_to_shared
 
 VOID = ir.DType("void")
 
@@ -173,7 +173,6 @@ class _Rebuffer(Mutator):
         if nb is None:
             return ir.BufferRegion(r.buffer, region)
         return ir.BufferRegion(nb, ((self.stage, 1),) + region)
-
 
 
 class Pipeliner:

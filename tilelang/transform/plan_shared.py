@@ -24,8 +24,8 @@ from ..errors import located
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
 from .pass_config import PassConfigKey
+from .analysis.scopes import SHARED
 
-SHARED = ("shared", "shared.dyn")
 SMEM_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448,
               120: 101376}
 

@@ -45,7 +45,7 @@ from ..ir import nodes as ir
 from ..ir.thread_range import role_group
 from ..ir.visitor import Mutator, Visitor, collect
 from ..language.reducer import FINALIZE
-from . import fragment_access as FA
+from .analysis import fragment_access as FA
 from .pass_config import PassConfigKey
 
 UPDATE = "reducer_update"

@@ -9,7 +9,7 @@ simplifier preserves values and dtypes), no `If` with a constant condition, no n
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from .scoped import ScopedMutator
+from .analysis.scoped import ScopedMutator
 
 _EXPR = (ir.Binary, ir.Compare, ir.Logical, ir.Unary, ir.Select, ir.Cast)
 

@@ -41,7 +41,8 @@ from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
-from .tma_plan import rows_16_byte_aligned
+from .analysis.tma_plan import rows_16_byte_aligned
+from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
 MIN_BYTES = 4096
@@ -135,7 +136,7 @@ class _Stager:
         self.replace = {}  # id(nest) -> new statement
 
         self.limit = smem_limit(ctx.target.sm)
-        shared = [b for b in kernel.allocs if b.scope in ("shared", "shared.dyn")]
+        shared = [b for b in kernel.allocs if b.scope in SHARED]
         self.arena = arena_bytes(ctx, shared)
         self.stage_buffers = [b for b in ctx.replaced_shared.values() if b in shared]
 
@@ -255,7 +256,7 @@ def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, star
     until the writes are done and visible to its generic loads (the kernel reads G later).
     Registers the tensor map (box: `rows` along G's dim `row_dim`, `blk` along its innermost
     dim)."""
-    from .tma_plan import TmaDescriptor
+    from .analysis.tma_plan import TmaDescriptor
 
     box = [1] * len(G.shape)
     box[row_dim] = rows

@@ -35,7 +35,7 @@ from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
 from .lower_elementwise import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
-from .tma_plan import rows_16_byte_aligned
+from .analysis.tma_plan import rows_16_byte_aligned
 
 _TYPES = ("float32", "float16", "bfloat16")
 

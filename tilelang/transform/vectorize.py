@@ -29,9 +29,9 @@ from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect, substitute
 from .pair_lanes import pair_lanes
+from .analysis.scopes import MEMORY, SHARED
 
 VOID = ir.DType("void")
-MEMORY = ("global", "shared", "shared.dyn")
 PARTITIONED = (("partitioned", True),)  # a thread's share of one T.Parallel nest
 
 
@@ -130,7 +130,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
     if not candidates:
         return _paired_registers(body, vi, vec, top_stores, analyzer)
     vector_stores = [acc for acc in candidates if acc.kind == "store"]
-    reads_shared = any(b.scope in ("shared", "shared.dyn") for b in loaded)
+    reads_shared = any(b.scope in SHARED for b in loaded)
     defer = groups > 1 and vector_stores and reads_shared and all(
         acc.node.buffer.scope != "global" for acc in vector_stores) and \
         groups * vec * sum(acc.node.buffer.dtype.bytes for acc in vector_stores) <= DEFER_BYTES

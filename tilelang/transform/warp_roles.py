@@ -43,7 +43,7 @@ from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import branch_ranges, role_of, warp_aligned
 from ..ir.visitor import Mutator, any_node, substitute
-from .lower_elementwise import is_global_to_shared
+from .analysis.scopes import is_global_to_shared
 
 _COLLECTIVE = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
 

@@ -68,15 +68,15 @@ from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect, substitute
 from .async_gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
-from .lower_elementwise import is_global_to_shared
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit
-from .overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
+from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
 from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
                        _whole_buffer_user, _written_buffers, stack_layout)
 from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
 from .tma_im2col import Im2colPlan, im2col_plan
-from .tma_plan import TmaDescriptor, tma_plan
+from .analysis.tma_plan import TmaDescriptor, tma_plan
+from .analysis.scopes import SHARED, is_global_to_shared
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")
@@ -676,7 +676,7 @@ class WarpSpecializer:
         return items[:last + 1] + [_call("tl::fence_proxy_async")] + items[last + 1:]
 
     def _second_copies_fit(self, computed) -> bool:
-        computed = [b for b in computed if b.scope in ("shared", "shared.dyn")]
+        computed = [b for b in computed if b.scope in SHARED]
         if not computed:
             return True  # copies in registers take no shared memory
         allocs = [self.ctx.replaced_shared.get(b, b) for b in self.kernel.allocs] + computed

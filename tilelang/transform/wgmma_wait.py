@@ -32,10 +32,10 @@ from __future__ import annotations
 import re
 
 from ..ir import nodes as ir
-from .overlap_schedule import touched_buffers, written_buffers
+from .analysis.overlap_schedule import touched_buffers, written_buffers
+from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
-SHARED = ("shared", "shared.dyn")
 _WAIT = re.compile(r"tl::wgmma_wait<(\d+)>$")
 # calls that neither touch registers of a gemm in flight nor publish shared memory
 _QUIET = ("tl::mbarrier_wait", "tl::mbarrier_init", "tl::cp_async_commit", "tl::cp_async_wait",

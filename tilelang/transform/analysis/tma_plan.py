@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import nodes as ir
+from ...ir import nodes as ir
 
 
 @dataclass
@@ -58,7 +58,7 @@ def rows_16_byte_aligned(g: ir.Buffer) -> bool:
     dimension) is provably a multiple of 16 bytes, as TMA requires. A symbolic extent is
     provably so when the function was specialised on aligned sizes (align_sizes.py: the
     extent reads `8 * k_div8`)."""
-    from ..arith import Analyzer
+    from ...arith import Analyzer
 
     inner = ir.const(g.dtype.bytes)
     ana = Analyzer()

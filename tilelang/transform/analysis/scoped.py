@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from ..arith import Analyzer
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator
+from ...arith import Analyzer
+from ...ir import nodes as ir
+from ...ir.visitor import Mutator
 
 
 def bind_kernel_vars(analyzer: Analyzer, k: ir.Kernel):

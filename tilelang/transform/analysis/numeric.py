@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import nodes as ir
+from ...ir import nodes as ir
 
 
 def eval_index(e, env: dict):

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import nodes as ir
-from ..ir.visitor import collect
+from ...ir import nodes as ir
+from ...ir.visitor import collect
 from .numeric import eval_index
 
 VAR, UNIT, FIXED, MIXED = "var", "unit", "fixed", "mixed"
@@ -147,7 +147,7 @@ def shifted_access(buf, kinds, loop_vars, extents, analyzer=None):
     """An IterMap when every loop dim appears exactly once in `buf`'s indices as `var + c`
     (c a constant, possibly 0), every other dim is a UNIT, and each shifted dim is either as
     long as its loop dim (modular) or holds the shifted range; else None."""
-    from ..arith import Analyzer
+    from ...arith import Analyzer
 
     an = analyzer or Analyzer()
     dim_of, offset = [None] * len(loop_vars), [0] * len(loop_vars)

@@ -6,7 +6,7 @@ held whole by every thread (dims indexed by a serial loop variable)."""
 
 from __future__ import annotations
 
-from ..layout import Fragment
+from ...layout import Fragment
 
 
 def _place(strides, dims, ndim):

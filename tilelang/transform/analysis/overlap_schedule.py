@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import nodes as ir
-from ..ir.visitor import collect
+from ...ir import nodes as ir
+from ...ir.visitor import collect
 
 
 @dataclass
@@ -42,7 +42,7 @@ def touched_buffers(node) -> set:
 
 
 def written_buffers(node) -> set:
-    from .pipeline import _written_buffers
+    from ..pipeline import _written_buffers
 
     return _written_buffers(node)
 
