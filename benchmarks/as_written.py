@@ -350,6 +350,7 @@ CASES = {
 VARIANTS = {
     "default": {},
     "no_ws": {"tl.disable_warp_specialized": True},
+    "ws": {"tl.disable_warp_specialized": False},
 }
 OURS_ONLY = set()  # this project's own switches (the reference has no such key: skipped there)
 

@@ -25,12 +25,16 @@ from .hopper import need_sm90  # noqa: E402
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("block_M,block_N,dim,threads", [(128, 128, 128, 128), (64, 64, 64, 128),
                                                          (128, 64, 64, 256)])
-def test_single_stage_flash_bshd(seq_len, causal, block_M, block_N, dim, threads):
+@pytest.mark.parametrize("schedule", ["cp.async", "warp-specialised"])
+def test_single_stage_flash_bshd(seq_len, causal, block_M, block_N, dim, threads, schedule):
     need_sm90()
     B, H = 2, 3
+    ws = schedule == "warp-specialised"
     kern = tilelang.compile(flash_bshd(B, H, seq_len, dim, causal, block_M, block_N, 1, threads),
-                            target="cuda")
-    assert "one TMA ring per tile" in kern.get_host_source()
+                            target="cuda",
+                            pass_configs={"tl.disable_warp_specialized": False} if ws else None)
+    assert ("one TMA ring per tile" if ws else "next load issued after its last reader") \
+        in kern.get_host_source()
     for seed in range(2):  # the general call path, then the generated fast path
         torch.manual_seed(100 * seed + seq_len + causal)
         q, k, v = (torch.randn(B, seq_len, H, dim, device="cuda", dtype=torch.float16)

@@ -26,7 +26,8 @@ def _regions(src):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_single_stage_flash_gets_a_ring_per_tile(causal):
-    kern = tilelang.compile(flash_bshd(1, 2, 333, 128, causal, 128, 128, 1, 128), target=SM90)
+    kern = tilelang.compile(flash_bshd(1, 2, 333, 128, causal, 128, 128, 1, 128), target=SM90,
+                            pass_configs={"tl.disable_warp_specialized": False})
     src = kern.get_kernel_source()
     assert "single-stage loop over k: one TMA ring per tile (k_s, v_s)" in kern.get_host_source()
     assert "__launch_bounds__(256, 1)" in src
@@ -45,6 +46,27 @@ def test_single_stage_flash_gets_a_ring_per_tile(causal):
         "mbarrier_arrive((&v_s_empty[0]))")]
     assert marks == sorted(marks), loop
     assert "cp_async" not in loop
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_single_stage_flash_issues_each_load_after_its_last_reader(causal):
+    """The default for one stage: no producer warpgroup; K of k+1 is issued right after Q K^T
+    reads K, V of k+1 right after P V, each waited for just before its gemm (one cp.async
+    group in flight behind it)."""
+    kern = tilelang.compile(flash_bshd(1, 2, 333, 128, causal, 128, 128, 1, 128), target=SM90)
+    src = kern.get_kernel_source()
+    assert "thread_group" not in src and "mbarrier" not in src
+    assert "single-stage loop over k: each tile's next load issued after its last reader " \
+           "(k_s, v_s)" in kern.get_host_source()
+    loop = src[src.index("for (int k = 0;"):]
+    marks = [loop.index(x) for x in (
+        "tl::cp_async_wait<1>()", "wgmma_gemm_ss<", "tl::cp_async_zfill<16>((&k_s[",
+        "tl::exp2(", "tl::cp_async_wait<1>()", "wgmma_gemm_rs<", "tl::cp_async_zfill<16>((&v_s[")]
+    assert marks[:4] == sorted(marks[:4]), loop
+    second = loop.index("tl::cp_async_wait<1>()", marks[0] + 1)
+    assert marks[3] < second < marks[5] < marks[6], loop
+    # every thread is done with the tile before it is overwritten
+    assert "__syncthreads" in loop[marks[1]:marks[2]] and "__syncthreads" in loop[marks[5]:marks[6]]
 
 
 def test_single_stage_tiles_read_together_keep_the_plain_loop():

@@ -182,6 +182,16 @@ class WarpSpecializer:
         if self.nest:
             self.tile_plans = self._tile_plans(levels[-1], outside, plans, written)
         if stages == 1:
+            if not self.nest and \
+                    PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value not in self.ctx.configs:
+                # H200, 2026-11-26, the reference's single-stage FlashAttention (B8 H32 S4096
+                # D128, 128/128 tiles, 128 threads): its cp.async loop issuing each tile's next
+                # load after its last reader ran 6.74 ms, its warp-specialised one 9.04 (ours
+                # 9.13); equal at B1 S256 (0.0207 against 0.0212)
+                return self._why("one stage: the cp.async loop issues each tile's next load "
+                                 "after its last reader without a producer warpgroup "
+                                 "(pass_configs={'tl.disable_warp_specialized': False} "
+                                 "keeps warp specialisation)")
             return self._single_stage(items, li, loop, plans, body_items)
         slots = None
         if has_annotation(loop):
