@@ -129,6 +129,7 @@ class Builder:
         self.outputs: list = []
         self.workspaces: list = []
         self.attrs: dict = {}
+        self.function_assumptions: list = []  # T.assume at function level: (cond, loc)
         self.symbols: dict = {}  # T.const / T.dyn names -> Var or int
         self.negative_points: dict = {}  # id(Load) -> (Load, [(dim, index < 0 as written)])
         self.names_used: dict = {}

@@ -76,10 +76,54 @@ def finish(b: Builder, func: Callable, name: Optional[str] = None) -> ir.PrimFun
     attrs = {k: v for k, v in b.attrs.items() if not k.endswith("_hook")}
     code = getattr(func, "__code__", None)
     source = (code.co_filename, code.co_firstlineno) if code is not None else None
+    host = host_assumptions(b.params, body)
+    if host:
+        attrs["host_assumptions"] = host
     pf = ir.PrimFunc(name or func.__name__, b.params, body, attrs, b.outputs, b.workspaces,
                      source)
     check_semantics(pf)
     return pf
+
+
+def host_assumptions(params, body) -> tuple:
+    """The T.assume conditions the host checks at every call: those over the function's sizes
+    and scalar arguments alone that every launch reaches (at function level, or at a kernel's
+    top level, outside loops and branches). Each is kept once, in program order."""
+    from ..ir.visitor import collect
+
+    symbols = {p for p in params if isinstance(p, ir.Var)}
+    for p in params:
+        if isinstance(p, ir.Buffer):
+            for d in tuple(p.shape) + tuple(p.strides or ()):
+                if isinstance(d, ir.Expr):
+                    symbols.update(collect(d, lambda n: isinstance(n, ir.Var)))
+    found, seen = [], set()
+
+    def host_evaluable(cond):
+        return not collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call, ir.Buffer))) and \
+            all(v in symbols for v in collect(cond, lambda n: isinstance(n, ir.Var)))
+
+    def walk(s):
+        if isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x)
+        elif isinstance(s, ir.Attr) and s.key == "assume":
+            for cond in conjuncts(s.value):  # checked one by one: the message names the part
+                if host_evaluable(cond) and str(cond) not in seen:
+                    seen.add(str(cond))
+                    found.append(cond)
+            walk(s.body)
+        elif isinstance(s, (ir.Kernel, ir.LetStmt, ir.Allocate, ir.Attr)):
+            walk(s.body)
+
+    walk(body)
+    return tuple(found)
+
+
+def conjuncts(cond) -> list:
+    if isinstance(cond, ir.Logical) and cond.op == "and":
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
 
 
 def param_from_annotation(name: str, annotation):

@@ -66,8 +66,9 @@ MATH_UNARY = {
 }
 _MATH_BINARY = {"pow": np.power, "fmod": np.fmod, "atan2": np.arctan2}
 _PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
-_NO_OPS = frozenset({"sync_threads", "sync_warp", "comment", "set_max_nreg", "wait_wgmma",
-                     "fence_proxy_async", "barrier_arrive", "barrier_wait", "no_set_max_nreg"})
+_NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comment",
+                     "set_max_nreg", "wait_wgmma", "fence_proxy_async", "barrier_arrive",
+                     "barrier_wait", "no_set_max_nreg"})
 _ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
 
 

@@ -290,7 +290,8 @@ def _reduce_values(kind, x, dim, dt, nan_propagate):
             uf = np.fmax if kind == "max" else np.fmin
         return uf.reduce(x, axis=dim, initial=x.dtype.type(_initial(kind, dt)))
     if kind == "absmax":
-        return np.fmax.reduce(np.abs(x), axis=dim, initial=x.dtype.type(0))
+        uf = np.maximum if nan_propagate else np.fmax
+        return uf.reduce(np.abs(x), axis=dim, initial=x.dtype.type(0))
     uf = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[kind]
     return uf.reduce(x, axis=dim)
 
@@ -299,7 +300,7 @@ def _combine(kind, old, new, nan_propagate):
     if kind in ("sum", "abssum"):
         return old + new
     if kind in ("max", "absmax"):
-        return (np.maximum if nan_propagate and kind == "max" else np.fmax)(old, new)
+        return (np.maximum if nan_propagate else np.fmax)(old, new)
     if kind == "min":
         return (np.minimum if nan_propagate else np.fmin)(old, new)
     return {"bitand": np.bitwise_and, "bitor": np.bitwise_or,

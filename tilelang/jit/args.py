@@ -156,6 +156,7 @@ class CallPlan:
                 a = full[p.index]
                 self._check_shape(p, a, symbols)
                 self._check_index_range(p, a.shape, a.stride())
+        self.check_assumptions(symbols)
         if device is None:
             device = tensor_device if tensor_device is not None else (
                 torch.device("cuda", torch.cuda.current_device()) if device_kind == "cuda"
@@ -189,6 +190,14 @@ class CallPlan:
         if p.dtype.is_handle:
             return a
         return a
+
+    def check_assumptions(self, symbols):
+        """The function's T.assume conditions on its sizes and scalar arguments hold for this
+        call (RuntimeError "Assume: ...", the reference's message, otherwise)."""
+        for cond in self.func.attrs.get("host_assumptions", ()):
+            if not eval_shape_expr(cond, symbols):
+                raise RuntimeError(f"Assume: {cond} does not hold for this call (kernel "
+                                   f"{self.name}: {_symbol_values(cond, symbols)})")
 
     def _bind_symbols(self, full):
         symbols = {}
@@ -285,7 +294,17 @@ def _dtype_matches(torch_dtype, dt: DType) -> bool:
         return False
 
 
+def _symbol_values(cond, symbols) -> str:
+    from ..ir.visitor import collect
+
+    names = {v: symbols[v] for v in collect(cond, lambda n: isinstance(n, ir.Var))
+             if v in symbols}
+    return ", ".join(f"{v.name} = {n}" for v, n in names.items())
+
+
 def _is_row_major(t) -> bool:
+    if t.numel() == 0:  # no element is addressed: any strides do (as torch's is_contiguous)
+        return True
     expected = 1
     for size, stride in zip(reversed(t.shape), reversed(t.stride())):
         if size != 1 and stride != expected:

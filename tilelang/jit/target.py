@@ -74,8 +74,20 @@ def parse_target(target) -> Target:
         from ..env import env
 
         target = env.default_target
+    if isinstance(target, dict):  # the reference's {"kind": "cuda", "arch": "sm_90"}
+        unknown = set(target) - {"kind", "arch", "mcpu", "keys", "tag", "host", "libs"}
+        if unknown or "kind" not in target:
+            raise ValueError(f"target {target!r}: a target dict has a 'kind' and optionally "
+                             f"an 'arch' (unknown keys: {sorted(unknown)})")
+        arch = target.get("arch") or target.get("mcpu")
+        target = f"{target['kind']} -arch={arch}" if arch else str(target["kind"])
     text = str(target).strip().lower()
     if text in ("auto", ""):
+        from ..tvm.target import Target as ScopedTarget
+
+        scoped = ScopedTarget.current()  # `with tvm.target.Target(...):`
+        if scoped is not None:
+            return parse_target(str(scoped))
         return Target("auto")
     if text in ("cpu", "c", "llvm", "interp", "interpreter"):
         return Target("cpu")
@@ -113,6 +125,8 @@ def _cuda_arch(target, options) -> Optional[str]:
                 raise ValueError(f"target {target!r}: {value!r} is not an architecture; write "
                                  "sm_ followed by the compute capability, e.g. sm_80, sm_90a")
             arch = value
+    if arch == "sm_90":  # as the reference: Hopper code uses wgmma/TMA, which need sm_90a
+        arch = "sm_90a"
     return arch
 
 

@@ -32,12 +32,13 @@ from .misc import (barrier_arrive, barrier_wait, create_list_of_mbarrier, fence_
 from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
                    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
                    warp_reduce_sum)
-from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout,
+from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout, assume,
                    annotate_padding, annotate_restrict_buffers, annotate_safe_value,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
-                   shfl_xor, sync_global, sync_grid, sync_threads, sync_warp, use_swizzle)
+                   named_barrier_arrive, shfl_xor, sync_global, sync_grid, sync_threads,
+                   sync_warp, use_swizzle)
 from .misc import cp_async_barrier_noinc, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .misc import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and,
                    syncthreads_count, syncthreads_or)
@@ -48,6 +49,7 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
+from .vectors import Broadcast, Ramp
 from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,

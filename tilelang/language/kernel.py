@@ -107,6 +107,10 @@ class Kernel:
         self.thread_vars = tuple(ir.Var(n) for n in _THREAD_NAMES[:len(self.threads)])
         frame = b.push("kernel", allocs=[], attrs=[], kernel=self)
         b.kernels.append(frame)
+        if isinstance(self.names, tuple):
+            # `as (bx,)` / `as (bx, by)`: the target unpacks, so hand it the whole tuple
+            # (a one-dimensional grid included, as the reference allows)
+            return self.block_vars
         if self.n_bound == 1 or len(self.block_vars) == 1:
             return self.block_vars[0]
         return self.block_vars if self.n_bound > 0 else self.block_vars[0]
@@ -122,6 +126,8 @@ class Kernel:
             attrs.append(("prelude", self.prelude))
         if self.cluster_dims:
             attrs.append(("cluster_dims", self.cluster_dims))
+        for cond, loc in reversed(b.function_assumptions):  # T.assume before the kernel
+            body = ir.Attr("assume", cond, body, loc=loc)
         b.emit(ir.Kernel(self.grid, self.threads, self.block_vars, self.thread_vars, body,
                          tuple(frame.data["allocs"]), tuple(attrs), loc=self.loc))
         return False

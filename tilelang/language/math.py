@@ -30,6 +30,22 @@ exp, exp2, exp10, log, log2, log10, log1p, expm1, tanh, sin, cos, tan, asin, aco
     (_float_unary(op) for op in _FLOAT_UNARY)
 
 
+_round_nearest = round
+
+
+def round(x, rounding_mode="ties-to-even"):  # noqa: A001 - the T.round name
+    """Round to the nearest integer value (the result keeps the float type). Halfway cases
+    round away from zero, as CUDA's `roundf`, which the reference's default mode gives on
+    float32 and float64 (its float16/bfloat16 `hrint` rounds them to even); the reference's
+    `rounding_mode="ties-away-from-zero"` is the same here on every type. Integers are converted
+    to float32."""
+    if rounding_mode is not None and rounding_mode not in ("ties-to-even",
+                                                           "ties-away-from-zero"):
+        raise error(ValueError, f"Unsupported T.round rounding_mode {rounding_mode!r}; expected "
+                                "'ties-to-even' or 'ties-away-from-zero'")
+    return _round_nearest(x)
+
+
 def sqrt(x):
     """Square root (an integer argument keeps its type, as in the reference)."""
     e = ir.as_expr(x)
@@ -240,9 +256,17 @@ def __exp2(x):  # noqa: N802
 # functions. The interpreter computes them accurately.
 
 def _fast_unary(op, cuda_name, what):
-    return _float_unary(op, f"{what} with CUDA's fast approximate `{cuda_name}` on float32 "
-                            "(other float types: the accurate function; integers are converted "
-                            "to float32).")
+    def fn(x):
+        e = ir.as_expr(x)
+        # the reference rejects what has no fast-math form (integers, bool, float8)
+        if not e.dtype.is_float or e.dtype.is_float8 or e.dtype.is_float4():
+            raise error(TypeError, f"T.{op} only supports floating-point inputs, but got "
+                                   f"{e.dtype}")
+        return ir.Call(op, (e,), e.dtype)
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = (f"{what} with CUDA's fast approximate `{cuda_name}` on float32 (float16, "
+                  "bfloat16, float64: the accurate function). Other types are a TypeError.")
+    return fn
 
 
 __exp = _fast_unary("__exp", "__expf", "`e**x`")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..frontend.builder import current_builder, emit, error
+from ..frontend.builder import current_builder, current_loc, emit, error
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 
@@ -120,24 +120,54 @@ def annotate_consumer_reg_alloc(reg_count: int = 240):
 # ---- synchronisation and warp primitives ---------------------------------------------------------
 
 
-def sync_threads(barrier_id=None, arrive_count=None):
-    """Block-wide barrier (`__syncthreads()`). With `barrier_id` (1-15): a named barrier for
-    `arrive_count` threads (default: the whole block), e.g. one warpgroup inside a T.ws role."""
-    if barrier_id is None:
-        emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
-        return
-    if not isinstance(barrier_id, int) or not 0 <= barrier_id < 16:
-        raise error(ValueError, f"T.sync_threads barrier_id must be an int in [0, 16), got "
-                                f"{barrier_id!r}")
+def _barrier_operand(value, what, name):
+    """A named barrier's id or thread count: an int, or an integer expression (checked on the
+    GPU, as in the reference: the id a thread computes, e.g. from its warpgroup)."""
+    if isinstance(value, ir.Const):
+        value = value.value
+    if isinstance(value, bool) or not isinstance(value, (int, ir.Expr)) or (
+            isinstance(value, ir.Expr) and not value.dtype.is_int):
+        raise error(TypeError, f"{what} {name} must be an int or an integer expression, got "
+                               f"{value!r}")
+    return value
+
+
+def _named_barrier_args(what, barrier_id, arrive_count):
+    barrier_id = _barrier_operand(barrier_id, what, "barrier_id")
+    if isinstance(barrier_id, int) and not 0 <= barrier_id < 16:
+        raise error(ValueError, f"{what} barrier_id must be in [0, 16) (the hardware's 16 named "
+                                f"barriers), got {barrier_id}")
     if arrive_count is None:
         from .kernel import get_thread_extents
 
         arrive_count = math.prod(get_thread_extents())
-    if not isinstance(arrive_count, int) or arrive_count <= 0 or arrive_count % 32:
-        raise error(ValueError, f"T.sync_threads arrive_count must be a positive multiple of "
-                                f"32 (whole warps), got {arrive_count!r}")
-    emit(ir.Evaluate, ir.Call("sync_threads", (ir.const(barrier_id), ir.const(arrive_count)),
+    arrive_count = _barrier_operand(arrive_count, what, "arrive_count")
+    if isinstance(arrive_count, int) and (arrive_count <= 0 or arrive_count % 32):
+        raise error(ValueError, f"{what} arrive_count must be a positive multiple of 32 (whole "
+                                f"warps), got {arrive_count!r}")
+    return ir.as_expr(barrier_id), ir.as_expr(arrive_count)
+
+
+def sync_threads(barrier_id=None, arrive_count=None):
+    """Block-wide barrier (`__syncthreads()`). With `barrier_id` (0-15, an int or an integer
+    expression): the named barrier `bar.sync id, n` for `arrive_count` threads (default: the
+    whole block), e.g. one warpgroup inside a T.ws role."""
+    if barrier_id is None:
+        emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
+        return
+    emit(ir.Evaluate, ir.Call("sync_threads",
+                              _named_barrier_args("T.sync_threads", barrier_id, arrive_count),
                               DType("int32")))
+
+
+def named_barrier_arrive(barrier_id, thread_count):
+    """Arrive at named barrier `barrier_id` (0-15) of `thread_count` threads without waiting
+    (`bar.arrive`): the other side waits with `T.sync_threads(barrier_id, thread_count)`. On
+    the CPU interpreter, where thread-dependent branches run one after the other in program
+    order, barriers order nothing and this does nothing."""
+    emit(ir.Evaluate, ir.Call("named_barrier_arrive",
+                              _named_barrier_args("T.named_barrier_arrive", barrier_id,
+                                                  thread_count), DType("int32")))
 
 
 def sync_warp(mask=None):
@@ -456,6 +486,29 @@ def device_assert(cond, msg=""):
     """Check `cond` in every thread that reaches it; a failure stops the kernel with
     `msg` (the interpreter raises AssertionError at this line)."""
     emit(ir.Assert, ir.as_expr(cond), str(msg))
+
+
+def assume(cond):
+    """Promise that `cond` holds from here to the end of the enclosing block (at function
+    level: in every kernel launched after it). The compiler may rely on it: bounds guards it
+    implies are dropped (`T.assume(0 <= i and i < N)` before `A[i]`), and the bounds it puts
+    on a loop or kernel variable are used like those of an enclosing `if`. A condition on the
+    function's sizes and scalar arguments alone is checked at every call (RuntimeError
+    "Assume: ..."); any other is checked by the CPU interpreter where it is reached, and is
+    undefined behaviour on the GPU when false."""
+    b = current_builder(what="T.assume")
+    if isinstance(cond, bool) or (isinstance(cond, ir.Const) and cond.dtype.is_bool):
+        value = cond if isinstance(cond, bool) else bool(cond.value)
+        if not value:
+            raise error(ValueError, "T.assume(False): the assumed condition never holds")
+        return
+    e = ir.as_expr(cond)
+    if not e.dtype.is_bool:
+        e = ir.compare("ne", e, ir.const(0, e.dtype))
+    if b.in_kernel():
+        b.scope_attr("assume", e)
+    else:  # wraps the body of each kernel opened after it (language/kernel.py)
+        b.function_assumptions.append((e, current_loc()))
 
 
 # ---- explicit Hopper pipelines (mbarriers, warpgroup roles, wgmma waits) ------------------------

@@ -376,8 +376,12 @@ def wgmma_gemm(*args, **kwargs):
 # ---- reductions and scans ---------------------------------------------------------------------
 
 
-def _reduce(kind, src, dst, dim, clear, nan_propagate=False):
+def _reduce(kind, src, dst, dim, clear, nan_propagate=False, batch=1):
     _check_tile_context(f"T.reduce_{kind}")
+    # `batch` groups the reference's cross-thread AllReduce calls (fewer barriers); here every
+    # reduction of one statement is combined together anyway, so it only has to be valid
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise error(ValueError, f"T.reduce_{kind}: batch must be an int >= 1, got {batch!r}")
     for x, role in ((src, "src"), (dst, "dst")):
         if not isinstance(x, ir.Buffer):
             raise error(TypeError, f"T.reduce_{kind} {role} must be a buffer, got {x!r}")
@@ -401,51 +405,52 @@ def _reduce(kind, src, dst, dim, clear, nan_propagate=False):
     emit(ir.Reduce, kind, src, dst, dim, bool(clear), bool(nan_propagate))
 
 
-def reduce_max(src, dst, dim=-1, clear=True, nan_propagate=False):
+def reduce_max(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
     """Maximum of `src` along `dim` into `dst` (the dim removed or kept as 1). `clear=False`
     folds the previous contents of `dst` in."""
-    _reduce("max", src, dst, dim, clear, nan_propagate)
+    _reduce("max", src, dst, dim, clear, nan_propagate, batch)
 
 
-def reduce_min(src, dst, dim=-1, clear=True, nan_propagate=False):
+def reduce_min(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
     """Minimum of `src` along `dim` into `dst`; see T.reduce_max."""
-    _reduce("min", src, dst, dim, clear, nan_propagate)
+    _reduce("min", src, dst, dim, clear, nan_propagate, batch)
 
 
-def reduce_sum(src, dst, dim=-1, clear=True):
+def reduce_sum(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Sum of `src` along `dim` into `dst`; `clear=False` adds to what `dst` holds."""
-    _reduce("sum", src, dst, dim, clear)
+    _reduce("sum", src, dst, dim, clear, batch=batch)
 
 
-def reduce_abssum(src, dst, dim=-1):
+def reduce_abssum(src, dst, dim=-1, batch=1, annotations=None):
     """Sum of absolute values of `src` along `dim` into `dst`."""
-    _reduce("abssum", src, dst, dim, True)
+    _reduce("abssum", src, dst, dim, True, batch=batch)
 
 
-def reduce_absmax(src, dst, dim=-1, clear=True):
+def reduce_absmax(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
     """Largest absolute value of `src` along `dim` into `dst`."""
-    _reduce("absmax", src, dst, dim, clear)
+    _reduce("absmax", src, dst, dim, clear, nan_propagate, batch)
 
 
-def reduce_bitand(src, dst, dim=-1, clear=True):
+def reduce_bitand(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Bitwise AND of an integer `src` along `dim` into `dst`."""
-    _reduce("bitand", src, dst, dim, clear)
+    _reduce("bitand", src, dst, dim, clear, batch=batch)
 
 
-def reduce_bitor(src, dst, dim=-1, clear=True):
+def reduce_bitor(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Bitwise OR of an integer `src` along `dim` into `dst`."""
-    _reduce("bitor", src, dst, dim, clear)
+    _reduce("bitor", src, dst, dim, clear, batch=batch)
 
 
-def reduce_bitxor(src, dst, dim=-1, clear=True):
+def reduce_bitxor(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Bitwise XOR of an integer `src` along `dim` into `dst`."""
-    _reduce("bitxor", src, dst, dim, clear)
+    _reduce("bitxor", src, dst, dim, clear, batch=batch)
 
 
-def reduce(src, dst, reduce_type="sum", dim=-1, clear=True):
+def reduce(src, dst, reduce_type="sum", dim=-1, clear=True, batch=1, nan_propagate=False,
+           annotations=None):
     """Reduction named by `reduce_type` ("sum", "max", "min", "abssum", "absmax", "bitand",
     "bitor", "bitxor") of `src` along `dim` into `dst`."""
-    _reduce(reduce_type, src, dst, dim, clear)
+    _reduce(reduce_type, src, dst, dim, clear, nan_propagate, batch)
 
 
 def _scan(kind, src, dst, dim, reverse):

@@ -1,0 +1,155 @@
+"""Vector values of the reference's TIR: `T.Ramp(base, stride, lanes)` as an index and
+`T.Broadcast(value, lanes)`.
+
+    B[t, T.Ramp(0, 1, 4)] = A[T.Ramp(t - 2, 1, 4)]     # four elements at once
+    packed[0:32] = T.Broadcast(src[0], 32)             # one value in 32 lanes
+
+Here a vector is a trace-time value: a `Vector` holds one scalar expression per lane, an
+index with a `RampIndex` loads or stores lane by lane, and arithmetic on vectors is lane-wise.
+The generated code is the same as for the per-element statements (nvcc vectorises what it
+can). A lane index that may be negative counts from the end of its dimension, as the
+reference's `LegalizeNegativeIndex` does for vector indices: lane `i` becomes
+`i < 0 ? i + extent : i` (folded where the sign is known).
+"""
+
+from __future__ import annotations
+
+from ..frontend.builder import error
+from ..ir import nodes as ir
+
+
+class RampIndex:
+    """`T.Ramp(base, stride, lanes)`: the indices base, base + stride, ... (lanes of them)."""
+
+    __slots__ = ("base", "stride", "lanes")
+
+    def __init__(self, base, stride, lanes):
+        if isinstance(lanes, ir.Const):
+            lanes = lanes.value
+        if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+            raise error(ValueError, f"T.Ramp lanes must be a positive int, got {lanes!r}")
+        self.base, self.stride, self.lanes = ir.as_expr(base), ir.as_expr(stride), lanes
+        for what, e in (("base", self.base), ("stride", self.stride)):
+            if not e.dtype.is_int:
+                raise error(TypeError, f"T.Ramp {what} must be an integer, got {e.dtype}")
+
+    def lane(self, i):
+        return ir.binary("add", self.base, ir.binary("mul", self.stride, i))
+
+    def __repr__(self):
+        return f"T.Ramp({self.base}, {self.stride}, {self.lanes})"
+
+
+def _lane_binary(op):
+    def fn(self, other):
+        return self._zip(other, lambda a, b: getattr(ir.as_expr(a), op)(b))
+
+    def rfn(self, other):
+        return self._zip(other, lambda a, b: getattr(ir.as_expr(b), op)(a))
+    return fn, rfn
+
+
+class Vector:
+    """A vector value: one scalar expression per lane (see the module docstring)."""
+
+    __slots__ = ("lanes",)
+
+    def __init__(self, lanes):
+        self.lanes = tuple(ir.as_expr(x) for x in lanes)
+
+    @property
+    def dtype(self):
+        return self.lanes[0].dtype
+
+    def __len__(self):
+        return len(self.lanes)
+
+    def __getitem__(self, i):
+        return self.lanes[i]
+
+    def __iter__(self):
+        return iter(self.lanes)
+
+    def _zip(self, other, fn):
+        if isinstance(other, Vector):
+            if len(other) != len(self):
+                raise error(ValueError, f"vectors of {len(self)} and {len(other)} lanes do "
+                                        "not combine")
+            return Vector(fn(a, b) for a, b in zip(self.lanes, other.lanes))
+        return Vector(fn(a, other) for a in self.lanes)
+
+    __add__, __radd__ = _lane_binary("__add__")
+    __sub__, __rsub__ = _lane_binary("__sub__")
+    __mul__, __rmul__ = _lane_binary("__mul__")
+    __truediv__, __rtruediv__ = _lane_binary("__truediv__")
+    __floordiv__, __rfloordiv__ = _lane_binary("__floordiv__")
+    __mod__, __rmod__ = _lane_binary("__mod__")
+    __and__, __rand__ = _lane_binary("__and__")
+    __or__, __ror__ = _lane_binary("__or__")
+    __xor__, __rxor__ = _lane_binary("__xor__")
+    __lshift__, __rlshift__ = _lane_binary("__lshift__")
+    __rshift__, __rrshift__ = _lane_binary("__rshift__")
+
+    def __neg__(self):
+        return Vector(-x for x in self.lanes)
+
+    def map(self, fn):
+        """The vector of fn(lane) for each lane."""
+        return Vector(fn(x) for x in self.lanes)
+
+    def is_broadcast(self) -> bool:
+        first = self.lanes[0]
+        return all(x is first for x in self.lanes)
+
+    def __repr__(self):
+        return f"Vector({', '.join(map(str, self.lanes))})"
+
+
+def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name
+    """The index vector base, base + stride, ..., base + (lanes - 1) * stride: subscripting a
+    buffer with it loads (or stores) `lanes` elements, lane by lane."""
+    return RampIndex(base, stride, lanes)
+
+
+def Broadcast(value, lanes):  # noqa: N802 - TIR's name
+    """`value` in each of `lanes` lanes (store it into a region of `lanes` elements, or combine
+    it with other vectors lane by lane)."""
+    if isinstance(lanes, ir.Const):
+        lanes = lanes.value
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+        raise error(ValueError, f"T.Broadcast lanes must be a positive int, got {lanes!r}")
+    if isinstance(value, Vector):
+        raise error(TypeError, "T.Broadcast takes a scalar value, got a vector")
+    v = ir.as_expr(value)
+    return Vector((v,) * lanes)
+
+
+def wrap_negative(index, extent):
+    """A lane index counted from the end when negative (`extent` the dimension's size)."""
+    from ..arith import simplify
+
+    index = simplify(ir.as_expr(index))
+    if isinstance(index, ir.Const):
+        return simplify(ir.binary("add", index, extent)) if index.value < 0 else index
+    return ir.Select(ir.compare("lt", index, 0), ir.binary("add", index, extent), index,
+                     index.dtype)
+
+
+def lane_indices(buffer, key):
+    """For a subscript with T.Ramp entries: one index tuple per lane (other entries repeated),
+    else None."""
+    ramps = [k for k in key if isinstance(k, RampIndex)]
+    if not ramps:
+        return None
+    lanes = ramps[0].lanes
+    if any(r.lanes != lanes for r in ramps):
+        raise error(ValueError, f"T.Ramp indices of {buffer.name} have different lane counts "
+                                f"({', '.join(str(r.lanes) for r in ramps)})")
+    if len(key) != buffer.ndim:
+        raise error(IndexError, f"buffer {buffer.name} has {buffer.ndim} dimension(s) but is "
+                                f"indexed with {len(key)} index(es)")
+    out = []
+    for i in range(lanes):
+        out.append(tuple(wrap_negative(k.lane(i), buffer.shape[d]) if isinstance(k, RampIndex)
+                         else k for d, k in enumerate(key)))
+    return out
