@@ -55,7 +55,56 @@ def annotate_layout(layout_map: dict):
             from ..layout import Layout
 
             layout = Layout.from_function(buf.shape, layout)
+        if buf.scope in ("shared", "shared.dyn"):
+            _check_injective(buf, layout)
         _kernel_attrs().append(("layout", (buf, layout)))
+
+
+_ENUMERATION_LIMIT = 1 << 22  # elements of a shared tile checked one by one
+
+
+def _check_injective(buf, layout):
+    """Two elements of a shared tile at one address would silently alias: a layout must give
+    every logical element of the buffer its own physical position."""
+    from ..layout import Fragment, Layout
+
+    if not isinstance(layout, Layout) or isinstance(layout, Fragment):
+        return
+    shape = [s for s in buf.shape]
+    if not all(isinstance(s, int) for s in shape) or math.prod(shape) > _ENUMERATION_LIMIT \
+            or tuple(layout.shape) != tuple(shape):
+        return
+    try:
+        off = layout.offsets().ravel()
+    except (TypeError, ValueError):
+        return  # a function only the code generator can evaluate: checked there
+    if off.size == 0:
+        return
+    if off.min() < 0:
+        k = int(off.argmin())
+        raise error(ValueError, f"the layout of shared buffer `{buf.name}` maps element "
+                                f"{_coords(k, shape)} to a negative position {int(off[k])}")
+    order = off.argsort(kind="stable")
+    same = (off[order][1:] == off[order][:-1]).nonzero()[0]
+    if same.size:
+        a, b = int(order[same[0]]), int(order[same[0] + 1])
+        raise error(ValueError, f"the layout of shared buffer `{buf.name}` must be injective: "
+                                f"logical elements {_coords(a, shape)} and {_coords(b, shape)} "
+                                f"both map to physical coordinates "
+                                f"{_physical(layout, _coords(a, shape))}")
+
+
+def _coords(flat, shape):
+    out = []
+    for n in reversed(shape):
+        out.append(flat % n)
+        flat //= n
+    return tuple(reversed(out))
+
+
+def _physical(layout, coords):
+    r = layout._fn(*coords)
+    return tuple(int(x) for x in r) if isinstance(r, (list, tuple)) else (int(r),)
 
 
 def annotate_safe_value(safe_value_map: dict):
