@@ -116,7 +116,7 @@ def render_call(p, c: ir.Call) -> str:
         fn, wide = _VOTES[op]
         text = f"{fn}({', '.join(p.expr(a) for a in c.args)})"
         return f"((uint64_t){text})" if wide else text
-    if op in ("atomic_add", "atomic_max", "atomic_min"):
+    if op in ("atomic_add", "atomic_max", "atomic_min", "atomic_or"):
         order = attrs.get("memory_order", "relaxed")
         target, value = c.args
         extra = "" if order == "relaxed" else f", tl::MemoryOrder::{order}"

@@ -69,7 +69,7 @@ _PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
 _NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comment",
                      "set_max_nreg", "wait_wgmma", "fence_proxy_async", "barrier_arrive",
                      "barrier_wait", "no_set_max_nreg"})
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or"}
 
 
 def _scalar(v):

@@ -52,7 +52,7 @@ from .views import reshape, view
 from .vectors import Broadcast, Ramp
 from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
+                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store, c2d_im2col, clear,
                        copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
                        reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
                        reduce_bitxor, reduce_max, reduce_min, reduce_sum, store_cluster_sum,

@@ -503,7 +503,22 @@ def _check_atomic_dtype(name, target):
                                f"atomics exist for {', '.join(ATOMIC_DTYPES[name])}")
 
 
+_MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+_LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+_STORE_ORDERS = ("relaxed", "release", "seq_cst")
+
+
+def _memory_order(what, order, allowed=_MEMORY_ORDERS):
+    if order is None:
+        return "relaxed"
+    if order not in allowed:
+        raise error(ValueError, f"{what} does not support memory_order={order!r}; use one of "
+                                f"{', '.join(allowed)}")
+    return order
+
+
 def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False):
+    memory_order = _memory_order(f"T.atomic_{op}", memory_order)
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
@@ -585,31 +600,82 @@ def atomic_min(dst, value, memory_order=None, return_prev=False, **kwargs):
     return _atomic("min", dst, value, memory_order, return_prev)
 
 
+def _lanes_start(x, lanes, name, role):
+    """The first element of `lanes` consecutive ones: an element, a region of `lanes` elements
+    along its last dimension (`Dst[0:2]`), or a T.Ramp vector of unit stride."""
+    from .vectors import Vector
+
+    e = _element(x)
+    if e is not None:
+        return e
+    if isinstance(x, Vector) and all(isinstance(l, ir.Load) for l in x.lanes):
+        if len(x) != lanes:
+            raise error(ValueError, f"T.{name} {role} has {len(x)} lanes, not {lanes}")
+        return x.lanes[0]
+    if isinstance(x, ir.BufferRegion):
+        extents = [ext for _, ext in x.region]
+        if all(ext == 1 for ext in extents[:-1]) and extents[-1] == lanes:
+            return ir.Load(x.buffer, tuple(ir.as_expr(s) for s, _ in x.region), x.buffer.dtype)
+        raise error(ValueError, f"T.{name} {role} {x.buffer.name} must be {lanes} consecutive "
+                                f"elements of its last dimension, got extents {extents}")
+    return None
+
+
 def _atomic_vec(name, lanes, dst, value, return_prev=False):
+    from .vectors import Vector
+
     b = current_builder(what=f"T.{name}")
-    d, v = _element(dst), _element(value)
+    d = _lanes_start(dst, lanes, name, "destination")
     if d is None:
-        raise error(TypeError, f"T.{name} needs an element destination such as B[i, j]")
+        raise error(TypeError, f"T.{name} needs an element destination such as B[i, j] (or "
+                               f"B[i, j:j + {lanes}])")
     _check_atomic_dtype(name, d)
+    v = _lanes_start(value, lanes, name, "value") if not isinstance(value, (int, float)) \
+        else None
+    if return_prev:
+        # the old values lane by lane: one returning atomic add per element
+        out = []
+        for k in range(lanes):
+            dk = ir.Load(d.buffer, d.indices[:-1] + (ir.binary("add", d.indices[-1], k),),
+                         d.dtype)
+            vk = ir.as_expr(value) if v is None else ir.Load(
+                v.buffer, v.indices[:-1] + (ir.binary("add", v.indices[-1], k),), v.dtype)
+            c = ir.Call("atomic_add", (dk, ir.cast_to(vk, d.dtype)), d.dtype,
+                        (("memory_order", "relaxed"),))
+            out.append(b.let("prev", c))
+        return Vector(out)
     args = (d, v if v is not None else ir.as_expr(value))
     c = ir.Call(name, args, d.dtype, (("lanes", lanes),))
-    if return_prev:
-        return b.let("prev", c)
     emit(ir.Evaluate, c)
 
 
 def atomic_addx2(dst, value, return_prev=False):
-    """Atomic add of 2 consecutive elements in one instruction (fp16/bf16 pairs; float32 pairs on sm_90)."""
+    """Atomic add of 2 consecutive elements in one instruction (fp16/bf16 pairs; float32 pairs
+    on sm_90); `dst`/`value` an element, a 2-element region or a T.Ramp. `return_prev=True`
+    returns the old values as a 2-lane vector (store it into a 2-element region), read by
+    one atomic add per element."""
     return _atomic_vec("atomic_addx2", 2, dst, value, return_prev)
 
 
 def atomic_addx4(dst, value, return_prev=False):
-    """Atomic add of 4 consecutive float32 elements at once (sm_90)."""
+    """Atomic add of 4 consecutive elements at once (float32 on sm_90); as T.atomic_addx2
+    with 4 lanes."""
     return _atomic_vec("atomic_addx4", 4, dst, value, return_prev)
 
 
+def atomic_or(dst, value, memory_order=None, return_prev=False):
+    """Atomic `dst |= value` on one 32- or 64-bit integer element (once per executing thread);
+    `return_prev=True` returns the old value."""
+    if _element(dst) is None:
+        raise error(NotImplementedError, "T.atomic_or takes one element (such as A[i]), not a "
+                                         "tile")
+    return _atomic("or", dst, value, memory_order, return_prev)
+
+
 def atomic_load(src, memory_order="seq_cst"):
-    """Read one global element atomically with the given memory order."""
+    """Read one global element atomically with the given memory order (relaxed, consume,
+    acquire or seq_cst)."""
+    memory_order = _memory_order("atomic_load", memory_order, _LOAD_ORDERS)
     e = _element(src)
     if e is None:
         raise error(TypeError, "T.atomic_load needs an element such as B[i]")
@@ -618,7 +684,9 @@ def atomic_load(src, memory_order="seq_cst"):
 
 
 def atomic_store(dst, value, memory_order="seq_cst"):
-    """Write one global element atomically with the given memory order."""
+    """Write one global element atomically with the given memory order (relaxed, release or
+    seq_cst)."""
+    memory_order = _memory_order("atomic_store", memory_order, _STORE_ORDERS)
     e = _element(dst)
     if e is None:
         raise error(TypeError, "T.atomic_store needs an element such as B[i]")
