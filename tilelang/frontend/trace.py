@@ -133,6 +133,8 @@ def param_from_annotation(name: str, annotation):
         return annotation.to_buffer(name)
     if isinstance(annotation, DType):
         return ir.Var(name, annotation)
+    if isinstance(annotation, ir.Var):  # `n: T.int32()`
+        return ir.Var(name, annotation.dtype)
     if isinstance(annotation, HandleType):
         return ir.Var(name, DType("handle"))
     if isinstance(annotation, str):

@@ -16,10 +16,10 @@ from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_binding
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, parallel, serial,
                     thread_binding, unroll, vectorized)
 from .macro import Var, macro
-from .math import (Cast, Select, abs, acos, asin, atan, atan2, bitwise_and, bitwise_not,
-                   bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, div, erf,
-                   exp, exp2, exp10, expm1, fabs, fast_exp, floor, floordiv, floormod, fmod,
-                   if_then_else, indexdiv, indexmod, infinity, isfinite, isinf, isnan, log,
+from .math import (Cast, Select, abs, acos, align_up, asin, atan, atan2, bitwise_and,
+                   bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh,
+                   div, erf, exp, exp2, exp10, expm1, fabs, fast_exp, floor, floordiv,
+                   floormod, fmod, if_then_else, indexdiv, indexmod, infinity, isfinite, isinf, isnan, log,
                    log1p, log2, log10, max, max_value, min, min_value, nearbyint, pow, rcp,
                    reinterpret, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
@@ -32,8 +32,9 @@ from .misc import (barrier_arrive, barrier_wait, create_list_of_mbarrier, fence_
 from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
                    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
                    warp_reduce_sum)
-from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout, assume,
-                   annotate_padding, annotate_restrict_buffers, annotate_safe_value,
+from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout,
+                   annotate_min_blocks_per_sm, annotate_padding, annotate_restrict_buffers,
+                   annotate_safe_value, assume,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
@@ -56,7 +57,7 @@ from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, ato
                        copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
                        reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
                        reduce_bitxor, reduce_max, reduce_min, reduce_sum, store_cluster_sum,
-                       tma_copy, wgmma_gemm)
+                       tma_copy, transpose, wgmma_gemm)
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

@@ -150,6 +150,12 @@ def ceildiv(a, b):
     return ir.binary("floordiv", ir.binary("add", a, ir.binary("sub", b, 1)), b)
 
 
+def align_up(a, b):
+    """`a` rounded up to a multiple of `b`: `T.ceildiv(a, b) * b`."""
+    c = ceildiv(a, b)
+    return c * b if isinstance(c, int) and isinstance(b, int) else ir.binary("mul", c, b)
+
+
 def floordiv(a, b):
     """Division rounding towards negative infinity (Python's `//`)."""
     if isinstance(a, int) and isinstance(b, int):
@@ -193,9 +199,14 @@ def Cast(dtype, value):  # noqa: N802 - the reference's (TVM's) name and argumen
     return ir.cast_to(value, dtype)
 
 
-def clamp(x, lo, hi):
-    """`min(max(x, lo), hi)`."""
-    return ir.binary("min", ir.binary("max", x, lo), hi)
+def clamp(x, min_val=None, max_val=None):
+    """`min(max(x, min_val), max_val)` (either bound may be omitted; the reference's keyword
+    names)."""
+    if min_val is not None:
+        x = ir.binary("max", x, min_val)
+    if max_val is not None:
+        x = ir.binary("min", x, max_val)
+    return ir.as_expr(x)
 
 
 def bitwise_and(a, b):

@@ -107,6 +107,18 @@ def _physical(layout, coords):
     return tuple(int(x) for x in r) if isinstance(r, (list, tuple)) else (int(r),)
 
 
+def annotate_min_blocks_per_sm(min_blocks: int):
+    """Ask for at least `min_blocks` resident blocks per SM: the kernel is compiled with
+    `__launch_bounds__(threads, min_blocks)`, so ptxas limits registers to fit them. Only
+    speed changes (the interpreter ignores it)."""
+    if isinstance(min_blocks, ir.Const):
+        min_blocks = min_blocks.value
+    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
+        raise error(ValueError, f"T.annotate_min_blocks_per_sm takes a positive int, got "
+                                f"{min_blocks!r}")
+    _kernel_attrs().append(("min_blocks_per_sm", min_blocks))
+
+
 def annotate_safe_value(safe_value_map: dict):
     """Values returned by out-of-bounds global loads (default 0)."""
     for buf, value in safe_value_map.items():

@@ -558,6 +558,25 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False)
     return None
 
 
+def transpose(src, dst):
+    """`dst[j, i] = src[i, j]` for a 2-D tile `src` of shape (M, N) into `dst` of shape (N, M)
+    (shared memory or fragments), by all the block's threads; `dst` holds the result for the
+    next statement."""
+    from .loops import Parallel
+
+    _check_tile_context("T.transpose")
+    for x, role in ((src, "src"), (dst, "dst")):
+        if not isinstance(x, ir.Buffer) or x.ndim != 2:
+            raise error(TypeError, f"T.transpose {role} must be a 2-D buffer, got {x!r}")
+    m, n = src.shape
+    if not (_shapes_equal(dst.shape, [n, m])):
+        raise error(ValueError, f"T.transpose: dst {dst.name} has shape {list(dst.shape)}, "
+                                f"the transpose of src {src.name} {list(src.shape)} needs "
+                                f"{[n, m]}")
+    for j, i in Parallel(n, m).trace(("j", "i")):
+        dst[j, i] = src[i, j]
+
+
 def store_cluster_sum(dst, src, use_tma=True):
     """`dst` = the sum of the shared tile `src` over the blocks of this block's cluster
     (`T.ClusterKernel`), every block of the cluster naming the same `dst` region: the
