@@ -458,6 +458,9 @@ def _scan(kind, src, dst, dim, reverse):
     _check_tile_context(name)
     if dst is None:
         dst = src
+    if isinstance(src, ir.BufferRegion) or isinstance(dst, ir.BufferRegion):
+        _scan_regions(kind, src, dst, dim, reverse, name)
+        return
     for x in (src, dst):
         if not isinstance(x, ir.Buffer):
             raise error(TypeError, f"{name} operands must be buffers, got {x!r}")
@@ -470,12 +473,34 @@ def _scan(kind, src, dst, dim, reverse):
     emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind)
 
 
-def cumsum(src, dst=None, dim=0, reverse=False):
-    """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums."""
+def _scan_regions(kind, src, dst, dim, reverse, name):
+    """A scan of a region (`big[0:M, 0:N]`): through a tile of the region's shape in the
+    source's memory (copied in, scanned, copied out)."""
+    from .alloc import alloc_fragment, alloc_shared
+
+    regions = [to_region(x, name) for x in (src, dst)]
+    shape = [ext for _, ext in regions[0].region]
+    if not _shapes_equal(shape, [ext for _, ext in regions[1].region]):
+        raise error(ValueError, f"{name}: dst region {[e for _, e in regions[1].region]} must "
+                                f"have the src region's shape {shape}")
+    if not all(isinstance(e, int) for e in shape):
+        raise error(ValueError, f"{name} of a region needs static extents, got {shape}")
+    scope = regions[0].buffer.scope
+    alloc = alloc_fragment if scope == "local.fragment" else alloc_shared
+    tile = alloc(shape, regions[0].buffer.dtype)
+    copy(regions[0], tile)
+    _scan(kind, tile, tile, dim, reverse)
+    copy(tile, regions[1])
+
+
+def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
+    """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums. `src`
+    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` are accepted (no
+    lowering options exist here)."""
     _scan("sum", src, dst, dim, reverse)
 
 
-def cummax(src, dst=None, dim=0, reverse=False):
+def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running maximum along `dim`; `reverse=True` runs from the end."""
     _scan("max", src, dst, dim, reverse)
 
