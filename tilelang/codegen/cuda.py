@@ -119,7 +119,11 @@ class CudaPrinter:
         if isinstance(e, ir.Binary):
             return self.binary(e, prec)
         if isinstance(e, ir.Compare):
-            text = f"{self.expr(e.a, 7)} {_CMP_C[e.op]} {self.expr(e.b, 7)}"
+            if e.a.dtype.is_float8:  # the fp8 types have no comparison operators: in float
+                text = (f"(float){self.expr(e.a, 9)} {_CMP_C[e.op]} "
+                        f"(float){self.expr(e.b, 9)}")
+            else:
+                text = f"{self.expr(e.a, 7)} {_CMP_C[e.op]} {self.expr(e.b, 7)}"
             return f"({text})" if prec > 0 else text
         if isinstance(e, ir.Logical):
             op = "&&" if e.op == "and" else "||"

@@ -165,14 +165,82 @@ def compile_tile_op(c, s):
 def _copy(c, s):
     src, dst = Region(c, s.src), Region(c, s.dst)
     sdt, ddt = src.buf.dtype, dst.buf.dtype
+    private = any(r.buf.scope in ("local", "local.var") for r in (src, dst))
 
     def run(ctx, mask):
+        if private and ctx.space is ctx.thread_space and not _uniform_regions(ctx, src, dst):
+            _copy_per_thread(ctx, mask, src, dst, sdt, ddt)
+            return
         _collective(ctx, mask, "T.copy")
         tile = src.read(ctx, "T.copy")
         if tile.size == 0:
             return
         dst.write(ctx, convert(tile, sdt, ddt), "T.copy")
     return at_statement(s, run)
+
+
+def _uniform_regions(ctx, *regions) -> bool:
+    """Whether every start and extent of the regions is the same in every thread."""
+    for r in regions:
+        for f in r.starts + r.exts:
+            if type(f) is not int:
+                v = f(ctx)
+                if type(v) is np.ndarray and v.ndim and collapse(v) is VARYING:
+                    return False
+    return True
+
+
+def _copy_per_thread(ctx, mask, src, dst, sdt, ddt):
+    """A copy into or out of thread-private memory whose region depends on the thread (each
+    thread copies its own row): one thread at a time, each seeing its own index values and
+    its own copy of the private buffer."""
+    active = np.ones(ctx.nthreads, np.bool_) if mask is None else \
+        np.broadcast_to(np.asarray(mask), (ctx.nthreads,)).copy()
+    for r in (src, dst):
+        st = ctx.bufs.get(r.buf)
+        if isinstance(st, LocalStore) and not st.per_lane:
+            st._widen()  # each thread's copy may now differ
+    env = ctx.env
+    try:
+        for lane in np.flatnonzero(active):
+            ctx.env = {k: (v.reshape(-1)[lane] if type(v) is np.ndarray and
+                           v.size == ctx.nthreads else v) for k, v in env.items()}
+            tile = _read_lane(ctx, src, lane)
+            if tile.size:
+                _write_lane(ctx, dst, convert(tile, sdt, ddt), lane)
+    finally:
+        ctx.env = env
+
+
+def _lane_array(ctx, r, lane):
+    st = ctx.bufs.get(r.buf)
+    if isinstance(st, LocalStore):
+        return st.data.reshape((-1,) + st.shape)[lane]
+    return tile_array(ctx, r.buf, "T.copy")
+
+
+def _read_lane(ctx, r, lane):
+    arr = _lane_array(ctx, r, lane)
+    starts, exts = r.eval(ctx, "T.copy")
+    src, dst = r._bounds(ctx, arr.shape, starts, exts, "T.copy")
+    if dst is None and src is not None:
+        return arr[src].copy()
+    out = np.full(exts, ctx.safe.get(r.buf, r.zero), dtype=arr.dtype)
+    if src is not None:
+        out[dst] = arr[src]
+    return out
+
+
+def _write_lane(ctx, r, value, lane):
+    arr = _lane_array(ctx, r, lane)
+    starts, exts = r.eval(ctx, "T.copy")
+    if int(np.prod(exts)) != np.size(value):
+        raise fail(ctx, ValueError, f"T.copy: {np.size(value)} values for a region of "
+                                    f"{r.buf.name} with extents {exts}")
+    value = np.reshape(value, exts)
+    src, dst = r._bounds(ctx, arr.shape, starts, exts, "T.copy")
+    if src is not None:
+        arr[src] = value if dst is None else value[dst]
 
 
 def _tma_copy(c, s):

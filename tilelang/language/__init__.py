@@ -51,6 +51,7 @@ from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
 from .vectors import Broadcast, Ramp
+from .gemm_sp import gemm_sp, gemm_sp_v2, wgmma_gemm_sp
 from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_or, atomic_store, c2d_im2col, clear,
