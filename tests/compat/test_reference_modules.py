@@ -273,11 +273,24 @@ def test_tirx_index_map_and_tvm_testing():
 
 # ---- backends that do not exist here ------------------------------------------------------------
 @pytest.mark.parametrize("module,words", [
-    ("tilelang.rocm", "AMD ROCm/HIP"), ("tilelang.rocm.intrinsics.mfma_layout", "AMD ROCm/HIP"),
+    ("tilelang.rocm.intrinsics.mfma_layout", "AMD ROCm/HIP"), ("tilelang.rocm.intrinsics",
+                                                             "AMD ROCm/HIP"),
     ("tilelang.metal", "Apple Metal")])
 def test_absent_backends_say_so(module, words):
     with pytest.raises(ImportError, match=words):
         importlib.import_module(module)
+
+
+def test_rocm_answers_only_its_availability_probe():
+    rocm = importlib.import_module("tilelang.rocm")
+    from tilelang.rocm.target import check_hip_availability, target_is_hip
+
+    assert check_hip_availability() is False
+    assert target_is_hip("hip") and not target_is_hip("cuda -arch=sm_90a")
+    with pytest.raises(AttributeError, match="AMD ROCm/HIP"):
+        rocm.intrinsics_helpers  # noqa: B018
+    with pytest.raises(AttributeError, match="AMD ROCm/HIP"):
+        importlib.import_module("tilelang.rocm.target").rocm_warp_size_for_arch  # noqa: B018
 
 
 def test_iket_says_it_is_absent():

@@ -109,3 +109,26 @@ def test_dtype_call_without_value_is_a_variable():
     assert isinstance(a, ir.Var) and str(a.dtype) == "int32"
     assert (T.uint64() & T.uint64(0xFFFFFFFFFFFFFFFF)).dtype == "uint64"
     assert T.int64(-0x7FFFFFFFFFFFFFFF - 1).value == -2**63
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("extent", [0, 32, 64, 96])
+def test_shuffle_elect_and_warp_indices(device, extent):
+    n = 192
+
+    @T.prim_func
+    def k(O: T.Tensor((5, n), "int32")):
+        with T.Kernel(1, threads=n):
+            tx = T.get_thread_binding()
+            O[0, tx] = T.shuffle_elect(extent)
+            O[1, tx] = T.get_lane_idx(None)
+            O[2, tx] = T.get_warp_idx_sync(None)
+            O[3, tx] = T.get_warp_group_idx(None, None)
+            O[4, tx] = T.get_warp_group_idx(16, 2)
+
+    o = torch.full((5, n), -1, dtype=torch.int32, device=device)
+    tilelang.compile(k, target=_target(device))(o)
+    t = torch.arange(n)
+    elect = (t == 0) if extent == 0 else (t % extent == 0)
+    expect = torch.stack([elect.int(), t % 32, t // 32, t // 128, t // 32]).int()
+    assert torch.equal(o.cpu(), expect)
