@@ -98,6 +98,79 @@ def test_batch_keeps_the_results(device, op, batch):
 
 @pytest.mark.parametrize("batch", [0, -1, 1.5, True])
 def test_batch_must_be_a_positive_int(batch):
-    with pytest.raises(ValueError, match="batch must be an int >= 1") as info:
+    with pytest.raises(ValueError, match="batch must be >= 1 \\(an int\\)") as info:
         _batched_kernel("sum", batch)
     assert "test_reduce_options.py" in str(info.value)
+
+
+def _finalize_kernel(batch, block_M=64):
+    @T.prim_func
+    def kernel(A: T.Tensor((block_M, 64), "float32"), B: T.Tensor((block_M,), "float32")):
+        with T.Kernel(1, threads=256):
+            acc = T.alloc_reducer(block_M, "float32", op="sum", replication="all")
+            T.clear(acc)
+            a = T.alloc_fragment((block_M, 64), "float32")
+            T.copy(A, a)
+            for i, j in T.Parallel(block_M, 64):
+                acc[i] += a[i, j]
+            T.finalize_reducer(acc, batch=batch)
+            T.copy(acc, B)
+    return kernel
+
+
+@pytest.mark.parametrize("batch,match", [(0, "batch must be >= 1"), (-1, "batch must be >= 1"),
+                                         (128, "exceeds total output elements"),
+                                         (3, "must evenly divide")])
+def test_finalize_reducer_batch_is_checked(batch, match):
+    with pytest.raises(ValueError, match=match) as info:
+        _finalize_kernel(batch)
+    assert "test_reduce_options.py" in str(info.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("batch", [1, 4, 64])
+def test_finalize_reducer_batches_keep_the_results(device, batch):
+    A = torch.randn(64, 64)
+    B = torch.zeros(64, device=device)
+    tilelang.compile(_finalize_kernel(batch), target="cpu" if device == "cpu" else "cuda")(
+        A.to(device), B)
+    torch.testing.assert_close(B.cpu(), A.sum(1), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("width", [48, 96])
+def test_non_power_of_two_reduction_widths_are_located(width):
+    @T.prim_func
+    def kernel(A: T.Tensor((1, width), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=width):
+            src = T.alloc_fragment((1, width), "float32")
+            dst = T.alloc_fragment((1,), "float32")
+            T.copy(A, src)
+            T.reduce_sum(src, dst, dim=1)
+            T.copy(dst, B)
+
+    with pytest.raises(ValueError, match="logical_width = .* positive power of two") as info:
+        tilelang.lower(kernel, target="cuda -arch=sm_90a")
+    assert "test_reduce_options.py" in str(info.value)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["sum", "max", "min", "absmax"])
+def test_thread_local_reduction_into_a_variable(device, op):
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4):
+            tx = T.get_thread_binding()
+            src = T.alloc_local((8,), "float32")
+            dst = T.alloc_var("float32")
+            for i in T.serial(8):
+                src[i] = A[tx, i]
+            getattr(T, f"reduce_{op}")(src, dst, dim=0)
+            B[tx] = dst
+
+    a = torch.randn(4, 8)
+    b = torch.zeros(4, device=device)
+    tilelang.compile(main, target="cpu" if device == "cpu" else "cuda")(a.to(device), b)
+    expect = {"sum": a.sum(1), "max": a.amax(1), "min": a.amin(1), "absmax": a.abs().amax(1)}
+    torch.testing.assert_close(b.cpu(), expect[op], rtol=1e-5, atol=1e-5)
+    if device == "cpu" and HAS_COMPILER:
+        tilelang.compile(main, target="cuda -arch=sm_90a")

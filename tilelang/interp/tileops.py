@@ -383,6 +383,10 @@ def _reduce(c, s):
     what = f"T.reduce_{kind}"
 
     def run(ctx, mask):
+        st = ctx.bufs.get(src)
+        if isinstance(st, LocalStore) and st.per_lane:
+            _reduce_per_thread(ctx, mask, s, st, clear, narrow, what)
+            return
         _collective(ctx, mask, what)
         x = convert(tile_array(ctx, src, what), sdt, ddt)
         d = dim % x.ndim
@@ -397,6 +401,34 @@ def _reduce(c, s):
             r = round_to(r, ddt)
         darr[...] = np.reshape(r, darr.shape)
     return at_statement(s, run)
+
+
+def _reduce_per_thread(ctx, mask, s, st, clear, narrow, what):
+    """A reduction of a thread-private buffer into thread-private storage: each thread
+    reduces its own copy (lanes of the LocalStore), under the statement's mask."""
+    dst_st = ctx.bufs.get(s.dst)
+    if not isinstance(dst_st, LocalStore):
+        raise fail(ctx, NotImplementedError,
+                   f"{what} of local buffer {s.src.name}, whose contents differ between "
+                   f"threads, into the {scope_name(s.dst)} buffer {s.dst.name}: reduce into a "
+                   "local buffer or variable")
+    lead = len(st.space.shape)
+    x = convert(st.data, s.src.dtype, s.dst.dtype)
+    r = _reduce_values(s.kind, x, lead + s.dim % len(st.shape), s.dst.dtype, s.nan_propagate)
+    if not dst_st.per_lane:
+        dst_st._widen()
+    out_shape = dst_st.data.shape
+    r = np.reshape(r, out_shape)
+    if not clear:
+        r = _combine(s.kind, dst_st.data, r, s.nan_propagate)
+    if narrow:
+        r = round_to(r, s.dst.dtype)
+    if mask is None:
+        dst_st.data[...] = r
+    else:
+        keep = np.reshape(np.broadcast_to(mask, st.space.shape),
+                          st.space.shape + (1,) * (len(out_shape) - lead))
+        np.copyto(dst_st.data, r, where=np.broadcast_to(keep, out_shape), casting="unsafe")
 
 
 def _cumsum(c, s):

@@ -381,13 +381,15 @@ def _reduce(kind, src, dst, dim, clear, nan_propagate=False, batch=1):
     # `batch` groups the reference's cross-thread AllReduce calls (fewer barriers); here every
     # reduction of one statement is combined together anyway, so it only has to be valid
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-        raise error(ValueError, f"T.reduce_{kind}: batch must be an int >= 1, got {batch!r}")
+        raise error(ValueError, f"T.reduce_{kind}: batch must be >= 1 (an int), got {batch!r}")
     for x, role in ((src, "src"), (dst, "dst")):
         if not isinstance(x, ir.Buffer):
             raise error(TypeError, f"T.reduce_{kind} {role} must be a buffer, got {x!r}")
-        if x.scope not in ("local.fragment", "shared", "shared.dyn", "local"):
-            raise error(ValueError, f"T.reduce_{kind} {role} {x.name} must be a fragment or "
-                                    f"shared buffer, got scope {x.scope}")
+        allowed = ("local.fragment", "shared", "shared.dyn", "local") + (
+            ("local.var",) if role == "dst" else ())
+        if x.scope not in allowed:
+            raise error(ValueError, f"T.reduce_{kind} {role} {x.name} must be a fragment, "
+                                    f"shared or local buffer, got scope {x.scope}")
     nd = src.ndim
     if not -nd <= dim < nd:
         raise error(ValueError, f"T.reduce_{kind}: dim {dim} out of range for a {nd}-D buffer")

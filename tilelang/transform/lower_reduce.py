@@ -130,7 +130,15 @@ class ReduceLowering:
                 stmts.append(_store(red, slot, combine(r.kind, _load(red, slot),
                                                        element(r.kind, _load(src_reg, vi), dt),
                                                        r.nan_propagate)))
-        plan = F.shuffle_plan(r.dim)
+        try:
+            plan = F.shuffle_plan(r.dim)
+        except ValueError as exc:  # the reference's words: the threads of one output row
+            lanes = int(np.prod([sp.extent for sp in F.threads_spanning(r.dim)]))
+            raise located(ValueError)(
+                f"T.reduce_{r.kind} of {r.src.name} along dim {r.dim}: the threads that share "
+                f"one output (logical_width = {lanes}) must form a positive power of two "
+                f"lanes of a warp, or whole warps ({exc}); pick a tile width or thread count "
+                "that is a power of two", r.loc) from None
         for mask in plan.masks:
             shuffled = ir.Call("shfl_xor", (_load(red, s), ir.const(mask), ir.const(32)), dt)
             stmts.append(ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
@@ -275,4 +283,3 @@ def _copy_loop(src, dst, ctx):
     return _parallel(vars_, list(src.shape), body, layout, None)
 
 
-_ = located
