@@ -106,6 +106,16 @@ class CallPlan:
             for d, s in enumerate(p.strides or ()):
                 if isinstance(s, ir.Var) and s not in sources:
                     sources[s] = ("stride", p.index, d)
+        # a size met only inside an extent `a * n + b` (T.Tensor((n * 4,), ...)) is solved
+        # from that extent, as the reference's argument binder does
+        for p in self.inputs:
+            if p.kind != "buffer":
+                continue
+            for d, s in enumerate(p.shape):
+                solved = _solvable(s, sources)
+                if solved is not None:
+                    var, a, b = solved
+                    sources[var] = ("linear", p.index, (d, a, b))
         return sources
 
     # ---- checks -----------------------------------------------------------------------------
@@ -206,6 +216,15 @@ class CallPlan:
             if kind == "scalar":
                 symbols[var] = int(a)
                 continue
+            if kind == "linear":
+                dim, coef, const = d
+                extent = int(a.shape[dim])
+                if (extent - const) % coef:
+                    self._fail(ValueError, self.params[idx],
+                               f"shape[{dim}] = {extent} is not {coef} * {var.name} + {const} "
+                               "for any integer size")
+                symbols[var] = (extent - const) // coef
+                continue
             val = int(a.shape[d]) if kind == "shape" else int(a.stride(d))
             dt = var.dtype
             if dt.is_int and not dt.min_value() <= val <= dt.max_value():
@@ -292,6 +311,26 @@ def _dtype_matches(torch_dtype, dt: DType) -> bool:
         return DType(torch_dtype) is dt
     except ValueError:
         return False
+
+
+def _solvable(extent, known):
+    """(var, a, b) when `extent` is a * var + b for one size var not yet bound (ints a != 0,
+    b), else None."""
+    if not isinstance(extent, ir.Expr) or isinstance(extent, (ir.Var, ir.Const)):
+        return None
+    free = [v for v in _vars_of(extent) if v not in known]
+    if len(free) != 1 or len(set(_vars_of(extent))) != 1:
+        return None
+    from ..arith import Analyzer
+
+    linear = Analyzer().detect_linear(extent, free[0])
+    if linear is None:
+        return None
+    a, rest = linear
+    if not isinstance(a, int) or a == 0:
+        return None
+    b = ir.int_value(Analyzer().simplify(rest))
+    return None if b is None else (free[0], a, b)
 
 
 def _symbol_values(cond, symbols) -> str:
