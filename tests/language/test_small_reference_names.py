@@ -132,3 +132,22 @@ def test_shuffle_elect_and_warp_indices(device, extent):
     elect = (t == 0) if extent == 0 else (t % extent == 0)
     expect = torch.stack([elect.int(), t % 32, t // 32, t // 128, t // 32]).int()
     assert torch.equal(o.cpu(), expect)
+
+
+def test_empty_takes_sizes_as_separate_arguments():
+    @tilelang.jit(target="cpu")
+    def twice(A):
+        M, N = T.const("M, N")
+        A: T.Tensor[[M, N], T.float32]
+        B = T.empty(M, N, dtype=T.float32)
+        C = T.empty((M, N), T.float32)
+        with T.Kernel(1, threads=32):
+            for i, j in T.Parallel(M, N):
+                B[i, j] = A[i, j] * 2.0
+                C[i, j] = A[i, j] * 3.0
+        return B, C
+
+    a = torch.randn(4, 8)
+    b, c = twice(a)
+    torch.testing.assert_close(b, a * 2)
+    torch.testing.assert_close(c, a * 3)
