@@ -94,8 +94,12 @@ TL_INTEGRAL_(long) TL_INTEGRAL_(unsigned long) TL_INTEGRAL_(long long)
 TL_INTEGRAL_(unsigned long long)
 #undef TL_INTEGRAL_
 template <class T> inline constexpr bool is_integral_v = is_integral<T>::value;
-template <class T> inline constexpr bool is_signed_int_v =
-    is_integral_v<T> && (T(-1) < T(0));
+// (a struct, so that T(-1) < T(0) is only formed for integers: fp8 types have no operator <)
+template <class T, bool = is_integral_v<T>> struct is_signed_int {
+  static constexpr bool value = false;
+};
+template <class T> struct is_signed_int<T, true> { static constexpr bool value = T(-1) < T(0); };
+template <class T> inline constexpr bool is_signed_int_v = is_signed_int<T>::value;
 
 template <bool B, class T = void> struct enable_if {};
 template <class T> struct enable_if<true, T> { using type = T; };
