@@ -476,6 +476,11 @@ class Fragment:
                 f", values={self._modes_str(self.value_modes)}{rep})")
 
 
+def _fragment_is_equal(self, other) -> bool:
+    """The reference's `Fragment.is_equal`: the same map (see fragment_equal)."""
+    return isinstance(other, Fragment) and fragment_equal(self, other)
+
+
 def fragment_equal(a: Fragment, b: Fragment) -> bool:
     """True when two fragments are the same map (thread, value) -> coordinates: same shape,
     thread and value counts, and coordinates for every slot (modes may be split differently)."""
@@ -485,3 +490,6 @@ def fragment_equal(a: Fragment, b: Fragment) -> bool:
     if ca.thread_modes == cb.thread_modes and ca.value_modes == cb.value_modes:
         return True
     return bool(np.array_equal(a.coord_table(), b.coord_table()))
+
+
+Fragment.is_equal = _fragment_is_equal
