@@ -136,6 +136,21 @@ def softmax(M, N, rows):
     row(f"softmax {M}x{N} fp16 rows={rows}", ms, t, 2 * M * N * 2, "GB/s")
 
 
+def gemv_reducer(M, N, baseline=False):
+    """The reference's gemv_alloc_reducer (block 128x128, 256 threads): register partials,
+    or with `baseline` the shared-memory atomic form (tl.reducer_force_baseline)."""
+    from tests.gpu import reducer_kernels as RK
+
+    k = tilelang.compile(RK.gemv_legacy(M, N, block_M=128, block_N=128, threads=256),
+                         pass_configs={"tl.reducer_force_baseline": baseline})
+    a = torch.randn(M, N, device="cuda").half()
+    x = torch.randn(N, device="cuda").half()
+    o = torch.empty(M, device="cuda")
+    ms, t = bench_pair(lambda: k(a, x, o), lambda: a @ x)
+    row(f"gemv reducer {M}x{N} fp16{' (shared atomics)' if baseline else ''}", ms, t,
+        2 * M * N, "GB/s")
+
+
 def flash(B, H, S, D, causal, bm, bn, stages, threads, mma_sync=False):
     # fast math (exp2 as ex2.approx.ftz), as the attention examples and FlashAttention use
     configs = {tilelang.PassConfigKey.TL_ENABLE_FAST_MATH: True}
@@ -193,6 +208,8 @@ def main():
         ("gemm8k", lambda: gemm(8192, 8192, 8192, 128, 256, 64, 3, 256)),
         ("seed004", lambda: gemm_parallel_load(16384, 10)),
         ("softmax", lambda: softmax(16384, 2048, 4)),
+        ("gemv", lambda: gemv_reducer(4096, 4096)),
+        ("gemv", lambda: gemv_reducer(4096, 4096, baseline=True)),
         ("flash", lambda: flash(8, 32, 4096, 128, False, 64, 64, 1, 128)),
         ("flash", lambda: flash(8, 32, 4096, 128, False, 128, 64, 2, 256)),
         ("flash", lambda: flash(8, 32, 4096, 128, True, 128, 64, 2, 256)),

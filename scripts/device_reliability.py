@@ -9,6 +9,7 @@ and the source of every finding under $OUT (or --out).
     python scripts/device_reliability.py --dry-run            # plumbing check without a GPU
     python scripts/device_reliability.py --sections fuzz --fuzz-cases 200   # a fixed set of seeds
     python scripts/device_reliability.py --sections fuzz --vary-configs   # also vary pass configs
+    python scripts/device_reliability.py --sections fuzz --family fragments   # one family only
 
 Fuzz: W worker processes share the GPU; worker w takes seeds start+w, start+w+W, ... Each case
 is compiled for the GPU, run on the GPU and on the interpreter with the same inputs, and both
@@ -51,10 +52,12 @@ FINDING_KINDS = ("crash", "nvrtc", "gpu_error", "hang", "died", "harness",
 
 # ==== one fuzz case ============================================================================
 
-def run_one(seed: int, device_target: str, dry_run: bool, vary_configs: bool = False) -> dict:
+def run_one(seed: int, device_target: str, dry_run: bool, vary_configs: bool = False,
+            family: str | None = None) -> dict:
     """Outcome of one case: {"seed", "family", "outcome", "detail", "features", "configs",
     "seconds"}; "configs" is the `describe_configs` line of the pass configs the device kernel
-    was compiled with ("defaults" unless `vary_configs`)."""
+    was compiled with ("defaults" unless `vary_configs`). `family`: that family's program of
+    the seed (None: the family drawn from the seed)."""
     import numpy as np
 
     from tilelang.testing import fuzz
@@ -63,9 +66,9 @@ def run_one(seed: int, device_target: str, dry_run: bool, vary_configs: bool = F
     t0 = time.time()
     configs = fuzz.pass_configs_for(seed) if vary_configs else {}
     res = {"seed": seed, "family": "?", "outcome": "harness", "detail": "", "features": [],
-           "configs": fuzz.describe_configs(configs)}
+           "configs": fuzz.describe_configs(configs), "asked_family": family}
     try:
-        case = fuzz.generate(seed)
+        case = fuzz.generate(seed, family)
         res.update(family=case.family, features=list(case.features))
         inputs = case.make_inputs(np.random.default_rng(seed))
         want = fuzz.expected(case, inputs)
@@ -144,7 +147,7 @@ def fuzz_worker(args):
                 time.sleep(3600)
             if seed == args.debug_die_seed:
                 os._exit(9)
-            res = run_one(seed, target, args.dry_run, args.vary_configs)
+            res = run_one(seed, target, args.dry_run, args.vary_configs, args.family)
             out.write(json.dumps(res) + "\n")
             if res["outcome"] == "gpu_error":  # the CUDA context may be unusable now
                 return 3
@@ -176,7 +179,8 @@ def run_fuzz(args, out_dir) -> dict:
                "--debug-hang-seed", str(args.debug_hang_seed),
                "--debug-die-seed", str(args.debug_die_seed)] + (
                    ["--dry-run"] if args.dry_run else []) + (
-                   ["--vary-configs"] if args.vary_configs else [])
+                   ["--vary-configs"] if args.vary_configs else []) + (
+                   ["--family", args.family] if args.family else [])
         # worker id is recomputed from the start seed so a restart continues the stride
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(path + ".err", "w"),
                              cwd=ROOT)
@@ -202,6 +206,7 @@ def run_fuzz(args, out_dir) -> dict:
             del workers[w]
             if last is not None and last.get("outcome") == "start":
                 results.append({"seed": last["seed"], "family": "?",
+                                "asked_family": args.family,
                                 "outcome": "hang" if stuck else "died",
                                 "detail": _tail(path + ".err"), "features": [],
                                 "configs": _configs_of(last["seed"], args.vary_configs)})
@@ -225,8 +230,8 @@ def _configs_of(seed, vary_configs) -> str:
 
 def repro_command(r) -> str:
     """The command line that reruns finding `r` on a GPU with the configs it ran with."""
-    return (f"python scripts/fuzz_family.py auto {r['seed']} 1 --configs "
-            f"'{r.get('configs', 'defaults')}'")
+    return (f"python scripts/fuzz_family.py {r.get('asked_family') or 'auto'} {r['seed']} 1 "
+            f"--configs '{r.get('configs', 'defaults')}'")
 
 
 def _tail(path, n=3000):
@@ -250,7 +255,7 @@ def summarize_fuzz(results, restarts, out_dir) -> dict:
     os.makedirs(find_dir, exist_ok=True)
     for r in findings:
         try:
-            case = fuzz.generate(r["seed"])
+            case = fuzz.generate(r["seed"], r.get("asked_family"))
             r["family"] = case.family
             path = fuzz.write_source(case, find_dir)
             with open(path, "a") as f:
@@ -267,6 +272,7 @@ def summarize_fuzz(results, restarts, out_dir) -> dict:
             "ok_features": dict(feats.most_common()),
             "rejections": dict(rejected.most_common(20)),
             "findings": [{"seed": r["seed"], "family": r.get("family"), "outcome": r["outcome"],
+                          "asked_family": r.get("asked_family"),
                           "configs": r.get("configs", "defaults"), "detail": r.get("detail")}
                          for r in findings]}
 
@@ -452,6 +458,9 @@ def main():
     ap.add_argument("--vary-configs", action="store_true",
                     help="compile each fuzz case with its seed's pass configs "
                          "(tilelang.testing.fuzz.pass_configs_for)")
+    ap.add_argument("--family", default=None,
+                    help="fuzz only this family's programs (e.g. fragments; default: the "
+                         "family drawn from each seed)")
     ap.add_argument("--fuzz-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--resources-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker-id", type=int, default=0, help=argparse.SUPPRESS)

@@ -9,6 +9,7 @@ TILELANG_DEFAULT_TARGET   target used when none is given ("auto", "cpu", "cuda",
 TILELANG_DUMP_IR          1 prints the IR after every pass
 TILELANG_VERBOSE          1 prints what the compiler does (pipeline steps, fallbacks)
 TILELANG_AUTO_TUNING_*    autotuner: DISABLE_CACHE, CPU_COUNTS, CPU_UTILITIES, MAX_CPU_COUNT
+TILELANG_JIT_DIAGNOSTICS  1 logs each JIT phase (lower, compile) with its time (jit/diagnostics.py)
 
 `env` also carries the reference's attribute names (`env.TILELANG_CACHE_DIR`, `env.CUDA_HOME`,
 `env.TILELANG_AUTO_TUNING_CPU_COUNTS`, `env.get_default_target()`, ...) as strings read live
@@ -104,6 +105,11 @@ class Environment:
     def is_autotune_cache_disabled(self) -> bool:
         return _flag("TILELANG_AUTO_TUNING_DISABLE_CACHE")
 
+    TILELANG_JIT_DIAGNOSTICS = EnvVar("TILELANG_JIT_DIAGNOSTICS", "0")
+
+    def is_jit_diagnostics_enabled(self) -> bool:
+        return str(self.TILELANG_JIT_DIAGNOSTICS).strip().lower() in ("1", "true", "yes", "on")
+
     def is_print_on_compilation_enabled(self) -> bool:
         return str(self.TILELANG_PRINT_ON_COMPILATION).lower() in ("1", "true", "yes", "on")
 
@@ -116,13 +122,21 @@ class Environment:
 
     @property
     def cache_dir(self) -> Path:
-        # an empty value is unset, not Path("") (the current directory)
-        given = os.environ.get("TILELANG_CACHE_DIR", "").strip()
+        # an empty value is unset, not Path("") (the current directory); an assignment to
+        # env.TILELANG_CACHE_DIR wins over the environment in this process (as in the reference)
+        given = (self._cache_dir_override if self._cache_dir_override is not None
+                 else os.environ.get("TILELANG_CACHE_DIR", "")).strip()
         return Path(given).expanduser() if given else Path.home() / ".tilelang" / "cache"
+
+    _cache_dir_override = None
 
     @property
     def TILELANG_CACHE_DIR(self) -> str:  # noqa: N802 - reference attribute name
         return str(self.cache_dir)
+
+    @TILELANG_CACHE_DIR.setter
+    def TILELANG_CACHE_DIR(self, value) -> None:  # noqa: N802 - reference attribute name
+        self._cache_dir_override = None if value is None else str(value)
 
     @property
     def cache_enabled(self) -> bool:

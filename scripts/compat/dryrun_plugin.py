@@ -141,8 +141,8 @@ def _install():
     orig_adapter = JITKernel._adapter
 
     def adapter(self, t):
-        if t.kind == "cuda" and t.arch != _ARCH:
-            t = target
+        if t.kind == "cuda" and not t.arch:
+            t = target  # the "current GPU" is the dry run's; an explicit arch is kept
         key = t.kind
         if key in self._adapters:
             return self._adapters[key]
@@ -178,11 +178,11 @@ def _install():
             a = full[p.index]
             if p.kind == "scalar":
                 full[p.index] = plan._check_scalar(p, a)
-            elif not isinstance(a, torch.Tensor):
+            elif a is not None and not isinstance(a, torch.Tensor):
                 raise TypeError(f"{p.name}: expects a tensor, got {type(a).__name__}")
         symbols = plan._bind_symbols(full)
         for p in plan.inputs:
-            if p.kind == "buffer":
+            if p.kind == "buffer" and full[p.index] is not None:
                 plan._check_shape(p, full[p.index], symbols)
         plan.check_assumptions(symbols)
         outs = []
@@ -198,9 +198,20 @@ def _install():
 
     from tilelang.profiler import Profiler
     import tilelang.profiler as prof
+    import tilelang.profiler.profiler as prof_impl
+
+    def run_once_then_1ms(fn, *a, **k):
+        fn()
+        return 1.0
+
     prof.do_bench = lambda *a, **k: 1.0
     tilelang.profiler.do_bench = prof.do_bench
-    Profiler.do_bench = lambda self, *a, **k: 1.0
+    if _EXEC == "interp":
+        # Profiler.do_bench itself runs (inputs made as the test asks, dynamic sizes, the
+        # kernel called once on the interpreter); only the timing loop is replaced
+        prof_impl.do_bench = run_once_then_1ms
+    else:
+        Profiler.do_bench = lambda self, *a, **k: 1.0
     try:
         import triton.testing as tt
         tt.do_bench = lambda *a, **k: 1.0
@@ -208,7 +219,6 @@ def _install():
         pass
     if _EXEC == "interp":
         return
-    Profiler.do_bench = lambda self, *a, **k: 1.0
     Profiler.assert_allclose = lambda self, *a, **k: None
     Profiler.manual_assert_close = lambda self, *a, **k: None
     import tilelang.profiler as prof

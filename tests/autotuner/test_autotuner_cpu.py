@@ -18,13 +18,6 @@ HERE = Path(__file__).resolve().parent
 FAST = dict(warmup=0.1, rep=0.5)
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path / "cache"))
-    AutoTuner._memory_cache.clear()
-    yield tmp_path / "cache"
-    AutoTuner._memory_cache.clear()
-
 
 def _scale_factory(built, wrong_for=()):
     """A factory computing C = 2A + B; `block` values in `wrong_for` compute 3A + B."""

@@ -101,8 +101,8 @@ def test_template_arguments_of_the_example_config():
                                          (256, 96, 2, 2)])
 def test_fp8_a_fragment_matches_hardware(M, K, wgm, wgn):
     buf = ir.Buffer("A_local", (M, K), DType(E4), "local.fragment")
-    frag = gemm_sm90.a_fragment_layout(SimpleNamespace(A=SimpleNamespace(buffer=buf)),
-                                       (wgm, wgn), M, K, None)
+    gemm = SimpleNamespace(A=SimpleNamespace(buffer=buf), trans_A=False)
+    frag = gemm_sm90.a_fragment_layout(gemm, (wgm, wgn), M, K, None)
     frag.check()
     assert frag.num_threads == 128 * wgm * wgn
     assert frag.num_values == M * K // (128 * wgm)

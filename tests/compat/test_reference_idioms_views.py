@@ -35,6 +35,7 @@ def split_combine(heads, num_split, col, threads=128):
             })
             for k in T.Parallel(num_split):
                 lse_local[k, col] = glse[by, k]
+            T.fill(lse_max, -T.infinity("float32"))  # clear=False reads it first
             T.reduce_max(lse_local, lse_max, dim=0, clear=False)
             scale = T.alloc_var("float32")
             total = 0.0

@@ -32,7 +32,7 @@ SKIP_REASONS = {
     "gpu": "a program that needs a CUDA GPU",
 }
 EXPECTED_SKIPS = {
-    "shell": 7,    # README: CPU torch, quickstart, tests; debugging: TILELANG_DUMP_IR;
+    "shell": 8,    # README: CPU torch, quickstart, tests; debugging: TILELANG_DUMP_IR;
                    # reliability: a fuzz case's source, reproducing findings, the GPU parts
     "output": 4,   # debugging: a compiler error and a warning; profiling: an
                    # assert_allclose failure and the autotuner's report lines

@@ -350,3 +350,166 @@ def block_tma_gemm(M, N, K, bm=128, bn=128, bk=32, stages=2):
             T.copy(C_l, C[by * bm, bx * bn])
 
     return main
+
+
+def two_sized_roles(M, H, hidden_block=128, hc=4):
+    """Tile operations in roles of different sizes (the reference's mHC pre block): block-wide
+    row sums of X into a fragment and through shared memory; then 32 threads run a row
+    softmax of a hc x hc tile (fragments, reductions), while the other 64 threads stream rows
+    of Y through shared memory and mix them with the block-wide weights.
+
+    out0[b, i, j] = softmax_j(w[b, i * hc + j]),  w[b, k] = 2 * sum(X[b, k, :])
+    out1[b, h] = sum_i w[b, i] * Y[b, i, h]"""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, hc * hc, 8), "float32"), Y: T.Tensor((M, hc, H), "float32"),
+             out0: T.Tensor((M, hc, hc), "float32"), out1: T.Tensor((M, H), "float32")):
+        with T.Kernel(M, threads=96) as b:
+            w = T.alloc_fragment((hc * hc,), "float32")
+            w_s = T.alloc_shared((hc * hc,), "float32")
+            T.clear(w)
+            for k in T.Parallel(hc * hc):
+                for e in T.serial(8):
+                    w[k] += X[b, k, e]
+                w[k] *= 2.0
+            T.copy(w, w_s)
+            if T.get_thread_binding() < 32:
+                m = T.alloc_fragment((hc, hc), "float32")
+                mx = T.alloc_fragment((hc,), "float32")
+                sm = T.alloc_fragment((hc,), "float32")
+                for i, j in T.Parallel(hc, hc):
+                    m[i, j] = w_s[i * hc + j]
+                T.reduce_max(m, mx, dim=1)
+                for i, j in T.Parallel(hc, hc):
+                    m[i, j] = T.exp(m[i, j] - mx[i])
+                T.reduce_sum(m, sm, dim=1)
+                for i, j in T.Parallel(hc, hc):
+                    out0[b, i, j] = m[i, j] / sm[i]
+            else:
+                for h0 in T.Pipelined(T.ceildiv(H, hidden_block), num_stages=2):
+                    ys = T.alloc_shared((hc, hidden_block), "float32")
+                    yl = T.alloc_fragment((hc, hidden_block), "float32")
+                    T.copy(Y[b, 0, h0 * hidden_block], ys)
+                    T.copy(ys, yl)
+                    acc = T.alloc_fragment((hidden_block,), "float32")
+                    T.clear(acc)
+                    for i in T.serial(hc):
+                        for h in T.Parallel(hidden_block):
+                            acc[h] += w_s[i] * yl[i, h]
+                    T.copy(acc, out1[b, h0 * hidden_block])
+
+    return main
+
+
+def gemm_and_reduce_roles(M, N, K, bm=64, bn=64, bk=32, dtype="float16", reduce_threads=128):
+    """Two roles with tile operations of their own: threads [0, reduce_threads) reduce a tile
+    of R over its rows (warps split the reduced dim: partials through shared memory) and scale
+    it element-wise; the 128 threads after them compute a gemm tile (a whole warpgroup at
+    128: wgmma on sm_90a; at 64, four warps from thread 64: mma.sync). Both write global
+    memory only.
+
+    C = A @ B (tiles bm x bn); colmax[by, j] = max_i R[i, j] over the tile's rows (rows past M
+    read as 0) and S = R * 3 - colmax for each bm x bn tile of R (M x N)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), R: T.Tensor((M, N), "float32"),
+             C: T.Tensor((M, N), "float32"), S: T.Tensor((M, N), "float32"),
+             colmax: T.Tensor((T.ceildiv(M, bm), N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=reduce_threads + 128) as (bx, by):
+            tx = T.get_thread_binding()
+            if tx < reduce_threads:
+                r = T.alloc_fragment((bm, bn), "float32")
+                cm = T.alloc_fragment((bn,), "float32")
+                T.copy(R[by * bm, bx * bn], r)
+                T.reduce_max(r, cm, dim=0)
+                for i, j in T.Parallel(bm, bn):
+                    r[i, j] = r[i, j] * 3.0 - cm[j]
+                T.copy(r, S[by * bm, bx * bn])
+                T.copy(cm, colmax[by, bx * bn])
+            else:
+                A_s = T.alloc_shared((bm, bk), dtype)
+                B_s = T.alloc_shared((bk, bn), dtype)
+                acc = T.alloc_fragment((bm, bn), "float32")
+                T.clear(acc)
+                for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                    T.copy(A[by * bm, ko * bk], A_s)
+                    T.copy(B[ko * bk, bx * bn], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(acc, C[by * bm, bx * bn])
+
+    return main
+
+
+def ws_tile_roles(N, bn=64):
+    """T.ws(0) and T.ws(1) run tile operations of their own, each on its warpgroup: warpgroup 0
+    fills a fragment, adds a tile of A (T.Parallel) and stores it; warpgroup 1 copies a tile of
+    B through shared memory into a fragment, scales it and stores it.
+    OA = A + 2, OB = 3 * B."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"),
+             OA: T.Tensor((N,), "float32"), OB: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), threads=256) as bx:
+            with T.ws(0):
+                F = T.alloc_fragment((bn,), "float32")
+                a = T.alloc_fragment((bn,), "float32")
+                T.fill(F, 2.0)
+                T.copy(A[bx * bn], a)
+                for i in T.Parallel(bn):
+                    F[i] += a[i]
+                T.copy(F, OA[bx * bn])
+            with T.ws(1):
+                S = T.alloc_shared((bn,), "float32")
+                G = T.alloc_fragment((bn,), "float32")
+                T.copy(B[bx * bn], S)
+                T.copy(S, G)
+                for i in T.Parallel(bn):
+                    G[i] *= 3.0
+                T.copy(G, OB[bx * bn])
+
+    return main
+
+
+def split_consumer_gemm(M, N, K, bm=64, bn=128, bk=64, dtype="float16"):
+    """Two consumer warpgroups each compute half of a C tile (columns [0, bn/2) and
+    [bn/2, bn)) from one ring of two stages that warpgroup 2 fills with T.tma_copy; a full
+    barrier per stage (the producer's arrival + the bytes) and an empty one (both consumers,
+    256 arrivals), as the reference's sparse MLA forward hands tiles to two consumers."""
+    half = bn // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=384) as (bx, by):
+            A_s = T.alloc_shared((2, bm, bk), dtype)
+            B_s = T.alloc_shared((2, bk, bn), dtype)
+            full = T.alloc_barrier([128, 128])
+            empty = T.alloc_barrier([256, 256])
+            tx = T.get_thread_binding()
+            nk = T.ceildiv(K, bk)
+            if tx < 128:
+                left = T.alloc_fragment((bm, half), "float32")
+                T.clear(left)
+                for ko in T.serial(nk):
+                    T.mbarrier_wait_parity(full[ko % 2], (ko // 2) & 1)
+                    T.gemm(A_s[ko % 2, :, :], B_s[ko % 2, :, 0:half], left)
+                    T.mbarrier_arrive(empty[ko % 2])
+                T.copy(left, C[by * bm, bx * bn])
+            elif tx < 256:
+                right = T.alloc_fragment((bm, half), "float32")
+                T.clear(right)
+                for ko in T.serial(nk):
+                    T.mbarrier_wait_parity(full[ko % 2], (ko // 2) & 1)
+                    T.gemm(A_s[ko % 2, :, :], B_s[ko % 2, :, half:bn], right)
+                    T.mbarrier_arrive(empty[ko % 2])
+                T.copy(right, C[by * bm, bx * bn + half])
+            else:
+                for ko in T.serial(nk):
+                    T.mbarrier_wait_parity(empty[ko % 2], ((ko // 2) & 1) ^ 1)
+                    T.tma_copy(A[by * bm:(by + 1) * bm, ko * bk:(ko + 1) * bk], A_s[ko % 2, :, :],
+                               barrier=full[ko % 2])
+                    T.tma_copy(B[ko * bk:(ko + 1) * bk, bx * bn:(bx + 1) * bn], B_s[ko % 2, :, :],
+                               barrier=full[ko % 2])
+                    T.mbarrier_arrive(full[ko % 2])
+
+    return main

@@ -1,6 +1,7 @@
 """User-synchronised kernels on the GPU against torch, fresh random inputs, outputs poisoned:
 T.tma_copy with mbarriers in T.ws roles and thread-range branches (sm_90), T.ptx_cp_async with
-commit/wait and with cp.async mbarrier arrivals, thread all-reductions, reducers."""
+commit/wait and with cp.async mbarrier arrivals, thread all-reductions, reducers, tile
+operations in roles of different thread ranges."""
 
 import pytest
 import torch
@@ -21,7 +22,7 @@ def _poisoned(*shape, dtype=torch.float32):
     return torch.full(shape, float("nan"), device="cuda", dtype=dtype)
 
 
-@pytest.mark.parametrize("M,N,K", [(1024, 1024, 1024), (200, 136, 72), (333, 515, 260)])
+@pytest.mark.parametrize("M,N,K", [(1024, 1024, 1024), (200, 136, 72), (333, 520, 264)])
 @pytest.mark.parametrize("producer", [0, 1])
 def test_ws_gemm(M, N, K, producer):
     _sm90()
@@ -127,3 +128,58 @@ def test_block_level_tma_in_pipelined_loop(M, N, K):
     c = _poisoned(M, N, dtype=torch.float16)
     k(a, b, c)
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
+
+
+# ---- tile operations in roles of different thread ranges ------------------------------------
+
+@pytest.mark.parametrize("M,H", [(7, 300), (64, 1024)])
+def test_a_warp_and_two_warps(M, H):
+    k = tilelang.compile(R.two_sized_roles(M, H), target="cuda")
+    X = torch.randn(M, 16, 8, device="cuda")
+    Y = torch.randn(M, 4, H, device="cuda")
+    out0, out1 = _poisoned(M, 4, 4), _poisoned(M, H)
+    k(X, Y, out0, out1)
+    w = 2 * X.sum(2)
+    torch.testing.assert_close(out0, torch.softmax(w.view(M, 4, 4), -1))
+    torch.testing.assert_close(out1, (w[:, :4, None] * Y).sum(1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("reduce_threads", [128, 64])
+@pytest.mark.parametrize("M,N,K", [(100, 72, 96), (512, 256, 320)])
+def test_gemm_and_reduce_roles(M, N, K, reduce_threads):
+    bm = 64
+    k = tilelang.compile(R.gemm_and_reduce_roles(M, N, K, bm=bm, reduce_threads=reduce_threads),
+                         target="cuda")
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    r = torch.randn(M, N, device="cuda")
+    tiles = (M + bm - 1) // bm
+    c, s, cm = _poisoned(M, N), _poisoned(M, N), _poisoned(tiles, N)
+    k(a, b, r, c, s, cm)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=2e-2)
+    padded = torch.zeros(tiles * bm, N, device="cuda")
+    padded[:M] = r  # the last tile's rows past M read as zeros
+    colmax = padded.view(tiles, bm, N).amax(1)
+    torch.testing.assert_close(cm, colmax)
+    torch.testing.assert_close(s, r * 3 - colmax.repeat_interleave(bm, 0)[:M])
+
+
+@pytest.mark.parametrize("N", [200, 4096])
+def test_ws_roles_with_tile_operations(N):
+    k = tilelang.compile(R.ws_tile_roles(N), target="cuda")
+    A, B = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    OA, OB = _poisoned(N), _poisoned(N)
+    k(A, B, OA, OB)
+    torch.testing.assert_close(OA, A + 2)
+    torch.testing.assert_close(OB, 3 * B)
+
+
+@pytest.mark.parametrize("M,N,K", [(100, 200, 200), (1024, 1024, 1024)])
+def test_two_consumers_and_a_producer(M, N, K):
+    _sm90()
+    k = tilelang.compile(R.split_consumer_gemm(M, N, K), target="cuda")
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = _poisoned(M, N)
+    k(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=2e-2)

@@ -378,3 +378,44 @@ def test_strided_tensor_parameter(rng):
     run(k, view, b)
     np.testing.assert_allclose(f64(b), orig * 2.0)
     assert (base[:, 2:8] == -1.0).all() and torch.isfinite(base).all()
+
+
+def test_conditional_update_idiom_skips_unchosen_lanes(rng):
+    # `x[i] = T.if_then_else(c, v, x[i])` stores only where c holds: the reference's sparse
+    # compressor reaches i == len(x) on the other lanes (a no-op write-back on a GPU)
+    @T.prim_func
+    def k(A: T.Tensor((32, 4), "float32"), P: T.Tensor((32, 2), "int32")):
+        with T.Kernel(1, threads=32):
+            t = T.get_thread_binding(0)
+            idx = T.alloc_local((2,), "uint8")
+            count = T.alloc_var(dtype="uint8")
+            T.clear(idx)
+            count = 0
+            for i in T.unroll(4):
+                idx[count] = T.if_then_else(A[t, i] != 0, i, idx[count])
+                count = T.if_then_else(A[t, i] != 0, count + 1, count)
+            for j in T.serial(2):
+                P[t, j] = idx[j]
+
+    a = np.zeros((32, 4), np.float32)
+    for r in range(32):  # at most two nonzeros per row, anywhere
+        a[r, rng.choice(4, size=rng.integers(0, 3), replace=False)] = 1.0
+    p = poisoned((32, 2), "int32")
+    run(k, torch.from_numpy(a), p)
+    for r in range(32):
+        nz = list(np.flatnonzero(a[r]))
+        assert list(p[r].numpy()) == nz + [0] * (2 - len(nz))
+
+
+def test_conditional_update_out_of_range_where_chosen_is_an_error():
+    @T.prim_func
+    def k(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4):
+            t = T.get_thread_binding(0)
+            x = T.alloc_local((2,), "float32")
+            T.clear(x)
+            x[t] = T.if_then_else(t >= 1, 1.0, x[t])
+            A[t] = x[0]
+
+    with pytest.raises(IndexError, match=r"x\[2\]"):
+        run(k, torch.zeros(4))

@@ -259,3 +259,43 @@ def test_fill_value_cast_to_dtype(dtype, value):
     else:
         expect = torch.tensor(value).to(torch.int64).to(tdt)  # wraps, as a C cast of a literal
     assert (b == expect).all()
+
+
+def test_per_thread_copies_at_thread_dependent_regions(rng):
+    # each thread copies its own row piece into a local buffer and back (the reference's
+    # sparse compressor does this): regions that differ between threads
+    @T.prim_func
+    def k(A: T.Tensor((8, 64), "float16"), B: T.Tensor((8, 64), "float32")):
+        with T.Kernel(1, threads=(8, 4)):
+            tm = T.get_thread_binding(0)
+            tn = T.get_thread_binding(1)
+            piece = T.alloc_local((16,), "float16")
+            out = T.alloc_local((16,), "float32")
+            T.copy(A[tm, tn * 16:(tn + 1) * 16], piece)
+            for i in T.serial(16):
+                out[i] = piece[i] * 2.0 + tn
+            T.copy(out, B[tm, tn * 16:(tn + 1) * 16])
+
+    # eighths: piece[i] * 2.0 + tn is exact in float16 and float32 alike (the test is about
+    # which thread copies what, not about rounding)
+    a = torch.from_numpy(rng.integers(-64, 64, (8, 64)) / 8).to(torch.float16)
+    b = poisoned((8, 64), "float32")
+    run(k, a, b)
+    expect = f64(a) * 2 + np.repeat(np.arange(4), 16)[None, :]
+    assert np.array_equal(f64(b), expect)
+
+
+def test_per_thread_copy_reads_zeros_outside_the_tensor(rng):
+    @T.prim_func
+    def k(A: T.Tensor((5, 8), "int32"), B: T.Tensor((8, 8), "int32")):
+        with T.Kernel(1, threads=8):
+            t = T.get_thread_binding(0)
+            row = T.alloc_local((8,), "int32")
+            T.copy(A[t, 0:8], row)
+            T.copy(row, B[t, 0:8])
+
+    a, b = tensor(rng, (5, 8), "int32"), poisoned((8, 8), "int32")
+    run(k, a, b)
+    expect = np.zeros((8, 8))
+    expect[:5] = f64(a)
+    assert np.array_equal(f64(b), expect)

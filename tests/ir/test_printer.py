@@ -312,6 +312,9 @@ def node_samples():
                           clear_accum=True),
                   "T.gemm(S, S, F, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, "
                   "clear_accum=True)"),
+        ir.GemmSp: (ir.GemmSp(ir.BufferRegion.full(S), ir.BufferRegion.full(S),
+                              ir.BufferRegion.full(F), E=ir.BufferRegion.full(S), trans_E=True),
+                    "T.gemm_sp(S, S, S, F, transpose_E=True)"),
         ir.Reduce: (ir.Reduce("sum", F, R, 1, clear=False),
                     "T.reduce_sum(F, R, dim=1, clear=False)"),
         ir.CumSum: (ir.CumSum(F, F, 0, reverse=True), "T.cumsum(F, F, dim=0, reverse=True)"),

@@ -36,8 +36,10 @@ def test_max_reducer_with_init_and_destination():
     torch.testing.assert_close(o, (a * x).float().max(1).values)
 
 
-def test_lowered_to_atomics_then_a_barrier():
-    src = tilelang.lower(R.reducer_gemv(100, 200), target="cuda -arch=sm_90a")
+def test_shared_form_is_atomics_then_a_barrier():
+    # the shared form (tests/transform/test_reducer_fragments.py: when it is chosen)
+    src = tilelang.lower(R.reducer_gemv(100, 200), target="cuda -arch=sm_90a",
+                         pass_configs={"tl.reducer_force_baseline": True})
     body = src[src.index("threadIdx.x"):]
     last_atomic = body.rindex("tl::atomic_add((&r[")
     read = body.index("r[", body.index("}", last_atomic))

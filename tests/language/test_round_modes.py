@@ -1,5 +1,6 @@
-"""`T.round(x, rounding_mode)`: the reference's modes are accepted; halfway cases round away
-from zero on every float type (CUDA's roundf), 8-bit floats included."""
+"""`T.round(x, rounding_mode)` on 16-bit floats and builds for 8-bit floats (the reference's
+issue 2635): halfway cases go to the even neighbour by default and away from zero with
+"ties-away-from-zero" (float32 is covered in test_math_modes.py)."""
 
 import pytest
 import torch
@@ -24,9 +25,9 @@ def _round_kernel(dtype, mode):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("mode", [None, "ties-to-even", "ties-away-from-zero"])
-def test_halfway_cases_round_away_from_zero(device, dtype, mode):
+def test_halfway_cases_of_16_bit_floats(device, dtype, mode):
     values = torch.tensor([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, -3.5, 0.25, -0.75, 7.0, 1.0,
                            -1.0, 0.0, 4.5, -4.5]).to(getattr(torch, dtype))
     kernel = tilelang.compile(_round_kernel(dtype, mode),
@@ -34,7 +35,10 @@ def test_halfway_cases_round_away_from_zero(device, dtype, mode):
     out = torch.full_like(values, float("nan")).to(device)
     kernel(values.to(device), out)
     x = values.double()
-    expect = (torch.sign(x) * torch.floor(x.abs() + 0.5)).to(values.dtype)
+    if mode == "ties-away-from-zero":
+        expect = (torch.sign(x) * torch.floor(x.abs() + 0.5)).to(values.dtype)
+    else:
+        expect = torch.round(x).to(values.dtype)  # torch rounds halfway cases to even
     assert torch.equal(out.cpu(), expect)
 
 

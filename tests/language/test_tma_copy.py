@@ -199,22 +199,6 @@ def test_too_many_arrivals_is_an_error():
         _interp(f, torch.zeros(64))
 
 
-def test_tile_operations_in_two_roles_are_an_error():
-    @T.prim_func
-    def f(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=256):
-            F = T.alloc_fragment((64,), "float32")
-            G = T.alloc_fragment((64,), "float32")
-            with T.ws(0):
-                T.copy(A, F)
-            with T.ws(1):
-                T.copy(A, G)
-
-    with pytest.raises(KernelError, match="roles of different threads") as e:
-        tilelang.lower(f, target=SM90)
-    assert "test_tma_copy.py" in str(e.value)
-
-
 def test_block_level_loads_wait_for_earlier_reads():
     # a TMA load at block level must not overwrite the tile the previous iteration's gemm
     # reads in other threads: a barrier comes before the issuing thread's load
@@ -226,3 +210,19 @@ def test_block_level_loads_wait_for_earlier_reads():
     c = torch.full((256, 256), float("nan")).half()
     _interp(R.block_tma_gemm(256, 256, 128), a, b, c)
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=2e-2)
+
+
+def test_rows_tma_cannot_address_are_a_compile_error_at_the_line():
+    @T.prim_func
+    def f(A: T.Tensor((64, 60), "float16"), B: T.Tensor((64, 60), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 60), "float16")
+            bar = T.alloc_barrier(128)
+            T.tma_copy(A, S, barrier=bar)
+            T.barrier_arrive(bar)
+            T.barrier_wait(bar, 0)
+            T.copy(S, B)
+
+    with pytest.raises(KernelError, match="multiple of 16 bytes apart; they are 120 bytes") as e:
+        tilelang.compile(f, target=SM90)
+    assert "test_tma_copy.py" in str(e.value)

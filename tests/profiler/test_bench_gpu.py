@@ -24,3 +24,13 @@ def test_gpu_backends_time_a_matmul():
     # kernel-only and replayed timings cannot be much slower than event timing
     assert cupti < event * 1.5 and graph < event * 1.5
 
+
+
+def test_cupti_excludes_the_cache_flush():
+    from tilelang.profiler.bench import _bench_with_cupti
+
+    cache = torch.empty(1 << 20, dtype=torch.int32, device="cuda")
+    assert _bench_with_cupti(lambda: None, cache, n_repeat=3) == 0.0
+    # the same kind of kernel as the flush (a fill) is counted when fn launches it
+    zeros = lambda: torch.zeros(cache.numel(), dtype=cache.dtype, device="cuda")  # noqa: E731
+    assert _bench_with_cupti(zeros, cache, n_repeat=3) > 0

@@ -126,6 +126,22 @@ def test_compute_version_requirement_modes(monkeypatch):
         tilelang.testing.requires_cuda_compute_version(8, 0, mode="ne")
 
 
+def test_amd_requirements_never_hold_and_cuda_or_cdna_is_cuda(monkeypatch):
+    monkeypatch.setattr(requirements, "_cuda_available", lambda: True)
+    assert tilelang.testing.requires_cuda_or_cdna.satisfied()
+    assert not tilelang.testing.requires_cdna.satisfied()
+    assert not tilelang.testing.requires_gfx950.satisfied()
+    monkeypatch.setattr(requirements, "_cuda_available", lambda: False)
+    assert not tilelang.testing.requires_cuda_or_cdna.satisfied()
+
+    @tilelang.testing.requires_cdna
+    def f():
+        pass
+
+    (skip,) = _skip_marks(f)
+    assert skip.args[0] is True and "CDNA" in skip.kwargs["reason"]
+
+
 def test_requires_package():
     assert tilelang.testing.requires_package("numpy").satisfied()
     req = tilelang.testing.requires_package("numpy", "surely_not_a_package_xyz")

@@ -327,3 +327,23 @@ def test_disabled_by_pass_config():
 @requires_compiler
 def test_synchronised_kernel_compiles():
     compile_cuda(tilelang.lower(_branches_and_loops(), target=SM80), "sm_80", name="sync")
+
+
+def test_statements_under_a_tensor_at_a_computed_address_are_synchronised():
+    """T.make_tensor of an address read in the kernel scopes the statements after it in an
+    Attr: the hazards inside are the block's own (a grouped GEMM over pointer tables computed
+    garbage on the GPU without its barriers)."""
+    @T.prim_func
+    def f(A_ptrs: T.Tensor([2], T.ptr), C: T.Tensor((256, 96), "float16")):
+        with T.Kernel(4, threads=128) as bx:
+            A_s = T.alloc_shared((64, 32), "float16")
+            acc = T.alloc_fragment((64, 32), "float32")
+            A = T.make_tensor(A_ptrs[0], (256, 64), "float16")
+            for ko in T.serial(2):
+                T.copy(A[bx * 64, ko * 32], A_s)
+                T.copy(A_s, acc)
+            T.copy(acc, C[bx * 64, 0])
+
+    k, ctx = run_passes(f, "insert_sync", SM80)
+    assert not hazards(k, ctx)
+    assert _barriers(k) >= 2  # after the copy in, before the next iteration's copy

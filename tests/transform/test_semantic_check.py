@@ -2,10 +2,11 @@
 rejects before lowering raise a KernelError located at the user's offending line; the
 neighbouring legal programs are accepted.
 
-Covered elsewhere: fragment[3] outside T.Parallel, a local buffer indexed by a T.Parallel
-variable and a fragment in a symbolic-extent T.Parallel (tests/reliability/
-test_rejections.py, with file:line checks), a let rebound in a loop and read after it
-(tests/frontend/test_assignment.py). Here: the remaining rules and the accepted cases."""
+Covered elsewhere: a local buffer indexed by a T.Parallel variable and a fragment in a
+symbolic-extent T.Parallel (tests/reliability/test_rejections.py, with file:line checks), a
+let rebound in a loop and read after it (tests/frontend/test_assignment.py), fragments
+indexed outside T.Parallel and by serial variables (tests/transform/test_fragment_access.py).
+Here: the remaining rules and the accepted cases."""
 
 import inspect
 
@@ -72,17 +73,6 @@ def fragment_indexed_two_ways_in_a_2d_nest():
     return f
 
 
-def fragment_store_outside_parallel_at_a_symbolic_index():
-    @T.prim_func
-    def f(A: T.Tensor((64,), "float32")):
-        with T.Kernel(1, threads=64):
-            F = T.alloc_fragment((64,), "float32")
-            for k in T.serial(4):
-                F[k] = A[k]  # <-
-            T.copy(F, A)
-    return f
-
-
 def test_let_from_a_branch_is_not_visible_after_it():
     _rejected(let_bound_in_a_branch_read_after_it, "Immutable variable `y`",
               "outside its defining region", "T.alloc_var")
@@ -94,11 +84,6 @@ def test_let_from_a_branch_is_not_visible_after_it():
 ])
 def test_one_fragment_one_index_per_parallel_nest(builder, shown):
     _rejected(builder, "layout inference conflict", *shown)
-
-
-def test_fragment_element_outside_parallel_with_a_loop_index():
-    _rejected(fragment_store_outside_parallel_at_a_symbolic_index, "Fragment", "[k]",
-              "T.Parallel")
 
 
 # ---- accepted neighbours ----------------------------------------------------------------------

@@ -4,7 +4,9 @@
         kernel = matmul(M, N, K)        # an @autotune factory
 
 Inside the block the autotuner feeds these tensors (in parameter order, outputs excluded) to
-every configuration; their dtypes/shapes become part of the tuning-cache key. Thread-local.
+every configuration (scalars too, for kernels with scalar parameters). As in the reference, a
+tuning on given inputs is not cached on disk (the inputs' values are not part of any key).
+Thread-local.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from ..profiler.supply import TensorSupplyType
 from . import cache as tcache
-from .tuner import AutoTuner
+from .tuner import PASS_CONFIGS_KEY, AutoTuner
 
 
 class AutoTuneImpl:
@@ -31,7 +31,11 @@ class AutoTuneImpl:
                  supply_type=TensorSupplyType.Auto, ref_prog=None, supply_prog=None,
                  rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01, skip_check=False,
                  manual_check_prog=None, cache_input_tensors=False, do_not_specialize=None,
-                 backend="event"):
+                 backend="event", early_stop=False, early_stop_factor=2.0):
+        if early_stop and not early_stop_factor >= 1.0:
+            raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
+        self.early_stop = bool(early_stop)
+        self.early_stop_factor = early_stop_factor
         self.jit_impl = jit_impl
         self.configs = configs
         self.profile = dict(warmup=warmup, rep=rep, timeout=timeout, supply_type=supply_type,
@@ -83,9 +87,11 @@ class AutoTuneImpl:
         tuner = self.get_tuner()
         impl = self.jit_impl
 
-        def jit_compile(**config):
+        def jit_compile(pass_configs=None, **config):
             merged = dict(kwargs)
             merged.update(config)
+            if pass_configs:
+                return _compile_with_pass_configs(impl, args, merged, pass_configs)
             return impl.compile(*args, **merged)
 
         tuner.jit_compile = jit_compile
@@ -99,8 +105,11 @@ class AutoTuneImpl:
         if self.do_not_specialize:
             # configs callables and the "already given" check need the real call
             tuner.configs = _bind_configs(self.configs, args, kwargs)
-        result = tuner.run()
-        entry = (result.kernel, result.config)
+        result = tuner.run(early_stop=self.early_stop, early_stop_factor=self.early_stop_factor)
+        config = result.config
+        if config is not None and PASS_CONFIGS_KEY in config:
+            config = {k: v for k, v in config.items() if k != PASS_CONFIGS_KEY}
+        entry = (result.kernel, config)
         self._tuner_cache[key] = entry
         return entry
 
@@ -130,6 +139,21 @@ class AutoTuneImpl:
         return f"<tilelang.autotune {self.__name__}>"
 
 
+def _compile_with_pass_configs(impl, args, kwargs, pass_configs):
+    """Compile one configuration of a `@tilelang.jit` factory whose configuration carries its
+    own "pass_configs" (merged over the decorator's)."""
+    from ..jit.kernel import JITKernel
+
+    if type(impl).__name__ == "LazyJIT":
+        raise NotImplementedError(
+            f"autotune: a configuration with its own 'pass_configs' needs a kernel factory "
+            f"(a function returning a @T.prim_func); {impl.__name__} is a kernel-style function "
+            "whose pass_configs are those of its @tilelang.jit(pass_configs=...)")
+    options = dict(impl.options)
+    options["pass_configs"] = {**(options.get("pass_configs") or {}), **pass_configs}
+    return JITKernel(impl.get_tir(*args, **kwargs), **options)
+
+
 def _bind_configs(configs, args, kwargs):
     if callable(configs) and not isinstance(configs, (list, tuple, dict)):
         return configs(*args, **kwargs)
@@ -142,10 +166,14 @@ def autotune(func: Optional[Callable] = None, *, configs=None, warmup: float = 2
              supply_prog=None, rtol: float = 1e-2, atol: float = 1e-2,
              max_mismatched_ratio: float = 0.01, skip_check: bool = False,
              manual_check_prog=None, cache_input_tensors: bool = False,
-             do_not_specialize=None, backend: str = "event", **legacy):
+             do_not_specialize=None, backend: str = "event", early_stop: bool = False,
+             early_stop_factor: float = 2.0, **legacy):
     """Decorate a `@tilelang.jit` function to tune `configs` (a list of dicts, a dict of lists,
     or a function of the call's arguments returning either). See the module docstring.
-    `legacy` accepts (and ignores) older keywords such as `keys=`."""
+    `early_stop`: configurations whose first estimate exceeds `early_stop_factor` times the
+    best latency so far are not timed in full. A configuration may carry "pass_configs" (compile
+    options of that configuration, merged over the jit's). `legacy` accepts (and ignores) older
+    keywords such as `keys=`."""
     from ..ir import nodes as ir
 
     if isinstance(func, ir.PrimFunc):
@@ -171,6 +199,7 @@ def autotune(func: Optional[Callable] = None, *, configs=None, warmup: float = 2
                             max_mismatched_ratio=max_mismatched_ratio, skip_check=skip_check,
                             manual_check_prog=manual_check_prog,
                             cache_input_tensors=cache_input_tensors,
-                            do_not_specialize=do_not_specialize, backend=backend)
+                            do_not_specialize=do_not_specialize, backend=backend,
+                            early_stop=early_stop, early_stop_factor=early_stop_factor)
 
     return decorator

@@ -63,6 +63,20 @@ class ProfileArgs:
     cache_input_tensors: bool = False
     backend: str = "event"
 
+    def key_data(self) -> dict:
+        """The options that decide which configurations qualify (part of the tuning-cache
+        key): a winner found without the check, or on other inputs, is not reused."""
+        return {"skip_check": bool(self.skip_check),
+                "cache_input_tensors": bool(self.cache_input_tensors),
+                "supply_type": getattr(self.supply_type, "name", str(self.supply_type)),
+                "rtol": self.rtol, "atol": self.atol,
+                "max_mismatched_ratio": self.max_mismatched_ratio, "backend": self.backend}
+
+    def has_callbacks(self) -> bool:
+        """True when a user function takes part (ref_prog, supply_prog, manual_check_prog)."""
+        return any(cb is not None
+                   for cb in (self.ref_prog, self.supply_prog, self.manual_check_prog))
+
 
 @dataclass
 class Record:

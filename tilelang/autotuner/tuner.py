@@ -11,10 +11,15 @@ Steps of `run()`:
  1. resolve the configurations (a list of dicts, a dict of lists = their product, or a callable
     given the call's arguments) and check their keys are parameters of the factory;
  2. look the problem up (memory, then the disk cache keyed as in `cache.py`): on a hit only the
-    stored winner is compiled;
+    stored winner is compiled. As in the reference, a tuning that involves user functions
+    (`ref_prog`, `supply_prog`, `manual_check_prog`, or inputs given by `set_autotune_inputs`)
+    is not cached: their identity cannot be captured, so a stored winner could have passed
+    another check on other inputs;
  3. compile all configurations on a thread pool (tqdm bar "Compiling configurations");
  4. for each compiled one: fresh inputs, check against `ref_prog` (unless `skip_check`), time it
-    (tqdm bar "Bench configurations"); with several GPUs, one worker thread per GPU;
+    (tqdm bar "Bench configurations"); with several GPUs, one worker thread per GPU. With
+    `early_stop`, a configuration whose first estimate exceeds `early_stop_factor` times the
+    best latency so far keeps that estimate and is not timed in full;
  5. print one line per skipped configuration with its reason and a summary; raise with every
     reason when nothing worked; store the winner on disk.
 """
@@ -27,6 +32,7 @@ import itertools
 import os
 import signal
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from . import cache as tcache
@@ -37,6 +43,8 @@ from .report import print_summary, reason_of, skip_line
 
 FINALISTS = 3  # configs re-timed side by side after the first round
 FINAL_ROUNDS = 3
+# a configuration key that is not a factory parameter: compile options of that configuration
+PASS_CONFIGS_KEY = "pass_configs"
 
 
 class _Timeout(Exception):
@@ -102,12 +110,18 @@ def _tqdm(*args, **kwargs):
     return progress_bar_class()(*args, **kwargs)
 
 
+_REFERENCE_RUN_OPTIONS = frozenset({"use_pipeline", "enable_grouped_compile",
+                                    "group_compile_size", "benchmark_devices",
+                                    "benchmark_multi_gpu"})
+
+
 class AutoTuner:
     """Tunes `fn` (a function returning a `@T.prim_func`, or a `@tilelang.jit` factory) over
     `configs` (see the module docstring)."""
 
     _memory_cache: dict = {}
     _lock = threading.Lock()
+    _early_stop_factor = None  # set by run()
 
     def __init__(self, fn: Callable, configs):
         self.fn = fn
@@ -182,41 +196,75 @@ class AutoTuner:
         sig = self._signature()
         if sig is None or any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
             return
-        names = set(sig.parameters)
+        names = set(sig.parameters) | {PASS_CONFIGS_KEY}
         unused = set().union(*(set(c) for c in configs)) - names if configs else set()
         if unused:
             raise ValueError(f"Unused keys in config: {sorted(unused)} (not parameters of "
                              f"{self.name}{sig})")
 
     def _already_given(self, configs) -> bool:
-        """True when the call itself passes a tuned parameter: then, as in the reference,
-        tuning is skipped and the call's values (defaults for the rest) are compiled."""
+        """True when the call itself passes a tuned parameter (a key of the first
+        configuration), by keyword or by position: then, as in the reference, tuning is skipped
+        and the call's values (defaults for the rest) are compiled. Keywords that are not
+        parameters (`T.const` names of a kernel-style function) do not count as tuned."""
         if self._kernel_parameters is None or not configs:
             return False
-        sig = self._signature()
-        if sig is None:
-            return False
         args, kwargs = self._kernel_parameters
-        try:
-            bound = sig.bind_partial(*args, **kwargs).arguments
-        except TypeError:
+        tuned = [k for k in configs[0] if k != PASS_CONFIGS_KEY]
+        if any(k in kwargs for k in tuned):
+            return True
+        sig = self._signature()
+        if sig is None or not args:
             return False
-        return any(k in bound for c in configs for k in c)
+        positional = [name for name, p in sig.parameters.items()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return any(k in positional and positional.index(k) < len(args) for k in tuned)
 
     def _compile_one(self, config: dict):
+        """Compile one configuration; its "pass_configs" entry, if any, is merged over the
+        compile options' pass_configs for this configuration only."""
+        config = dict(config)
+        pass_configs = config.pop(PASS_CONFIGS_KEY, None)
         if self.jit_compile is not None:
+            if pass_configs:
+                return self.jit_compile(pass_configs=pass_configs, **config)
             return self.jit_compile(**config)
         prim = self.fn(**config)
         if hasattr(prim, "prim_func") and hasattr(prim, "get_profiler"):
             return prim  # the factory returned a compiled kernel already
-        return self.compile_args.compile_program(prim)
+        args = self.compile_args
+        if pass_configs:
+            args = replace(args, pass_configs={**(args.pass_configs or {}), **pass_configs})
+        return args.compile_program(prim)
 
-    def generate_cache_key(self, extra: Optional[dict] = None) -> str:
+    def _check_input_supply(self, kernel):
+        """Scalar inputs cannot be generated: without `supply_prog` (or `set_autotune_inputs`)
+        tuning a kernel that takes one is an error (the reference's rule), raised before any
+        configuration is timed."""
+        if self.profile_args.supply_prog is not None:
+            return
+        plan = getattr(kernel, "plan", None)
+        if plan is None:
+            return
+        for p in plan.params:
+            if p.kind == "scalar" and p.index not in plan.out_idx:
+                raise ValueError(
+                    f"Auto-tuning kernel {self.name!r} does not support auto-generated scalar "
+                    f"inputs. Found scalar input parameter {p.name!r}. Please provide concrete "
+                    "inputs with `with set_autotune_inputs(...)` (or supply_prog=...).")
+
+    def generate_cache_key(self, parameters=None, extra_parameters: Optional[dict] = None
+                           ) -> Optional[str]:
+        """The tuning-cache key of this problem (see `cache.py`), or None when the tuning
+        involves user functions, which is then never cached (see the module docstring).
+        `parameters` (the factory's signature parameters, the reference's first argument) is
+        accepted for compatibility: the factory's source, in the key, covers its defaults."""
+        if self.profile_args.has_callbacks():
+            return None
         args, kwargs = self._kernel_parameters or ((), {})
-        captured = get_autotune_inputs()
-        extra = dict(extra or {})
-        if captured is not None:
-            extra["autotune_inputs"] = tcache.normalize_value(list(captured))
+        extra = {"profile": self.profile_args.key_data()}
+        if extra_parameters:
+            extra["extra_parameters"] = tcache.normalize_value(dict(extra_parameters))
         kind = self._target_kind()
         return tcache.make_key(self.fn, args, kwargs, self.compile_args.key_data(),
                                tcache.device_description(kind), extra)
@@ -238,7 +286,7 @@ class AutoTuner:
 
     def _bench(self, record: Record, warmup, rep, best_so_far, check=True):
         """Check (unless `check` is False) and time `record.kernel`; returns (latency,
-        ref_latency or None)."""
+        ref_latency or None). `best_so_far` is the early-stop threshold (None: time fully)."""
         pa = self.profile_args
         profiler = record.kernel.get_profiler(tensor_supply_type=pa.supply_type)
         if pa.cache_input_tensors and self.jit_input_tensors is not None:
@@ -280,9 +328,12 @@ class AutoTuner:
         return latency, ref_latency
 
     def _bench_record(self, record, warmup, rep, timeout, best):
+        threshold = None
+        if self._early_stop_factor is not None and best.get("latency") is not None:
+            threshold = best["latency"] * self._early_stop_factor
         try:
             lat, _ = _call_with_timeout(
-                lambda: self._bench(record, warmup, rep, best.get("latency")), timeout)
+                lambda: self._bench(record, warmup, rep, threshold), timeout)
             record.status, record.latency = "ok", float(lat)
             with self._lock:
                 if best.get("latency") is None or record.latency < best["latency"]:
@@ -374,7 +425,19 @@ class AutoTuner:
 
     # ---- run -------------------------------------------------------------------------------------
     def run(self, warmup: Optional[float] = None, rep: Optional[float] = None,
-            timeout: Optional[float] = None) -> AutotuneResult:
+            timeout: Optional[float] = None, early_stop: bool = False,
+            early_stop_factor: float = 2.0, **reference_options) -> AutotuneResult:
+        """Tune (see the module docstring). `early_stop`: a configuration whose first estimate
+        exceeds `early_stop_factor` (>= 1) times the best latency so far is not timed in full.
+        The reference's scheduling options (`use_pipeline`, `enable_grouped_compile`,
+        `group_compile_size`, `benchmark_devices`, `benchmark_multi_gpu`) are accepted; here
+        compilation is always parallel and several GPUs are always used for timing."""
+        unknown = set(reference_options) - _REFERENCE_RUN_OPTIONS
+        if unknown:
+            raise TypeError(f"AutoTuner.run() got unexpected keyword arguments {sorted(unknown)}")
+        if early_stop and not early_stop_factor >= 1.0:
+            raise ValueError(f"early_stop_factor must be >= 1.0, got {early_stop_factor}")
+        self._early_stop_factor = float(early_stop_factor) if early_stop else None
         pa = self.profile_args
         warmup = pa.warmup if warmup is None else warmup
         rep = pa.rep if rep is None else rep
@@ -393,10 +456,10 @@ class AutoTuner:
 
         key = self.generate_cache_key()
         with self._lock:
-            hit = self._memory_cache.get(key)
+            hit = self._memory_cache.get(key) if key is not None else None
         if hit is not None:
             return hit
-        if tcache.cache_enabled():
+        if key is not None and tcache.cache_enabled():
             result = self._from_disk(key, configs)
             if result is not None:
                 with self._lock:
@@ -406,6 +469,8 @@ class AutoTuner:
         records = [Record(i, c) for i, c in enumerate(configs)]
         self._compile_all(records)
         compiled = [r for r in records if r.status == "compiled"]
+        if compiled:
+            self._check_input_supply(compiled[0].kernel)
         self._bench_all(compiled, warmup, rep, timeout)
         ok = [r for r in records if r.status == "ok"]
         self._final_round(ok, warmup, rep)
@@ -426,7 +491,7 @@ class AutoTuner:
         for r in records:
             if r is not best:
                 r.kernel = None
-        if tcache.cache_enabled():
+        if key is not None and tcache.cache_enabled():
             try:
                 tcache.store(key, {
                     "name": self.name,
@@ -438,8 +503,9 @@ class AutoTuner:
                 })
             except OSError as exc:
                 _write(f"[autotune] {self.name}: could not write the tuning cache: {exc}")
-        with self._lock:
-            self._memory_cache[key] = result
+        if key is not None:
+            with self._lock:
+                self._memory_cache[key] = result
         return result
 
     __call__ = run

@@ -96,12 +96,20 @@ class CudaPrinter:
         self.analyzer = analyzer or Analyzer()
         self.fast_math = fast_math
         self.var_names: dict = {}  # Var -> C text (for builtins)
+        # A var or buffer the IR binds more than once (a let the pipeliner copied into the
+        # prologue and the loop body, say) would be declared twice in one C++ scope, or
+        # shadow itself: a binding while an earlier one is still in scope gets a fresh name
+        # while its body is printed.
+        self.scopes: list = [set()]  # ids declared in each open C++ block, innermost last
+        self.rebound: dict = {}  # id -> the C name of the binding being printed
         self.scalar_buffers: set = set()  # local.var buffers printed as scalars
 
     # ---- expressions ------------------------------------------------------------------------
     def name(self, obj) -> str:
         if isinstance(obj, ir.Var) and obj in self.var_names:
             return self.var_names[obj]
+        if id(obj) in self.rebound:
+            return self.rebound[id(obj)]
         if isinstance(obj, ir.Buffer) and obj.view_of is not None:
             # a view (T.Tensor(shape, dtype, X.data)) is X's pointer indexed at its own shape
             return f"(({ctype(obj.dtype)}*){self.names(obj.view_of)})"
@@ -119,9 +127,9 @@ class CudaPrinter:
         if isinstance(e, ir.Binary):
             return self.binary(e, prec)
         if isinstance(e, ir.Compare):
-            if e.a.dtype.is_float8:  # the fp8 types have no comparison operators: in float
-                text = (f"(float){self.expr(e.a, 9)} {_CMP_C[e.op]} "
-                        f"(float){self.expr(e.b, 9)}")
+            if e.a.dtype.is_float8:  # the fp8 types have no comparisons; float holds them
+                text = (f"float({self.expr(e.a)}) {_CMP_C[e.op]} "
+                        f"float({self.expr(e.b)})")
             else:
                 text = f"{self.expr(e.a, 7)} {_CMP_C[e.op]} {self.expr(e.b, 7)}"
             return f"({text})" if prec > 0 else text
@@ -193,7 +201,12 @@ class CudaPrinter:
         dst = e.dtype
         inner = self.expr(e.value, 9)
         if dst.is_bool:
-            return f"({inner} != 0)" if not src.is_bool else inner
+            if src.is_bool:
+                return inner
+            if src.is_float8 or src.name in ("float16", "bfloat16"):
+                # `x != 0` is ambiguous or missing on these classes: compare as float
+                return f"tl::cast<bool>({self.expr(e.value)})"
+            return f"({inner} != 0)"
         if src.name in ("float16", "bfloat16") or dst.name in ("float16", "bfloat16") or \
                 src.is_float8 or dst.is_float8:
             return f"tl::cast<{ctype(dst)}>({self.expr(e.value)})"
@@ -232,7 +245,9 @@ class CudaPrinter:
 
     def block(self, s):
         self.indent += 1
+        self.scopes.append(set())
         self.stmt(s)
+        self.scopes.pop()
         self.indent -= 1
 
     def s_Seq(self, s):
@@ -256,11 +271,37 @@ class CudaPrinter:
             return
         self.emit(f"{self.name(b)}[{idx}] = {self.expr(s.value)};")
 
+    def _declare(self, obj, print_binding):
+        """Print a declaration of `obj` and what follows in its scope (`print_binding()`),
+        under a fresh C name when `obj` was declared before."""
+        key = id(obj)
+        if not any(key in scope for scope in self.scopes):
+            self.scopes[-1].add(key)
+            print_binding()
+            return
+        outer = self.rebound.get(key)
+        self.rebound[key] = self.names.fresh(self.names(obj))
+        try:
+            print_binding()
+        finally:
+            if outer is None:
+                del self.rebound[key]
+            else:
+                self.rebound[key] = outer
+
     def s_LetStmt(self, s):
-        self.emit(f"const {ctype(s.var.dtype)} {self.name(s.var)} = {self.expr(s.value)};")
-        self.stmt(s.body)
+        value = self.expr(s.value)  # before a rebinding: the value may read an earlier one
+
+        def binding():
+            self.emit(f"const {ctype(s.var.dtype)} {self.name(s.var)} = {value};")
+            self.stmt(s.body)
+
+        self._declare(s.var, binding)
 
     def s_Allocate(self, s):
+        self._declare(s.buffer, lambda: self._allocate(s))
+
+    def _allocate(self, s):
         b = s.buffer
         if b.scope == "local.var":
             self.scalar_buffers.add(b)

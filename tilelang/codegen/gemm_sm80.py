@@ -2,6 +2,10 @@
 
 The layouts returned here and the register conventions of `tl/gemm_sm80.cuh` describe the same
 maps (see the header's comment); `tilelang.layout.mma_accumulator` is the accumulator.
+
+Gemms mma.sync cannot do (float64 operands; any target before sm_80) run on the CUDA cores
+(`tl::gemm_fma_ss`: one multiply-add per element and k) with the same accumulator layout, so
+layout inference does not know the difference; their operands must be in shared memory.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from ..ir.dtype import GEMM_ACCUMULATORS
 from .. import layout as L
 
 # A/B dtype -> accumulator dtypes of mma.sync: the language's gemms (checked at trace time)
-# but float64, which is not implemented here yet
+# but float64, which runs on the CUDA cores
 SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if k != "float64"}
+
+# A/B dtype -> accumulators of the CUDA-core gemm (float64; every target before sm_80)
+FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if not k.startswith("float8")}
 
 
 def _err(loc, msg):
@@ -55,6 +62,12 @@ def a_fragment_layout(g: ir.Gemm, part, M, K, ctx):
     return _match_rank(frag, g.A.buffer)
 
 
+def b_fragment_layout(g: ir.Gemm, part, K, N, ctx):
+    _check_dtypes(g, ctx)
+    frag = _replicate(L.mma_b_fragment(K, N, part[0], part[1], g.B.buffer.dtype.bits), part[2])
+    return _match_rank(frag, g.B.buffer)
+
+
 def _match_rank(frag, buf):
     """A 2-D instruction layout on a buffer with leading unit dims."""
     from ..transform.fragment_ops import insert_unit_dim
@@ -68,8 +81,29 @@ def shared_operand_layout(buf: ir.Buffer, ctx):
     return L.swizzled(buf.shape, buf.dtype.bits)
 
 
+def uses_fma(g: ir.Gemm, ctx) -> bool:
+    """Whether gemm `g` runs on the CUDA cores (see the module docstring)."""
+    a, c = g.A.buffer.dtype, g.C.buffer.dtype
+    if ctx is not None and 0 < ctx.target.sm < 80:
+        return True
+    return a.name not in SUPPORTED
+
+
 def _check_dtypes(g: ir.Gemm, ctx=None):
     a, b, c = g.A.buffer.dtype, g.B.buffer.dtype, g.C.buffer.dtype
+    if uses_fma(g, ctx):
+        if a is not b:
+            _err(g.loc, f"T.gemm operands A ({a}) and B ({b}) must have the same dtype")
+        if c.name not in FMA_SUPPORTED.get(a.name, ()):
+            _err(g.loc, f"T.gemm with {a} operands accumulating into {c} is not supported on "
+                        f"the CUDA cores (used for float64 and before sm_80; supported: " +
+                 ", ".join(f"{k}->{'/'.join(v)}" for k, v in FMA_SUPPORTED.items()) + ")")
+        if g.A.buffer.scope == "local.fragment" or g.B.buffer.scope == "local.fragment":
+            raise KernelNotSupportedError(
+                f"T.gemm on the CUDA cores ({a} operands, or a target before sm_80) takes A and "
+                "B from shared memory; copy the register operand to a T.alloc_shared buffer "
+                "first", g.loc)
+        return
     if a.is_float8 and ctx is not None and ctx.target.sm < 89:
         _err(g.loc, f"T.gemm on {a} needs FP8 tensor cores (sm_89 or newer); the target is "
                     f"{ctx.target.arch}")
@@ -95,29 +129,42 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
     return rows, cols, swz, base, starts[-2], starts[-1]
 
 
+def _operand(region, trans, ctx, loc):
+    """(call arguments, template arguments, "r" | "s") of one operand: a register array (its
+    registers hold the instruction's operand layout whatever the transpose flag said: layout
+    inference laid the fragment out so), or a shared tile with its transpose and geometry."""
+    buf = region.buffer
+    if buf.scope == "local.fragment":
+        return (ctx.register_of(buf),), "", "r"
+    rows, cols, swz, base, r0, c0 = _tile_info(region, ctx.layouts[buf], loc)
+    return (base, r0, c0), f"{'true' if trans else 'false'}, {rows}, {cols}, {swz}", "s"
+
+
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     _check_dtypes(g, ctx)
     wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
     tid = ctx.tid if copies == 1 else ir.binary("floormod", ctx.tid, 32 * wm * wn)
     M, N = g.C.extents[-2:]
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
-    k_atom = L.mma_k_tile(g.A.buffer.dtype.bits)
+    fma = uses_fma(g, ctx)
+    k_atom = 1 if fma else L.mma_k_tile(g.A.buffer.dtype.bits)
     if K % k_atom:
         _err(g.loc, f"T.gemm K = {K} must be a multiple of {k_atom} for {g.A.buffer.dtype}")
     c_reg = ctx.register_of(g.C.buffer)
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
-    b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = _tile_info(g.B, ctx.layouts[g.B.buffer], g.loc)
-    tb = "true" if g.trans_B else "false"
-    if g.A.buffer.scope == "local.fragment":
-        a_reg = ctx.register_of(g.A.buffer)
-        name = (f"tl::gemm_rs<{M}, {N}, {K}, {wm}, {wn}, {tb}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, tid)
-    else:
-        a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = _tile_info(g.A, ctx.layouts[g.A.buffer],
-                                                               g.loc)
-        ta = "true" if g.trans_A else "false"
-        name = (f"tl::gemm_ss<{M}, {N}, {K}, {wm}, {wn}, {ta}, {tb}, {a_rows}, {a_cols}, "
-                f"{a_swz}, {b_rows}, {b_cols}, {b_swz}>")
-        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, tid)
+    shape = f"{M}, {N}, {K}, {wm}, {wn}"
+    a_args, a_tmpl, a_kind = _operand(g.A, g.trans_A, ctx, g.loc)
+    b_args, b_tmpl, b_kind = _operand(g.B, g.trans_B, ctx, g.loc)
+    if a_kind + b_kind == "ss":  # gemm_ss takes both transposes first
+        ta, a_rest = a_tmpl.split(", ", 1)
+        tb, b_rest = b_tmpl.split(", ", 1)
+        a_tmpl, b_tmpl = f"{ta}, {tb}, {a_rest}", b_rest
+    tmpl = ", ".join(x for x in (shape, a_tmpl, b_tmpl) if x)
+    if fma and a_kind + b_kind != "ss":
+        raise located(NotImplementedError)(
+            "a T.gemm on the CUDA cores (float64, or a target before sm_80) takes A and B from "
+            "shared memory", g.loc)
+    name = f"tl::gemm_{'fma_' if fma else ''}{a_kind}{b_kind}<{tmpl}>"
+    args = (name,) + a_args + b_args + (c_reg, clear, tid)
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)

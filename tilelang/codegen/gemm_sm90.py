@@ -97,6 +97,8 @@ def _slice_fits_atoms(g: ir.Gemm, wn: int) -> bool:
 def eligible(g: ir.Gemm, M, N, num_warps, ctx):
     if not ctx.target.is_hopper or ctx.wgmma_disabled:
         return None
+    if ctx.group is not None and ctx.group[0] % 128:
+        return None  # a role of threads that are not whole warpgroups: mma.sync
     a, b, c = g.A.buffer, g.B.buffer, g.C.buffer
     if c.dtype.name != "float32" or not _operand_types_ok(g, ctx):
         return None

@@ -71,20 +71,60 @@ def _address(p, e) -> str:
     return p.expr(e)
 
 
+# IEEE operations with a rounding mode: CUDA's correctly rounded intrinsics, by dtype ("{m}" is
+# the mode: rn, rz, ru, rd); 16-bit floats have round-to-nearest forms only (the frontend checks)
+_IEEE = {
+    "float32": {"ieee_add": "__fadd_{m}", "ieee_sub": "__fsub_{m}", "ieee_mul": "__fmul_{m}",
+                "ieee_fmaf": "__fmaf_{m}", "ieee_fdiv": "__fdiv_{m}", "ieee_frcp": "__frcp_{m}",
+                "ieee_fsqrt": "__fsqrt_{m}", "ieee_frsqrt": "__frsqrt_rn"},
+    "float64": {"ieee_add": "__dadd_{m}", "ieee_sub": "__dsub_{m}", "ieee_mul": "__dmul_{m}",
+                "ieee_fmaf": "__fma_{m}", "ieee_fdiv": "__ddiv_{m}", "ieee_frcp": "__drcp_{m}",
+                "ieee_fsqrt": "__dsqrt_{m}"},
+    "half": {"ieee_add": "__hadd", "ieee_sub": "__hsub", "ieee_mul": "__hmul",
+             "ieee_fmaf": "tl::hfma_rn", "ieee_fdiv": "tl::hdiv_rn", "ieee_frcp": "tl::hrcp_rn",
+             "ieee_fsqrt": "tl::hsqrt_rn", "ieee_frsqrt": "tl::hrsqrt_rn"},
+}
+
+
+def _math_name(op: str, dtype) -> str:
+    """The device-library function of a math op. Names follow what the reference's generated
+    code calls, which users and tools grep for: float `abs` is `fabs`, 16-bit `tan` is `htan`,
+    C's ties-away `round` is `RoundTiesAwayFromZero` (T.round itself is `nearbyint`)."""
+    if op == "abs" and dtype.is_float:
+        return "fabs"
+    if op == "tan" and dtype.name in ("float16", "bfloat16"):
+        return "htan"
+    if op == "round":
+        return "RoundTiesAwayFromZero"
+    return op
+
+
+def _ieee_call(p, c: ir.Call) -> str:
+    mode = dict(c.attrs).get("rounding_mode", "rn")
+    table = _IEEE["half" if c.dtype.bits == 16 else c.dtype.name]
+    fn = table[c.op].format(m=mode)
+    return f"{fn}({', '.join(p.expr(a) for a in c.args)})"
+
+
 def render_call(p, c: ir.Call) -> str:
     op = c.op
     attrs = dict(c.attrs)
     if op in PTX_RENDERERS:
         return PTX_RENDERERS[op](p, c, _address)
     if op in _MATH:
-        fn = op
+        fn = _math_name(op, c.dtype)
         if p.fast_math and op in _FAST and c.dtype.name == "float32":
             fn = _FAST[op]
         return f"tl::{fn}({', '.join(p.expr(a) for a in c.args)})"
     if op in _FAST_INTRINSICS:
         fast, accurate = _FAST_INTRINSICS[op]
-        fn = fast if c.dtype.name == "float32" else f"tl::{accurate}"
+        fn = fast if c.dtype.name == "float32" else f"tl::{_math_name(accurate, c.dtype)}"
         return f"{fn}({p.expr(c.args[0])})"
+    if op == "fast_rcp":
+        fn = "fast_rcp" if c.dtype.name == "float32" else "rcp"
+        return f"tl::{fn}({p.expr(c.args[0])})"
+    if op.startswith("ieee_"):
+        return _ieee_call(p, c)
     if op in ("popcount", "clz"):
         return _bit_count(p, c)
     if op in _WARP_REDUCE_OPS:
@@ -102,6 +142,8 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::__named_barrier_arrive({p.expr(c.args[0])}, {p.expr(c.args[1])})"
     if op == "sync_warp":
         return "__syncwarp()"
+    if op in ("pdl_trigger", "pdl_sync"):
+        return f"tl::{op}()"
     if op in ("match_any_sync", "match_all_sync"):
         fn = "tl::match_any" if op == "match_any_sync" else "tl::match_all"
         return f"{fn}({p.expr(c.args[0])}, {p.expr(c.args[1])})"

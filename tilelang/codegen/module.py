@@ -118,6 +118,8 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     parts = [HEADER.format(arch=arch, func=func.name, select=wgmma_select(kernels, imported))]
     if any(ctx.gemm_info for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm80.cuh"\n')
+    if any(ctx.uses_gemm_sp for _, ctx in lowered):
+        parts.append('#include "tl/gemm_sp_sm80.cuh"\n')
     if any(ctx.uses_wgmma for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm90.cuh"\n')
     parts.append('#include "tl/tile_copy.cuh"\n')

@@ -9,6 +9,7 @@ import time
 
 from ..errors import located, user_facing
 from ..ir import nodes as ir
+from ..jit.diagnostics import jit_phase
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
 
@@ -46,6 +47,9 @@ def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     from ..transform.inline_lets import inline_pure_lets
     from .pipeline import lower_kernel
 
+    from ..jit.kernel import check_launch_limits
+
+    check_launch_limits(func)
     configs = options.get("pass_configs", {})
     verbose = options.get("verbose", False)
     body = inline_pure_lets(func.body)
@@ -87,17 +91,19 @@ class CUDAAdapter:
             self.source = self.module.source
             self.lower_seconds = 0.0
         else:
-            self.module = lower_cuda(func, target, options)
+            verbose = options.get("verbose", False)
+            with jit_phase("lower", verbose=verbose, kernel=func.name, target=str(target)):
+                self.module = lower_cuda(func, target, options)
             self.source = apply_postproc("cuda", self.module.source, target)
             configs = options.get("pass_configs", {})
             self.lower_seconds = time.perf_counter() - t0
             fast = config_flag(configs, PassConfigKey.TL_ENABLE_FAST_MATH) and not config_flag(
                 configs, PassConfigKey.TL_DISABLE_FAST_MATH)
             verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
-            self.compiled = compile_cuda(self.source, target.arch,
-                                         options.get("compile_flags", ()), name=func.name,
-                                         fast_math=fast,
-                                         verbose=verbose_ptx or options.get("verbose", False))
+            with jit_phase("compile", verbose=verbose, kernel=func.name, target=str(target)):
+                self.compiled = compile_cuda(self.source, target.arch,
+                                             options.get("compile_flags", ()), name=func.name,
+                                             fast_math=fast, verbose=verbose_ptx or verbose)
             if not postproc:
                 program_cache.store(key, func, self.module, self.compiled)
         self.program_cache_hit = hit is not None
@@ -119,6 +125,8 @@ class CUDAAdapter:
         self.functions = [CudaKernelFunction(self.compiled.cubin, k.name, types,
                                              cooperative=k.cooperative)
                           for k in self.module.kernels]
+        # the reference adapters' `kernels`: this adapter's own kernel handles by name
+        self.kernels = {k.name: fn for k, fn in zip(self.module.kernels, self.functions)}
         self.host_source = self._describe()
 
     # ---- calling --------------------------------------------------------------------------
@@ -136,7 +144,7 @@ class CUDAAdapter:
         args = []
         for p, a in zip(self.module.params, full_args):
             if isinstance(p, ir.Buffer):
-                args.append(a.data_ptr())
+                args.append(0 if a is None else a.data_ptr())  # None: a null pointer
             else:
                 args.append(a)
         for v in self.module.symbols:
@@ -150,6 +158,10 @@ class CUDAAdapter:
             args.append(t.data_ptr())
         for d, (index, swizzle) in zip(self.module.tma, self.tma_sources):
             tensor = full_args[index] if index >= 0 else workspaces[-1 - index]
+            if tensor is None:
+                raise ValueError(f"kernel {self.func.name}: parameter "
+                                 f"{self.module.params[index].name!r} was passed as None, but "
+                                 "the kernel copies it with TMA")
             args.append(encode_tma(d, tensor, swizzle))
         grids = [tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
                        for g in k.grid) for k in self.module.kernels]

@@ -4,10 +4,17 @@ A context is created per `T.Kernel` and carries: the target and pass configs, th
 thread count and linear thread index, the layouts chosen by inference, the register array of
 every fragment, scratch shared buffers added by lowerings, and the gemm instruction backend
 (mma.sync on sm_80+, wgmma on sm_90a) that answers layout questions for `T.gemm`.
+
+Inside a role of its own threads (`Attr("thread_group", ("consumer", n, lo, barrier))` from
+transform/warp_roles.py, when tile operations run in roles of different thread ranges), the
+tile operations are laid out and lowered for the role's n threads: a pass that walks into
+such a region enters `ctx.thread_group(...)`, within which `num_threads`, `tid` (the role's
+threads numbered from 0), `warpgroup()` and `thread_bounds()` are the role's.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -36,11 +43,16 @@ class KernelContext:
     shared_plan: dict = field(default_factory=dict)
     smem_bytes: int = 0
     uses_wgmma: bool = False
+    uses_gemm_sp: bool = False  # a T.gemm_sp was lowered: the module includes its header
     # the warpgroup index the wgmma gemms take, bound once at the kernel's top (lower_tile_ops)
     warpgroup_var: Optional[ir.Var] = None
     # threads the tile operations are laid out for, when they run inside user roles of fewer
     # threads than the block (transform/warp_roles.py); None: the whole block
     compute_threads: Optional[int] = None
+    # (lo, n): the role whose statements are being laid out or lowered (thread_group)
+    group: Optional[tuple] = None
+    # reducers kept as register partials (transform/reducer_fragments.py): fragment -> op
+    reducer_partials: dict = field(default_factory=dict)
 
     def __post_init__(self):
         from ..codegen import gemm_sm80
@@ -54,18 +66,32 @@ class KernelContext:
         if len(k.threads) > 2:
             tid = ir.binary("add", tid, ir.binary("mul", k.thread_vars[2],
                                                   k.threads[0] * k.threads[1]))
-        self.tid = tid
+        self.block_tid = tid
 
-    def warpgroup(self) -> ir.Var:
-        """The thread's warpgroup index, the same across each warp as far as the compiler can
-        tell (tl::warpgroup_index), so that wgmma descriptors stay in uniform registers."""
+    @property
+    def tid(self) -> ir.Expr:
+        """The index of the executing thread among the threads the tile operations run on."""
+        if self.group is not None:
+            lo = self.group[0]
+            tx = self.kernel.thread_vars[0]
+            return ir.binary("sub", tx, lo) if lo else tx
+        return self.block_tid
+
+    def warpgroup(self) -> ir.Expr:
+        """The thread's warpgroup index (within the role, in a role's thread group), the same
+        across each warp as far as the compiler can tell (tl::warpgroup_index), so that wgmma
+        descriptors stay in uniform registers."""
         if self.warpgroup_var is None:
             self.warpgroup_var = ir.Var("warpgroup")
+        if self.group is not None and self.group[0]:
+            return ir.binary("sub", self.warpgroup_var, self.group[0] // 128)
         return self.warpgroup_var
 
     @property
     def num_threads(self) -> int:
         """Threads the tile operations are laid out for and lowered on."""
+        if self.group is not None:
+            return self.group[1]
         if self.compute_threads is not None:
             return self.compute_threads
         return self.kernel.num_threads
@@ -73,14 +99,26 @@ class KernelContext:
     def set_compute_threads(self, kernel: ir.Kernel, tid: ir.Var, n: int):
         """Tile operations run on the n threads 0..n-1 of `kernel` (relabelled so that the
         role that performs them comes first); `tid` is its thread index."""
-        self.kernel, self.tid, self.compute_threads = kernel, tid, n
+        self.kernel, self.block_tid, self.compute_threads = kernel, tid, n
+
+    @contextmanager
+    def thread_group(self, group):
+        """Lay out and lower for the role `group` ((lo, n); None: the block) meanwhile."""
+        saved, self.group = self.group, group
+        try:
+            yield
+        finally:
+            self.group = saved
 
     def thread_bounds(self):
-        """(thread variable, extent) pairs that hold wherever tile operations run."""
+        """(thread variable, lo, hi) triples that hold wherever tile operations run."""
         k = self.kernel
+        if self.group is not None:
+            lo, n = self.group
+            return [(k.thread_vars[0], lo, lo + n)]
         if self.compute_threads is not None:
-            return [(k.thread_vars[0], self.compute_threads)]
-        return list(zip(k.thread_vars, k.threads))
+            return [(k.thread_vars[0], 0, self.compute_threads)]
+        return [(v, 0, t) for v, t in zip(k.thread_vars, k.threads)]
 
     def flag(self, key: PassConfigKey, default=False):
         return config_flag(self.configs, key, default)
@@ -113,8 +151,13 @@ class KernelContext:
         return self.flag(PassConfigKey.TL_DISABLE_WGMMA)
 
     def gemm_partition(self, g, M, N, num_warps):
-        """(backend module, warp partition): wgmma on sm_90a when it applies, else mma.sync."""
-        from ..codegen import gemm_sm80, gemm_sm90
+        """(backend module, warp partition): wgmma on sm_90a when it applies, else mma.sync;
+        mma.sp for `T.gemm_sp`."""
+        from ..codegen import gemm_sm80, gemm_sm90, gemm_sp
+
+        if isinstance(g, ir.GemmSp):
+            part = gemm_sp.partition(g, M, N, num_warps, self)
+            return None if part is None else (gemm_sp, part)
 
         part = gemm_sm90.eligible(g, M, N, num_warps, self)
         if part is not None:
@@ -133,6 +176,11 @@ class KernelContext:
 
     def a_fragment_layout(self, g, choice, M, K):
         return choice[0].a_fragment_layout(g, choice[1], M, K, self)
+
+    def b_fragment_layout(self, g, choice, K, N):
+        """B in registers, over the logical K x N operand (mma.sync: wgmma reads B from shared
+        memory only, so such a gemm never goes to the wgmma backend)."""
+        return choice[0].b_fragment_layout(g, choice[1], K, N, self)
 
     def shared_operand_layout(self, buf):
         return self.gemm_backend.shared_operand_layout(buf, self)

@@ -25,7 +25,9 @@ from ..transform.pingpong import schedule_warpgroup_turns
 from ..transform.pipeline import pipeline_loops
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.rasterize import rasterize_large_gemms
+from ..transform.reducer_fragments import lower_reducers
 from ..transform.simplify_stmt import simplify_kernel
+from ..transform.unroll_fragment_offsets import unroll_fragment_offsets
 from ..transform.warp_roles import assign_warp_roles
 from ..transform.warp_specialize import warp_specialize
 from ..transform.wgmma_wait import place_wgmma_waits
@@ -47,10 +49,12 @@ def _partition(kernel, ctx):
 PASSES = [
     # tile level
     ("inline_pure_lets", _on_body(inline_pure_lets)),          # whole index expressions
+    ("reducer_fragments", lower_reducers),                     # reducers: register partials
     ("parallel_copies", _on_body(recognise_parallel_copies)),  # global->shared loops -> copy
     ("warp_roles", assign_warp_roles),                         # tile ops on a role's threads
     ("rasterize", rasterize_large_gemms),                      # panelled launch of big GEMMs
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
+    ("unroll_fragment_offsets", _on_body(unroll_fragment_offsets)),  # acc[i + s * 32]
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
     ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages

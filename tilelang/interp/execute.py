@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..ir import nodes as ir
-from ..ir.thread_range import branch_ranges, role_of, warp_aligned
+from ..ir.thread_range import interval, role_of, thread_set, warp_aligned
 from ..ir.visitor import any_node, substitute
 from .evaluate import ExprCompiler
 from .address import array_at_address
@@ -114,16 +114,41 @@ class Program(ExprCompiler):
         if role is not None and warp_aligned(role[0]):
             return [(s.body.cond, role[1], role[0])]
         if isinstance(s, ir.If):
-            ranges = branch_ranges(s, tvar, n)
-            if ranges is not None and warp_aligned(ranges[0]) and (
-                    s.else_body is None or warp_aligned(ranges[1])):
-                parts = [(s.cond, s.then_body, ranges[0])]
-                if s.else_body is not None and ranges[1] is not None:
-                    parts.append((ir.logical_not(s.cond), s.else_body, ranges[1]))
-                elif s.else_body is not None:  # the else branch is never taken
-                    return None
-                return parts
+            return self._chain_parts(s, np.ones(n, dtype=bool), None)
         return None
+
+    def _chain_parts(self, s, reaching, reach_cond):
+        """The role parts of `if c1: .. elif c2: .. else: ..` on the thread index, reached by
+        the threads `reaching` (a bool array; `reach_cond` their condition, None: all): one
+        part per branch, so that the branches of a chain run side by side as siblings (the
+        reference's `if tx < 128: .. elif tx < 256: .. else: ..`)."""
+        tvar, n = self._thread
+        truth = thread_set(s.cond, tvar, n)
+        if truth is None:
+            return None
+        then = interval(truth & reaching)
+        if not warp_aligned(then):
+            return None
+
+        def both(c):
+            return c if reach_cond is None else ir.logical_and(reach_cond, c)
+        parts = [(both(s.cond), s.then_body, then)]
+        if s.else_body is None:
+            return parts
+        rest, rest_cond = reaching & ~truth, both(ir.logical_not(s.cond))
+        inner = s.else_body
+        while isinstance(inner, ir.Seq) and len(inner.stmts) == 1:
+            inner = inner.stmts[0]
+        if isinstance(inner, ir.If):
+            if self._index_lets:
+                inner = _with_cond(inner, self._index_lets)
+            chain = self._chain_parts(inner, rest, rest_cond)
+            if chain is not None:
+                return parts + chain
+        other = interval(rest)
+        if not warp_aligned(other):  # never taken, or not one range of whole warps
+            return None
+        return parts + [(rest_cond, s.else_body, other)]
 
     def _roles(self, run):
         """Closures of a run of consecutive role statements: side by side when they wait on
@@ -151,10 +176,11 @@ class Program(ExprCompiler):
         branches = [self._role_branch(c, b, rng, s.loc) for c, b, rng in parts]
         if len(branches) == 1:
             return branches[0]
-        first, second = branches
 
         def roles(ctx, mask):
-            return second(ctx, first(ctx, mask))
+            for branch in branches:
+                mask = branch(ctx, mask)
+            return mask
         return roles
 
     def _role_branch(self, cond, body, rng, loc):
@@ -182,6 +208,9 @@ class Program(ExprCompiler):
             return self._tensor_address(s)
         if s.key == "assume":
             return self._assume(s)
+        if s.key == "reducer_finalize":
+            # reducers are shared buffers updated atomically here: whole at every moment
+            return self.stmt(s.body)
         if self._role_parts(s) is None:
             return self.stmt(s.body)
         return self._role_statement(s)
@@ -238,6 +267,9 @@ class Program(ExprCompiler):
         return f
 
     def _s_Store(self, s):
+        update = _conditional_update(s)
+        if update is not None:
+            return self._s_If(update)
         buf = s.buffer
         fidx = [self.expr(i) for i in s.indices]
         fval = self.as_type(s.value, buf.dtype)
@@ -631,3 +663,42 @@ def _reinterpret(ctx, view, flat, shape):
         raise fail(ctx, ValueError, f"view {view.name} has {n} elements but {root.name} holds "
                                     f"only {flat.size}")
     return flat[:n].reshape(shape)
+
+
+# ---- conditional updates ----------------------------------------------------------------------
+
+def _conditional_update(s: ir.Store):
+    """`x[i] = T.if_then_else(c, v, x[i])` as `if c: x[i] = v`, or None for other stores.
+
+    Where c is false the store writes back the value it read, which changes nothing; the
+    reference's sparse compressor relies on that with an index i past the end of x on those
+    lanes (`nz_idx[nz_count]` once a group's two slots are full), which a GPU executes
+    harmlessly but the interpreter's bounds checks would reject."""
+    value = _strip_exact_casts(s.value, s.buffer.dtype)
+    if not isinstance(value, ir.Select):
+        return None
+    back = _strip_exact_casts(value.false_value, s.buffer.dtype)
+    if not (isinstance(back, ir.Load) and back.buffer is s.buffer
+            and len(back.indices) == len(s.indices)
+            and all(ir.structural_equal(a, b) for a, b in zip(back.indices, s.indices))):
+        return None
+    return ir.If(value.cond, ir.Store(s.buffer, s.indices, value.true_value, loc=s.loc),
+                 loc=s.loc)
+
+
+def _strip_exact_casts(e, dtype):
+    """`e` without the casts that hold every value of `dtype` exactly (int widenings), so a
+    value of `dtype` taken through them and cast back to `dtype` is unchanged."""
+    while isinstance(e, ir.Cast) and _holds_all(dtype, e.dtype):
+        e = e.value
+    return e
+
+
+def _holds_all(inner, outer) -> bool:
+    if inner == outer:
+        return True
+    if not (inner.is_int and outer.is_int) or inner.lanes != 1 or outer.lanes != 1:
+        return False
+    if inner.is_unsigned:
+        return outer.bits > inner.bits or (outer.is_unsigned and outer.bits >= inner.bits)
+    return not outer.is_unsigned and outer.bits >= inner.bits

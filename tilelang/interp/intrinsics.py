@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.dtype import DType
+from .ieee import IEEE_OPS, compile_ieee
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
 from .ptx import PTX_CALLS
@@ -59,7 +60,7 @@ MATH_UNARY = {
     "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
     "sinh": np.sinh, "cosh": np.cosh, "erf": _erf_np, "sigmoid": _sigmoid, "rsqrt": _rsqrt,
     "floor": np.floor, "ceil": np.ceil, "round": _round_half_away, "trunc": np.trunc,
-    "nearbyint": np.rint, "rcp": _rcp, "fast_exp": np.exp,
+    "nearbyint": np.rint, "rcp": _rcp, "fast_exp": np.exp, "fast_rcp": _rcp,
     # fast-math intrinsics (approximate on the GPU): computed accurately here
     "__exp": np.exp, "__exp10": _exp10, "__log": np.log, "__log2": np.log2,
     "__log10": np.log10, "__sin": np.sin, "__cos": np.cos, "__tan": np.tan,
@@ -68,7 +69,10 @@ _MATH_BINARY = {"pow": np.power, "fmod": np.fmod, "atan2": np.arctan2}
 _PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
 _NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comment",
                      "set_max_nreg", "wait_wgmma", "fence_proxy_async", "barrier_arrive",
-                     "barrier_wait", "no_set_max_nreg"})
+                     "barrier_wait", "no_set_max_nreg",
+                     # the interpreter runs a program's kernels one after the other, which
+                     # is what a programmatic dependent launch waits for
+                     "pdl_trigger", "pdl_sync"})
 _ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or"}
 
 
@@ -82,6 +86,8 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
     op = e.op
     if op in MATH_UNARY:
         return _math_unary(c, e)
+    if op in IEEE_OPS:
+        return compile_ieee(c, e)
     if op in _MATH_BINARY:
         fa, fb = c.as_type(e.args[0], e.dtype), c.as_type(e.args[1], e.dtype)
         fn = _MATH_BINARY[op]

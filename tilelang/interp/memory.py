@@ -211,9 +211,8 @@ class LocalStore:
     def store(self, ctx, idx, val, mask):
         if mask is EMPTY:
             return
-        bad = self._check(ctx, idx, mask, "store")
-        if bad is not None:
-            raise _range_error(ctx, self.buf, idx, bad, mask, "store")
+        if self._check(ctx, idx, mask, "store") is not None:
+            idx = _clip(idx, self.shape)  # out of range only on lanes the mask leaves out
         uniform = type(val) is not np.ndarray and not any(type(i) is np.ndarray for i in idx)
         if ctx.space is not self.space:
             if not (uniform and mask is None):

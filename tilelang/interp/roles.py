@@ -14,9 +14,10 @@ the phase of parity P has completed, i.e. while the current phase's parity is no
 barrier reports parity 1 complete). More arrivals than a phase expects are an error (undefined
 behaviour on the GPU).
 
-Sibling roles that wait on mbarriers run as coroutines (one Python thread each, only one
-running at a time): a role runs until it waits on a phase that has not completed, then the
-next role that can make progress runs. The order is deterministic (a role keeps running until
+Sibling roles (consecutive role statements, and the branches of an `if` / `elif` / `else`
+chain on the thread index) that wait on mbarriers run as coroutines (one Python thread each,
+only one running at a time): a role runs until it waits on a phase that has not completed,
+then the next role that can make progress runs. The order is deterministic (a role keeps running until
 it blocks; the next runnable role in program order follows). When every unfinished role waits
 on a phase that no role can complete any more, the program would hang on the GPU: that is an
 error at the line of each waiting role. A wait outside any role never yields: if its phase has

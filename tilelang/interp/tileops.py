@@ -1,4 +1,4 @@
-"""Tile operators on the CPU: Copy, Fill, Gemm, Reduce, CumSum, AtomicTile.
+"""Tile operators on the CPU: Copy, Fill, Gemm, GemmSp, Reduce, CumSum, AtomicTile.
 
 Each is collective: it runs once per block, as whole-array numpy operations, and must not be
 reached under a thread-dependent condition (an error says so). Regions are evaluated to
@@ -17,10 +17,12 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.dtype import DType
+from ..transform.lower_elementwise import THREAD_PRIVATE, copy_as_loop
 from .lanes import VARYING, at_statement, collapse, fail
 from .memory import LocalStore, scope_name
 from .numerics import NARROW_FLOATS, const_value, convert, round_to, tf32
 from .roles import collective_ok
+from .sparse import decompress
 
 __all__ = ["compile_tile_op", "uniform_int", "uniform_value"]
 
@@ -157,90 +159,26 @@ def _int_or_fn(c, v):
 
 def compile_tile_op(c, s):
     return {
-        ir.Copy: _copy, ir.Fill: _fill, ir.Gemm: _gemm, ir.Reduce: _reduce,
-        ir.CumSum: _cumsum, ir.AtomicTile: _atomic_tile, ir.TmaCopy: _tma_copy,
+        ir.Copy: _copy, ir.Fill: _fill, ir.Gemm: _gemm, ir.GemmSp: _gemm_sp,
+        ir.Reduce: _reduce, ir.CumSum: _cumsum, ir.AtomicTile: _atomic_tile, ir.TmaCopy: _tma_copy,
     }[type(s)](c, s)
 
 
 def _copy(c, s):
+    if s.src.buffer.scope in THREAD_PRIVATE or s.dst.buffer.scope in THREAD_PRIVATE:
+        # each thread copies between its own buffer and a region it may place anywhere
+        # (the same per-thread loop the CUDA lowering makes)
+        return c.stmt(copy_as_loop(s))
     src, dst = Region(c, s.src), Region(c, s.dst)
     sdt, ddt = src.buf.dtype, dst.buf.dtype
-    private = any(r.buf.scope in ("local", "local.var") for r in (src, dst))
 
     def run(ctx, mask):
-        if private and ctx.space is ctx.thread_space and not _uniform_regions(ctx, src, dst):
-            _copy_per_thread(ctx, mask, src, dst, sdt, ddt)
-            return
         _collective(ctx, mask, "T.copy")
         tile = src.read(ctx, "T.copy")
         if tile.size == 0:
             return
         dst.write(ctx, convert(tile, sdt, ddt), "T.copy")
     return at_statement(s, run)
-
-
-def _uniform_regions(ctx, *regions) -> bool:
-    """Whether every start and extent of the regions is the same in every thread."""
-    for r in regions:
-        for f in r.starts + r.exts:
-            if type(f) is not int:
-                v = f(ctx)
-                if type(v) is np.ndarray and v.ndim and collapse(v) is VARYING:
-                    return False
-    return True
-
-
-def _copy_per_thread(ctx, mask, src, dst, sdt, ddt):
-    """A copy into or out of thread-private memory whose region depends on the thread (each
-    thread copies its own row): one thread at a time, each seeing its own index values and
-    its own copy of the private buffer."""
-    active = np.ones(ctx.nthreads, np.bool_) if mask is None else \
-        np.broadcast_to(np.asarray(mask), (ctx.nthreads,)).copy()
-    for r in (src, dst):
-        st = ctx.bufs.get(r.buf)
-        if isinstance(st, LocalStore) and not st.per_lane:
-            st._widen()  # each thread's copy may now differ
-    env = ctx.env
-    try:
-        for lane in np.flatnonzero(active):
-            ctx.env = {k: (v.reshape(-1)[lane] if type(v) is np.ndarray and
-                           v.size == ctx.nthreads else v) for k, v in env.items()}
-            tile = _read_lane(ctx, src, lane)
-            if tile.size:
-                _write_lane(ctx, dst, convert(tile, sdt, ddt), lane)
-    finally:
-        ctx.env = env
-
-
-def _lane_array(ctx, r, lane):
-    st = ctx.bufs.get(r.buf)
-    if isinstance(st, LocalStore):
-        return st.data.reshape((-1,) + st.shape)[lane]
-    return tile_array(ctx, r.buf, "T.copy")
-
-
-def _read_lane(ctx, r, lane):
-    arr = _lane_array(ctx, r, lane)
-    starts, exts = r.eval(ctx, "T.copy")
-    src, dst = r._bounds(ctx, arr.shape, starts, exts, "T.copy")
-    if dst is None and src is not None:
-        return arr[src].copy()
-    out = np.full(exts, ctx.safe.get(r.buf, r.zero), dtype=arr.dtype)
-    if src is not None:
-        out[dst] = arr[src]
-    return out
-
-
-def _write_lane(ctx, r, value, lane):
-    arr = _lane_array(ctx, r, lane)
-    starts, exts = r.eval(ctx, "T.copy")
-    if int(np.prod(exts)) != np.size(value):
-        raise fail(ctx, ValueError, f"T.copy: {np.size(value)} values for a region of "
-                                    f"{r.buf.name} with extents {exts}")
-    value = np.reshape(value, exts)
-    src, dst = r._bounds(ctx, arr.shape, starts, exts, "T.copy")
-    if src is not None:
-        arr[src] = value if dst is None else value[dst]
 
 
 def _tma_copy(c, s):
@@ -310,7 +248,8 @@ def _gemm_kind(adt, bdt):
     return F32
 
 
-def _gemm(c, s):
+def _gemm(c, s, what="T.gemm", read_a=None):
+    """C (+)= op(A) @ op(B); `read_a(ctx)` gives op(A) where it is not A's region itself."""
     A, B, C = Region(c, s.A), Region(c, s.B), Region(c, s.C)
     adt, bdt, cdt = A.buf.dtype, B.buf.dtype, C.buf.dtype
     kind = _gemm_kind(adt, bdt)
@@ -318,11 +257,14 @@ def _gemm(c, s):
     tf32_b = bdt.name == "float32" and kind is F32
     clear = s.clear_accum
     fclear = c.expr(clear) if isinstance(clear, ir.Expr) else None
+    if read_a is None:
+        def read_a(ctx):
+            return _operand(A.read(ctx, what), s.trans_A)
 
     def run(ctx, mask):
-        _collective(ctx, mask, "T.gemm")
-        a = _operand(A.read(ctx, "T.gemm"), s.trans_A).astype(kind.numpy)
-        b = _operand(B.read(ctx, "T.gemm"), s.trans_B).astype(kind.numpy)
+        _collective(ctx, mask, what)
+        a = read_a(ctx).astype(kind.numpy)
+        b = _operand(B.read(ctx, what), s.trans_B).astype(kind.numpy)
         if tf32_a:
             a = tf32(a)
         if tf32_b:
@@ -330,10 +272,34 @@ def _gemm(c, s):
         prod = a @ b
         do_clear = bool(uniform_value(ctx, fclear(ctx), "clear_accum")) if fclear else clear
         if not do_clear:
-            old = C.read(ctx, "T.gemm")
+            old = C.read(ctx, what)
             prod = convert(old, cdt, kind).reshape(prod.shape) + prod
-        C.write(ctx, convert(prod, kind, cdt), "T.gemm")
+        C.write(ctx, convert(prod, kind, cdt), what)
     return at_statement(s, run)
+
+
+def _gemm_sp(c, s):
+    """T.gemm_sp: the dense product with A decompressed from its kept values and metadata
+    (interp/sparse.py)."""
+    from ..cuda.intrinsics.sparse_layout import GROUP_CONFIG
+
+    A, E = Region(c, s.A), Region(c, s.E)
+    _, group = GROUP_CONFIG[A.buf.dtype]
+
+    def read_a(ctx):
+        values = _operand(A.read(ctx, "T.gemm_sp"), s.trans_A)
+        meta = _operand(E.read(ctx, "T.gemm_sp"), s.trans_E)
+        dense, bad = decompress(values, np.ascontiguousarray(meta), group)
+        if bad is not None:
+            row, g, code = bad
+            raise fail(ctx, ValueError,
+                       f"T.gemm_sp: the metadata {E.buf.name} holds {code:#06b} for group {g} "
+                       f"(elements {group * g}..{group * g + group - 1}) of row {row}, which "
+                       "is not a valid index pair: " + (
+                           "two increasing 2-bit positions" if group == 4 else
+                           "0b0100 or 0b1110 for a float32 pair"))
+        return dense
+    return _gemm(c, s, "T.gemm_sp", read_a)
 
 
 # ---- reductions and scans ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ __all__ = [
     "Node", "Expr", "Var", "Const", "Binary", "Compare", "Logical", "Unary", "Select", "Cast",
     "Call", "Load", "Buffer", "BufferRegion", "Stmt", "Seq", "Evaluate", "Store", "LetStmt",
     "Allocate", "If", "For", "While", "Break", "Continue", "Attr", "Kernel", "Assert", "Copy", "Fill",
-    "Gemm", "Reduce", "CumSum", "AtomicTile", "Print", "PrimFunc", "as_expr", "const",
+    "Gemm", "GemmSp", "Reduce", "CumSum", "AtomicTile", "Print", "PrimFunc", "as_expr", "const",
     "binary", "compare", "cast_to", "select", "call", "logical_and", "logical_or",
     "logical_not", "structural_equal", "SIDE_EFFECT_CALLS", "INT32", "BOOL", "FLOAT32",
 ]
@@ -206,6 +206,7 @@ SIDE_EFFECT_CALLS = frozenset({
     "call_packed", "ptx", "set_max_nreg", "wait_wgmma", "fence_proxy_async",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand",
     "warp_reduce_bitor",
+    "pdl_trigger", "pdl_sync",
 })
 
 
@@ -574,6 +575,26 @@ class Gemm(Stmt):
     clear_accum: Any = False
     k_pack: int = 1
     wg_wait: int = 0
+
+    def operands(self) -> tuple:
+        """The regions the gemm reads besides its accumulator."""
+        return (self.A, self.B)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class GemmSp(Gemm):
+    """`T.gemm_sp`: C (+)= op(A) @ op(B) where A is 2:4 structured sparse (1:2 for float32):
+    the region A holds the kept elements of each group of 4 (2) consecutive elements along K
+    (extent K/2 there) and E their positions, 4 bits per group (two 2-bit indices, or for 1:2
+    0b0100 / 0b1110), packed from the lowest bits up into E's integers, E being M x K/e or,
+    with trans_E, K/e x M (e = get_e_factor(A dtype, E dtype)). A passes wherever T.Gemm
+    passes: visitors without `visit_GemmSp` treat it as a Gemm."""
+
+    E: BufferRegion = None
+    trans_E: bool = False
+
+    def operands(self) -> tuple:
+        return (self.A, self.E, self.B)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

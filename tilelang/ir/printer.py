@@ -42,6 +42,15 @@ class Namer:
             self.names[id(obj)] = name
         return name
 
+    def fresh(self, base: str) -> str:
+        """A name not used yet, derived from `base`, bound to no object."""
+        name, n = base, 0
+        while name in self.used:
+            n += 1
+            name = f"{base}_{n}"
+        self.used.add(name)
+        return name
+
 
 def _dtype_str(dt: DType) -> str:
     return f'"{dt.name}"'
@@ -322,14 +331,20 @@ class Printer:
         extra = ""
         if s.trans_A:
             extra += ", transpose_A=True"
+        if isinstance(s, ir.GemmSp) and s.trans_E:
+            extra += ", transpose_E=True"
         if s.trans_B:
             extra += ", transpose_B=True"
         if s.policy != "Square":
             extra += f", policy=T.GemmWarpPolicy.{s.policy}"
         if not (isinstance(s.clear_accum, bool) and not s.clear_accum):
             extra += f", clear_accum={self.expr(s.clear_accum)}"
-        self.line(ind, f"T.gemm({self.region(s.A)}, {self.region(s.B)}, {self.region(s.C)}"
-                       f"{extra})")
+        name, operands = "gemm", (s.A, s.B, s.C)
+        if isinstance(s, ir.GemmSp):
+            name, operands = "gemm_sp", (s.A, s.E, s.B, s.C)
+        self.line(ind, f"T.{name}({', '.join(self.region(r) for r in operands)}{extra})")
+
+    s_GemmSp = s_Gemm
 
     def s_Reduce(self, s, ind):
         extra = "" if s.kind == "abssum" else f", clear={s.clear}"

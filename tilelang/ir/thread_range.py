@@ -108,3 +108,24 @@ def role_of(s, tvar, nthreads: int):
 def warp_aligned(rng) -> bool:
     """Whether a thread range is made of whole warps (a role tile operations can run in)."""
     return rng is not None and rng[0] % 32 == 0 and rng[1] % 32 == 0
+
+
+def role_group(s):
+    """(lo, n) when `s` is the thread group of a role whose tile operations are laid out for
+    its own threads [lo, lo + n) (`Attr("thread_group", ("consumer", n, lo, barrier))`,
+    transform/warp_roles.py), else None."""
+    if isinstance(s, ir.Attr) and s.key == "thread_group" and len(s.value) >= 4:
+        return s.value[2], s.value[1]
+    return None
+
+
+class InRoleGroups:
+    """Mixin for a Visitor or Mutator with a kernel context `self.ctx`: inside a role's thread
+    group the context describes the role's threads (engine/context.py, `thread_group`)."""
+
+    def visit_Attr(self, s):
+        group = role_group(s)
+        if group is None:
+            return self.generic(s)
+        with self.ctx.thread_group(group):
+            return self.generic(s)

@@ -22,6 +22,7 @@ _GETTERS: dict = {}
 _LEAVES = (int, float, str, bool, ir.DType, type(None))
 # exact classes of the values that hold no IR: the walks skip them without a call
 _LEAF_CLASSES = frozenset(_LEAVES)
+_BASES = (ir.Node, ir.Expr, ir.Stmt, object)  # no visitor method stands for all of these
 
 
 def _node_fields(cls):
@@ -86,7 +87,11 @@ class _Dispatch:
         if issubclass(node_cls, _LEAVES):
             fn = cls.leaf
         else:
-            fn = getattr(cls, "visit_" + node_cls.__name__, None) or cls.generic
+            # a node class derived from another (GemmSp from Gemm) takes the base's method
+            # when the visitor has none of its own
+            fn = next((getattr(cls, "visit_" + k.__name__) for k in node_cls.__mro__
+                       if k not in _BASES and hasattr(cls, "visit_" + k.__name__)),
+                      cls.generic)
         cls._methods[node_cls] = fn
         return fn
 

@@ -91,21 +91,46 @@ class CallPlan:
         self.outputs = [self.params[i] for i in self.out_idx]
         self.symbols = self._symbol_sources()
 
+    @property
+    def unused_buffers(self) -> frozenset:
+        """Indices of tensor parameters the kernel body never mentions (an optional input
+        whose use was traced out): the only ones that may be passed as None, on every
+        backend, so that a None can never reach a kernel that would dereference it."""
+        unused = self.__dict__.get("_unused")
+        if unused is None:
+            from ..ir.visitor import collect
+
+            params = {id(p.buffer): p.index for p in self.params if p.kind == "buffer"}
+            seen = set()
+            for n in collect(self.func.body, lambda n: isinstance(n, ir.Buffer)
+                             or isinstance(getattr(n, "buffer", None), ir.Buffer)):
+                buf = n if isinstance(n, ir.Buffer) else n.buffer
+                for b in (buf, getattr(buf, "view_of", None)):
+                    if id(b) in params:
+                        seen.add(params[id(b)])
+            unused = self.__dict__["_unused"] = frozenset(set(params.values()) - seen)
+        return unused
+
     def _symbol_sources(self):
         """For each symbolic size: the first (input param, dim or stride) that carries it."""
-        sources = {}
+        return {var: found[0] for var, found in self._all_symbol_sources().items()}
+
+    def _all_symbol_sources(self):
+        """For each symbolic size: every (kind, input param, dim) that carries it, in order
+        (a tensor passed as None gives none: the next one is used)."""
+        sources: dict = {}
         for p in self.inputs:
             if p.kind == "scalar" and p.dtype.is_int:
-                sources.setdefault(p.var, ("scalar", p.index, None))
+                sources.setdefault(p.var, []).append(("scalar", p.index, None))
         for p in self.inputs:
             if p.kind != "buffer":
                 continue
             for d, s in enumerate(p.shape):
-                if isinstance(s, ir.Var) and s not in sources:
-                    sources[s] = ("shape", p.index, d)
+                if isinstance(s, ir.Var):
+                    sources.setdefault(s, []).append(("shape", p.index, d))
             for d, s in enumerate(p.strides or ()):
-                if isinstance(s, ir.Var) and s not in sources:
-                    sources[s] = ("stride", p.index, d)
+                if isinstance(s, ir.Var):
+                    sources.setdefault(s, []).append(("stride", p.index, d))
         # a size met only inside an extent `a * n + b` (T.Tensor((n * 4,), ...)) is solved
         # from that extent, as the reference's argument binder does
         for p in self.inputs:
@@ -115,7 +140,7 @@ class CallPlan:
                 solved = _solvable(s, sources)
                 if solved is not None:
                     var, a, b = solved
-                    sources[var] = ("linear", p.index, (d, a, b))
+                    sources.setdefault(var, []).append(("linear", p.index, (d, a, b)))
         return sources
 
     # ---- checks -----------------------------------------------------------------------------
@@ -138,9 +163,13 @@ class CallPlan:
             if p.kind == "scalar":
                 full[p.index] = self._check_scalar(p, a)
                 continue
+            if a is None and p.index in self.unused_buffers:
+                continue  # a null pointer for a tensor the kernel never mentions
             if not isinstance(a, torch.Tensor):
+                why = " (None, a null pointer, is accepted only for a tensor the kernel never " \
+                      "mentions)" if a is None else ""
                 self._fail(TypeError, p, f"expects a torch.Tensor of {p.dtype} with "
-                                         f"{len(p.shape)} dims, got {type(a).__name__}")
+                                         f"{len(p.shape)} dims, got {type(a).__name__}{why}")
             if a.dim() != len(p.shape):
                 self._fail(ValueError, p, f"ndim mismatch, expected {len(p.shape)}, got "
                                           f"{a.dim()} (shape {tuple(a.shape)})")
@@ -162,7 +191,7 @@ class CallPlan:
                                           f"{tensor_device}; all tensors must be on one device")
         symbols = self._bind_symbols(full)
         for p in self.inputs:
-            if p.kind == "buffer":
+            if p.kind == "buffer" and full[p.index] is not None:
                 a = full[p.index]
                 self._check_shape(p, a, symbols)
                 self._check_index_range(p, a.shape, a.stride())
@@ -213,6 +242,9 @@ class CallPlan:
         symbols = {}
         for var, (kind, idx, d) in self.symbols.items():
             a = full[idx]
+            if a is None:  # the tensor carrying this size was passed as None: another one
+                kind, idx, d = self._source_not_none(var, full)
+                a = full[idx]
             if kind == "scalar":
                 symbols[var] = int(a)
                 continue
@@ -235,6 +267,15 @@ class CallPlan:
                            f"declare it T.dynamic(\"{var.name}\", \"int64\")")
             symbols[var] = val
         return symbols
+
+    def _source_not_none(self, var, full):
+        for kind, idx, d in self._all_symbol_sources()[var]:
+            if full[idx] is not None:
+                return kind, idx, d
+        names = ", ".join(repr(self.params[idx].name)
+                          for _, idx, _ in self._all_symbol_sources()[var])
+        raise ValueError(f"kernel {self.name}: the size `{var.name}` has no value: every "
+                         f"tensor that carries it ({names}) was passed as None")
 
     def _check_index_range(self, p: ParamInfo, shape, strides):
         """A buffer whose sizes are all 32-bit symbols is indexed with 32-bit arithmetic

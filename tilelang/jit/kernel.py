@@ -19,11 +19,28 @@ from .target import (DEFAULT_CUDA_ARCH, Target, device_arch, gpu_available, pars
                      resolve_auto)
 
 
+def check_launch_limits(func: ir.PrimFunc):
+    """A located error for a T.Kernel whose static grid no GPU can launch (both targets
+    refuse it, so that they accept the same programs)."""
+    from ..errors import located
+    from ..ir.visitor import collect
+
+    for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
+        problem = ir.launch_limit_problem(tuple(ir.int_value(g) for g in k.grid))
+        if problem:
+            raise located(ValueError)(f"T.Kernel {problem}; launch fewer blocks (loop inside "
+                                      "each block, or use T.Persistent)", k.loc)
+
+
 def build_adapter(func: ir.PrimFunc, target: Target, options: dict):
     if target.kind == "cpu":
+        check_launch_limits(func)  # the CUDA build checks in lower_cuda
         from ..interp.adapter import CPUAdapter
+        from .diagnostics import jit_phase
 
-        return CPUAdapter(func, options)
+        with jit_phase("adapter", verbose=options.get("verbose", False), kernel=func.name,
+                       target="cpu"):
+            return CPUAdapter(func, options)
     if target.kind == "cuda":
         from ..engine.build import build_cuda
 

@@ -74,13 +74,8 @@ def parse_target(target) -> Target:
         from ..env import env
 
         target = env.default_target
-    if isinstance(target, dict):  # the reference's {"kind": "cuda", "arch": "sm_90"}
-        unknown = set(target) - {"kind", "arch", "mcpu", "keys", "tag", "host", "libs"}
-        if unknown or "kind" not in target:
-            raise ValueError(f"target {target!r}: a target dict has a 'kind' and optionally "
-                             f"an 'arch' (unknown keys: {sorted(unknown)})")
-        arch = target.get("arch") or target.get("mcpu")
-        target = f"{target['kind']} -arch={arch}" if arch else str(target["kind"])
+    if isinstance(target, dict):
+        return _parse_target_dict(target)
     text = str(target).strip().lower()
     if text in ("auto", ""):
         from ..tvm.target import Target as ScopedTarget
@@ -128,6 +123,26 @@ def _cuda_arch(target, options) -> Optional[str]:
     if arch == "sm_90":  # as the reference: Hopper code uses wgmma/TMA, which need sm_90a
         arch = "sm_90a"
     return arch
+
+
+def _parse_target_dict(spec: dict) -> Target:
+    """The reference's dictionary form, `{"kind": "cuda", "arch": "sm_80"}` (TVM's target
+    configuration): "kind" picks the target as the string form does, "arch" the GPU."""
+    unknown = set(spec) - {"kind", "arch", "keys", "tag", "host", "libs"}
+    if unknown:  # TVM rejects keys a target kind does not have
+        raise ValueError(f"target dictionary {spec!r}: unknown keys: {sorted(unknown)} (a "
+                         "target dictionary has a 'kind' and optionally an 'arch')")
+    kind = spec.get("kind")
+    if not isinstance(kind, str):
+        raise ValueError(f"target dictionary {spec!r} needs a 'kind' (e.g. 'cuda' or 'cpu')")
+    arch = spec.get("arch")
+    if kind.lower() == "cuda" and arch is not None:
+        if not isinstance(arch, str) or not _ARCH.fullmatch(arch.strip().lower()):
+            raise ValueError(f"target dictionary {spec!r}: 'arch' must look like 'sm_90a' or "
+                             "'sm_80'")
+        # through the string form, which also reads sm_90 as sm_90a (as the reference)
+        return parse_target(f"cuda -arch={arch.strip().lower()}")
+    return parse_target(kind)
 
 
 def resolve_auto(target: Target) -> Target:

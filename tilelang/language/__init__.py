@@ -51,20 +51,22 @@ from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
 from .vectors import Broadcast, Ramp
-from .gemm_sp import gemm_sp, gemm_sp_v2, wgmma_gemm_sp
 from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store, c2d_im2col, clear,
-                       copy, cummax, cumsum, fill, gemm, gemm_v1, gemm_v2, im2col, reduce,
-                       reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
-                       reduce_bitxor, reduce_max, reduce_min, reduce_sum, store_cluster_sum,
-                       tma_copy, transpose, wgmma_gemm)
+                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
+                       c2d_im2col, clear, copy, cummax, cumsum, fill, gemm, gemm_sp, gemm_v1,
+                       gemm_v2, im2col, reduce, reduce_absmax, reduce_abssum, reduce_bitand,
+                       reduce_bitor, reduce_bitxor, reduce_max, reduce_min, reduce_sum,
+                       store_cluster_sum, tma_copy, transpose, wgmma_gemm, wgmma_gemm_sp)
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,
                     handle, int8, int16, int32, int64, long, make_tensor, match_buffer, ptr,
                     short, symbolic, uint8, uint16, uint32, uint64)
 from .types import float_ as float
+from .misc import pdl_sync, pdl_trigger
+from .math import (fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt, ieee_fsqrt,
+                   ieee_mul, ieee_sub)
 from .types import int_ as int
 
 from . import dtypes  # noqa: E402  (the reference's `tilelang.language.dtypes` module)

@@ -44,7 +44,8 @@ def alloc_shared(shape, dtype="float32", scope="shared.dyn"):
 
 def alloc_fragment(shape, dtype="float32", scope="local.fragment"):
     """A block-level tile held in registers, spread over the threads (layout chosen by the
-    compiler); elements are accessed inside T.Parallel."""
+    compiler). Index it inside T.Parallel by any expression, or outside at any index (see
+    "Fragments: what an index means" below)."""
     return _block_buffer(shape, dtype, "local.fragment", "T.alloc_fragment")
 
 

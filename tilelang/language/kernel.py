@@ -58,10 +58,9 @@ class Kernel:
         if len(grid) > 3:
             raise error(ValueError, f"T.Kernel takes at most 3 grid extents, got {len(grid)}")
         self.grid = tuple(_grid_extent(g, i) for i, g in enumerate(grid)) or (1,)
-        problem = ir.launch_limit_problem(self.grid)
-        if problem:
-            raise error(ValueError, f"T.Kernel {problem}; launch fewer blocks (loop inside "
-                                    "each block, or use T.Persistent)")
+        # a grid past CUDA's limits is an error when the kernel is compiled (jit/kernel.py),
+        # not here: the reference traces such programs (tilelang.tools.Analyzer analyses
+        # them without a launch)
         if threads is None:
             threads = 128
         if isinstance(threads, (list, tuple)):
@@ -108,8 +107,7 @@ class Kernel:
         frame = b.push("kernel", allocs=[], attrs=[], kernel=self)
         b.kernels.append(frame)
         if isinstance(self.names, tuple):
-            # `as (bx,)` / `as (bx, by)`: the target unpacks, so hand it the whole tuple
-            # (a one-dimensional grid included, as the reference allows)
+            # `as (bx,)` / `as (bx, by)`: the user unpacks, even a one-dimensional grid
             return self.block_vars
         if self.n_bound == 1 or len(self.block_vars) == 1:
             return self.block_vars[0]

@@ -16,7 +16,10 @@ from ..frontend.rewrite import rewrite
 from ..ir import nodes as ir
 from .indexing import Ref
 
-Var = Ref  # `v: T.Var` is accepted as a synonym of `v: T.Ref` in macro signatures
+# `T.Var` is the class of scalar variables (`isinstance(T.dynamic("m"), T.Var)`, as the
+# reference's TVM Var); as a macro parameter annotation it means `T.Ref` (the reference's
+# deprecated spelling)
+Var = ir.Var
 
 
 def _is_var(x) -> bool:
@@ -37,7 +40,7 @@ class Macro:
             sig = inspect.signature(self.func)
             hints = resolve_annotations(self.func, self._scope)
             self._signature = sig
-            self._ref_params = {name for name, ann in hints.items() if ann is Ref}
+            self._ref_params = {name for name, ann in hints.items() if ann is Ref or ann is Var}
         return self._rewritten
 
     def __call__(self, *args, **kwargs):

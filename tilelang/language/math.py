@@ -26,24 +26,23 @@ def _float_unary(op, doc=None):
 
 
 exp, exp2, exp10, log, log2, log10, log1p, expm1, tanh, sin, cos, tan, asin, acos, atan, sinh, \
-    cosh, erf, sigmoid, rsqrt, floor, ceil, round, trunc, nearbyint, rcp = \
+    cosh, erf, sigmoid, rsqrt, floor, ceil, _round_away, trunc, nearbyint, rcp = \
     (_float_unary(op) for op in _FLOAT_UNARY)
 
-
-_round_nearest = round
+_ROUNDING = {"ties-to-even": nearbyint, "ties-away-from-zero": _round_away}
 
 
 def round(x, rounding_mode="ties-to-even"):  # noqa: A001 - the T.round name
-    """Round to the nearest integer value (the result keeps the float type). Halfway cases
-    round away from zero, as CUDA's `roundf`, which the reference's default mode gives on
-    float32 and float64 (its float16/bfloat16 `hrint` rounds them to even); the reference's
-    `rounding_mode="ties-away-from-zero"` is the same here on every type. Integers are converted
-    to float32."""
-    if rounding_mode is not None and rounding_mode not in ("ties-to-even",
-                                                           "ties-away-from-zero"):
+    """Round to the nearest integer (integers are converted to float32). Ties go to the even
+    neighbour (`rounding_mode="ties-to-even"`, the default: CUDA `nearbyint`, numpy `rint`)
+    or away from zero (`rounding_mode="ties-away-from-zero"`: C `round`)."""
+    if rounding_mode is None:
+        rounding_mode = "ties-to-even"
+    fn = _ROUNDING.get(rounding_mode) if isinstance(rounding_mode, str) else None
+    if fn is None:
         raise error(ValueError, f"Unsupported T.round rounding_mode {rounding_mode!r}; expected "
                                 "'ties-to-even' or 'ties-away-from-zero'")
-    return _round_nearest(x)
+    return fn(x)
 
 
 def sqrt(x):
@@ -255,6 +254,88 @@ def fast_exp(x):
     """`e**x` with the fast hardware approximation (float32; other types are converted)."""
     e = ir.as_expr(x)
     return ir.Call("fast_exp", (ir.cast_to(e, "float32"),), DType("float32"))
+
+
+def fast_rcp(x):
+    """`1/x` with the fast hardware approximation on float32 (`rcp.approx`, about 1 ulp; other
+    float types: the exact reciprocal; integers are converted to float32). The CPU interpreter
+    computes the exact reciprocal."""
+    e = ir.as_expr(x)
+    if not e.dtype.is_float:
+        e = ir.cast_to(e, "float32")
+    return ir.Call("fast_rcp", (e,), e.dtype)
+
+
+# ---- IEEE operations with an explicit rounding mode (the reference's T.ieee_*) -------------------
+# One correctly rounded operation whose result is rounded as `rounding_mode` says: "rn" to
+# nearest (ties to even), "rz" toward zero, "ru" toward +inf, "rd" toward -inf. float32 and
+# float64 take all four (CUDA __fadd_rz, __dmul_ru, ...); float16 and bfloat16 only "rn".
+# They are never contracted or approximated, with or without fast math.
+
+IEEE_ROUNDING_MODES = ("rn", "rz", "ru", "rd")
+
+
+def _ieee(op, args, rounding_mode):
+    if not (isinstance(rounding_mode, str) and rounding_mode in IEEE_ROUNDING_MODES):
+        raise error(ValueError, f"Invalid rounding mode {rounding_mode!r}. Must be one of: "
+                                f"{set(IEEE_ROUNDING_MODES)}")
+    exprs = [ir.as_expr(a) for a in args]
+    dt = exprs[0].dtype
+    for e in exprs[1:]:
+        dt = ir.promote(dt, e.dtype)
+    if not dt.is_float:
+        dt = DType("float32")
+    if dt.name not in ("float16", "bfloat16", "float32", "float64"):
+        raise error(TypeError, f"T.{op} takes float16, bfloat16, float32 or float64 operands, "
+                               f"got {dt}")
+    if dt.bits == 16 and rounding_mode != "rn":
+        raise error(ValueError, f"T.{op}: Only rounding mode 'rn' is available for half "
+                                f"precision ({dt}), got {rounding_mode!r}")
+    if op == "ieee_frsqrt" and dt.name == "float64":
+        raise error(TypeError, "T.ieee_frsqrt: frsqrt is not supported for float64 (CUDA has no "
+                               "correctly rounded double-precision reciprocal square root)")
+    return ir.Call(op, tuple(ir.cast_to(e, dt) for e in exprs), dt,
+                   (("rounding_mode", rounding_mode),))
+
+
+def ieee_add(x, y, rounding_mode="rn"):
+    """`x + y` rounded as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_add", (x, y), rounding_mode)
+
+
+def ieee_sub(x, y, rounding_mode="rn"):
+    """`x - y` rounded as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_sub", (x, y), rounding_mode)
+
+
+def ieee_mul(x, y, rounding_mode="rn"):
+    """`x * y` rounded as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_mul", (x, y), rounding_mode)
+
+
+def ieee_fmaf(x, y, z, rounding_mode="rn"):
+    """`x * y + z` with one rounding, as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_fmaf", (x, y, z), rounding_mode)
+
+
+def ieee_frcp(x, rounding_mode="rn"):
+    """`1 / x` rounded as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_frcp", (x,), rounding_mode)
+
+
+def ieee_fsqrt(x, rounding_mode="rn"):
+    """`sqrt(x)` rounded as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_fsqrt", (x,), rounding_mode)
+
+
+def ieee_frsqrt(x):
+    """`1 / sqrt(x)` rounded to nearest (float32, float16, bfloat16; not float64)."""
+    return _ieee("ieee_frsqrt", (x,), "rn")
+
+
+def ieee_fdiv(x, y, rounding_mode="rn"):
+    """`x / y` rounded as `rounding_mode` says ("rn", "rz", "ru", "rd")."""
+    return _ieee("ieee_fdiv", (x, y), rounding_mode)
 
 
 def __exp2(x):  # noqa: N802

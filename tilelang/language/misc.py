@@ -236,6 +236,20 @@ def sync_warp(mask=None):
     emit(ir.Evaluate, ir.Call("sync_warp", (), DType("int32")))
 
 
+def pdl_trigger():
+    """Programmatic dependent launch: let the next kernel of the program (or of the stream)
+    start before this one finishes (`griddepcontrol.launch_dependents`, sm_90+). The kernel
+    that depends on this one's results calls `T.pdl_sync()` before reading them. Elsewhere
+    (older GPUs, the CPU interpreter) kernels run one after the other and this does nothing."""
+    emit(ir.Evaluate, ir.Call("pdl_trigger", (), DType("int32")))
+
+
+def pdl_sync():
+    """Programmatic dependent launch: wait until the previous kernel has finished and its
+    writes are visible (`griddepcontrol.wait`, sm_90+); see `T.pdl_trigger`."""
+    emit(ir.Evaluate, ir.Call("pdl_sync", (), DType("int32")))
+
+
 def sync_global():
     """Grid-wide barrier (not supported: raises a located error; see T.sync_grid)."""
     raise error(NotImplementedError, "T.sync_global is not supported; T.sync_grid() is the "

@@ -13,11 +13,14 @@ then `T.finalize_reducer`.
     T.reducer_update(acc[i], contribution)
     T.finalize_reducer(acc, dst)        # dst: an ordinary fragment / shared tile
 
-A reducer lives in shared memory and every contribution is an atomic update of its element
-(`atomicAdd` / `atomicMax` / `atomicMin`), so no contribution is lost whichever thread makes
-it; the barriers before later reads are inserted like any other. The logical result is the
-reference's: the start value combined with every contribution once (the order of a float
-sum is unspecified, as on the reference).
+The logical result is the reference's: the start value combined with every contribution once
+(the order of a float sum is unspecified, as on the reference); after `T.finalize_reducer`
+every element holds it. As traced (and as the interpreter runs it), a reducer is a shared
+buffer, every contribution an atomic update of its element (`atomic_add` / `atomic_max` /
+`atomic_min`) and the finalize a marker (`Attr("reducer_finalize")`). On CUDA,
+transform/reducer_fragments.py turns the common form (contributions from T.Parallel loops)
+into register partials per thread combined across threads at the finalize, as the reference
+does; other uses keep the shared-memory atomics.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ..ir import nodes as ir
 from ..ir.dtype import DType
 
 _OPS = {"sum": "add", "max": "max", "min": "min"}
+FINALIZE = "reducer_finalize"
 _COMBINE = {"add": "add", "max": "max", "min": "min"}
 
 
@@ -50,6 +54,8 @@ def alloc_reducer(shape, dtype, op="sum", replication=None):
                                 f"{replication!r}")
     buf = _block_buffer(shape, dtype, "shared.dyn", "T.alloc_reducer")
     _reducers()[buf] = _OPS[op]
+    # the CUDA passes know reducers by this attribute (transform/reducer_fragments.py)
+    current_builder().kernel.data["attrs"].append(("reducer", (buf, _OPS[op])))
     return buf
 
 
@@ -136,6 +142,9 @@ def finalize_reducer(reducer, dst=None, batch: int = 1, annotations=None):
         if total % batch:
             raise error(ValueError, f"T.finalize_reducer: batch {batch} must evenly divide the "
                                     f"{total} output elements of {reducer.name}")
+    # a marker with nothing inside: a no-op for the shared form (and the interpreter); where
+    # the reducer became register partials, the cross-thread combine
+    emit(ir.Attr, FINALIZE, reducer, ir.Seq(()))
     if dst is not None:
         from .tile_ops import copy
 

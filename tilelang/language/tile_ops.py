@@ -305,13 +305,13 @@ class GemmWarpPolicy:
         return cls.Square
 
 
-def _gemm_shape(region: ir.BufferRegion, name: str):
+def _gemm_shape(region: ir.BufferRegion, name: str, op: str = "T.gemm"):
     ext = [ir.int_value(e) for e in region.extents]
     if any(e is None for e in ext):
-        raise error(ValueError, f"T.gemm operand {name} ({region.buffer.name}) must have static "
+        raise error(ValueError, f"{op} operand {name} ({region.buffer.name}) must have static "
                                 f"extents, got {list(region.extents)}")
     if len(ext) < 2 or any(e != 1 for e in ext[:-2]):
-        raise error(ValueError, f"T.gemm operand {name} ({region.buffer.name}) must be 2-D "
+        raise error(ValueError, f"{op} operand {name} ({region.buffer.name}) must be 2-D "
                                 f"(leading dims of extent 1 allowed), got {ext}")
     return ext[-2], ext[-1]
 
@@ -319,45 +319,122 @@ def _gemm_shape(region: ir.BufferRegion, name: str):
 _GEMM_SCOPES = ("shared", "shared.dyn", "local.fragment")
 
 
+def _gemm_regions(op: str, operands):
+    """The regions of `operands` ((value, name, allowed scopes) each) of a gemm."""
+    regions = []
+    for x, name, scopes in operands:
+        r = to_region(x, op)
+        if r is None:
+            raise error(TypeError, f"{op} operand {name} must be a buffer or a region")
+        _check_tile_start(r, None, op)
+        if r.buffer.scope not in scopes:
+            where = "in shared memory" if "local.fragment" not in scopes else \
+                "in shared memory or fragments"
+            raise error(ValueError, f"{op} operand {name} ({r.buffer.name}) is a "
+                                    f"{r.buffer.scope} buffer; it must be a tile {where}: "
+                                    "T.copy it into one first")
+        regions.append(r)
+    return regions
+
+
+def _check_gemm_shapes(op: str, a_mk, b_kn, c_mn, k_a_name="K_A"):
+    (am, ak), (bk, bn), (cm, cn) = a_mk, b_kn, c_mn
+    if ak != bk:
+        raise error(AssertionError, f"{op} K shape check failed: {k_a_name} = {ak}, K_B = {bk}")
+    if am != cm:
+        raise error(AssertionError, f"{op} M shape check failed: M_A = {am}, M_C = {cm}")
+    if bn != cn:
+        raise error(AssertionError, f"{op} N shape check failed: N_B = {bn}, N_C = {cn}")
+
+
+def _gemm_options(policy, clear_accum, k_pack, wg_wait):
+    if isinstance(policy, int):
+        policy = ("Square", "FullRow", "FullCol")[policy]
+    clear = clear_accum if isinstance(clear_accum, ir.Expr) else bool(clear_accum)
+    return str(policy), clear, int(k_pack), int(wg_wait)
+
+
+def _oriented(shape, transposed):
+    return shape[::-1] if transposed else shape
+
+
 def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
          clear_accum=False, k_pack=1, wg_wait=0, mbar=None, use_wgmma=None, **kwargs):
     """`C += op(A) @ op(B)` on tiles (`C = ...` with clear_accum=True); C accumulates in its
     own dtype."""
     _check_tile_context("T.gemm")
-    regions = []
-    for x, name in ((A, "A"), (B, "B"), (C, "C")):
-        r = to_region(x, "T.gemm")
-        if r is None:
-            raise error(TypeError, f"T.gemm operand {name} must be a buffer or a region")
-        _check_tile_start(r, None, "T.gemm")
-        regions.append(r)
-    a, b, c = regions
-    for r, name in ((a, "A"), (b, "B"), (c, "C")):
-        if r.buffer.scope not in _GEMM_SCOPES:
-            raise error(ValueError, f"T.gemm operand {name} ({r.buffer.name}) is a "
-                                    f"{r.buffer.scope} buffer; gemm operands are tiles in "
-                                    "shared memory or fragments: T.copy it into one first")
+    a, b, c = _gemm_regions("T.gemm", [(x, name, _GEMM_SCOPES)
+                                       for x, name in ((A, "A"), (B, "B"), (C, "C"))])
     problem = gemm_dtype_problem(a.buffer.dtype, b.buffer.dtype, c.buffer.dtype)
     if problem:
         raise error(TypeError, f"T.gemm: {problem}")
-    am, ak = _gemm_shape(a, "A")
-    if transpose_A:
-        am, ak = ak, am
-    bk, bn = _gemm_shape(b, "B")
-    if transpose_B:
-        bk, bn = bn, bk
-    cm, cn = _gemm_shape(c, "C")
-    if ak != bk:
-        raise error(AssertionError, f"T.gemm K shape check failed: K_A = {ak}, K_B = {bk}")
-    if am != cm:
-        raise error(AssertionError, f"T.gemm M shape check failed: M_A = {am}, M_C = {cm}")
-    if bn != cn:
-        raise error(AssertionError, f"T.gemm N shape check failed: N_B = {bn}, N_C = {cn}")
-    if isinstance(policy, int):
-        policy = ("Square", "FullRow", "FullCol")[policy]
-    emit(ir.Gemm, a, b, c, bool(transpose_A), bool(transpose_B), str(policy),
-         clear_accum if isinstance(clear_accum, ir.Expr) else bool(clear_accum), int(k_pack),
-         int(wg_wait))
+    if a.buffer.dtype.name == "float64" and "local.fragment" in (a.buffer.scope, b.buffer.scope):
+        # the CUDA-core gemm (codegen/gemm_sm80.py) reads both operands from shared memory;
+        # one rule for both targets
+        raise error(NotImplementedError, "T.gemm on float64 operands takes A and B from shared "
+                                         "memory; copy the register operand to a shared tile")
+    _check_gemm_shapes("T.gemm", _oriented(_gemm_shape(a, "A"), transpose_A),
+                       _oriented(_gemm_shape(b, "B"), transpose_B), _gemm_shape(c, "C"))
+    emit(ir.Gemm, a, b, c, bool(transpose_A), bool(transpose_B),
+         *_gemm_options(policy, clear_accum, k_pack, wg_wait))
+
+
+def gemm_sp(A_sparse, E, B, C, transpose_A=False, transpose_E=False, transpose_B=False,
+            policy=GemmWarpPolicy.Square, clear_accum=False, k_pack=1, wg_wait=0,
+            annotations=None):
+    """`C += op(A) @ op(B)` with A 2:4 structured sparse along K (1:2 for float32), given as
+    its kept values `A_sparse` and their positions `E` (the reference compressor's metadata);
+    mma.sp on sm_80+.
+
+    `A_sparse` (M x K/2, or K/2 x M with transpose_A) holds the kept elements of each group of
+    4 (2) consecutive elements of a row in order, and the metadata `E` (M x K/e, or K/e x M
+    with transpose_E; e = get_e_factor(A dtype, E dtype)) their positions: 4 bits per group,
+    from the lowest bits of each E integer up, holding the two kept indices (first in the low
+    2 bits, increasing; 0b0100 / 0b1110 for the kept first / second element of a float32
+    pair). A group whose bits are all zero keeps its first two elements (first one for
+    float32): zero-filled padding decompresses to zeros. E is a shared tile; A_sparse and B
+    are shared tiles or fragments."""
+    from ..cuda.intrinsics.sparse_layout import GROUP_CONFIG, get_e_factor
+
+    _check_tile_context("T.gemm_sp")
+    a, e, b, c = _gemm_regions("T.gemm_sp", (
+        (A_sparse, "A_sparse", _GEMM_SCOPES), (E, "E", ("shared", "shared.dyn")),
+        (B, "B", _GEMM_SCOPES), (C, "C", _GEMM_SCOPES)))
+    adt, edt = a.buffer.dtype, e.buffer.dtype
+    if adt not in GROUP_CONFIG:
+        raise error(TypeError, f"T.gemm_sp: A_sparse has dtype {adt}; structured sparsity is "
+                               "defined for " + ", ".join(sorted(GROUP_CONFIG)))
+    if not (edt.is_int and edt.lanes == 1 and edt.bits in (8, 16, 32)):
+        raise error(TypeError, f"T.gemm_sp: the metadata E ({e.buffer.name}) must hold 8-, 16- "
+                               f"or 32-bit integers, got {edt}")
+    problem = gemm_dtype_problem(adt, b.buffer.dtype, c.buffer.dtype)
+    if problem:
+        raise error(TypeError, f"T.gemm_sp: {problem}")
+    am, ak = _oriented(_gemm_shape(a, "A_sparse", "T.gemm_sp"), transpose_A)
+    K = 2 * ak
+    _check_gemm_shapes("T.gemm_sp", (am, K), _oriented(_gemm_shape(b, "B", "T.gemm_sp"),
+                                                       transpose_B),
+                       _gemm_shape(c, "C", "T.gemm_sp"), k_a_name="K_A (wo sparse)")
+    em, ek = _oriented(_gemm_shape(e, "E", "T.gemm_sp"), transpose_E)
+    e_factor = get_e_factor(adt, edt)
+    if K % e_factor or ek != K // e_factor or em != am:
+        want = _oriented((am, f"K/{e_factor}" if K % e_factor else K // e_factor), transpose_E)
+        raise error(ValueError, f"T.gemm_sp: the metadata E ({e.buffer.name}) of a {am} x {K} "
+                                f"{adt} operand with {edt} metadata ({e_factor} elements per "
+                                f"{edt}) is {want[0]} x {want[1]}, got "
+                                f"{[ir.int_value(x) for x in e.extents[-2:]]}" +
+                                (f"; K = {K} must be a multiple of {e_factor}"
+                                 if K % e_factor else ""))
+    emit(ir.GemmSp, a, b, c, bool(transpose_A), bool(transpose_B),
+         *_gemm_options(policy, clear_accum, k_pack, wg_wait), E=e,
+         trans_E=bool(transpose_E))
+
+
+def wgmma_gemm_sp(A_sparse, E, B, C, transpose_A=False, transpose_E=False, transpose_B=False,
+                  policy=GemmWarpPolicy.Square, clear_accum=False, annotations=None):
+    """`T.gemm_sp`, complete when it returns (a later `T.wait_wgmma` has nothing to wait
+    for)."""
+    gemm_sp(A_sparse, E, B, C, transpose_A, transpose_E, transpose_B, policy, clear_accum)
 
 
 def gemm_v1(*args, **kwargs):

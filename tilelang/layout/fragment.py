@@ -412,12 +412,33 @@ class Fragment:
         """Value modes moving along `dim` (the per-thread part of a reduction along it)."""
         return self._spans(self.value_modes, dim)
 
+    def replica_spans(self) -> list:
+        """The replication thread modes as `Span`s (coord_stride: the copy index they give,
+        mixed radix over the replication modes): the threads holding copies of one element
+        differ only in these digits."""
+        out, prefix, copy = [], 1, 1
+        for k, m in enumerate(self.thread_modes):
+            if m.extent > 1 and not any(m.strides):
+                out.append(Span(k, m.extent, prefix, copy))
+                copy *= m.extent
+            prefix *= m.extent
+        return out
+
     def shuffle_plan(self, dim, warp_size: int = 32) -> ShufflePlan:
         """Lane xor masks (within a warp) and cross-warp digits for a reduction along `dim`.
 
         Raises ValueError when an in-warp digit is not a power-of-two block of lanes."""
+        return self._exchange_plan(self.threads_spanning(dim), warp_size)
+
+    def replica_plan(self, warp_size: int = 32) -> ShufflePlan:
+        """Lane xor masks and cross-warp digits that combine the copies of every element of a
+        replicated fragment (each copy a partial result: a reducer's); raises ValueError like
+        `shuffle_plan`."""
+        return self._exchange_plan(self.replica_spans(), warp_size)
+
+    def _exchange_plan(self, spans, warp_size) -> ShufflePlan:
         masks, cross = [], []
-        for sp in self.threads_spanning(dim):
+        for sp in spans:
             lo, hi = sp.index_stride, sp.index_stride * sp.extent
             if lo >= warp_size:
                 cross.append(sp)

@@ -66,8 +66,9 @@ def do_bench(fn: Callable, warmup: float = 25, rep: float = 100, _n_warmup: int 
              grad_to_none=None):
     """Time `fn()` in milliseconds (see the module docstring). `_n_warmup` / `_n_repeat` > 0
     override the counts derived from `warmup` / `rep` (milliseconds). With
-    `early_stop_baseline`, a function whose estimate already exceeds twice the baseline returns
-    the estimate without the full measurement (the autotuner uses this to skip slow configs)."""
+    `early_stop_baseline`, a function whose first estimate already exceeds the baseline returns
+    that estimate without the full measurement (the autotuner's `early_stop`: the baseline is
+    the best latency so far times `early_stop_factor`)."""
     if return_mode not in _RETURN_MODES:
         raise ValueError(f"return_mode must be one of {_RETURN_MODES}, got {return_mode!r}")
     if backend not in _BACKENDS:
@@ -98,6 +99,11 @@ def _counts(estimate_ms, warmup, rep, n_warmup, n_repeat):
     return nw, nr
 
 
+def _early(estimate_ms, quantiles, return_mode):
+    """An early-stopped measurement in the shape the caller asked for."""
+    return summarize([estimate_ms], quantiles, return_mode)
+
+
 def _clear_grads(grad_to_none):
     for x in grad_to_none or ():
         x.grad = None
@@ -109,8 +115,8 @@ def _bench_wall(fn, warmup, rep, n_warmup, n_repeat, quantiles, return_mode, bas
     t0 = time.perf_counter()
     fn()
     first_ms = (time.perf_counter() - t0) * 1e3
-    if baseline is not None and first_ms > 2 * baseline:
-        return first_ms
+    if baseline is not None and first_ms > baseline:
+        return _early(first_ms, quantiles, return_mode)
     nw, nr = _counts(first_ms, warmup, rep, n_warmup, n_repeat)
     if n_warmup <= 0:
         # the first call was a warm-up call too, but first calls carry one-time costs (caches,
@@ -152,8 +158,8 @@ def _bench_gpu(fn, warmup, rep, n_warmup, n_repeat, quantiles, fast_flush, backe
     end.record()
     end.synchronize()
     estimate_ms = start.elapsed_time(end) / 5
-    if baseline is not None and estimate_ms > 2 * baseline:
-        return estimate_ms
+    if baseline is not None and estimate_ms > baseline:
+        return _early(estimate_ms, quantiles, return_mode)
     nw, nr = _counts(estimate_ms, warmup, rep, n_warmup, n_repeat)
     for _ in range(nw):
         fn()
@@ -201,63 +207,66 @@ def _times_events(fn, n, cache, grad_to_none):
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
-def _device_kernel_ms(prof) -> Optional[float]:
-    """Total device time (ms) of the GPU kernels a torch.profiler session recorded."""
-    total_us, seen = 0.0, False
+def _self_device_us(evt) -> float:
+    t = getattr(evt, "self_device_time_total", None)  # torch >= 2.4; older: self_cuda_...
+    return float(t if t is not None else getattr(evt, "self_cuda_time_total", 0.0))
+
+
+def _is_device_event(evt) -> bool:
+    dev = getattr(evt, "device_type", None)
+    return str(getattr(dev, "name", dev)).endswith("CUDA")
+
+
+def _bench_with_cupti(fn: Callable, cache, n_repeat: int) -> float:
+    """Device time (ms) per call of the GPU kernels `fn` launches, measured by CUPTI (through
+    torch.profiler): `n_repeat` times a cache flush then `fn`, profiled in one session. The
+    flush runs inside a `record_function` range, and that range's device time is subtracted,
+    so the flush never counts, even when `fn` launches the same kind of kernel (torch.zeros).
+    An `fn` that launches nothing measures 0. Raises RuntimeError when the profiler records no
+    GPU activity at all (CUPTI unavailable)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with warnings.catch_warnings():
+        # torch warns about its own event-cycle bookkeeping; nothing for our users to do
+        warnings.simplefilter("ignore", UserWarning)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(n_repeat):
+                with record_function(_CACHE_FLUSH_ID):
+                    cache.zero_()
+                fn()
+            torch.cuda.synchronize()
+    kernels = flush = 0.0
+    seen = False
     for evt in prof.events():
-        dev = str(getattr(evt, "device_type", ""))
-        if not dev.endswith("CUDA"):
+        if not _is_device_event(evt):
             continue
         seen = True
-        span = getattr(evt, "time_range", None)
-        if span is not None:
-            t = span.end - span.start
+        if getattr(evt, "is_user_annotation", False):
+            if evt.key == _CACHE_FLUSH_ID:
+                flush += _self_device_us(evt)
         else:
-            t = getattr(evt, "device_time", None) or getattr(evt, "cuda_time", 0.0)
-        total_us += float(t or 0.0)
-    return total_us / 1e3 if seen else None
+            kernels += _self_device_us(evt)
+    if not seen:
+        raise RuntimeError("the profiler recorded no GPU activity (CUPTI unavailable?)")
+    return max(kernels - flush, 0.0) / n_repeat * 1e-3
 
 
 def _times_cupti(fn, n, cache, grad_to_none):
-    """Per-call device time of `fn`'s kernels: (flush+fn session) minus (flush-only session),
-    divided by n. Returns None (after one warning) where the profiler records no GPU kernels."""
+    """Per-call device time of `fn`'s kernels (see _bench_with_cupti), as a one-element list;
+    None (after one warning) where CUPTI timing does not work here."""
+    if grad_to_none:
+        def call():
+            _clear_grads(grad_to_none)
+            fn()
+    else:
+        call = fn
     try:
-        from torch.profiler import ProfilerActivity, profile, record_function
-
-        with warnings.catch_warnings():
-            # torch warns about its own event-cycle bookkeeping; nothing for our users to do
-            warnings.simplefilter("ignore", UserWarning)
-            total, flush = _profile_sessions(fn, n, cache, grad_to_none, profile,
-                                             ProfilerActivity, record_function)
+        return [_bench_with_cupti(call, cache, n)]
     except Exception as exc:  # CUPTI missing, profiler busy, ...
         _warn_once("cupti", f"do_bench(backend='cupti'): CUPTI timing is unavailable here "
                             f"({type(exc).__name__}: {exc}); timing with CUDA events instead")
         return None
-    if total is None or flush is None:
-        _warn_once("cupti", "do_bench(backend='cupti'): the profiler recorded no GPU kernels "
-                            "(CUPTI unavailable?); timing with CUDA events instead")
-        return None
-    per_call = max(total - flush, 0.0) / n
-    return [per_call]
-
-
-def _profile_sessions(fn, n, cache, grad_to_none, profile, activity, record_function):
-    """Device kernel time (ms) of n x (flush + fn), and of n x flush alone."""
-    import torch
-
-    with profile(activities=[activity.CUDA]) as prof:
-        for _ in range(n):
-            _clear_grads(grad_to_none)
-            with record_function(_CACHE_FLUSH_ID):
-                cache.zero_()
-            fn()
-        torch.cuda.synchronize()
-    total = _device_kernel_ms(prof)
-    with profile(activities=[activity.CUDA]) as prof_flush:
-        for _ in range(n):
-            cache.zero_()
-        torch.cuda.synchronize()
-    return total, _device_kernel_ms(prof_flush)
 
 
 def _times_cudagraph(fn, n):

@@ -87,9 +87,12 @@ class Profiler:
     def _get_params(self, with_output: bool = False) -> list:
         return [p for i, p in enumerate(self.params) if with_output or i not in self.result_idx]
 
-    def _get_inputs(self, with_output: bool = False) -> list:
-        return [make_tensor(p, self.supply_type, self.device)
-                for p in self._get_params(with_output)]
+    def _get_inputs(self, with_output: bool = False,
+                    dynamic_symbolic_constraints: Optional[dict] = None) -> list:
+        params = self._get_params(with_output)
+        if dynamic_symbolic_constraints:
+            params = [_with_sizes(p, dynamic_symbolic_constraints) for p in params]
+        return [make_tensor(p, self.supply_type, self.device) for p in params]
 
     def get_inputs(self, with_output: bool = False) -> list:
         """Fresh generated inputs (every non-output parameter, in order)."""
@@ -195,22 +198,53 @@ class Profiler:
     def do_bench(self, func: Optional[Callable] = None, warmup: float = 25, rep: float = 100,
                  n_warmup: int = 0, n_repeat: int = 0, input_tensors: Optional[list] = None,
                  backend: str = "event", quantiles: Optional[list] = None,
-                 return_mode: str = "mean", **kwargs) -> float:
+                 return_mode: str = "mean",
+                 dynamic_symbolic_constraints: Optional[dict] = None, device=None,
+                 early_stop_baseline: Optional[float] = None, **kwargs) -> float:
         """Milliseconds per call of `func` (default: the kernel) on generated (or given)
         inputs. `warmup` / `rep` are time budgets in ms; `n_warmup` / `n_repeat` > 0 fix the
-        counts instead. CPU-target kernels are timed by wall clock."""
+        counts instead. A kernel with dynamic (symbolic) sizes gets inputs of the sizes in
+        `dynamic_symbolic_constraints` (`{"m": 2048}`; every symbol of the inputs' shapes must
+        be given). `device`: where to time (default: the kernel's device). CPU-target kernels
+        are timed by wall clock."""
         kwargs.pop("profiler", None)  # older reference keyword ("torch"/"tvm"/"auto")
         target = func if func is not None else self.kernel
         if target is None:
             raise ValueError("benchmarking function should be provided")
-        ins = self._get_inputs() if input_tensors is None else list(input_tensors)
+        if input_tensors is not None:
+            ins = list(input_tensors)
+        else:
+            ins = self._get_inputs(dynamic_symbolic_constraints=dynamic_symbolic_constraints)
         return do_bench(partial(target, *ins), warmup=warmup, rep=rep, _n_warmup=n_warmup,
                         _n_repeat=n_repeat, quantiles=quantiles, backend=backend,
-                        return_mode=return_mode, device=self.device, **kwargs)
+                        return_mode=return_mode,
+                        device=self.device if device is None else device,
+                        early_stop_baseline=early_stop_baseline, **kwargs)
 
     def __repr__(self):
         name = getattr(getattr(self.kernel, "prim_func", None), "name", type(self.kernel).__name__)
         return f"<Profiler {name} supply={self.supply_type.name} device={self.device}>"
+
+
+def _with_sizes(param: KernelParam, sizes: dict) -> KernelParam:
+    """`param` with its symbolic dimensions replaced by the values `sizes` gives by name (the
+    profiler's `dynamic_symbolic_constraints`); a symbol it does not name is an error."""
+    from ..interp.evaluate import eval_int
+    from ..ir.visitor import free_vars
+
+    shape = []
+    for dim in param.shape:
+        if isinstance(dim, int):
+            shape.append(dim)
+            continue
+        symbols = free_vars(dim)
+        missing = sorted(v.name for v in symbols if v.name not in sizes)
+        if missing:
+            raise ValueError(f"Dynamic symbolic variable {missing[0]!r} (in the shape of "
+                             f"parameter {param.name!r}) not found in "
+                             f"dynamic_symbolic_constraints; available: {sorted(sizes)}")
+        shape.append(eval_int(dim, {v: int(sizes[v.name]) for v in symbols}))
+    return KernelParam(param.name, param.dtype, shape, param.tl_dtype, param.is_scalar_param)
 
 
 __all__ = ["Profiler", "TensorSupplyType", "kernel_device"]

@@ -78,7 +78,8 @@ def _static_shape(param: KernelParam) -> list:
             raise ValueError(
                 f"TensorType must have a static shape, but got {s} (parameter {param.name!r}), "
                 "likely you are trying to generate a random tensor with a dynamic symbolic shape."
-                " Pass input_tensors=[...] instead.")
+                " Pass input_tensors=[...] instead, or give the sizes: "
+                "do_bench(dynamic_symbolic_constraints={'<name>': <size>}).")
     return [int(s) for s in param.shape]
 
 

@@ -18,6 +18,7 @@ from .compare import assert_allclose, torch_assert_close  # noqa: F401
 from .requirements import (  # noqa: F401
     Requirement,
     cuda_compute_version,
+    requires_cdna,
     requires_cuda,
     requires_cuda_compute_version,
     requires_cuda_compute_version_eq,
@@ -25,6 +26,8 @@ from .requirements import (  # noqa: F401
     requires_cuda_compute_version_gt,
     requires_cuda_compute_version_le,
     requires_cuda_compute_version_lt,
+    requires_cuda_or_cdna,
+    requires_gfx950,
     requires_gpu,
     requires_hip,
     requires_llvm,
@@ -39,7 +42,8 @@ __all__ = [
     "requires_hip", "requires_metal", "requires_cuda_compute_version",
     "requires_cuda_compute_version_ge", "requires_cuda_compute_version_gt",
     "requires_cuda_compute_version_eq", "requires_cuda_compute_version_lt",
-    "requires_cuda_compute_version_le", "cuda_compute_version",
+    "requires_cuda_compute_version_le", "cuda_compute_version", "requires_cdna",
+    "requires_cuda_or_cdna", "requires_gfx950",
 ]
 
 

@@ -82,6 +82,14 @@ requires_rocm = Requirement("rocm", lambda: False,
                             "ROCm/HIP is not supported by this compiler (NVIDIA GPUs and the CPU "
                             "interpreter only)")
 requires_hip = requires_rocm
+# AMD CDNA (MI200/MI300) and gfx950 (MI350) GPUs: never here; "CUDA or CDNA" is CUDA
+requires_cdna = Requirement("cdna", lambda: False,
+                            "Requires a CDNA ROCm GPU (not supported by this compiler)")
+requires_gfx950 = Requirement("gfx950", lambda: False,
+                              "Requires gfx950 (CDNA4/MI350; not supported by this compiler)")
+requires_cuda_or_cdna = Requirement("cuda or cdna", lambda: _cuda_available(),
+                                    "Requires a CUDA (or CDNA ROCm) GPU; torch sees none",
+                                    gpu=True)
 requires_metal = Requirement("metal", lambda: False,
                              "Metal is not supported by this compiler (NVIDIA GPUs and the CPU "
                              "interpreter only)")

@@ -76,6 +76,8 @@ class _Counter(Visitor):
         M, N = (_count(e, "a gemm extent") for e in g.C.extents[-2:])
         a = [_count(e, "a gemm extent") for e in g.A.extents[-2:]]
         K = a[0] if g.trans_A else a[1]
+        if isinstance(g, ir.GemmSp):
+            K *= 2  # A holds half of each row: the product is the dense one's
         self.flops += 2 * M * N * K * self.multiplier
 
     def visit_Copy(self, c: ir.Copy):

@@ -3,7 +3,8 @@
     python -m tilelang.tools.language_reference > docs/language.md
 
 Names are grouped by the submodule that defines them; a name bound to the same object as an
-earlier one is listed as an alias. tests/language/test_language_reference.py keeps the file
+earlier one is listed as an alias. `HAND` adds hand-written sections (semantics that belong to
+no single name, such as what a fragment index means) after a submodule's list. tests/language/test_language_reference.py keeps the file
 in step with the code.
 """
 
@@ -46,6 +47,47 @@ SECTIONS = [
      "(`tilelang.cuda.intrinsics`) issue them; `T.gemm` does the same work without them."),
 ]
 OTHER = ("", "Other names", "")
+
+# Hand-written sections, printed after the generated list of the named submodule: semantics
+# that belong to no single name.
+HAND = {
+    "tilelang.language.alloc": """### Fragments: what an index means
+
+A fragment (`T.alloc_fragment`) is one logical tile of the block, as in the reference
+TileLang: on the interpreter it is one array, on CUDA its elements live in the registers of the
+threads that layout inference assigns them to (docs/layouts.md). Both targets give every
+program below the same meaning; where the reference rejects a program (the last rule), both
+run it.
+
+- Inside `T.Parallel`, a fragment may be indexed by any expression: the loop's variables
+  (`acc[i, j]`, `m[i]` in a loop over `(i, j)`), a serial loop's variable from outside or
+  inside the nest (`lse[k, i]` with `k` from an enclosing `T.serial` / `T.Pipelined`,
+  `a[i_hci, i]` with `i_hci` from a `T.serial` inside the nest), a loop variable plus a
+  constant (`acc[bi + 32, d]`), a constant or a value read before. Every access to one fragment
+  in one nest uses the same index expressions (else: "layout inference conflict").
+- Outside `T.Parallel` (if conditions, block-level statements), a fragment may be indexed at
+  any index, constant or runtime (`if block_mask[k] != 0:`): every thread holds such a
+  fragment whole, reads its own copy, and a block-level store updates every copy.
+- A fragment dim indexed directly by a `T.Parallel` variable whose loop is longer than the dim
+  has the loop's extent (the reference sizes fragments by their loop's layout:
+  `sinks = T.alloc_fragment([heads])` written and read by loops over `block_M`), unless a
+  gemm, reduction or scan uses the fragment whole.
+- An index outside the fragment's shape is undefined on every target (the interpreter
+  raises); an iteration may compute one as long as a condition in the body keeps it from the
+  access (`if bi < part: S[bi, d] = acc[bi + part, d]`).
+- `T.gemm` takes A and B from fragments as well as shared tiles, in every transpose (B in
+  registers runs on mma.sync, also on sm_90a: wgmma reads B from shared memory).
+- A fragment `T.gemm` lays out (an operand or the accumulator) is spread over the threads in
+  both dims, so inside `T.Parallel` it may not be indexed by the variable of a loop nested in
+  the nest (`for j in T.serial(N): s[i] += acc[i, j]` is rejected on both targets, as in the
+  reference: "thread-distributed fragment"; use `T.reduce_sum`). A serial loop around the
+  nest is fine.
+- Where no register layout can give a loop its elements (a gemm accumulator read at a row set
+  by a serial loop around the nest, two accumulators of different layouts in one loop) the
+  CUDA path stages the fragment through shared memory and says so in the build notes; the
+  reference rejects such loops.
+""",
+}
 
 
 def _first_paragraph(doc: str) -> str:
@@ -125,6 +167,8 @@ def render() -> str:
             head = _signature(name, obj) if callable(obj) else name
             out += [f"- **`T.{head}`** — {_first_paragraph(doc or 'undocumented')}"]
         out.append("")
+        if section[0] in HAND:
+            out += [HAND[section[0]].rstrip("\n"), ""]
     return "\n".join(out)
 
 

@@ -1,6 +1,8 @@
 """Fragment derivations the lowering needs beyond the layout library: a unit dim inserted
-(keep-dim reductions), a lower-rank fragment extended to a loop's iteration space, and the
-fully replicated fragment of a block-level scalar."""
+(keep-dim reductions), a lower-rank fragment extended to a loop's iteration space, the fully
+replicated fragment of a block-level scalar, dims permuted (transposed register operands,
+accesses in another dim order) and a lower-rank map placed in a fragment whose other dims are
+held whole by every thread (dims indexed by a serial loop variable)."""
 
 from __future__ import annotations
 
@@ -63,3 +65,42 @@ def replicated_fragment(shape, num_threads: int) -> Fragment:
     if not values:
         values = [(1, (0,) * nd)]
     return Fragment(tuple(shape), [(num_threads, (0,) * nd)], values)
+
+
+def permute_dims(frag: Fragment, order) -> Fragment:
+    """The same map with dims reordered: new dim k is old dim order[k]."""
+    order = list(order)
+    if order == list(range(frag.ndim)):
+        return frag
+
+    def perm(modes):
+        return [(m.extent, tuple(m.strides[o] for o in order)) for m in modes]
+
+    return Fragment(tuple(frag.shape[o] for o in order), perm(frag.thread_modes),
+                    perm(frag.value_modes))
+
+
+def transpose_fragment(frag: Fragment) -> Fragment:
+    """The map of a register tile stored transposed (its last two dims swapped): an
+    instruction's operand layout over a buffer indexed the other way round."""
+    order = list(range(frag.ndim))
+    order[-2], order[-1] = order[-1], order[-2]
+    return permute_dims(frag, order)
+
+
+def place_dims(base: Fragment, dims, shape, fixed=()) -> Fragment:
+    """A fragment over `shape` whose dims `dims` (in base's dim order) map like `base`, whose
+    `fixed` dims each get a value mode of their own (outermost: every thread holds the whole
+    dim, the register slot moves by a multiple of base's values along it) and whose other
+    dims have extent 1."""
+    nd = len(shape)
+    dims = list(dims)
+
+    def spread(modes):
+        return [(m.extent, _place(m.strides, dims, nd)) for m in modes]
+
+    values = spread(base.value_modes)
+    for d in fixed:
+        if shape[d] > 1:
+            values.append((shape[d], tuple(int(k == d) for k in range(nd))))
+    return Fragment(tuple(shape), spread(base.thread_modes), values)

@@ -8,9 +8,11 @@ later write), every thread passes a barrier — in straight-line code, across lo
 branches. Barriers go only where every thread reaches them: never inside a branch or loop
 whose condition depends on the thread index; such a region is fenced before and after
 instead. Consecutive `T.ws` roles (Attr "warp_role") are synchronised by the user's mbarriers:
-fenced as one region, with nothing between or inside them, except inside the role that runs
-the tile operations (a consumer `thread_group` of transform/warp_roles.py), which is analysed
-on its own and synchronised with named barriers over its threads; so is a warpgroup's turn to
+fenced as one region, with nothing between or inside them, except inside the roles that run
+the tile operations (consumer `thread_group`s of transform/warp_roles.py), each analysed on
+its own and synchronised with a named barrier over its threads (barrier 1, or the id the
+group carries when roles of different threads run tile operations: one per role, so that
+roles running side by side never meet at one barrier); so is a warpgroup's turn to
 issue wgmma (`tl::wg_turn_wait` .. `tl::wg_turn_pass`, transform/pingpong.py). Copies issued
 by the pipeliner (marked async) are ordered with their readers by its own wait+barrier and are not
 recorded as writes here; they still wait for earlier readers and writers of the memory they
@@ -63,18 +65,23 @@ def _is_user_role(s) -> bool:
     return isinstance(s, ir.Attr) and s.key == "warp_role"
 
 
-def _retarget(stmt, nthreads: int):
+def _retarget(stmt, nthreads: int, barrier_id: int = 1):
     """Block-wide barriers inside a consumer region synchronise the consumers only (named
-    barrier 1): the producer warpgroup never reaches them."""
+    barrier `barrier_id`): the other threads never reach them. A thread group nested inside
+    (a role within the role) keeps its own barriers."""
     from ..ir.visitor import Mutator
 
     class R(Mutator):
         def visit_Evaluate(self, e):
             if is_barrier(e):
                 return ir.Evaluate(ir.Call("call_extern", ("tl::named_barrier_sync",
-                                                           ir.const(1), ir.const(nthreads)),
+                                                           ir.const(barrier_id),
+                                                           ir.const(nthreads)),
                                            VOID), loc=e.loc)
             return e
+
+        def visit_Attr(self, a):
+            return a if a.key == "thread_group" else self.generic(a)
 
     return R().visit(stmt)
 
@@ -264,7 +271,14 @@ class SyncInserter:
             if s.value[0] != "consumer":
                 return s, state  # the producer only issues TMA (async proxy, mbarriers)
             body, end = self.block(s.body, state)
-            return ir.Attr(s.key, s.value, _retarget(body, s.value[1]), loc=s.loc), end
+            barrier_id = s.value[3] if len(s.value) > 3 else 1
+            return ir.Attr(s.key, s.value, _retarget(body, s.value[1], barrier_id),
+                           loc=s.loc), end
+        if isinstance(s, ir.Attr) and not _is_user_role(s):
+            # other annotations (a tensor at a computed address, "tensor_address") scope
+            # ordinary statements: the hazards inside are the block's own
+            body, state = self.block(s.body, state)
+            return ir.Attr(s.key, s.value, body, loc=s.loc), state
         if isinstance(s, ir.If) and _is_role_split(s):
             # a barrier over the whole block before the split if it needs one: the groups'
             # named barriers inside do not order them after the other group's accesses

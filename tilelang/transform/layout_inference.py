@@ -5,26 +5,48 @@ Expects: a kernel body whose element-wise tile ops are already parallel loops
 
 Guarantees: `ctx.layouts` maps every fragment to a `Fragment` over its shape and every shared
 buffer to a `Layout`; every outermost parallel loop that touches a fragment carries the
-annotation ("loop_layout", Fragment over the loop extents). Constraints, strongest first:
+annotation ("loop_layout", Fragment) (and ("loop_iter_map", IterMap) when it runs over a
+fragment's elements, ("loop_owner", ...) when each iteration runs on its element's holders),
+and serves every fragment access in it (`fragment_access.serve`): a fragment no layout can
+serve there is reached through a shared copy made around the loop (noted). Constraints,
+strongest first, as in the reference (docs/layouts.md):
   1. `T.annotate_layout` entries;
   2. gemm operands: the accumulator layout of the chosen warp partition (C), the register
-     operand layout (A from a fragment), swizzled shared layouts (A/B in shared memory);
+     operand layouts (A, B from fragments, transposed maps for transposed operands), swizzled
+     shared layouts (A/B in shared memory);
   3. reductions: dst = src projected on the kept dims;
-  4. parallel loops: fragments indexed by exactly the loop variables share the loop's layout,
-     lower-rank ones get its projection; a loop whose only fragment is lower-rank extends it;
-  5. anything left: the default element-wise layout.
-Conflicts raise a located error naming both buffers/loops.
+  4. fragments read or written outside T.Parallel that 2-3 did not lay out: held whole by
+     every thread;
+  5. parallel loops: a loop takes the layout of the fragment (written ones first) under which
+     the fewest others need staging; fragments indexed by loop variables get the loop's
+     layout or its projection, dims indexed by a value the iteration does not own (a serial
+     loop's variable) value modes of their own;
+  6. anything left: the default element-wise layout (dims indexed by serial variables in
+     value modes).
+Conflicts between 1-3 raise a located error naming both.
+
+Tile operations inside a role's own thread group (transform/warp_roles.py, roles of different
+thread ranges) are laid out for the role's threads, numbered from 0: each constraint is solved
+with the context describing the threads of the statement that imposes it, and a fragment is
+laid out over the threads of the one role (or the block) whose statements use it; a fragment
+used by two is a located error (its registers would belong to other threads).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.thread_range import role_group
 from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
-from .fragment_ops import extend_fragment, insert_unit_dim, replicated_fragment
+from . import fragment_access as FA
+from .reducer_fragments import UPDATE as REDUCER_UPDATE
+from .fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
+                           replicated_fragment, transpose_fragment)
 
 SHARED = ("shared", "shared.dyn")
 
@@ -71,12 +93,25 @@ class LoopInfo:
     stmt: ir.For
     vars: list
     extents: list
-    accesses: dict = field(default_factory=dict)  # fragment -> list of index tuples
+    accesses: dict = field(default_factory=dict)  # fragment -> index tuple (one per nest)
     layout: object = None
-    restage: object = None  # (src, dst) fragments of a copy between different layouts
-    written: set = field(default_factory=set)  # fragments stored to in the loop
-    staged_reads: list = field(default_factory=list)  # read fragments staged through smem
+    iter_map: object = None  # FA.IterMap: the loop runs over a fragment's element space
     owner: object = None  # (fragment, indices): iterations run by the threads holding it
+    written: set = field(default_factory=set)  # fragments stored to in the loop
+    # reducer partials the loop accumulates into (transform/reducer_fragments.py): a thread
+    # adds to the copy it holds, so the loop need not write every copy, and a copy staged
+    # through shared memory would lose the other threads' contributions
+    accumulated: set = field(default_factory=set)
+    staged: dict = field(default_factory=dict)  # fragment -> written: reached through smem
+    group: tuple = None  # (lo, n) of the role's thread group it runs in; None: the block
+
+    def int_extents(self):
+        if not all(isinstance(e, ir.Const) for e in self.extents):
+            return None
+        return [e.value for e in self.extents]
+
+    def kinds(self, buf):
+        return FA.classify(buf, self.accesses[buf], self.vars)
 
 
 @dataclass
@@ -88,12 +123,46 @@ class Collected:
     block_level: dict = field(default_factory=dict)  # fragment -> loc of a block-level access
     shared: list = field(default_factory=list)
     fragments: list = field(default_factory=list)
+    # id(gemm, reduction or scan) -> the thread group it runs in
+    group_of: dict = field(default_factory=dict)
+    # fragment (a view's root) -> {thread group: location of a statement using it there}
+    users: dict = field(default_factory=dict)
 
 
 class _Collect(LocatedVisitor):
     def __init__(self, out: Collected):
         self.out = out
         self.loop: LoopInfo = None
+        self.group = None
+        self.accumulating = False
+
+    def visit_Attr(self, s):
+        if s.key == REDUCER_UPDATE:
+            self.accumulating = True
+            try:
+                return self.generic(s)
+            finally:
+                self.accumulating = False
+        group = role_group(s)
+        if group is None:
+            return self.generic(s)
+        saved, self.group = self.group, group
+        try:
+            self.generic(s)
+        finally:
+            self.group = saved
+
+    def _use(self, buf, loc):
+        if buf.scope == "local.fragment":
+            root = buf
+            while root.view_of is not None:
+                root = root.view_of
+            self.out.users.setdefault(root, {}).setdefault(self.group, loc)
+
+    def _op(self, s, *buffers):
+        self.out.group_of[id(s)] = self.group
+        for b in buffers:
+            self._use(b, s.loc or self.loc)
 
     def visit_For(self, s):
         if s.kind == "parallel" and self.loop is None:
@@ -102,7 +171,7 @@ class _Collect(LocatedVisitor):
                 vars_.append(inner.var)
                 extents.append(inner.extent)
                 inner = inner.body
-            self.loop = LoopInfo(s, vars_, extents)
+            self.loop = LoopInfo(s, vars_, extents, group=self.group)
             self.visit(inner)
             self.out.loops.append(self.loop)
             self.loop = None
@@ -112,10 +181,12 @@ class _Collect(LocatedVisitor):
     def _access(self, buf, indices):
         if buf.scope != "local.fragment":
             return
+        self._use(buf, self.loc if self.loop is None else self.loop.stmt.loc)
         if self.loop is None:
             self.out.block_level.setdefault(buf, self.loc)
         else:
-            self.loop.accesses.setdefault(buf, []).append(tuple(indices))
+            # semantic_check: every access to one fragment in one nest uses the same indices
+            self.loop.accesses.setdefault(buf, tuple(indices))
 
     def visit_Load(self, e):
         self._access(e.buffer, e.indices)
@@ -125,19 +196,22 @@ class _Collect(LocatedVisitor):
     def visit_Store(self, s):
         self._access(s.buffer, s.indices)
         if self.loop is not None and s.buffer.scope == "local.fragment":
-            self.loop.written.add(s.buffer)
+            (self.loop.accumulated if self.accumulating else self.loop.written).add(s.buffer)
         for i in s.indices:
             self.visit(i)
         self.visit(s.value)
 
     def visit_Gemm(self, s):
         self.out.gemms.append(s)
+        self._op(s, s.A.buffer, s.B.buffer, s.C.buffer)
 
     def visit_Reduce(self, s):
         self.out.reduces.append(s)
+        self._op(s, s.src, s.dst)
 
     def visit_CumSum(self, s):
         self.out.scans.append(s)
+        self._op(s, s.src, s.dst)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,11 +223,11 @@ class LayoutSolver:
     def __init__(self, kernel: ir.Kernel, ctx):
         self.kernel = kernel
         self.ctx = ctx
-        self.T = ctx.num_threads
         self.layouts: dict = {}
         self.origin: dict = {}  # buffer -> description of what fixed its layout
         self.c = Collected()
         _Collect(self.c).visit(kernel.body)
+        self.fragment_group = self._fragment_groups()
         # fragments and their T.reshape views hold the same registers: each one's layout is
         # the other's composed with the reshape (shared views: see _shared_views)
         self.views = [v for k, v in kernel.attrs if k == "local_view"]
@@ -162,9 +236,50 @@ class LayoutSolver:
             if v.scope == "local.fragment":
                 self.aliases.setdefault(v, []).append(v.view_of)
                 self.aliases.setdefault(v.view_of, []).append(v)
+        # dims of each fragment that some nest indexes by a value it does not own (a serial
+        # loop variable, a value read): those dims stay in every thread's registers
+        self.fixed_dims: dict = {}
+        for info in self.c.loops:
+            for buf in info.accesses:
+                dims = FA.runtime_fixed_dims(info.kinds(buf))
+                if dims:
+                    self.fixed_dims.setdefault(buf, set()).update(dims)
+
+    @property
+    def T(self) -> int:
+        """Threads of the statement being solved for (ctx.thread_group)."""
+        return self.ctx.num_threads
+
+    def _fragment_groups(self):
+        """fragment -> the thread group (None: the block) of the statements using it; a
+        fragment used in two is an error."""
+        out = {}
+        for buf, where in self.c.users.items():
+            if len(where) > 1:
+                (g1, loc1), (g2, loc2) = list(where.items())[:2]
+                _err(loc2, f"fragment {buf.name} is used by {self._threads(g1)} (line "
+                           f"{loc1.lineno if loc1 else '?'}) and by {self._threads(g2)} here: "
+                           "a fragment lives in the registers of the threads of one role; "
+                           "pass values between roles through shared memory")
+            out[buf] = next(iter(where))
+        return out
+
+    def _threads(self, group):
+        if group is None:
+            return f"the whole block of {self.kernel.num_threads} threads"
+        lo, n = group
+        return f"the role of threads [{lo}, {lo + n})"
+
+    def _group_of_fragment(self, buf):
+        while buf.view_of is not None:
+            buf = buf.view_of
+        return self.fragment_group.get(buf)
 
     # ---- assignment with conflict detection ------------------------------------------------
     def assign(self, buf, layout, why, loc):
+        if isinstance(layout, L.Fragment) and tuple(layout.shape) != tuple(buf.shape):
+            _err(loc, f"internal error: {why} gives {buf.name} of shape {list(buf.shape)} a "
+                      f"layout of shape {list(layout.shape)}; please report it")
         old = self.layouts.get(buf)
         if old is None:
             self.layouts[buf] = layout
@@ -223,7 +338,7 @@ class LayoutSolver:
                 self.assign(buf, layout, "T.annotate_layout", self.kernel.loc)
 
     def gemm(self, g: ir.Gemm):
-        A, C = g.A.buffer, g.C.buffer
+        A, B, C = g.A.buffer, g.B.buffer, g.C.buffer
         M, N = [e for e in g.C.extents][-2:]
         K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]
         if C.scope != "local.fragment":
@@ -240,17 +355,18 @@ class LayoutSolver:
         self.ctx.gemm_info[g.C.buffer] = part
         self.assign(C, self.ctx.accumulator_layout(g, part), "T.gemm accumulator", g.loc)
         if A.scope == "local.fragment":
-            if g.trans_A:
-                _err(g.loc, "T.gemm with A in registers does not support transpose_A")
-            self.assign(A, self.ctx.a_fragment_layout(g, part, M, K), "T.gemm register "
-                        "operand A", g.loc)
+            frag = self.ctx.a_fragment_layout(g, part, M, K)
+            self.assign(A, transpose_fragment(frag) if g.trans_A else frag,
+                        "T.gemm register operand A", g.loc)
+        if B.scope == "local.fragment":
+            frag = self.ctx.b_fragment_layout(g, part, K, N)
+            self.assign(B, transpose_fragment(frag) if g.trans_B else frag,
+                        "T.gemm register operand B", g.loc)
         for operand, region in (("A", g.A), ("B", g.B)):
             buf = region.buffer
             if buf.scope in SHARED and buf not in self.layouts:
                 self.assign(buf, self.ctx.shared_operand_layout(buf), f"T.gemm operand "
                             f"{operand}", g.loc)
-            elif buf.scope == "local.fragment" and operand == "B":
-                _err(g.loc, f"T.gemm operand B ({buf.name}) must be in shared memory")
 
     def reduce(self, r: ir.Reduce) -> bool:
         src, dst = r.src, r.dst
@@ -264,126 +380,176 @@ class LayoutSolver:
             return self.assign(dst, proj, f"T.reduce_{r.kind}({src.name})", r.loc)
         return False
 
+    # ---- parallel loops --------------------------------------------------------------------
     def loop(self, info: LoopInfo) -> bool:
-        if not info.accesses or info.restage is not None:
-            return False
-        if not all(isinstance(e, ir.Const) for e in info.extents):
+        """Choose the loop's layout once one of its fragments has one; give the fragments that
+        have none the layout the loop implies."""
+        extents = info.int_extents()
+        if not info.accesses or extents is None:
             return False  # semantic check already rejected fragments in symbolic loops
-        extents = [e.value for e in info.extents]
+        if info.layout is None:
+            choice = self._choose(info, extents)
+            if choice is None:
+                return False
+            info.layout, info.iter_map, info.owner = choice
+        if info.owner is not None or info.iter_map is not None:
+            return False  # such a loop follows one fragment and lays out no other
         changed = False
-        if info.layout is None:
-            info.layout = self._loop_layout_from_fragments(info, extents)
-        if info.layout is None:
-            return False
-        if info.owner is not None:
-            return False  # an owner-run loop lays out no other fragment (see _owner_layout)
-        for buf, index_lists in info.accesses.items():
+        for buf in info.accesses:
             if buf in self.layouts:
                 continue
-            unit = _unit_dims_match(buf, index_lists[0], info.vars)
-            if unit is not None:  # (1, N) tile indexed [0, j] in a loop over (N,)
-                want = info.layout
-                for d in unit:
-                    want = insert_unit_dim(want, d)
+            want = self._fragment_from_loop(info, buf, extents)
+            if want is not None:
                 changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
-                continue
-            dims = _dims_of(index_lists[0], info.vars)
-            if dims is None:
-                # a transposed read (x[j, i] in a loop over i, j) takes the loop layout with
-                # its dims permuted, as in the reference (mamba chunk_state's x_local)
-                dims = _permutation_of(index_lists[0], info.vars)
-            if dims is None or len(dims) != buf.ndim:
-                continue
-            want = info.layout if dims == list(range(len(info.vars))) else \
-                info.layout.project(dims)
-            changed |= self.assign(buf, want, "a T.Parallel loop", info.stmt.loc)
         return changed
 
-    def _loop_layout_from_fragments(self, info, extents):
-        full, partial = [], []
-        for buf, index_lists in info.accesses.items():
-            unit = _unit_dims_match(buf, index_lists[0], info.vars)
-            if unit is not None and buf in self.layouts:
-                kept = [d for d in range(buf.ndim) if d not in unit]
-                return self.layouts[buf].project(kept)
-        for buf, index_lists in info.accesses.items():
-            dims = _dims_of(index_lists[0], info.vars)
-            if dims is None or buf not in self.layouts or len(dims) != buf.ndim:
-                continue
-            if dims == list(range(len(info.vars))):
-                full.append(buf)
-            else:
-                partial.append((buf, dims))
-        if full:
-            layout = self.layouts[full[0]]
-            for other in full[1:]:
-                if not L.fragment_equal(layout, self.layouts[other]):
-                    pair = _fragment_copy(info)
-                    if pair is not None:  # move the data between layouts through shared memory
-                        info.restage = pair
-                        return None
-                    chosen = self._stage_reads(info, full)
-                    if chosen is not None:
-                        return chosen
-                    _err(info.stmt.loc, f"layout conflict in one T.Parallel loop: fragments "
-                                        f"{full[0].name} and {other.name} are laid out "
-                                        f"differently ({layout!r} vs "
-                                        f"{self.layouts[other]!r}); copy one into a fragment "
-                                        f"of the other's layout first")
-            return layout
-        if partial:
-            # extend one of them; prefer an extension under which every other one is read
-            # only by threads holding the element (C[j] and R[i] in a loop over (i, j))
-            options = [extend_fragment(self.layouts[buf], dims, extents, self.T)
-                       for buf, dims in partial]
-            for layout in options:
-                if all(_serves(layout, self.layouts[b], d) for b, d in partial):
-                    return layout
-            return options[0]
-        return self._owner_layout(info, extents)
-
-    def _owner_layout(self, info, extents):
-        """A laid-out fragment indexed by loop variables and constants in other dims
-        (lse[k, 0] where element (k, j) lives on thread j): as in the reference, the loop
-        follows the fragment, each iteration running on the threads that hold its element.
-        The layout gives every thread every iteration; partition_parallel guards each one
-        by ownership of the element (annotation "loop_owner")."""
-        for buf, index_lists in info.accesses.items():
-            if buf not in self.layouts or len(index_lists) != 1 and any(
-                    not _same_indices(index_lists[0], other) for other in index_lists[1:]):
-                continue
-            indices = index_lists[0]
-            used = [idx for idx in indices if any(idx is v for v in info.vars)]
-            if len(used) != len({id(u) for u in used}) or not all(
-                    isinstance(idx, ir.Const) or any(idx is v for v in info.vars)
-                    for idx in indices):
-                continue
-            if not used or len(used) == len(indices):
-                continue  # only constants (a broadcast read) or only loop variables: not this
-            info.owner = (buf, tuple(indices))
-            nd = len(extents)  # value modes fastest first: row-major iterations
-            values = [(extents[d], tuple(int(k == d) for k in range(nd)))
-                      for d in reversed(range(nd))]
-            return L.Fragment(tuple(extents), [(self.T, (0,) * nd)], values)
-        return None
-
-    def _stage_reads(self, info, full):
-        """A loop that writes fragments of one layout and reads fragments of others runs in
-        the written layout; the others are read from shared copies made before the loop."""
-        written = [b for b in full if b in info.written]
-        if not written:
+    def _fragment_from_loop(self, info, buf, extents):
+        """The layout of `buf` under which the loop layout serves its access: the loop's
+        projection on the loop dims that index it, plus value modes of their own for the dims
+        indexed by a fixed value; None for other index patterns (the default decides)."""
+        kinds = info.kinds(buf)
+        if any(k == FA.MIXED for k, _ in kinds):
             return None
-        layout = self.layouts[written[0]]
-        if not all(L.fragment_equal(layout, self.layouts[b]) for b in written):
+        pairs = FA.var_dims(kinds)
+        if any(buf.shape[d] != extents[p] for d, p in pairs):
             return None
-        info.staged_reads = [b for b in full if b not in info.written
-                             and not L.fragment_equal(layout, self.layouts[b])]
-        return layout
+        loop_dims = sorted(p for _, p in pairs)
+        try:
+            proj = info.layout.project(loop_dims) if len(loop_dims) < len(extents) else \
+                info.layout
+        except ValueError:
+            return None
+        fdim_of = {p: d for d, p in pairs}
+        frag = place_dims(proj, [fdim_of[p] for p in loop_dims], buf.shape,
+                          [d for d, (k, _) in enumerate(kinds) if k == FA.FIXED])
+        if not FA.dims_only_in_values(frag, self.fixed_dims.get(buf, ())):
+            return None  # another nest reads a dim of it by a runtime index: the default
+        return frag
 
+    def _loop_from_fragment(self, info, buf, extents):
+        """(loop layout, iteration map, owner) under which `buf`'s layout serves the access
+        directly, or None."""
+        frag = self.layouts[buf]
+        if frag.num_threads != self.T:
+            return None
+        kinds = info.kinds(buf)
+        pairs = FA.var_dims(kinds)
+        if any(k == FA.MIXED for k, _ in kinds) or \
+                any(buf.shape[d] != extents[p] for d, p in pairs):
+            # acc[i + 32, j], or a loop over part of a dim (T.fill(acc[0:32, :], 0)): the
+            # loop runs over the fragment's elements, each iteration where its element is
+            im = FA.shifted_access(buf, kinds, info.vars, extents)
+            return None if im is None else (frag, im, None)
+        fixed = [d for d, (k, _) in enumerate(kinds) if k == FA.FIXED]
+        if fixed and not FA.dims_only_in_values(frag, fixed):
+            if pairs and all(isinstance(kinds[d][1], ir.Const) for d in fixed):
+                return self._owner_layout(info, buf, extents)
+            return None
+        if not pairs:
+            return None
+        dims = [d for d, _ in pairs]
+        try:
+            proj = frag.project(dims) if len(dims) < buf.ndim else frag
+        except ValueError:
+            return None
+        order = sorted(range(len(pairs)), key=lambda k: pairs[k][1])
+        proj = permute_dims(proj, order)
+        loop_dims = [pairs[k][1] for k in order]
+        if len(loop_dims) == len(extents):
+            return proj, None, None
+        return extend_fragment(proj, loop_dims, extents, self.T), None, None
+
+    def _owner_layout(self, info, buf, extents):
+        """A laid-out fragment indexed by loop variables and constants in dims it spreads over
+        threads (lse[k, 0] where element (k, j) lives on thread j): as in the reference, the
+        loop follows the fragment, each iteration running on the threads that hold its
+        element. The layout gives every thread every iteration; partition_parallel guards each
+        one by ownership of the element (annotation "loop_owner")."""
+        nd = len(extents)  # value modes fastest first: row-major iterations
+        values = [(extents[d], tuple(int(k == d) for k in range(nd)))
+                  for d in reversed(range(nd))]
+        return (L.Fragment(tuple(extents), [(self.T, (0,) * nd)], values), None,
+                (buf, info.accesses[buf]))
+
+    def _choose(self, info, extents, final=False):
+        """The loop layout from the laid-out fragment that leaves the fewest others to reach
+        through shared memory (written fragments first, as the reference prefers them); with
+        `final`, the default loop layout when none gives one."""
+        order = sorted(info.accesses,
+                       key=lambda b: b not in info.written and b not in info.accumulated)
+        best, best_cost = None, None
+        for buf in order:
+            if buf not in self.layouts:
+                continue
+            cand = self._loop_from_fragment(info, buf, extents)
+            if cand is None:
+                continue
+            unserved = self._unserved(info, extents, cand)
+            cost = len(unserved) + 1000 * len(info.accumulated.intersection(unserved))
+            if best is None or cost < best_cost:
+                best, best_cost = cand, cost
+            if cost == 0:
+                break
+        if best is None and final:
+            best = (self.ctx.default_loop_layout(extents, _innermost(info.stmt)), None, None)
+        return best
+
+    def _grid(self, info, extents, cand):
+        layout, iter_map, owner = cand
+        grid = FA.LoopGrid(layout, info.vars, extents, iter_map)
+        if owner is not None:
+            buf, indices = owner
+            FA.restrict_to_holders(grid, buf, self.layouts[buf], indices)
+        return grid
+
+    def _unserved(self, info, extents, cand):
+        """{fragment: written} of the laid-out fragments the candidate does not serve."""
+        grid = self._grid(info, extents, cand)
+        out = {}
+        for buf, indices in info.accesses.items():
+            if buf not in self.layouts:
+                continue
+            write = buf in info.written
+            if FA.serve(grid, buf, self.layouts[buf], indices, write) is None:
+                out[buf] = write
+        return out
+
+    def finish_loop(self, info):
+        """After every fragment has a layout: the loop's layout, and the fragments it reaches
+        through shared memory (those its layout cannot serve)."""
+        extents = info.int_extents()
+        if not info.accesses or extents is None:
+            return
+        if info.layout is None:
+            info.layout, info.iter_map, info.owner = self._choose(info, extents, final=True)
+        cand = (info.layout, info.iter_map, info.owner)
+        info.staged = self._unserved(info, extents, cand)
+        lost = [b.name for b in info.staged if b in info.accumulated]
+        if lost:
+            _err(info.stmt.loc, f"reducer {lost[0]} is updated in a T.Parallel loop whose layout "
+                                "does not hold its elements where the iterations run (its "
+                                "layout comes from another loop or operation); update it from "
+                                "loops over the same tiles, or accumulate into a fragment and "
+                                "combine it with T.reduce_*")
+
+    # ---- defaults -----------------------------------------------------------------------------
     def default_fragment(self, buf):
         if self.aliases.get(buf):
             return self._default_for_aliases(buf)
-        return L.elementwise_fragment(buf.shape, self.T, self._vector_width(buf))
+        fixed = sorted(self.fixed_dims.get(buf, ()))
+        if not fixed:
+            return L.elementwise_fragment(buf.shape, self.T, self._vector_width(buf))
+        # the dims read at runtime indices in values of their own, the rest spread as usual
+        # (narrower vectors rather than idle threads, like the reference's loop partition)
+        rest = [d for d in range(buf.ndim) if d not in fixed]
+        shape = tuple(buf.shape[d] for d in rest)
+        numel = int(np.prod(shape)) if shape else 1
+        vec = self._vector_width(buf) if rest else 1
+        while vec > 1 and (numel // vec < self.T or shape[-1] % vec):
+            vec //= 2
+        base = L.elementwise_fragment(shape, self.T, vec) if rest else \
+            replicated_fragment((), self.T)
+        return place_dims(base, rest, buf.shape, fixed)
 
     def _default_for_aliases(self, buf):
         """The default layout of a fragment with T.reshape views: the element-wise layout of
@@ -418,7 +584,8 @@ class LayoutSolver:
             for r in self.c.reduces:
                 changed |= self.reduce(r)
             for info in self.c.loops:
-                changed |= self.loop(info)
+                with self.ctx.thread_group(info.group):
+                    changed |= self.loop(info)
 
     def _open_fragments(self):
         seen, out = set(), []
@@ -436,12 +603,17 @@ class LayoutSolver:
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
-            self.gemm(g)
+            with self.ctx.thread_group(self.c.group_of[id(g)]):
+                self.gemm(g)
         self.propagate()
+        # A fragment read or written outside T.Parallel (an if condition, a block-level
+        # statement) that no instruction or reduction laid out is held whole by every thread,
+        # as in the reference: any thread can then read any element at any index.
         for buf, loc in self.c.block_level.items():
-            if buf not in self.layouts and buf.numel() == 1:
-                self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
-                            "access", loc)
+            if buf not in self.layouts:
+                with self.ctx.thread_group(self._group_of_fragment(buf)):
+                    self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
+                                "access", loc)
         self.propagate()
         # Defaults go to the largest open fragment first (tiles before the row vectors that
         # reductions and broadcasts derive from them), propagating after each choice.
@@ -453,40 +625,24 @@ class LayoutSolver:
             buf = max(open_, key=lambda b: (b.view_of is None, b.ndim, b.numel()))
             loc = next((info.stmt.loc for info in self.c.loops if buf in info.accesses),
                        buf.loc)
-            self.assign(buf, self.default_fragment(buf), "the default element-wise layout",
-                        loc)
+            with self.ctx.thread_group(self._group_of_fragment(buf)):
+                self.assign(buf, self.default_fragment(buf), "the default element-wise "
+                            "layout", loc)
             self.propagate()
-        for buf, loc in self.c.block_level.items():
-            if buf not in self.layouts:
-                self.assign(buf, replicated_fragment(buf.shape, self.T), "a block-level "
-                            "access", loc)
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)
         self._shared_views()
         for info in self.c.loops:
-            if info.layout is None and info.accesses and info.restage is None:
-                info.layout = self._loop_layout_from_fragments(
-                    info, [e.value for e in info.extents]) if all(
-                    isinstance(e, ir.Const) for e in info.extents) else None
+            with self.ctx.thread_group(info.group):
+                self.finish_loop(info)
         return self.layouts
 
 
-def _serves(loop_layout, frag, dims) -> bool:
-    """Whether every (thread, value) of `loop_layout` reads element coords[dims] of a fragment
-    laid out as `frag` on a thread that holds it (the check partition_parallel enforces)."""
-    import numpy as np
-
-    t, v = loop_layout._enumerate_slots()
-    cs = loop_layout._coords_array(t, v)
-    inb = np.all([(c >= 0) & (c < n) for c, n in zip(cs, loop_layout.shape)], axis=0)
-    elem = [np.where(inb, cs[d], 0) for d in dims]
-    slot = frag._holder_table()[(1,) + tuple(elem)]
-    if (slot[inb] < 0).any():
-        return False
-    tt = np.broadcast_to(t % frag.num_threads, inb.shape)
-    held = frag._coords_array(tt, np.where(inb, slot, 0))
-    return bool(np.all([(h == e) | ~inb for h, e in zip(held, elem)]))
+def _innermost(nest):
+    while isinstance(nest, ir.For) and nest.kind == "parallel":
+        nest = nest.body
+    return nest
 
 
 def _fragment_nest(src, dst, layout, loc):
@@ -499,73 +655,6 @@ def _fragment_nest(src, dst, layout, loc):
     return ir.with_fields(body, annotations=(("loop_layout", layout),))
 
 
-def _fragment_copy(info: LoopInfo):
-    """(src, dst) when the loop is a T.copy between two fragments, else None."""
-    if info.stmt.annotation("from_tile_op") != "copy":
-        return None
-    inner = info.stmt
-    while isinstance(inner, ir.For):
-        inner = inner.body
-    if not isinstance(inner, ir.Store) or inner.buffer.scope != "local.fragment":
-        return None
-    value = inner.value.value if isinstance(inner.value, ir.Cast) else inner.value
-    if not isinstance(value, ir.Load) or value.buffer.scope != "local.fragment":
-        return None
-    return value.buffer, inner.buffer
-
-
-def _unit_dims_match(buf, indices, loop_vars):
-    """The unit dims of `buf` if it is indexed by 0 there and by exactly the loop variables,
-    in order, everywhere else (a (1, N) tile in a loop over N); else None."""
-    unit, it = [], iter(loop_vars)
-    if buf.ndim == len(loop_vars):
-        return None
-    for d, (idx, n) in enumerate(zip(indices, buf.shape)):
-        if n == 1 and isinstance(idx, ir.Const) and idx.value == 0:
-            unit.append(d)
-            continue
-        v = next(it, None)
-        if v is None or idx is not v:
-            return None
-    if next(it, None) is not None or not unit:
-        return None
-    return unit
-
-
-def _dims_of(indices, loop_vars):
-    """Which loop dims a fragment access uses, if its indices are exactly loop variables in
-    loop order (e.g. [i, j] -> [0, 1], [i] -> [0]); None for any other pattern."""
-    dims = []
-    for idx in indices:
-        pos = next((d for d, v in enumerate(loop_vars) if v is idx), None)
-        if pos is not None:
-            dims.append(pos)
-        elif isinstance(idx, ir.Const) and idx.value == 0:
-            continue
-        else:
-            return None
-    if dims != sorted(dims) or len(set(dims)) != len(dims):
-        return None
-    return dims
-
-
-def _same_indices(a, b):
-    return len(a) == len(b) and all(
-        x is y or (isinstance(x, ir.Const) and isinstance(y, ir.Const) and x.value == y.value)
-        for x, y in zip(a, b))
-
-
-def _permutation_of(indices, loop_vars):
-    """Loop dims of an access whose indices are all the loop variables, each once, in any
-    order (e.g. [j, i] -> [1, 0]); None for any other pattern."""
-    if len(indices) != len(loop_vars):
-        return None
-    dims = [next((d for d, v in enumerate(loop_vars) if v is idx), None) for idx in indices]
-    if None in dims or len(set(dims)) != len(dims):
-        return None
-    return dims
-
-
 class _Annotate(Mutator):
     def __init__(self, loops, ctx):
         self.by_stmt = {id(info.stmt): info for info in loops}
@@ -573,30 +662,36 @@ class _Annotate(Mutator):
 
     def visit_For(self, s):
         info = self.by_stmt.get(id(s))
-        if info is not None and info.restage is not None:
-            return self._restage(info)
         if info is not None and info.layout is not None:
-            ann = tuple((k, v) for k, v in s.annotations if k not in ("loop_layout",
-                                                                       "loop_owner"))
+            ann = tuple((k, v) for k, v in s.annotations
+                        if k not in ("loop_layout", "loop_owner", "loop_iter_map"))
             ann += (("loop_layout", info.layout),)
             if info.owner is not None:
                 ann += (("loop_owner", info.owner),)
+            if info.iter_map is not None:
+                ann += (("loop_iter_map", info.iter_map),)
             loop = ir.For(s.var, s.start, s.extent, s.kind, s.body, s.step, ann, loc=s.loc)
-            if info.staged_reads:
+            if info.staged:
                 return self._stage(info, loop)
             return loop
         return self.generic(s)
 
     def _stage(self, info, loop):
-        """Copy each fragment in info.staged_reads to shared memory before `loop` and read the
-        copies inside it."""
+        """Reach the fragments of info.staged through shared copies: each is copied to shared
+        memory (in its own layout) before the loop, the loop reads and writes the copy, and a
+        written one is copied back after it. The general way to move data between threads;
+        layout inference takes it only where no layout serves the access directly."""
         ctx = self.ctx
-        pre, mapping = [], {}
-        for frag in info.staged_reads:
+        pre, post, mapping = [], [], {}
+        for frag, written in info.staged.items():
             scratch = ctx.add_scratch_shared(f"{frag.name}_shared", frag.shape, frag.dtype)
             mapping[frag] = scratch
             pre.append(_fragment_nest(frag, scratch, ctx.layouts[frag], info.stmt.loc))
-            ctx.note(f"{frag.name} is read in a loop laid out differently: staged through "
+            if written:
+                post.append(_fragment_nest(scratch, frag, ctx.layouts[frag], info.stmt.loc))
+            ctx.note(f"{frag.name} is {'written' if written else 'read'} in a T.Parallel loop "
+                     f"(line {info.stmt.loc.lineno if info.stmt.loc else '?'}) whose layout "
+                     "does not hold its elements where the loop needs them: staged through "
                      "shared memory")
 
         class Swap(Mutator):
@@ -605,27 +700,12 @@ class _Annotate(Mutator):
                 e = self.generic(e)
                 return ir.Load(nb, e.indices, e.dtype) if nb is not None else e
 
-        return ir.Seq(tuple(pre) + (Swap().visit(loop),))
+            def visit_Store(self, s):
+                nb = mapping.get(s.buffer)
+                s = self.generic(s)
+                return ir.Store(nb, s.indices, s.value, loc=s.loc) if nb is not None else s
 
-    def _restage(self, info):
-        """src fragment -> shared scratch (src's layout) -> dst fragment (dst's layout)."""
-        src, dst = info.restage
-        ctx = self.ctx
-        base = dst.name if dst.name != "__unnamed" else "frag"
-        scratch = ctx.add_scratch_shared(f"{base}_restage", dst.shape, dst.dtype)
-        ctx.note(f"copy {src.name} -> {dst.name}: different register layouts, staged through "
-                 f"shared memory")
-
-        def nest(from_buf, to_buf, layout):
-            vars_ = [ir.Var(n) for n in "ijklmn"[:dst.ndim]]
-            body = ir.Store(to_buf, tuple(vars_), ir.cast_to(
-                ir.Load(from_buf, tuple(vars_), from_buf.dtype), to_buf.dtype), loc=info.stmt.loc)
-            for v, e in reversed(list(zip(vars_, dst.shape))):
-                body = ir.For(v, ir.const(0), ir.const(e), "parallel", body, loc=info.stmt.loc)
-            return ir.with_fields(body, annotations=(("loop_layout", layout),))
-
-        return ir.Seq((nest(src, scratch, ctx.layouts[src]),
-                       nest(scratch, dst, ctx.layouts[dst])))
+        return ir.Seq(tuple(pre) + (Swap().visit(loop),) + tuple(post))
 
 
 def infer_layouts(kernel: ir.Kernel, ctx) -> ir.Kernel:

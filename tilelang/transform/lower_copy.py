@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from .scoped import ScopedMutator
 from .lower_elementwise import copy_as_loop, non_unit_extents
 from .lower_tma_copy import lower_tma_copy
@@ -215,7 +216,7 @@ def _region_index(region: ir.BufferRegion, idx):
     return out
 
 
-class _Lower(ScopedMutator):
+class _Lower(InRoleGroups, ScopedMutator):
     def __init__(self, ctx, analyzer):
         super().__init__(analyzer)
         self.ctx = ctx

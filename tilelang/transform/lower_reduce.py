@@ -139,13 +139,7 @@ class ReduceLowering:
                 f"one output (logical_width = {lanes}) must form a positive power of two "
                 f"lanes of a warp, or whole warps ({exc}); pick a tile width or thread count "
                 "that is a power of two", r.loc) from None
-        for mask in plan.masks:
-            shuffled = ir.Call("shfl_xor", (_load(red, s), ir.const(mask), ir.const(32)), dt)
-            stmts.append(ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
-                                _store(red, s, combine(r.kind, _load(red, s), shuffled,
-                                                       r.nan_propagate))))
-        if plan.cross_warp:
-            stmts.extend(self._cross_warp(r, P, red, plan.cross_warp))
+        stmts.extend(self._exchange(plan, r.kind, P, red, r.dst, r.nan_propagate))
         final = _load(red, s)
         if not r.clear and r.kind != "abssum":
             final = combine(r.kind, _load(dst_reg, s), final, r.nan_propagate)
@@ -153,15 +147,48 @@ class ReduceLowering:
                             _store(dst_reg, s, final)))
         return ir.Allocate(red, ir.Seq(tuple(stmts)), loc=r.loc)
 
-    def _cross_warp(self, r, P, red, spans):
+    def _exchange(self, plan, kind, P, red, dst, nan_propagate=False):
+        """Statements combining `red` (each thread's values of `dst`, laid out as P) across the
+        threads of `plan`: xor shuffles within a warp, then shared memory across warps; after
+        them every thread of the plan holds the combined values."""
+        s = ir.Var("s")
+        stmts = []
+        for mask in plan.masks:
+            shuffled = ir.Call("shfl_xor", (_load(red, s), ir.const(mask), ir.const(32)),
+                               red.dtype)
+            stmts.append(ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
+                                _store(red, s, combine(kind, _load(red, s), shuffled,
+                                                       nan_propagate))))
+        if plan.cross_warp:
+            stmts.extend(self._cross_warp(kind, dst, P, red, plan.cross_warp))
+        return stmts
+
+    def combine_replicas(self, buf, kind: str, loc=None) -> ir.Stmt:
+        """The finalize of a reducer kept as register partials (transform/reducer_fragments.py):
+        every copy of each element of `buf` (the threads of its layout's replication modes)
+        becomes the combination of all of them. Replication modes that are not power-of-two
+        lane blocks combine through shared memory alone."""
+        from ..layout.fragment import ShufflePlan
+
+        P = self.ctx.layouts[buf]
+        try:
+            plan = P.replica_plan()
+        except ValueError:
+            plan = ShufflePlan((), tuple(P.replica_spans()))
+        if not plan.masks and not plan.cross_warp:
+            return ir.Seq((), loc=loc)  # each thread's partials are already whole
+        reg = self.ctx.register_of(buf)
+        return ir.Seq(tuple(self._exchange(plan, kind, P, reg, buf)), loc=loc)
+
+    def _cross_warp(self, kind, dst, P, red, spans):
         """Combine the per-warp partials through shared memory (warps along the reduced dim)."""
         ctx = self.ctx
         dt = red.dtype
         n_parts = 1
         for sp in spans:
             n_parts *= sp.extent
-        dst_numel = int(np.prod(r.dst.shape))
-        scratch = ctx.add_scratch_shared(f"{r.dst.name}_partials", (n_parts, dst_numel), dt)
+        dst_numel = int(np.prod(dst.shape))
+        scratch = ctx.add_scratch_shared(f"{dst.name}_partials", (n_parts, dst_numel), dt)
         tid = ctx.tid
         part, mult = ir.const(0), 1
         for sp in spans:
@@ -169,20 +196,25 @@ class ReduceLowering:
             part = ir.binary("add", part, ir.binary("mul", digit, mult))
             mult *= sp.extent
         s = ir.Var("s")
-        flat = _flat_coord(P.coords(tid, s), r.dst.shape)
+        flat = _flat_coord(P.coords(tid, s), dst.shape)
+        held = P.guard(tid, s)  # slots past the shape (a rounded-up layout) hold nothing
+
+        def guarded(stmt):
+            return stmt if held is None else ir.If(ir.as_expr(held), stmt, None)
+
         write = ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
-                       ir.Store(scratch, (part, flat), _load(red, s)))
+                       guarded(ir.Store(scratch, (part, flat), _load(red, s))))
         w = ir.Var("w")
-        acc = ir.Buffer(f"{r.dst.name}_acc", (1,), dt, "local.var")
+        acc = ir.Buffer(f"{dst.name}_acc", (1,), dt, "local.var")
         combine_loop = ir.For(w, ir.const(0), ir.const(n_parts), "unroll",
                               ir.Store(acc, (ir.const(0),),
-                                       combine(r.kind, ir.Load(acc, (ir.const(0),), dt),
+                                       combine(kind, ir.Load(acc, (ir.const(0),), dt),
                                                ir.Load(scratch, (w, flat), dt))))
         read = ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
-                      ir.Allocate(acc, ir.Seq((combine_loop,
-                                               _store(red, s, ir.Load(acc, (ir.const(0),),
-                                                                      dt)))),
-                                  init_value(r.kind, dt)))
+                      guarded(ir.Allocate(acc, ir.Seq((combine_loop,
+                                                       _store(red, s, ir.Load(
+                                                           acc, (ir.const(0),), dt)))),
+                                          init_value(kind, dt))))
         sync = ir.Evaluate(ir.Call("call_extern", ("__syncthreads",), VOID))
         return [sync, write, sync, read, sync]
 

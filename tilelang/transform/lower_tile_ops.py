@@ -2,7 +2,8 @@
 (`lower_reduce`), and `T.print`.
 
 Expects: layouts inferred, pipelining done, global→shared copies lowered. Guarantees: no
-Gemm, Reduce, CumSum or Print node remains; new parallel loops carry a loop layout when they
+Gemm, Reduce, CumSum or Print node and no reducer finalize marker remains (the copies of a
+register reducer are combined there: `ReduceLowering.combine_replicas`); new parallel loops carry a loop layout when they
 touch a fragment; a kernel with wgmma gemms binds their warpgroup index once, at its top.
 """
 
@@ -11,8 +12,11 @@ from __future__ import annotations
 import json
 
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
+from ..language.reducer import FINALIZE
 from .lower_reduce import ReduceLowering, _copy_loop
+from .reducer_fragments import KIND
 
 VOID = ir.DType("void")
 
@@ -24,7 +28,7 @@ def c_string(text: str) -> str:
 _extern = ir.extern_stmt
 
 
-class _Lower(Mutator):
+class _Lower(InRoleGroups, Mutator):
     def __init__(self, ctx):
         self.ctx = ctx
         self.reduce = ReduceLowering(ctx)
@@ -38,6 +42,12 @@ class _Lower(Mutator):
 
     def visit_CumSum(self, c):
         return self.reduce.lower_scan(c)
+
+    def visit_Attr(self, s):
+        if s.key == FINALIZE:  # a reducer kept as register partials: combine its copies
+            op = self.ctx.reducer_partials[s.value]
+            return self.reduce.combine_replicas(s.value, KIND[op], s.loc)
+        return super().visit_Attr(s)
 
     def visit_Print(self, p):
         ctx = self.ctx

@@ -30,7 +30,7 @@ import math
 
 from ..errors import located
 from ..ir import nodes as ir
-from .tma_plan import TmaDescriptor
+from .tma_plan import TmaDescriptor, rows_16_byte_aligned
 
 MAX_BOX = 256
 MAX_LOADS = 64  # boxes per T.tma_copy; more is a located error (use fewer, larger tiles)
@@ -72,6 +72,13 @@ class _Plan:
         if len(G.shape) > 5:
             _err(s, f"TMA tensors have at most 5 dimensions; {G.name} has {len(G.shape)}")
         self.esize = G.dtype.bytes
+        if G.strides is None and len(G.shape) > 1 and not rows_16_byte_aligned(G):
+            # static sizes that TMA rejects fail here, at the user's line, not at the first
+            # call (cuTensorMapEncodeTiled needs 16-byte row strides); dynamic ones are
+            # checked when the descriptor is encoded
+            if all(isinstance(x, int) for x in G.shape[1:]):
+                _err(s, f"TMA needs the rows of {G.name} a multiple of 16 bytes apart; they "
+                        f"are {math.prod(G.shape[1:]) * self.esize} bytes apart")
         g_ext = [ir.int_value(e) for e in self.g_region.extents]
         s_ext = [ir.int_value(e) for e in self.s_region.extents]
         if None in g_ext or None in s_ext:

@@ -7,12 +7,16 @@ Guarantees: no parallel loop remains. A nest over extents E with loop layout Lp 
 every thread `tid`,
 
     for v in unroll(Lp.num_values):          # the thread's share of the iteration space
-        (i, j, ...) = Lp.coords(tid, v)      # substituted into the body
-        if Lp.guard(tid, v): body            # only when Lp rounds E up
+        (i, j, ...) = Lp.coords(tid, v)      # substituted into the body (through the
+                                             # loop's IterMap when it has one)
+        if Lp.guard(tid, v): body            # only when Lp rounds E up (or the IterMap
+                                             # leaves the loop)
 
 Every fragment access F[...] is replaced by the register array of F at the slot the layout
-gives, after checking by enumeration that the executing thread holds that element (a fragment
-read across threads is a located error). When the slot is an affine function of the value
+gives, plus, for dims indexed by a value the iteration does not own (a serial loop's
+variable), that value's offset along the value modes of those dims; `fragment_access.serve`
+checks by enumeration that the executing thread holds the element (layout inference made sure
+of it; a failure is an internal error). When the slot is an affine function of the value
 digits the loop stays a compact `#pragma unroll` loop; otherwise it is unrolled here. Loops
 without fragments use the default element-wise layout; loops with symbolic extents become
 grid-stride loops.
@@ -24,11 +28,14 @@ import numpy as np
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from ..layout.index import all_of
+from . import fragment_access as FA
 from .numeric import eval_index
 from .scoped import ScopedMutator
+from .reducer_fragments import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 
 
@@ -105,14 +112,9 @@ class NestPartitioner:
         if Lp.num_threads != T:
             _err(self.nest.loc, f"T.Parallel loop layout uses {Lp.num_threads} threads but the "
                                 f"block has {T}")
-        tids = np.arange(T)[:, None]
-        vals = np.arange(Lp.num_values)[None, :]
-        self.coord_arrays = [np.broadcast_to(np.asarray(c, dtype=np.int64),
-                                             (T, Lp.num_values))
-                             for c in Lp.coords(tids, vals)]
-        guard = Lp.guard(tids, vals)
-        self.active = np.ones((T, Lp.num_values), bool) if guard is None else \
-            np.broadcast_to(np.asarray(guard, bool), (T, Lp.num_values))
+        self.iter_map = self.nest.annotation("loop_iter_map")
+        self.grid = FA.LoopGrid(Lp, self.vars, extents, self.iter_map)
+        self.coord_arrays = self.grid.coords
         self.slot_fns = {}
         self.compact = True
         self.owner = self.nest.annotation("loop_owner")
@@ -121,9 +123,9 @@ class NestPartitioner:
             # inference gave every thread every iteration); unrolled, so the ownership
             # test is a condition on the thread index alone
             buf, indices = self.owner
-            owns = self._ownership(buf, indices, self.active)[1]
-            self.active = self.active & owns
+            FA.restrict_to_holders(self.grid, buf, self.ctx.layouts[buf], indices)
             self.compact = False
+        self.active = self.grid.active
         self._plan_accesses(self.body)
         v = ir.Var("v")
         if self.compact and self.nest.annotation("async_gather"):
@@ -145,71 +147,50 @@ class NestPartitioner:
         planner = self
 
         class Scan(Mutator):
+            accumulating = False
+
             def visit_Load(self, e):
-                planner._plan(e.buffer, e.indices)
+                planner._plan(e.buffer, e.indices, False)
                 return self.generic(e)
 
             def visit_Store(self, s):
-                planner._plan(s.buffer, s.indices)
+                # a reducer's partial is added to in the copy the thread holds: no need to
+                # reach every copy (layout inference served it so)
+                planner._plan(s.buffer, s.indices, not self.accumulating)
                 return self.generic(s)
+
+            def visit_Attr(self, s):
+                if s.key != REDUCER_UPDATE:
+                    return self.generic(s)
+                self.accumulating = True
+                try:
+                    return self.generic(s)
+                finally:
+                    self.accumulating = False
 
         Scan().visit(body)
 
-    def _plan(self, buf, indices):
+    def _plan(self, buf, indices, write):
         if buf.scope != "local.fragment":
             return
         key = (buf, tuple(id(i) for i in indices))
         if key in self.slot_fns:
-            return
+            if write and not self.slot_fns[key][3]:
+                self.slot_fns[key] = None  # planned as a read: plan again as a write
+            else:
+                return
         P = self.ctx.layouts[buf]
-        act = self.active
-        idx, owns, holder, slot = self._ownership(buf, indices, act)
-        if not np.all(owns | ~act):
-            tt, vv = np.argwhere(act & ~owns)[0]
-            coord = tuple(int(a[tt, vv]) for a in idx)
-            _err(self.nest.loc,
-                 f"fragment {buf.name} is read across threads in this T.Parallel loop: thread "
-                 f"{tt} needs element {coord}, held by thread {int(holder[tt, vv])} "
-                 f"(layout {P!r}, loop layout {self.layout!r}); stage the data through shared "
-                 "memory (T.copy into a shared buffer) instead")
-        # the slot must not depend on the thread
-        col = np.where(act, slot, -1)
-        per_v = col.max(axis=0)
-        if not np.all((col == per_v[None, :]) | ~act):
-            _err(self.nest.loc, f"fragment {buf.name}: register slot differs between threads "
-                                "for one loop iteration (unsupported fragment index pattern)")
-        fn = _fit_affine_in_digits(self.layout, np.maximum(per_v, 0))
+        served = FA.serve(self.grid, buf, P, indices, write)
+        if served is None:
+            # layout inference stages every access its loop layout cannot serve
+            _err(self.nest.loc, f"internal error: fragment {buf.name} (layout {P!r}) is not "
+                                f"served by this T.Parallel loop's layout {self.layout!r}; "
+                                "please report it (a workaround: T.copy the fragment into a "
+                                "shared buffer and index that)")
+        fn = _fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
         if fn is None:
             self.compact = False
-        self.slot_fns[key] = (fn, per_v)
-
-    def _ownership(self, buf, indices, act):
-        """Per (thread, value) of the loop layout: the element's coordinates, whether the
-        thread holds it, its representative holder and register slot."""
-        P = self.ctx.layouts[buf]
-        env = {var: arr for var, arr in zip(self.vars, self.coord_arrays)}
-        try:
-            idx = [np.broadcast_to(np.asarray(eval_index(i, env), dtype=np.int64),
-                                   act.shape) for i in indices]
-        except KeyError as missing:
-            _err(self.nest.loc, f"fragment {buf.name} is indexed with {missing}, which is not "
-                                "a loop variable of this T.Parallel loop; fragment indices "
-                                "must be functions of the parallel loop variables")
-        for d, (a, n) in enumerate(zip(idx, buf.shape)):
-            bad = act & ((a < 0) | (a >= n))
-            if bad.any():
-                _err(self.nest.loc, f"fragment {buf.name} index out of range in dim {d} "
-                                    f"(shape {list(buf.shape)})")
-        table = P._holder_table()
-        safe = [np.where(act, a, 0) for a in idx]
-        holder = table[(0,) + tuple(safe)]
-        slot = table[(1,) + tuple(safe)]
-        # thread t holds the element if P.coords(t, slot) equals the element's coordinates
-        t = np.broadcast_to(np.arange(self.ctx.num_threads)[:, None], act.shape)
-        back = [np.broadcast_to(np.asarray(c, dtype=np.int64), act.shape)
-                for c in P.coords(t, np.where(act, slot, 0))]
-        owns = np.all([b == a for b, a in zip(back, safe)], axis=0)
-        return idx, owns, holder, slot
+        self.slot_fns[key] = (fn, served.slots, served.fixed, write)
 
     def _owner_guard(self, body, v):
         """Wrap the (unrolled, v constant) iteration in `this thread holds owner[indices]`;
@@ -217,7 +198,7 @@ class NestPartitioner:
         buf, indices = self.owner
         P = self.ctx.layouts[buf]
         tid = self.ctx.tid
-        fn, per_v = self.slot_fns[(buf, tuple(id(i) for i in indices))]
+        fn, per_v = self.slot_fns[(buf, tuple(id(i) for i in indices))][:2]
         env = {var: int(a[0, v]) for var, a in zip(self.vars, self.coord_arrays)}
         want = [int(eval_index(i, env)) for i in indices]
         held = P.coords(tid, int(per_v[v]))
@@ -239,6 +220,10 @@ class NestPartitioner:
         if not Lp.value_modes or Lp.guard_dims or self.analyzer is None or \
                 self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
             return None
+        im = self.iter_map
+        if im is not None and (not all(im.modular) or list(im.dim_of) != list(
+                range(len(self.vars))) or im.offset[-1]):
+            return None  # the innermost loop dim is not the layout's innermost dim
         first = Lp.value_modes[0]
         inner = len(Lp.shape) - 1
         unit = tuple(1 if d == inner else 0 for d in range(len(Lp.shape)))
@@ -259,7 +244,7 @@ class NestPartitioner:
 
         Lp = self.layout
         if self.ctx.target.sm < 80 or Lp.guard_dims or Lp.replication > 1 or \
-                self.analyzer is None:
+                self.analyzer is None or self.iter_map is not None:
             return None
         inner = len(Lp.shape) - 1
         unit = tuple(1 if d == inner else 0 for d in range(len(Lp.shape)))
@@ -284,8 +269,8 @@ class NestPartitioner:
         v = ir.binary("add", ir.binary("mul", vo, vec), vi) if vec > 1 else vo
         body = self.instantiate(v)
         with self.analyzer.scope():
-            for var, t in self.ctx.thread_bounds():
-                self.analyzer.bind(var, 0, t)
+            for var, lo, hi in self.ctx.thread_bounds():
+                self.analyzer.bind(var, lo, hi - lo)
             self.analyzer.bind(vo, 0, self.layout.num_values // vec)
             self.analyzer.bind(vi, 0, vec)
             return vo, lower(body, vo, vi)
@@ -295,15 +280,27 @@ class NestPartitioner:
         Lp = self.layout
         tid = self.ctx.tid
         coords = Lp.coords(tid, v)
+        guards = []
+        if self.iter_map is not None:
+            coords = self.iter_map.iterations(coords, self.grid.extents)
+            for x, n in self.iter_map.guard(coords, self.grid.extents) or ():
+                guards.append(ir.compare("lt", ir.as_expr(x), n))
+                guards.append(ir.compare("ge", ir.as_expr(x), 0))
         mapping = {var: ir.as_expr(c) for var, c in zip(self.vars, coords)}
         partitioner = self
 
         class Rewrite(Mutator):
             def _slot(self, buf, indices):
-                fn, per_v = partitioner.slot_fns[(buf, tuple(id(i) for i in indices))]
+                fn, per_v, fixed, _ = partitioner.slot_fns[(buf, tuple(id(i) for i in indices))]
                 if isinstance(v, ir.Const):
-                    return ir.const(int(per_v[v.value]))
-                return fn(v)
+                    slot = ir.const(int(per_v[v.value]))
+                else:
+                    slot = fn(v)
+                if fixed:  # dims indexed by a value the iteration does not own: registers
+                    at = [substitute(self.visit(indices[d]), mapping) for d in fixed]
+                    slot = ir.binary("add", slot, FA.fixed_offset(
+                        partitioner.ctx.layouts[buf], fixed, at))
+                return slot
 
             def visit_Load(self, e):
                 if e.buffer.scope == "local.fragment":
@@ -323,7 +320,7 @@ class NestPartitioner:
             def visit_Var(self, var):
                 return mapping.get(var, var)
 
-        body = Rewrite().visit(self.body)
+        body = contribute_once(Rewrite().visit(self.body), Lp.is_representative(tid))
         if self.owner is not None:
             if not self.active[:, v.value].any():
                 return ir.Seq(())
@@ -333,7 +330,10 @@ class NestPartitioner:
             body = _one_writer(body, Lp.is_representative(tid), registers)
         guard = Lp.guard(tid, v)
         if guard is not None:
-            body = ir.If(ir.as_expr(guard), body, None, loc=self.nest.loc)
+            guards.insert(0, ir.as_expr(guard))
+        cond = all_of(guards)
+        if cond is not None:
+            body = ir.If(ir.as_expr(cond), body, None, loc=self.nest.loc)
         return body
 
     def grid_stride(self) -> ir.Stmt:
@@ -391,7 +391,7 @@ def _one_writer(body, representative, registers=()):
     return Guard().visit(body)
 
 
-class _Partition(ScopedMutator):
+class _Partition(InRoleGroups, ScopedMutator):
     def __init__(self, ctx):
         super().__init__()
         self.ctx = ctx
@@ -402,7 +402,7 @@ class _Partition(ScopedMutator):
         return super().visit_For(s)
 
 
-class _BlockLevelFragments(Mutator):
+class _BlockLevelFragments(InRoleGroups, Mutator):
     """Fragment accesses outside parallel loops. Every thread runs a block-level statement,
     but an element of a fragment lives only in its holders' registers: an element all threads
     hold (a replicated fragment) is read and written in place; otherwise only the holders

@@ -77,6 +77,9 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
     TL_DISABLE_DEFERRED_STORE_WAIT = "tl.disable_deferred_store_wait"
     TL_DISABLE_CLEAR_FOLD = "tl.disable_clear_fold"
+    # reducers keep the always-available form: shared memory, one atomic per contribution
+    TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"
+    TL_ENABLE_REDUCER_PLAN_VERBOSE = "tl.enable_reducer_plan_verbose"
     TL_PASS_PROFILE = "tl.pass_profile"
     TL_PASS_PROFILE_THRESHOLD_MS = "tl.pass_profile_threshold_ms"
 
@@ -95,6 +98,7 @@ EFFECTIVE = {
     PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
     PassConfigKey.TL_DISABLE_WG_PINGPONG, PassConfigKey.TL_DISABLE_WGMMA_OVERLAP,
     PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT, PassConfigKey.TL_DISABLE_CLEAR_FOLD,
+    PassConfigKey.TL_REDUCER_FORCE_BASELINE,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

@@ -8,10 +8,14 @@ each flat buffer to its byte offset; buffers whose lifetimes do not overlap shar
 a loop keeps a buffer live over the whole loop, except that pipeline stage buffers and staged
 epilogue tiles (`fresh_buffers`) are live only around their own uses inside an outer loop
 that holds them all (a persistent GEMM's tile loop): the epilogue tile takes the stages'
-bytes. Ordering those reuses is insert_sync's job (it sees the overlapping byte ranges);
-swizzled tiles are 1024-byte aligned, others 128-byte; a view of a tile (`T.reshape`,
-`T.view`) is a flat buffer at the tile's offset, and its uses keep the tile live;
-`ctx.smem_bytes` is the arena size. Exceeding the target's limit is a located error.
+bytes. Roles run side by side: a buffer used inside a branch on the thread index (or a run
+of `T.ws` roles) is live over the whole branch, so no role takes bytes another role may be
+using at the same time (the warp specializer's producer / consumer split excepted: it
+orders its buffers itself). Ordering the reuses is insert_sync's job (it sees the
+overlapping byte ranges); swizzled tiles are 1024-byte aligned, others 128-byte; a view of
+a tile (`T.reshape`, `T.view`) is a flat buffer at the tile's offset, and its uses keep the
+tile live; `ctx.smem_bytes` is the arena size. Exceeding the target's limit is a located
+error.
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ def smem_limit(sm: int) -> int:
     return best
 
 
+def _producer_split(node: ir.If) -> bool:
+    """The warp specializer's producer / consumer branches (transform/warp_specialize.py): it
+    orders their buffers itself (the stage buffers are shared by design; the epilogue may take
+    the bytes of the ring's barriers once both loops are done)."""
+    return any(isinstance(b, ir.Attr) and b.key == "thread_group" and b.value[0] == "producer"
+               for b in (node.then_body, node.else_body))
+
+
 class Liveness:
     """First/last position of each shared buffer in a linear walk of the statements. A use
     inside a loop (or a partitioned T.Parallel region) makes the buffer live over the whole
@@ -42,13 +54,15 @@ class Liveness:
     loop that holds all of its uses: each iteration defines it anew, so it is live only
     between its own first and last use there."""
 
-    def __init__(self, fresh=()):
+    def __init__(self, fresh=(), thread_vars=()):
         self.pos = 0
         self.first: dict = {}
         self.last: dict = {}
         self.fresh = fresh
+        self.thread_vars = set(thread_vars)
         self.stack: list = []  # open loops: (start position, buffers used inside)
         self.loops: list = []  # closed loops: (start, end, buffers used inside)
+        self.concurrent: list = []  # roles running side by side: (start, end, buffers)
 
     def touch(self, buf):
         buf = buf.view_of or buf  # a view's uses keep its tile live
@@ -57,7 +71,29 @@ class Liveness:
         for _, used in self.stack:
             used.add(buf)
 
+    def _side_by_side(self, node) -> bool:
+        """Whether the parts of `node` may run at the same time in different threads: a
+        branch on the thread index, or a run of T.ws roles."""
+        from ..ir.visitor import collect
+
+        if isinstance(node, ir.Seq):
+            return sum(isinstance(s, ir.Attr) and s.key == "warp_role" for s in node.stmts) > 1
+        if not isinstance(node, ir.If) or _producer_split(node):
+            return False
+        return bool(self.thread_vars) and any(
+            v in self.thread_vars for v in collect(node.cond, lambda n: isinstance(n, ir.Var)))
+
     def walk(self, node):
+        if self._side_by_side(node):
+            start = self.pos
+            self.stack.append((start, set()))
+            self._walk(node)
+            _, used = self.stack.pop()
+            self.concurrent.append((start, self.pos, used))
+            return
+        self._walk(node)
+
+    def _walk(self, node):
         from ..ir.visitor import children
 
         # a loop, or one T.Parallel nest split into loops (vectorize.py's held-back stores):
@@ -86,6 +122,10 @@ class Liveness:
     def finish(self):
         """Extend live ranges over the loops that may carry a buffer between iterations."""
         raw_first, raw_last = dict(self.first), dict(self.last)
+        for start, end, used in self.concurrent:
+            for b in used:
+                self.first[b] = min(self.first[b], start)
+                self.last[b] = max(self.last[b], end)
         for start, end, used in self.loops:
             for b in used:
                 if b in self.fresh and start <= raw_first[b] and raw_last[b] <= end:
@@ -142,7 +182,7 @@ def fresh_buffers(ctx) -> set:
 
 def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
     buffers = [b for b in kernel.allocs if b.scope in SHARED] + list(ctx.scratch_shared)
-    live = Liveness(fresh_buffers(ctx))
+    live = Liveness(fresh_buffers(ctx), kernel.thread_vars)
     live.walk(kernel.body)
     live.finish()
     for b in ctx.pinned_shared:  # peers may signal them until the kernel's last barrier

@@ -4,16 +4,31 @@ Expects: a freshly traced PrimFunc. Guarantees (else raises a KernelError at the
 statement):
   * every variable is used inside the scope that defines it (a let bound inside a loop or
     branch is not read after it);
-  * a fragment element is accessed outside T.Parallel only at index [0]... (all zeros);
   * inside one T.Parallel nest, all accesses to one fragment use the same indices, and a
     T.Parallel loop with a symbolic extent does not index a fragment;
+  * a fragment T.gemm lays out (an operand or accumulator: the instruction spreads both dims
+    over the threads) is not indexed inside T.Parallel by the variable of a loop nested in it
+    (`for j in T.serial(N): s[i] += acc[i, j]`: "thread-distributed fragment", as the
+    reference says; a serial loop around the nest is fine, see docs/layouts.md);
   * a thread-private `local` buffer is not indexed by a T.Parallel loop variable;
   * an access to a shared, fragment or local buffer of static shape stays inside it wherever
     that can be decided exactly: each index a constant plus constant multiples of variables of
     enclosing loops with constant bounds and no branch, break or select in their bodies (so
     every iteration runs). The interpreter would fail such a program when it runs and CUDA
-    would read or write other memory: both reject it here (`T.Parallel(64, 64)` over a 32x32
-    fragment).
+    would read or write other memory: both reject it here (`S[i]` in `T.Parallel(64)` over a
+    32-element shared tile).
+
+These are the fragment rules of both targets: the interpreter runs what passes them, and the
+CUDA path lowers all of it (layout inference replicates, keeps dims in registers or stages
+through shared memory where a layout cannot serve an access; see docs/layouts.md). Like the
+reference, a fragment may be indexed anywhere outside T.Parallel (every thread then holds it
+whole), and inside T.Parallel by any index expression.
+
+Before the bounds rule (the reference sizes a fragment by the layout of the loop that indexes
+it): a fragment dim indexed directly by a T.Parallel variable whose loop is longer than the dim
+grows to the loop's extent (`sinks = T.alloc_fragment([heads])` filled by `for i in
+T.Parallel(block_M): sinks[i] = ...`), unless an instruction (gemm, reduction, scan) or
+T.annotate_layout fixes the fragment's shape.
 """
 
 from __future__ import annotations
@@ -106,8 +121,25 @@ class _Scopes(LocatedVisitor):
 
 
 class _FragmentRules(LocatedVisitor):
-    def __init__(self):
+    def __init__(self, gemm_fragments=()):
         self.parallel_vars: list = []  # stack of (vars, symbolic_extent, accesses dict)
+        # fragments T.gemm lays out: every instruction layout spreads both dims over threads
+        self.gemm_fragments = set(gemm_fragments)
+        self.grow: dict = {}  # fragment -> {dim: extent of the loop indexing it}
+        self.grow_loc: dict = {}
+        self.fixed_shape: set = set()  # fragments whose shape an instruction relies on
+
+    def visit_Gemm(self, s):
+        self.fixed_shape.update(r.buffer for r in (s.A, s.B, s.C))
+        self.generic(s)
+
+    def visit_Reduce(self, s):
+        self.fixed_shape.update((s.src, s.dst))
+        self.generic(s)
+
+    def visit_CumSum(self, s):
+        self.fixed_shape.update((s.src, s.dst))
+        self.generic(s)
 
     def visit_For(self, s):
         if s.kind != "parallel" or (self.parallel_vars and self.parallel_vars[-1]["open"]):
@@ -115,16 +147,19 @@ class _FragmentRules(LocatedVisitor):
                 ctx = self.parallel_vars[-1]
                 ctx["vars"].append(s.var)
                 ctx["symbolic"] |= not isinstance(s.extent, ir.Const)
+                ctx["extents"][id(s.var)] = _static_extent(s)
                 self.visit(s.body)
                 return
             if self.parallel_vars:
                 self.parallel_vars[-1]["open"] = False
+                self.parallel_vars[-1]["inner"].add(id(s.var))
             self.generic(s)
             if self.parallel_vars:
                 self.parallel_vars[-1]["open"] = True
+                self.parallel_vars[-1]["inner"].discard(id(s.var))
             return
         ctx = {"vars": [s.var], "symbolic": not isinstance(s.extent, ir.Const), "access": {},
-               "open": True}
+               "open": True, "extents": {id(s.var): _static_extent(s)}, "inner": set()}
         self.parallel_vars.append(ctx)
         self.visit(s.body)
         self.parallel_vars.pop()
@@ -132,18 +167,21 @@ class _FragmentRules(LocatedVisitor):
     def _access(self, buf, indices):
         if buf.scope == "local.fragment":
             if not self.parallel_vars:
-                if not all(isinstance(i, ir.Const) and i.value == 0 for i in indices):
-                    shown = ", ".join(str(i) for i in indices)
-                    _err(self.loc, ValueError,
-                         f"Fragment buffer access with non-zero index [{shown}] is not "
-                         f"supported. Only fragment[0] access is allowed (fragment "
-                         f"{buf.name}); access fragment elements inside T.Parallel")
-                return
+                return  # any index: such a fragment is held whole by every thread
             ctx = self.parallel_vars[-1]
             if ctx["symbolic"]:
                 _err(self.loc, ValueError,
                      f"fragment {buf.name} is indexed in a T.Parallel loop with a symbolic "
                      "extent; fragment loops need static extents")
+            if buf in self.gemm_fragments:
+                self._thread_distributed(buf, indices, ctx)
+            for d, idx in enumerate(indices):
+                extent = ctx["extents"].get(id(idx))
+                if isinstance(extent, int) and isinstance(buf.shape[d], int) and \
+                        extent > buf.shape[d]:
+                    self.grow.setdefault(buf, {})
+                    self.grow[buf][d] = max(self.grow[buf].get(d, 0), extent)
+                    self.grow_loc.setdefault(buf, self.loc)
             prev = ctx["access"].get(buf)
             if prev is None:
                 ctx["access"][buf] = indices
@@ -167,6 +205,21 @@ class _FragmentRules(LocatedVisitor):
                          f"`{bad[0].name}`: local buffers are private to each thread; use "
                          "T.alloc_fragment for per-element tiles")
 
+    def _thread_distributed(self, buf, indices, ctx):
+        """As the reference: a fragment an instruction spreads over the threads cannot be
+        addressed by the variable of a loop inside the T.Parallel nest (each iteration would
+        need elements other threads hold, a different one every trip)."""
+        for idx in indices:
+            inner = [v for v in collect(idx, lambda n: isinstance(n, ir.Var))
+                     if id(v) in ctx["inner"]]
+            if inner:
+                _err(self.loc, ValueError,
+                     f"thread-distributed fragment {buf.name}: T.gemm spreads its elements "
+                     f"over the block's threads, so `{inner[0].name}`, the variable of a loop "
+                     "inside this T.Parallel, cannot address them from one thread; use "
+                     "T.reduce_sum / T.reduce_max for a reduction, index the fragment by the "
+                     "T.Parallel variables, or T.copy it to a shared buffer and index that")
+
     def visit_Load(self, e):
         self._access(e.buffer, e.indices)
         for i in e.indices:
@@ -177,6 +230,30 @@ class _FragmentRules(LocatedVisitor):
         for i in s.indices:
             self.visit(i)
         self.visit(s.value)
+
+
+def _static_extent(loop: ir.For):
+    """The loop's trip count when it starts at a constant 0 and has a constant extent."""
+    if isinstance(loop.extent, ir.Const) and isinstance(loop.start, ir.Const) and \
+            loop.start.value == 0:
+        return int(loop.extent.value)
+    return None
+
+
+def _grow_fragments(rules: _FragmentRules, func: ir.PrimFunc):
+    """Give each fragment the extents the loops indexing it need (see the module docstring).
+    Buffers are shared by reference in the IR, so the new shape reaches every use; tile-op
+    regions keep the extents they were written with."""
+    annotated = set()
+    for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
+        annotated.update(v[0] for key, v in k.attrs if key == "layout")
+    for buf, dims in rules.grow.items():
+        if buf in rules.fixed_shape or buf in annotated:
+            continue
+        shape = list(buf.shape)
+        for d, extent in dims.items():
+            shape[d] = extent
+        buf.shape = tuple(shape)
 
 
 _SCOPE_WORDS = {"local.fragment": "fragment", "shared.dyn": "shared buffer",
@@ -248,6 +325,10 @@ class _StaticBounds(LocatedVisitor):
 
 def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
     _Scopes(func.params).visit(func.body)
-    _FragmentRules().visit(func.body)
+    gemms = collect(func.body, lambda n: isinstance(n, ir.Gemm))
+    rules = _FragmentRules(r.buffer for g in gemms for r in (g.A, g.B, g.C)
+                           if r.buffer.scope == "local.fragment")
+    rules.visit(func.body)
+    _grow_fragments(rules, func)
     _StaticBounds().visit(func.body)
     return func

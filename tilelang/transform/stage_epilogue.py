@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
+from ..ir.thread_range import role_group
 from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
@@ -104,7 +105,9 @@ class _Finder:
         elif isinstance(s, ir.While):
             self.walk(s.body, loops + (s,), False)
         elif isinstance(s, ir.Attr):
-            self.walk(s.body, loops, ok and s.key == "thread_group")
+            # not in a role's own thread group (roles of different threads): the staging
+            # tile and its issuing thread would have to be the role's
+            self.walk(s.body, loops, ok and s.key == "thread_group" and role_group(s) is None)
         elif isinstance(s, ir.If):
             split = all(isinstance(b, ir.Attr) and b.key == "thread_group"
                         for b in (s.then_body, s.else_body))

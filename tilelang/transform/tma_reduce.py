@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
 from .lower_elementwise import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
@@ -116,7 +117,9 @@ def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
 
     loaded = {n.buffer for n in collect(kernel.body, lambda n: isinstance(n, ir.Load))}
 
-    class Lower(Mutator):
+    class Lower(InRoleGroups, Mutator):
+        """(in a role's thread group, one thread of the role issues the TMA reduction)"""
+
         def visit_AtomicTile(self, s):
             if s.cluster_sum:
                 return self.cluster_sum(s)
@@ -147,5 +150,7 @@ def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
                      f"reductions of {s.src.buffer.name} across a cluster of {s.cluster_sum}")
             return ir.Seq(stmts)
 
-    return ir.with_fields(kernel, body=Lower().visit(kernel.body))
+    lower = Lower()
+    lower.ctx = ctx
+    return ir.with_fields(kernel, body=lower.visit(kernel.body))
 

@@ -133,10 +133,12 @@ class _FirstReads(LocatedVisitor):
         self.write(s.dst.buffer)
 
     def visit_Gemm(self, s: ir.Gemm):
-        for r in (s.A, s.B, s.C):
+        operands = s.operands()
+        for r in operands + (s.C,):
             self.region(r)
-        self.read(s.A.buffer, f"T.gemm reads its A operand `{s.A.buffer.name}`")
-        self.read(s.B.buffer, f"T.gemm reads its B operand `{s.B.buffer.name}`")
+        op = "T.gemm_sp" if isinstance(s, ir.GemmSp) else "T.gemm"
+        for r, name in zip(operands, ("A", "E", "B") if len(operands) == 3 else ("A", "B")):
+            self.read(r.buffer, f"{op} reads its {name} operand `{r.buffer.name}`")
         if isinstance(s.clear_accum, ir.Expr):
             self.visit(s.clear_accum)
         if _is_false(s.clear_accum):

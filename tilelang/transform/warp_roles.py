@@ -23,8 +23,16 @@ Guarantees:
     0, 1, ...). The compute role's bodies become
     `Attr("thread_group", ("consumer", n))` regions (barriers inside synchronise the n threads),
     and collective operations outside any role are run by those n threads only (the others
-    skip them; the result is the same: the n threads do all of the work).
-    Collective operations in roles of two different thread ranges are a located error.
+    skip them; the result is the same: the n threads do all of the work);
+  * when they run in roles of several different thread ranges (the reference's
+    `if tx < 128: .. elif tx < 256: .. else: ..` with tile operations in two of them), nothing
+    is relabelled: the bodies of each such role become
+    `Attr("thread_group", ("consumer", n, lo, barrier))` regions, within which layouts and
+    lowerings describe the role's n threads [lo, lo + n), numbered from 0
+    (engine/context.py `thread_group`), and insert_sync synchronises them with named barrier
+    `barrier` (1, 2, ..: one per role, 15 at most, a located error beyond); collective
+    operations outside every role stay the whole block's. The kernel gets the attribute
+    "role_groups". A range that is not whole warps is a located error.
 
 Multi-dimensional thread blocks have no roles; their tile operations use the whole block.
 """
@@ -128,25 +136,25 @@ def _with_threads(s: ir.Copy, n, rel_tid) -> ir.Copy:
     return ir.with_fields(s, options=opts + (("thread_range", (n, rel_tid)),))
 
 
-class _Relabel(Mutator):
-    """Role bodies of the compute range become consumer thread groups; collective statements
-    outside every role run on the compute threads only."""
+class _RoleRegions(Mutator):
+    """Walks role bodies knowing their thread range (intersected with the enclosing roles',
+    as in _Roles); `_wrap(range, new body)` says what a role's body becomes."""
 
-    def __init__(self, tvar, T, compute, new_tid):
-        self.tvar, self.T, self.compute, self.t = tvar, T, compute, new_tid
-        self.n = compute[1] - compute[0]
+    def __init__(self, tvar, T):
+        self.tvar, self.T = tvar, T
         self.range = (0, T)
 
-    def _group(self, body):
-        return ir.Attr("thread_group", ("consumer", self.n), body, loc=body.loc)
+    def _wrap(self, rng, body):
+        raise NotImplementedError
 
     def _region(self, rng, body):
+        rng = (max(rng[0], self.range[0]), min(rng[1], self.range[1]))
         saved, self.range = self.range, rng
         try:
             new = self.visit(body)
         finally:
             self.range = saved
-        return self._group(new) if rng == self.compute else new
+        return self._wrap(rng, new)
 
     def visit_Attr(self, s):
         role = role_of(s, self.tvar, self.T)
@@ -166,6 +174,22 @@ class _Relabel(Mutator):
             other = self._region(ranges[1], other) if ranges[1] is not None else \
                 self.visit(other)
         return ir.If(s.cond, then, other, loc=s.loc)
+
+
+class _Relabel(_RoleRegions):
+    """Role bodies of the compute range become consumer thread groups; collective statements
+    outside every role run on the compute threads only."""
+
+    def __init__(self, tvar, T, compute, new_tid):
+        super().__init__(tvar, T)
+        self.compute, self.t = compute, new_tid
+        self.n = compute[1] - compute[0]
+
+    def _group(self, body):
+        return ir.Attr("thread_group", ("consumer", self.n), body, loc=body.loc)
+
+    def _wrap(self, rng, body):
+        return self._group(body) if rng == self.compute else body
 
     def visit_Seq(self, s):
         if self.range != (0, self.T):
@@ -206,19 +230,15 @@ def assign_warp_roles(kernel: ir.Kernel, ctx) -> ir.Kernel:
             ranges.setdefault(rng, stmt)
     if not ranges:  # tile operations use the whole block (T.tma_copy leaders aside)
         return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+    for (lo, hi), first in ranges.items():
+        if not warp_aligned((lo, hi)):
+            raise located(ValueError)(
+                f"tile operations run on threads [{lo}, {hi}) only: a role that runs tile "
+                "operations must be whole warps (start and end multiples of 32)", first.loc)
     if len(ranges) > 1:
-        (r1, s1), (r2, s2) = list(ranges.items())[:2]
-        raise located(NotImplementedError)(
-            f"tile operations run in roles of different threads: threads [{r1[0]}, {r1[1]}) "
-            f"at line {s1.loc.lineno if s1.loc else '?'} and [{r2[0]}, {r2[1]}) here; the "
-            "compiler lays tile operations out for one group of threads (issue the other "
-            "role's loads with T.tma_copy, which one thread performs)", s2.loc)
+        return _role_groups(kernel, body, ranges, tvar, ctx)
     (lo, hi), first = next(iter(ranges.items()))
     n = hi - lo
-    if not warp_aligned((lo, hi)):
-        raise located(ValueError)(
-            f"tile operations run on threads [{lo}, {hi}) only: a role that runs tile "
-            "operations must be whole warps (start and end multiples of 32)", first.loc)
     # the physical thread index; the user's is the same when the compute role comes first
     t = tvar if lo == 0 else ir.Var("tid", tvar.dtype)
     user_tid = ir.binary("floormod", ir.binary("add", t, lo), T)
@@ -235,9 +255,47 @@ def assign_warp_roles(kernel: ir.Kernel, ctx) -> ir.Kernel:
     return new
 
 
+# named barrier 0 is __syncthreads; the hardware has 16
+_MAX_GROUPS = 15
+
+
+def _role_groups(kernel, body, ranges, tvar, ctx):
+    """Roles of several thread ranges run tile operations: each such role's bodies become a
+    thread group of its own (layouts, lowering and barriers for its threads)."""
+    if len(ranges) > _MAX_GROUPS:
+        (lo, hi), first = list(ranges.items())[_MAX_GROUPS]
+        raise located(NotImplementedError)(
+            f"tile operations run in {len(ranges)} roles of different threads; each needs a "
+            f"named barrier of its own and there are {_MAX_GROUPS}", first.loc)
+    groups = {rng: (rng[1] - rng[0], rng[0], barrier)
+              for barrier, rng in enumerate(ranges, start=1)}
+    body = _Groups(tvar, kernel.num_threads, groups).visit(body)
+    ctx.note("tile operations run in roles of different threads, each laid out and lowered "
+             "for its own: " + ", ".join(f"threads [{lo}, {hi}) (named barrier {g[2]})"
+                                         for (lo, hi), g in groups.items()))
+    return ir.with_fields(kernel, body=body,
+                          attrs=kernel.attrs + (("role_groups", tuple(groups.values())),))
+
+
+class _Groups(_RoleRegions):
+    """The bodies of the roles that run tile operations become
+    `Attr("thread_group", ("consumer", n, lo, barrier))` regions."""
+
+    def __init__(self, tvar, T, groups):
+        super().__init__(tvar, T)
+        self.groups = groups
+
+    def _wrap(self, rng, body):
+        group = self.groups.get(rng)
+        if group is None:
+            return body
+        return ir.Attr("thread_group", ("consumer",) + group, body, loc=body.loc)
+
+
 def has_user_roles(kernel: ir.Kernel) -> bool:
     """Whether the kernel synchronises roles itself (T.ws, T.tma_copy, relabelled roles):
     the automatic warp specialisation and pipelining leave it alone."""
-    return kernel.attr("compute_threads") is not None or any_node(
+    return kernel.attr("compute_threads") is not None or \
+        kernel.attr("role_groups") is not None or any_node(
         kernel.body, lambda n: isinstance(n, ir.TmaCopy) or (
             isinstance(n, ir.Attr) and n.key == "warp_role"))

@@ -563,7 +563,7 @@ class WarpSpecializer:
                 continue
             for g in collect(st, lambda n: isinstance(n, ir.Gemm)):
                 if not self.ctx.is_wgmma(g):  # mma.sync: ldmatrix reads
-                    out.update(b for b in (g.A.buffer, g.B.buffer) if b in buffers)
+                    out.update(r.buffer for r in g.operands() if r.buffer in buffers)
             rest = _without_gemms(st)  # wgmma reads shared operands through the async proxy
             out.update(b for b in buffers if _mentions(rest, b))
         return out

@@ -31,6 +31,13 @@
 //   tl::cluster_arrive() / cluster_wait() / cluster_sync()  barrier.cluster                sm_90
 //   tl::cluster_ctarank(), tl::cluster_size()                                              sm_90
 //   tl::grid_sync(counter)          all blocks of a cooperative launch (counter: zeroed uint32)
+//
+// Programmatic dependent launch (T.pdl_trigger / T.pdl_sync):
+//   tl::pdl_trigger()   griddepcontrol.launch_dependents: the next kernel of the stream may start
+//   tl::pdl_sync()      griddepcontrol.wait: wait until the previous kernel of the stream has
+//                       completed and its memory is visible
+// Without a programmatic launch these are no-ops (kernels of a stream run in order anyway);
+// below sm_90 they compile to nothing.
 #pragma once
 #include "common.cuh"
 
@@ -236,6 +243,17 @@ TL_DEVICE void wg_turn_start() {
 template <int First, int N>
 TL_DEVICE void wg_turn_finish() {
   if (threadIdx.x / 128 == 0) named_barrier_sync(First, 256);
+}
+
+TL_DEVICE void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+TL_DEVICE void pdl_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
 }
 
 }  // namespace tl

@@ -94,7 +94,9 @@ TL_INTEGRAL_(long) TL_INTEGRAL_(unsigned long) TL_INTEGRAL_(long long)
 TL_INTEGRAL_(unsigned long long)
 #undef TL_INTEGRAL_
 template <class T> inline constexpr bool is_integral_v = is_integral<T>::value;
-// (a struct, so that T(-1) < T(0) is only formed for integers: fp8 types have no operator <)
+// Signedness is asked of integers only: `T(-1) < T(0)` is not a constant expression for the
+// 8-bit float classes (and `&&` does not spare the instantiation), so casts from fp8 would not
+// compile if the test were written on every T.
 template <class T, bool = is_integral_v<T>> struct is_signed_int {
   static constexpr bool value = false;
 };

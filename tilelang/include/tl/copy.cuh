@@ -64,17 +64,25 @@ TL_DEVICE void cp_async_pred(void* smem_dst, const void* gmem_src, bool pred) {
   cp_async_zfill<Bytes>(smem_dst, gmem_src, pred ? Bytes : 0);
 }
 
+// Before sm_80 there is no cp.async: the compiler copies with plain loads and stores, which
+// are complete when issued, so the group bookkeeping a pipeline still emits does nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define TL_CP_ASYNC_ASM_(...)
+#else
+#define TL_CP_ASYNC_ASM_(...) asm volatile(__VA_ARGS__)
+#endif
+
 // cp.async.commit_group: close the group of this thread's uncommitted cp.async.
-TL_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+TL_DEVICE void cp_async_commit() { TL_CP_ASYNC_ASM_("cp.async.commit_group;\n" ::: "memory"); }
 
 // cp.async.wait_group N: wait until at most N of this thread's groups are pending.
 template <int N>
 TL_DEVICE void cp_async_wait() {
   static_assert(N >= 0, "cp.async.wait_group needs N >= 0");
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+  TL_CP_ASYNC_ASM_("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-TL_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+TL_DEVICE void cp_async_wait_all() { TL_CP_ASYNC_ASM_("cp.async.wait_all;\n" ::: "memory"); }
 
 // ---- plain vector accesses ---------------------------------------------------------------
 template <int Bytes>

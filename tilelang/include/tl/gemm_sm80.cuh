@@ -8,8 +8,12 @@
 //   C: register r = c + 4 * (nt + NT * mt) holds
 //        row = wm*(M/WM) + mt*16 + g + 8*(c>>1),  col = wn*(N/WN) + nt*8 + 2q + (c&1)
 //      with lane = 4g + q.
-//   A in registers (gemm_rs), 16-bit: element i + 8 * (kt + KT * mt) holds
+//   A in registers (gemm_rs, gemm_rr), 16-bit: element i + 8 * (kt + KT * mt) holds
 //        row = wm*(M/WM) + mt*16 + g + 8*((i>>1)&1),  col = kt*16 + 2q + (i&1) + 8*(i>>2).
+//   B in registers (gemm_sr, gemm_rr), 16-bit: element i + 4 * (kt + KT * nt) holds
+//        k = kt*16 + 2q + (i&1) + 8*(i>>1),  n = wn*(N/WN) + nt*8 + g.
+//   (other widths: tilelang.layout.mma_a_fragment / mma_b_fragment; an atom's elements are
+//   always the instruction's 4 A / 2 B registers, in order.)
 //
 // Shared operands are tiles laid out by `SmemTile` (= tilelang.layout.swizzled): a
 // Rows x Cols tile of T whose rows of Swz bytes (0: row-major) are XOR-swizzled in 16-byte
@@ -17,6 +21,7 @@
 // A is stored M x K (K contiguous) or, with TransA, K x M; B is stored K x N or, with TransB,
 // N x K. K-major 16-bit operands and every 8/32-bit K-major operand load with ldmatrix;
 // MN-major 16-bit operands with ldmatrix.trans; MN-major 8/32-bit operands element-wise.
+// gemm_fma_ss computes the same C on the CUDA cores (float64 operands; GPUs before sm_80).
 #pragma once
 #include "common.cuh"
 #include "ldmatrix.cuh"
@@ -33,11 +38,14 @@ struct SmemTile {
   static_assert(Swz == 0 || Cols % kBlk == 0, "rows must be whole swizzle blocks");
 
   TL_HOST_DEVICE static constexpr int offset(int r, int c) {
-    if (Swz == 0) return r * Cols + c;
-    const int chunk = c / kEpc, e = c % kEpc;
-    const int kb = chunk / kChunks, ch = chunk % kChunks;
-    const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
-    return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
+    if constexpr (Swz == 0) {
+      return r * Cols + c;
+    } else {
+      const int chunk = c / kEpc, e = c % kEpc;
+      const int kb = chunk / kChunks, ch = chunk % kChunks;
+      const int phase = Swz == 128 ? (r & 7) : Swz == 64 ? ((r >> 1) & 3) : ((r >> 2) & 1);
+      return (kb * Rows + r) * kBlk + ((ch ^ phase) * kEpc) + e;
+    }
   }
 
   // The shared address of (r + dr, c + dc) from the address of (r, c). The swizzle phase
@@ -53,9 +61,13 @@ struct SmemTile {
   TL_HOST_DEVICE static constexpr bool steps_from(int c0) { return Swz == 0 || c0 % kBlk == 0; }
   TL_DEVICE static uint32_t step_addr(uint32_t addr, int dr, int dc) {
     constexpr int B = int(sizeof(T));
-    if (Swz == 0) return addr + (dr * Cols + dc) * B;
-    const int dch = dc / kEpc;
-    return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) + (dch / kChunks) * Rows * kBlk * B;
+    if constexpr (Swz == 0) {
+      return addr + (dr * Cols + dc) * B;
+    } else {
+      const int dch = dc / kEpc;
+      return ((addr + dr * kBlk * B) ^ ((dch % kChunks) * 16)) +
+             (dch / kChunks) * Rows * kBlk * B;
+    }
   }
 };
 
@@ -302,6 +314,53 @@ TL_DEVICE void gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, i
   }
 }
 
+// C (+)= op(A) @ op(B) on the CUDA cores (one multiply-add per element and k), for operand
+// types without an mma.sync atom here (float64) and GPUs before sm_80. Each lane owns the
+// accumulator elements of the mma layout above (register r = c + 4 * (nt + NT * mt)), so the
+// layout of C is that of gemm_ss and nothing else changes. Products are formed in TC.
+template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int ARows, int ACols,
+          int ASwz, int BRows, int BCols, int BSwz, typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_fma_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0,
+                           TC* C, bool clear_accum, int tid) {
+  constexpr int WarpM = M / WM, WarpN = N / WN;
+  constexpr int MT = WarpM / 16, NT = WarpN / 8;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tile must be whole mma atoms");
+  using TileA = SmemTile<TA, ARows, ACols, ASwz>;
+  using TileB = SmemTile<TB, BRows, BCols, BSwz>;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int wm = warp % WM, wn = warp / WM, g = lane >> 2, q = lane & 3;
+  if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
+#pragma unroll 1
+  for (int k = 0; k < K; ++k) {
+    TC a[MT][2], b[NT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = wm * WarpM + mt * 16 + g + 8 * h;
+        a[mt][h] = TC(TransA ? A[TileA::offset(a_r0 + k, a_c0 + row)]
+                             : A[TileA::offset(a_r0 + row, a_c0 + k)]);
+      }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int col = wn * WarpN + nt * 8 + 2 * q + j;
+        b[nt][j] = TC(TransB ? B[TileB::offset(b_r0 + col, b_c0 + k)]
+                             : B[TileB::offset(b_r0 + k, b_c0 + col)]);
+      }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          TC& acc = C[c + 4 * (nt + NT * mt)];
+          acc = acc + a[mt][c >> 1] * b[nt][c & 1];
+        }
+  }
+}
+
 // C (+)= A @ op(B) with A in registers (the mma A layout above) and B in shared memory.
 template <int M, int N, int K, int WM, int WN, bool TransB, int BRows, int BCols, int BSwz,
           typename TA, typename TB, typename TC>
@@ -331,6 +390,86 @@ TL_DEVICE void gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C, bool
       detail::to_tf32<TA>(a, 4);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) Traits::mma(C + 4 * (nt + NT * mt), a, b[nt]);
+    }
+  }
+}
+
+namespace detail {
+// The 4 A registers of atom (kt, mt) / the 2 B registers of atom (kt, nt) of a register
+// operand (the layouts above), converted to tf32 for 32-bit types.
+template <typename T, int KT>
+TL_DEVICE void a_regs(uint32_t* a, const T* A, int kt, int mt) {
+  constexpr int kElems = 16 * MmaTraits<T>::kK / 32;
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(A + kElems * (kt + KT * mt));
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = src[r];
+  to_tf32<T>(a, 4);
+}
+template <typename T, int KT>
+TL_DEVICE void b_regs(uint32_t* b, const T* B, int kt, int nt) {
+  constexpr int kElems = 8 * MmaTraits<T>::kK / 32;
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(B + kElems * (kt + KT * nt));
+  b[0] = src[0];
+  b[1] = src[1];
+  to_tf32<T>(b, 2);
+}
+}  // namespace detail
+
+// C (+)= op(A) @ B with A in shared memory and B in registers (the mma B layout above).
+template <int M, int N, int K, int WM, int WN, bool TransA, int ARows, int ACols, int ASwz,
+          typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_sr(const TA* A, int a_r0, int a_c0, const TB* B, TC* C, bool clear_accum,
+                       int tid) {
+  using Traits = detail::MmaTraits<TA>;
+  constexpr int kK = Traits::kK;
+  constexpr int WarpM = M / WM, WarpN = N / WN;
+  constexpr int MT = WarpM / 16, NT = WarpN / 8, KT = K / kK;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tile must be whole mma atoms");
+  static_assert(K % kK == 0, "K must be a multiple of the mma atom's k");
+  using TileA = SmemTile<TA, ARows, ACols, ASwz>;
+  const int warp = tid >> 5, lane = tid & 31;
+  const int wm = warp % WM;
+  if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      detail::load_a<TA, TileA, TransA>(a[mt], A, a_r0, a_c0, wm * WarpM + mt * 16, kt * kK,
+                                        lane);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      uint32_t b[2];
+      detail::b_regs<TB, KT>(b, B, kt, nt);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) Traits::mma(C + 4 * (nt + NT * mt), a[mt], b);
+    }
+  }
+}
+
+// C (+)= A @ B with both operands in registers.
+template <int M, int N, int K, int WM, int WN, typename TA, typename TB, typename TC>
+TL_DEVICE void gemm_rr(const TA* A, const TB* B, TC* C, bool clear_accum, int tid) {
+  using Traits = detail::MmaTraits<TA>;
+  constexpr int kK = Traits::kK;
+  constexpr int WarpM = M / WM, WarpN = N / WN;
+  constexpr int MT = WarpM / 16, NT = WarpN / 8, KT = K / kK;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0, "warp tile must be whole mma atoms");
+  static_assert(K % kK == 0, "K must be a multiple of the mma atom's k");
+  (void)tid;
+  if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
+#pragma unroll
+  for (int kt = 0; kt < KT; ++kt) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      uint32_t a[4];
+      detail::a_regs<TA, KT>(a, A, kt, mt);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        uint32_t b[2];
+        detail::b_regs<TB, KT>(b, B, kt, nt);
+        Traits::mma(C + 4 * (nt + NT * mt), a, b);
+      }
     }
   }
 }

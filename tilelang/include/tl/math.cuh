@@ -6,6 +6,8 @@
 // ceil, round, trunc, nearbyint, abs, pow, fmod, atan2, isnan, isinf, isfinite) has one
 // overload per float type; 16- and 8-bit floats compute in float and round once (what the CPU
 // interpreter does). Integer arguments are accepted too (computed in double, converted back).
+// Spellings generated code uses: fabs (abs of floats), htan (tan of 16-bit floats),
+// RoundTiesAwayFromZero (= round; T.round itself is nearbyint).
 //
 // Fast forms (float only, one PTX instruction or two): fast_exp2 (ex2.approx.ftz),
 // fast_exp, fast_log2 (lg2.approx.ftz), fast_log, fast_sin, fast_cos, fast_tanh
@@ -104,7 +106,16 @@ TL_MATH_UNARY_(ceil, ::ceilf, ::ceil)
 TL_MATH_UNARY_(round, ::roundf, ::round)
 TL_MATH_UNARY_(trunc, ::truncf, ::trunc)
 TL_MATH_UNARY_(nearbyint, ::nearbyintf, ::nearbyint)
+// C's round (ties away from zero): T.round(x, "ties-away-from-zero"); the name is the one the
+// reference's generated code uses
+TL_MATH_UNARY_(RoundTiesAwayFromZero, ::roundf, ::round)
 #undef TL_MATH_UNARY_
+
+// tan of a 16-bit float (CUDA has hsin and hcos but no htan): in float, rounded once
+TL_DEVICE half_t htan(half_t x) { return __float2half_rn(::tanf(__half2float(x))); }
+TL_DEVICE bfloat16_t htan(bfloat16_t x) {
+  return __float2bfloat16_rn(::tanf(__bfloat162float(x)));
+}
 
 // abs keeps integer types exact (no round trip through double).
 TL_DEVICE float abs(float x) { return ::fabsf(x); }
@@ -113,6 +124,49 @@ TL_DEVICE half_t abs(half_t x) { return __habs(x); }
 TL_DEVICE bfloat16_t abs(bfloat16_t x) { return __habs(x); }
 template <class T, enable_if_t<is_integral_v<T>, int> = 0>
 TL_DEVICE T abs(T x) { return x < T(0) ? T(-x) : x; }
+// IEEE operations on 16-bit floats, rounded once to nearest (T.ieee_*): CUDA's __hdiv, hrcp,
+// hsqrt and hrsqrt go through approximate float instructions, so these compute in double
+// (correctly rounded there) and round to the 16-bit type, which is the correctly rounded
+// result: double has more than twice the precision plus two bits. Sums and products use the
+// exact __hadd / __hsub / __hmul. The fma is __hfma, whose bfloat16 overload needs sm_80;
+// before that the double fma (exact product, one rounding) is rounded to bfloat16.
+namespace detail {
+TL_DEVICE double to_double(half_t x) { return (double)__half2float(x); }
+TL_DEVICE double to_double(bfloat16_t x) { return (double)__bfloat162float(x); }
+TL_DEVICE half_t from_double(double x, half_t) { return __double2half(x); }
+TL_DEVICE bfloat16_t from_double(double x, bfloat16_t) { return __double2bfloat16(x); }
+}  // namespace detail
+template <class T, enable_if_t<is_half_v<T> || is_bf16_v<T>, int> = 0>
+TL_DEVICE T hdiv_rn(T a, T b) {
+  return detail::from_double(__ddiv_rn(detail::to_double(a), detail::to_double(b)), a);
+}
+template <class T, enable_if_t<is_half_v<T> || is_bf16_v<T>, int> = 0>
+TL_DEVICE T hrcp_rn(T a) {
+  return detail::from_double(__drcp_rn(detail::to_double(a)), a);
+}
+template <class T, enable_if_t<is_half_v<T> || is_bf16_v<T>, int> = 0>
+TL_DEVICE T hsqrt_rn(T a) {
+  return detail::from_double(__dsqrt_rn(detail::to_double(a)), a);
+}
+template <class T, enable_if_t<is_half_v<T> || is_bf16_v<T>, int> = 0>
+TL_DEVICE T hrsqrt_rn(T a) {
+  return detail::from_double(__drcp_rn(__dsqrt_rn(detail::to_double(a))), a);
+}
+TL_DEVICE half_t hfma_rn(half_t a, half_t b, half_t c) { return __hfma(a, b, c); }
+TL_DEVICE bfloat16_t hfma_rn(bfloat16_t a, bfloat16_t b, bfloat16_t c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __hfma(a, b, c);
+#else
+  return __double2bfloat16(::fma(detail::to_double(a), detail::to_double(b),
+                                 detail::to_double(c)));
+#endif
+}
+
+// fabs: abs of a float type (the name generated code uses for float operands)
+TL_DEVICE float fabs(float x) { return ::fabsf(x); }
+TL_DEVICE double fabs(double x) { return ::fabs(x); }
+TL_DEVICE half_t fabs(half_t x) { return __habs(x); }
+TL_DEVICE bfloat16_t fabs(bfloat16_t x) { return __habs(x); }
 
 #define TL_MATH_BINARY_(NAME, FF, DF)                                                   \
   TL_DEVICE float NAME(float a, float b) { return FF(a, b); }                           \

@@ -13,7 +13,9 @@ transposes and dtypes with pipelined k-loops, "atomic" atomics (scalar, tile, bl
 "gather" im2col gathers into shared tiles inside pipelined GEMMs (async zero-fill copies),
 "conv2d" 2-D convolutions through `T.c2d_im2col` (TMA in im2col mode on sm_90a where it
 applies), "persistent" the GEMMs in a `T.Persistent` tile loop, "odd_tiles" the GEMMs with N
-tiles that are not powers of two (24 to 112 columns).
+tiles that are not powers of two (24 to 112 columns), "fragments" fragments indexed by serial
+and runtime indices, read outside T.Parallel, register gemm operands, lets used by several
+pipelined copies and fp8 casts (fam_fragments.py).
 `generate(seed)` is deterministic: the same seed gives the same program and inputs on every
 machine, so a failing seed is a reproducer (and `case.source` is the program text).
 
@@ -32,7 +34,8 @@ import numpy as np
 from .case import Case, Param, agree, check, load, write_source  # noqa: F401
 from .run import (VARIED_CONFIGS, classify, compile_case, describe_configs, expected,  # noqa: F401
                   parse_configs, pass_configs_for, reproduce, run_case, run_kernel)
-from . import fam_atomic, fam_conv2d, fam_elementwise, fam_gather, fam_gemm, fam_reduce
+from . import (fam_atomic, fam_conv2d, fam_elementwise, fam_fragments, fam_gather, fam_gemm,
+               fam_reduce)
 
 __all__ = ["Case", "Param", "FAMILIES", "generate", "load", "write_source", "check", "agree",
            "expected", "run_case", "run_kernel", "compile_case", "classify", "VARIED_CONFIGS",
@@ -47,6 +50,7 @@ FAMILIES = {
     "conv2d": fam_conv2d.sample,
     "persistent": fam_gemm.sample_persistent,
     "odd_tiles": fam_gemm.sample_odd_tiles,
+    "fragments": fam_fragments.sample,
 }
 # how often each family is drawn when none is asked for
 WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
@@ -57,8 +61,11 @@ WEIGHTS = {"ew": 0.35, "reduce": 0.25, "gemm": 0.25, "atomic": 0.15}
 LATER = {"gather": 0.12}
 _LATER_STREAM = 0x6A1
 # and each later one from its own stream after that (conv2d, persistent, odd_tiles:
-# 2026-11-22; odd_tiles on 0x6A5 because 0x6A4 would have taken finding 192125)
-LATEST = {"conv2d": (0.08, 0x6A2), "persistent": (0.06, 0x6A3), "odd_tiles": (0.06, 0x6A5)}
+# 2026-11-22; odd_tiles on 0x6A5 because 0x6A4 would have taken finding 192125; fragments on
+# 0x6B7, the first stream that takes none of the compile seeds 0..13, the findings or the
+# seeds test_fuzz_configs pins)
+LATEST = {"conv2d": (0.08, 0x6A2), "persistent": (0.06, 0x6A3), "odd_tiles": (0.06, 0x6A5),
+          "fragments": (0.08, 0x6B7)}
 
 
 def generate(seed: int, family: str | None = None) -> Case:

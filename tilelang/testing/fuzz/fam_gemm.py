@@ -3,6 +3,8 @@ a serial or pipelined k-loop, A from shared memory or registers, and an epilogue
 
     C[M, N] = epilogue(init + op(A) @ op(B))
 
+(The "fragments" family builds these programs with B, and A in any transpose, in registers.)
+
 op(A) = A (M, K) or A^T with A stored (K, M); op(B) = B (K, N) or B^T with B stored (N, K).
 Reads past the edges give 0, so ragged K adds nothing; init is 0 (T.clear or clear_accum on
 the first k step) or the tile of an input C0. The epilogue is one of: none, relu, scale by 0.5
@@ -149,7 +151,9 @@ def build(s: dict, seed: int) -> Case:
     if s.get("a_panel"):
         k.append(ind + f'A_p = T.alloc_shared(({bm}, {nk * bk}), "{ab}")')
     if s["a_regs"]:
-        k.append(ind + f'A_r = T.alloc_fragment(({bm}, {bk}), "{ab}")')
+        k.append(ind + f'A_r = T.alloc_fragment({(bk, bm) if ta else (bm, bk)}, "{ab}")')
+    if s.get("b_regs"):  # the fragments family's register operands
+        k.append(ind + f'B_r = T.alloc_fragment({(bn, bk) if tb else (bk, bn)}, "{ab}")')
     k.append(ind + f'C_l = T.alloc_fragment(({bm}, {bn}), "{acc}")')
     if tile_loop:
         k.append(ind + f"for by, bx in T.Persistent([T.ceildiv({M}, {bm}), "
@@ -171,10 +175,13 @@ def build(s: dict, seed: int) -> Case:
         a_src = f"A_p[0, k * {bk}]"
     k.append(ind * 2 + f"T.copy({a_src}, A_s)")
     k.append(ind * 2 + f"T.copy({b_src}, B_s)")
-    a_op = "A_s"
+    a_op, b_op = "A_s", "B_s"
     if s["a_regs"]:
         k.append(ind * 2 + "T.copy(A_s, A_r)")
         a_op = "A_r"
+    if s.get("b_regs"):
+        k.append(ind * 2 + "T.copy(B_s, B_r)")
+        b_op = "B_r"
     extra = []
     if ta:
         extra.append("transpose_A=True")
@@ -184,7 +191,7 @@ def build(s: dict, seed: int) -> Case:
         extra.append("clear_accum=(k == 0)")
     if s["policy"] != "Square":
         extra.append(f"policy=T.GemmWarpPolicy.{s['policy']}")
-    k.append(ind * 2 + f"T.gemm({a_op}, B_s, C_l{''.join(', ' + e for e in extra)})")
+    k.append(ind * 2 + f"T.gemm({a_op}, {b_op}, C_l{''.join(', ' + e for e in extra)})")
     ep = s["epilogue"]
     if ep == "bias":
         k.append(ind + f'bias_f = T.alloc_fragment(({bn},), "{acc}")')
@@ -201,7 +208,8 @@ def build(s: dict, seed: int) -> Case:
     else:
         k.append(ind + f"T.copy(C_l, C[by * {bm}, bx * {bn}])")
     feats = ("gemm", f"gemm_{ab}_{acc}", f"trans{int(ta)}{int(tb)}", s["loop"],
-             "a_regs" if s["a_regs"] else "a_shared", s["init"], ep)
+             "a_regs" if s["a_regs"] else "a_shared", s["init"], ep) + \
+        (("b_regs",) if s.get("b_regs") else ())
     family = "gemm"
     if tile_loop:  # the body once more indented, inside the tile loop
         k = head + [ind + line for line in k]

@@ -23,8 +23,9 @@ import re
 KNOWN: tuple = ()
 
 UNSUPPORTED = (
-    ("float64-gemm", r"T\.gemm with float64 operands accumulating into float64 is not supported",
-     "mma.sync has no float64 shape the compiler uses"),
+    ("float64-gemm", r"T\.gemm on (the CUDA cores \()?float64 operands.*takes A and B from shared",
+     "float64 gemms run on the CUDA cores, whose gemm reads both operands from shared memory "
+     "(both targets refuse register operands)"),
     ("fp8-before-sm89", r"needs FP8 tensor cores \(sm_89 or newer\)",
      "FP8 mma exists from sm_89 on"),
 )
