@@ -143,7 +143,7 @@ def make_fast_call(adapter, plan, slow):
         if static_grid(k, names) is None:  # every grid checked before anything is launched
             lines.append(f"    grid{k_index} = "
                          f"({', '.join(py_expr(x, names) for x in k.grid)},)")
-            past = " or ".join(f"grid{k_index}[{a}] > {lim}"
+            past = " or ".join(f"not 0 < grid{k_index}[{a}] <= {lim}"
                                for a, lim in enumerate(ir.GRID_LIMITS[:len(k.grid)]))
             lines.append(f"    if {past}: return slow(args)  # which says why")
     outs = []

@@ -488,6 +488,11 @@ BLOCK_LIMITS = (1024, 1024, 64)
 def launch_limit_problem(extents, limits=GRID_LIMITS, what="grid") -> Optional[str]:
     """Why a launch of these (int) extents is impossible, or None."""
     for axis, (e, lim) in enumerate(zip(extents, limits)):
+        if isinstance(e, int) and e < 1:
+            # the reference raises too (its issue 1993): a launch of no blocks is a bug in the
+            # caller's sizes, which a silent no-op would hide
+            return (f"{what} extent {e} along {'xyz'[axis]} launches no blocks (every extent "
+                    "must be at least 1)")
         if isinstance(e, int) and e > lim:
             return (f"{what} extent {e} along {'xyz'[axis]} is past CUDA's limit of {lim} "
                     f"(at most {', '.join(map(str, limits))} along x, y, z)")
