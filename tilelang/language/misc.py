@@ -55,6 +55,13 @@ def annotate_layout(layout_map: dict):
             from ..layout import Layout
 
             layout = Layout.from_function(buf.shape, layout)
+        from ..layout.fragment_map import FragmentMap
+
+        if isinstance(layout, FragmentMap):
+            raise error(ValueError, f"T.annotate_layout: the fragment given for {buf.name} "
+                                    f"cannot be a register layout here ({layout.reason}); "
+                                    "this compiler lays out fragments whose map is a thread "
+                                    "part plus a local part, each a mixed-radix sum of strides")
         if buf.scope in ("shared", "shared.dyn"):
             _check_injective(buf, layout)
         _kernel_attrs().append(("layout", (buf, layout)))
