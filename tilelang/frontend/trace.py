@@ -79,6 +79,9 @@ def finish(b: Builder, func: Callable, name: Optional[str] = None) -> ir.PrimFun
     host = host_assumptions(b.params, body)
     if host:
         attrs["host_assumptions"] = host
+    if b.outputs:  # the reference's record of the T.empty outputs, counted from the end
+        position = {id(p): i for i, p in enumerate(b.params)}
+        attrs["tilelang_out_idx"] = [position[id(o)] - len(b.params) for o in b.outputs]
     pf = ir.PrimFunc(name or func.__name__, b.params, body, attrs, b.outputs, b.workspaces,
                      source)
     check_semantics(pf)
@@ -155,11 +158,42 @@ def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
     return _trace_prim_func(func, scope)
 
 
+def _lazy_style(func, hints) -> bool:
+    """Whether `func` is written in the reference's lazy style: a parameter annotated by a
+    statement in the body (`A: T.Tensor[...]`), or T.empty outputs returned."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):  # no source to read
+        return False
+    params = set(inspect.signature(func).parameters)
+    unannotated = params - set(hints)
+    body_annotated = returns = empty = False
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.AnnAssign) and node.value is None and \
+                isinstance(node.target, ast.Name) and node.target.id in unannotated:
+            body_annotated = True
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returns = True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "empty":
+            empty = True
+    return body_annotated or (returns and empty)
+
+
 def _trace_prim_func(func, scope: dict):
     if isinstance(func, ir.PrimFunc):
         return func
     hints = resolve_annotations(func, scope)
     sig = inspect.signature(func)
+    if _lazy_style(func, hints):
+        # the reference's lazy style in a prim_func: `A: T.Tensor[...]` statements in the
+        # body, T.empty outputs returned; traced as the lazy JIT traces it, without arguments
+        from ..jit.lazy import LazyJIT
+
+        return LazyJIT(func, {}).get_tir()
     params = []
     for pname, p in sig.parameters.items():
         ann = hints.get(pname, inspect.Parameter.empty)

@@ -43,6 +43,29 @@ def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
                                             "column")))
 
 
+def annotate_pass_configs(configs: dict):
+    """Pass configs of this function (`{PassConfigKey.TL_ENABLE_FAST_MATH: True}`), merged
+    under those `tilelang.compile` / `@tilelang.jit` are given (theirs win). Anywhere in the
+    function body, before or after the tensor annotations."""
+    b = current_builder(what="T.annotate_pass_configs")
+    if not isinstance(configs, dict):
+        raise error(TypeError, f"T.annotate_pass_configs takes a dict of pass configs, got "
+                               f"{type(configs).__name__}")
+    b.attrs["tilelang_pass_configs"] = dict(configs)
+
+
+def annotate_compile_flags(flags):
+    """Extra CUDA compiler flags of this function (a string or a list of strings), added after
+    those `tilelang.compile` / `@tilelang.jit` are given."""
+    b = current_builder(what="T.annotate_compile_flags")
+    if isinstance(flags, str):
+        flags = [flags]
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise error(TypeError, f"T.annotate_compile_flags takes a string or a list of strings, "
+                               f"got {flags!r}")
+    b.attrs["tilelang_compile_flags"] = list(flags)
+
+
 def annotate_layout(layout_map: dict):
     """Fix the physical layout of shared buffers / fragments (results are unchanged)."""
     if not isinstance(layout_map, dict):
