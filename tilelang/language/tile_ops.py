@@ -232,7 +232,17 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
 
 
 def async_copy(src, dst, **kwargs):
-    """`T.copy`: copies global->shared are asynchronous wherever the pipeline allows anyway."""
+    """`T.copy` of global memory into shared memory (the only copy cp.async makes; anything
+    else is an error, as in the reference). Here it completes before the next statement: the
+    copies of a pipeline are asynchronous wherever it allows anyway."""
+    _check_tile_context("T.async_copy")
+    s_buf, d_buf = (x if isinstance(x, ir.Buffer) else getattr(x, "buffer", None)
+                    for x in (src, dst))
+    if s_buf is not None and d_buf is not None and (
+            s_buf.scope != "global" or d_buf.scope not in ("shared", "shared.dyn")):
+        raise error(ValueError, f"T.async_copy only supports global->shared/shared.dyn copies "
+                                f"(cp.async), got {s_buf.scope} {s_buf.name} -> {d_buf.scope} "
+                                f"{d_buf.name}; use T.copy")
     copy(src, dst, **kwargs)
 
 
