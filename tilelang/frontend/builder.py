@@ -84,6 +84,14 @@ def error(exc_type, message, loc=None):
     return located(exc_type)(message, loc if loc is not None else current_loc())
 
 
+def defer_error(exc_type, message):
+    """A located error raised when the function is compiled (for the CPU interpreter and
+    CUDA alike), not while it is traced: the reference finds these problems in its lowering,
+    so its programs define such functions without error and fail at tilelang.compile."""
+    b = current_builder(what="this operation")
+    b.attrs.setdefault("deferred_errors", []).append(error(exc_type, message))
+
+
 class Frame:
     """A block under construction: statements plus let/alloc markers."""
 

@@ -21,10 +21,14 @@ from .target import (DEFAULT_CUDA_ARCH, Target, device_arch, gpu_available, pars
 
 def check_launch_limits(func: ir.PrimFunc):
     """A located error for a T.Kernel whose static grid no GPU can launch (both targets
-    refuse it, so that they accept the same programs)."""
+    refuse it, so that they accept the same programs), or the first error the trace deferred
+    to compilation (frontend.builder.defer_error)."""
     from ..errors import located
     from ..ir.visitor import collect
 
+    deferred = func.attrs.get("deferred_errors")
+    if deferred:  # found while tracing (frontend.builder.defer_error)
+        raise deferred[0]
     for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
         problem = ir.launch_limit_problem(tuple(ir.int_value(g) for g in k.grid))
         if problem:

@@ -7,7 +7,7 @@ extents already follow the reference's pairing rules (SEMANTICS.md §3).
 
 from __future__ import annotations
 
-from ..frontend.builder import current_builder, current_loc, emit, error
+from ..frontend.builder import current_builder, current_loc, defer_error, emit, error
 from ..ir import nodes as ir
 from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
 from .indexing import written_negative
@@ -240,7 +240,7 @@ def async_copy(src, dst, **kwargs):
                     for x in (src, dst))
     if s_buf is not None and d_buf is not None and (
             s_buf.scope != "global" or d_buf.scope not in ("shared", "shared.dyn")):
-        raise error(ValueError, f"T.async_copy only supports global->shared/shared.dyn copies "
+        defer_error(ValueError, f"T.async_copy only supports global->shared/shared.dyn copies "
                                 f"(cp.async), got {s_buf.scope} {s_buf.name} -> {d_buf.scope} "
                                 f"{d_buf.name}; use T.copy")
     copy(src, dst, **kwargs)
