@@ -6,6 +6,8 @@
 
 Here a vector is a trace-time value: a `Vector` holds one scalar expression per lane, an
 index with a `RampIndex` loads or stores lane by lane, and arithmetic on vectors is lane-wise.
+`T.alloc_var(T.float16x2)` is a `VectorVar`: one private element per lane, assigned a vector by
+name (`packed = T.float16x2(a, b)`) and read lane by lane (`T.extract_lane(packed, 1)`).
 The generated code is the same as for the per-element statements (nvcc vectorises what it
 can). A lane index that may be negative counts from the end of its dimension, as the
 reference's `LegalizeNegativeIndex` does for vector indices: lane `i` becomes
@@ -53,6 +55,7 @@ class Vector:
     """A vector value: one scalar expression per lane (see the module docstring)."""
 
     __slots__ = ("lanes",)
+    __tl_vector__ = True  # assigned to a vector T.alloc_var, it is stored (frontend.hooks)
 
     def __init__(self, lanes):
         self.lanes = tuple(ir.as_expr(x) for x in lanes)
@@ -71,6 +74,8 @@ class Vector:
         return iter(self.lanes)
 
     def _zip(self, other, fn):
+        if isinstance(other, VectorVar):
+            other = other.value()
         if isinstance(other, Vector):
             if len(other) != len(self):
                 raise error(ValueError, f"vectors of {len(self)} and {len(other)} lanes do "
@@ -103,6 +108,86 @@ class Vector:
 
     def __repr__(self):
         return f"Vector({', '.join(map(str, self.lanes))})"
+
+
+class VectorVar:
+    """`T.alloc_var` of a vector dtype: a thread-private buffer of one element per lane.
+    Assigning it by name stores a vector (or one scalar into every lane); reading it gives
+    the vector of its lanes."""
+
+    __slots__ = ("buffer", "dtype")
+    __tl_ref__ = True  # `name = value` stores (frontend.hooks.is_mutable_scalar)
+
+    def __init__(self, buffer, dtype):
+        self.buffer, self.dtype = buffer, dtype
+
+    @property
+    def lanes(self) -> int:
+        return self.buffer.shape[0]
+
+    def store(self, value):
+        from .indexing import store_element
+
+        if not isinstance(value, Vector):
+            value = Vector((ir.as_expr(value),) * self.lanes)
+        if len(value) != self.lanes:
+            raise error(ValueError, f"a vector of {len(value)} lanes assigned to a "
+                                    f"{self.dtype} variable")
+        for i, x in enumerate(value):
+            store_element(self.buffer, (ir.const(i),), x)
+
+    def lane(self, i: int):
+        return ir.Load(self.buffer, (ir.const(i),), self.buffer.dtype)
+
+    def value(self) -> Vector:
+        return Vector(self.lane(i) for i in range(self.lanes))
+
+    def __repr__(self):
+        return f"VectorVar({self.buffer.name}: {self.dtype})"
+
+
+def _value_op(name):
+    return lambda self, *other: getattr(self.value(), name)(*other)
+
+
+# arithmetic on a vector variable is arithmetic on the vector of its lanes
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+              "__rmod__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__",
+              "__lshift__", "__rlshift__", "__rshift__", "__rrshift__", "__neg__"):
+    setattr(VectorVar, _name, _value_op(_name))
+
+
+def extract_lane(vector, lane):
+    """Lane `lane` (a compile-time int) of a vector: a `T.alloc_var` of a vector dtype or a
+    vector value (`T.float16x2(a, b)`, `T.Broadcast`), as a scalar of the element type."""
+    if isinstance(lane, ir.Const) and lane.dtype.is_int:
+        lane = lane.value
+    if isinstance(vector, VectorVar):
+        lanes = vector.lanes
+    elif isinstance(vector, Vector):
+        lanes = len(vector)
+    elif isinstance(vector, ir.Expr):
+        lanes = vector.dtype.lanes
+        if lanes == 1:
+            raise error(ValueError, f"T.extract_lane expects a vector expression, got a scalar "
+                                    f"of {vector.dtype}")
+    else:
+        raise error(TypeError, f"T.extract_lane expects a PrimExpr (a vector), got "
+                               f"{type(vector).__name__}")
+    if isinstance(lane, bool) or not isinstance(lane, int):
+        raise error(TypeError, f"T.extract_lane takes the lane as a compile-time integer, got "
+                               f"{lane!r}")
+    if not 0 <= lane < lanes:
+        raise error(IndexError, f"T.extract_lane: lane {lane} is out of bounds for a vector of "
+                                f"{lanes} lanes")
+    if isinstance(vector, VectorVar):
+        return vector.lane(lane)
+    if isinstance(vector, Vector):
+        return vector.lanes[lane]
+    raise error(NotImplementedError, "T.extract_lane of a vector-typed kernel variable: this "
+                                     "compiler keeps vectors as lanes (T.alloc_var of a vector "
+                                     "dtype, T.float16x2(a, b)); extract from one of those")
 
 
 def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name
