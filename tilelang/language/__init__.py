@@ -51,7 +51,8 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
-from .vectors import Broadcast, Ramp, extract_lane
+from .vectors import (Broadcast, Ramp, abs2, add2, extract_lane, fma2, max2, min2, mul2,
+                      sub2)
 from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
                        atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,

@@ -190,6 +190,68 @@ def extract_lane(vector, lane):
                                      "dtype, T.float16x2(a, b)); extract from one of those")
 
 
+# ---- packed x2 math (the reference's T.add2 ... T.abs2) ---------------------------------------
+_PACKED_X2 = ("bfloat16x2", "float16x2", "float32x2")
+
+
+def _packed_x2(op, args):
+    """The operands of a packed x2 operation as Vectors, checked as the reference checks them:
+    each a float32x2 / float16x2 / bfloat16x2 vector, all of one dtype."""
+    dtypes, vectors = [], []
+    for a in args:
+        if isinstance(a, VectorVar):
+            a = a.value()
+        if isinstance(a, Vector):
+            dt = str(a.dtype.with_lanes(len(a)))
+        elif isinstance(a, ir.Expr):
+            dt = str(a.dtype)
+        else:
+            raise error(TypeError, f"T.{op}: Expected PrimExpr, got {type(a).__name__}: {a!r}")
+        if dt not in _PACKED_X2:
+            raise error(ValueError, f"T.{op}: Expected dtype in {list(_PACKED_X2)}, got '{dt}'")
+        dtypes.append(dt)
+        vectors.append(a)
+    if len(set(dtypes)) > 1:
+        raise error(ValueError, f"T.{op}: Expected all packed x2 arguments to have the same "
+                                f"dtype, got {dtypes}")
+    if not all(isinstance(v, Vector) for v in vectors):
+        raise error(NotImplementedError, f"T.{op} of a vector-typed kernel variable: this "
+                                         "compiler keeps vectors as lanes (A[T.Ramp(i, 1, 2)], "
+                                         "T.float32x2(a, b), a vector T.alloc_var)")
+    return vectors
+
+
+def _packed(op, fn):
+    def packed(*args):
+        vectors = _packed_x2(op, args)
+        return Vector(fn(*lanes) for lanes in zip(*vectors))
+    packed.__name__ = op
+    packed.__doc__ = f"Packed x2 `{op}` of two-lane vectors (float32x2, float16x2, bfloat16x2), " \
+                     "lane by lane (nvcc pairs the lanes where the GPU has packed instructions)."
+    return packed
+
+
+def _max(a, b):
+    return ir.binary("max", a, b)
+
+
+def _min(a, b):
+    return ir.binary("min", a, b)
+
+
+def _abs(a):
+    return ir.Call("abs", (a,), a.dtype)
+
+
+add2 = _packed("add2", lambda a, b: a + b)
+sub2 = _packed("sub2", lambda a, b: a - b)
+mul2 = _packed("mul2", lambda a, b: a * b)
+fma2 = _packed("fma2", lambda a, b, c: a * b + c)
+max2 = _packed("max2", _max)
+min2 = _packed("min2", _min)
+abs2 = _packed("abs2", _abs)
+
+
 def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name
     """The index vector base, base + stride, ..., base + (lanes - 1) * stride: subscripting a
     buffer with it loads (or stores) `lanes` elements, lane by lane."""
