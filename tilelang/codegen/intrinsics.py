@@ -169,6 +169,8 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::{op}({_address(p, dst)}, {src_text})"
     if op == "atomic_load":
         return f"tl::atomic_load({_address(p, c.args[0])})"
+    if op == "ldg":  # the element read through the read-only data cache
+        return f"__ldg(&({p.expr(c.args[0])}))"
     if op == "atomic_store":
         return f"tl::atomic_store({_address(p, c.args[0])}, {p.expr(c.args[1])})"
     if op == "call_extern":

@@ -121,7 +121,7 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return _atomic(c, e, _ATOMICS[op], want_value)
     if op in ("atomic_addx2", "atomic_addx4"):
         return _atomic_vec(c, e)
-    if op == "atomic_load":
+    if op in ("atomic_load", "ldg"):  # ldg: a load through the read-only cache
         return c.expr(e.args[0])
     if op == "atomic_store":
         return _atomic_store(c, e)

@@ -32,7 +32,7 @@ from .misc import (barrier_arrive, barrier_wait, create_list_of_mbarrier, fence_
 from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
                    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
                    warp_reduce_sum)
-from .misc import (access_ptr, address_of, annotate_compile_flags, annotate_l2_hit_ratio,
+from .misc import (__ldg, access_ptr, address_of, annotate_compile_flags, annotate_l2_hit_ratio,
                    annotate_layout, annotate_pass_configs,
                    annotate_min_blocks_per_sm, annotate_padding, annotate_restrict_buffers,
                    annotate_safe_value, assume,

@@ -820,6 +820,33 @@ def call_intrin(dtype, name, *args):
     return call_extern(dtype, str(name), *args)
 
 
+def __ldg(load_or_buf, index=None):  # noqa: N802 - the reference's name
+    """Read one global element through the read-only data cache (`__ldg(&x[i])` on CUDA; a
+    plain load on the interpreter): `T.__ldg(x[i])`, or `T.__ldg(x, i)` for a 1-D buffer."""
+    if isinstance(load_or_buf, ir.Buffer):
+        if index is None:
+            raise error(ValueError, "T.__ldg(Buffer, index) requires an index when passing a "
+                                    "Buffer")
+        if isinstance(index, (list, tuple)):
+            if len(index) != 1:
+                raise error(ValueError, "T.__ldg currently supports 1D flattened indices")
+            index = index[0]
+        if len(load_or_buf.shape) != 1:
+            raise error(ValueError, "T.__ldg currently supports 1D flattened indices")
+        load_or_buf = ir.Load(load_or_buf, (ir.as_expr(index),), load_or_buf.dtype)
+    if not isinstance(load_or_buf, ir.Load):
+        raise error(TypeError, f"T.__ldg expects a buffer element such as x[i], got "
+                               f"{load_or_buf!r}")
+    buf, dt = load_or_buf.buffer, load_or_buf.dtype
+    if buf.scope != "global":
+        raise error(ValueError, f"T.__ldg reads global memory through the read-only cache; "
+                                f"{buf.name} is {buf.scope}")
+    if dt.lanes != 1 or dt.is_float8 or dt.is_bool:
+        raise error(TypeError, f"T.__ldg loads integers and float16/bfloat16/float32/float64 "
+                               f"elements (CUDA's __ldg overloads), got {dt}")
+    return ir.Call("ldg", (load_or_buf,), dt)
+
+
 def address_of(load):
     """The address of a buffer element (for `T.call_extern`)."""
     if isinstance(load, ir.Buffer) and load.scope == "local.var":
