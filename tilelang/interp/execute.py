@@ -223,13 +223,7 @@ class Program(ExprCompiler):
 
         def f(ctx, mask):
             ctx.mask, ctx.loc = mask, loc
-            c = fc(ctx)
-            if type(c) is np.ndarray and c.ndim:
-                bad = np.logical_not(c)
-                failed = (bad if mask is None else np.logical_and(bad, mask)).any()
-            else:
-                failed = not c
-            if failed:
+            if _fails_somewhere(fc(ctx), mask):
                 raise fail(ctx, ValueError, f"T.assume({s.value}) does not hold here: the "
                                             "compiler relies on it (on the GPU a false "
                                             "assumption is undefined behaviour)")
@@ -472,13 +466,7 @@ class Program(ExprCompiler):
         def f(ctx, mask):
             ctx.mask = mask
             ctx.loc = loc
-            c = fc(ctx)
-            if type(c) is np.ndarray and c.ndim:
-                bad = np.logical_not(c)
-                failed = (bad if mask is None else np.logical_and(bad, mask)).any()
-            else:
-                failed = not c
-            if failed:
+            if _fails_somewhere(fc(ctx), mask):
                 raise fail(ctx, AssertionError, text)
             return mask
         return f
@@ -702,3 +690,11 @@ def _holds_all(inner, outer) -> bool:
     if inner.is_unsigned:
         return outer.bits > inner.bits or (outer.is_unsigned and outer.bits >= inner.bits)
     return not outer.is_unsigned and outer.bits >= inner.bits
+
+
+def _fails_somewhere(cond, mask) -> bool:
+    """Whether a condition (one value, or one per thread) is false in a thread under `mask`."""
+    if type(cond) is np.ndarray and cond.ndim:
+        bad = np.logical_not(cond)
+        return bool((bad if mask is None else np.logical_and(bad, mask)).any())
+    return not cond
