@@ -184,6 +184,7 @@ def _install():
         for p in plan.inputs:
             if p.kind == "buffer" and full[p.index] is not None:
                 plan._check_shape(p, full[p.index], symbols)
+        plan.check_assumptions(symbols)
         outs = []
         for p in plan.outputs:
             shape = tuple(eval_shape_expr(s, symbols) for s in p.shape)

@@ -271,13 +271,46 @@ def test_tirx_index_map_and_tvm_testing():
     assert callable(tvm_testing.parameter(1, 2))
 
 
+def test_tirx_decl_buffer_and_tvm_arith():
+    import tvm
+    from tvm import tirx
+
+    from tilelang.layout import make_full_bank_swizzled_layout
+
+    buf = tirx.decl_buffer((3, 8, 64), T.float16, name="A", scope="shared")
+    assert buf.shape == (3, 8, 64) and buf.scope == "shared" and buf.dtype is T.float16
+    assert tirx.decl_buffer(16).scope == "global"
+    tile = tirx.decl_buffer((8, 64), "float16", scope="shared")
+    assert make_full_bank_swizzled_layout(buf).is_equal(
+        make_full_bank_swizzled_layout(tile).expand([3]))
+    ana = tvm.arith.Analyzer()
+    n = T.dynamic("n")
+    assert ana.can_prove(n * 2 - n == n) and not ana.can_prove(n > 3)
+    assert ana.can_prove_equal(n * 4 + n, n * 5)
+    with pytest.raises(AttributeError, match="tvm.arith"):
+        tvm.relax
+
+
 # ---- backends that do not exist here ------------------------------------------------------------
 @pytest.mark.parametrize("module,words", [
-    ("tilelang.rocm", "AMD ROCm/HIP"), ("tilelang.rocm.intrinsics.mfma_layout", "AMD ROCm/HIP"),
+    ("tilelang.rocm.intrinsics.mfma_layout", "AMD ROCm/HIP"), ("tilelang.rocm.intrinsics",
+                                                             "AMD ROCm/HIP"),
     ("tilelang.metal", "Apple Metal")])
 def test_absent_backends_say_so(module, words):
     with pytest.raises(ImportError, match=words):
         importlib.import_module(module)
+
+
+def test_rocm_answers_only_its_availability_probe():
+    rocm = importlib.import_module("tilelang.rocm")
+    from tilelang.rocm.target import check_hip_availability, target_is_hip
+
+    assert check_hip_availability() is False
+    assert target_is_hip("hip") and not target_is_hip("cuda -arch=sm_90a")
+    with pytest.raises(AttributeError, match="AMD ROCm/HIP"):
+        rocm.intrinsics_helpers  # noqa: B018
+    with pytest.raises(AttributeError, match="AMD ROCm/HIP"):
+        importlib.import_module("tilelang.rocm.target").rocm_warp_size_for_arch  # noqa: B018
 
 
 def test_iket_says_it_is_absent():

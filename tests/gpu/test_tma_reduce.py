@@ -49,6 +49,28 @@ def test_scaled_add_matches_torch(M, N, dtype, swizzle):
     assert torch.equal(y, y2)
 
 
+@pytest.mark.parametrize("M,N", [(200, 392), (64, 128)])
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "uint64"])
+@pytest.mark.parametrize("swizzle", [True, False])
+def test_integer_adds_match_torch(M, N, dtype, swizzle):
+    """The TMA unit's integer adds (.s32, .u32, .u64): exact, wrapping as unsigned adds do."""
+    need_sm90()
+    gen = torch.Generator().manual_seed(M * N)
+    t = getattr(torch, dtype)
+    hi = 1 << 20 if dtype == "int32" else 1 << 31
+    x = torch.randint(-hi if dtype == "int32" else 0, hi, (M, N), generator=gen).to(t).cuda()
+    y0 = torch.randint(0, hi, (M, N), generator=gen).to(t).cuda()
+    kern = tilelang.compile(scaled_add(M, N, dtype=dtype, swizzle=swizzle), target="cuda")
+    assert "tma_store_add" in kern.get_kernel_source()
+    y = y0.clone()
+    kern(x, y)
+    torch.cuda.synchronize()
+    want = (y0.cpu().to(torch.int64) + 2 * x.cpu().to(torch.int64))
+    if dtype == "uint32":
+        want = want % (1 << 32)
+    assert torch.equal(y.cpu().to(torch.int64), want)
+
+
 @pytest.mark.parametrize("blocks", [1, 37, 300])
 def test_many_blocks_into_one_tile(blocks):
     need_sm90()

@@ -151,7 +151,11 @@ def test_calling_a_dtype_builds_constants_and_casts():
     cast = T.float32(x)
     assert isinstance(cast, ir.Cast) and cast.value is x and cast.dtype is DType("float32")
     assert T.int32(x) is x  # same type: no cast
-    assert T.float32() is DType("float32")  # annotation position
+    v = T.float32()  # a fresh variable, as the reference's TVMScript makes
+    assert isinstance(v, ir.Var) and v.dtype is DType("float32")
+    assert (T.int32() & 0x7FFFFFFF).dtype is DType("int32")
+    pair = T.float16x2(x, 1.5)
+    assert [str(lane.dtype) for lane in pair] == ["float16", "float16"]
 
 
 def test_bfloat16_and_float8_constants_round():

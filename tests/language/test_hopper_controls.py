@@ -142,7 +142,7 @@ def test_named_barrier_lowers_to_bar_sync_and_interprets():
     import torch
 
     src = tilelang.lower(_named_sync_kernel(), target="cuda -arch=sm_90a")
-    assert "tl::named_barrier_sync(1, 128)" in src
+    assert "tl::__sync_thread_partial(1, 128)" in src
     a = torch.randn(256)
     b = torch.full((256,), float("nan"))
     tilelang.compile(_named_sync_kernel(), target="cpu")(a, b)

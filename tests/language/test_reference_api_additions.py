@@ -220,7 +220,7 @@ def test_fast_math_lowers_to_cuda_intrinsics_on_float32_only():
             B[5, tx] = T.__sin(A[tx])
             B[6, tx] = T.__cos(A[tx])
             B[7, tx] = T.__tan(A[tx])
-            B[8, tx] = T.__exp(tx)  # an integer argument is converted to float32
+            B[8, tx] = T.__exp(T.cast(tx, "float32"))
             G[tx] = T.__log(H[tx])
 
     src = _lower_and_compile(k)
@@ -228,6 +228,20 @@ def test_fast_math_lowers_to_cuda_intrinsics_on_float32_only():
         assert f"{cuda}(A[tx])" in src, cuda
     assert "__expf(((float)tx))" in src
     assert "tl::log(H[tx])" in src
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "bool", "float8_e4m3fn"])
+def test_fast_math_rejects_non_float_arguments(dtype):
+    # the reference's fast-math intrinsics take floating-point values only
+    with pytest.raises(TypeError, match=f"T.__exp only supports floating-point inputs, but got "
+                                        f"{dtype}") as info:
+        @T.prim_func
+        def k(A: T.Tensor((128,), dtype), B: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128):
+                tx = T.get_thread_binding()
+                B[tx] = T.__exp(A[tx])
+
+    assert "test_reference_api_additions.py" in str(info.value)
 
 
 # ---- warp all-reductions -----------------------------------------------------------------------

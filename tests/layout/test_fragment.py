@@ -197,6 +197,8 @@ def test_fragment_equal_examples():
     e = L.Fragment((2, 2), [(2, (1, 0))], [(2, (0, 1))])
     f = L.Fragment((2, 2), [(2, (1, 0))], [(2, (0, 1)), (1, (1, 1))])
     assert L.fragment_equal(e, f)
+    assert a.is_equal(b) and not a.is_equal(c) and e.is_equal(f)  # the reference's method
+    assert not a.is_equal(L.Layout((16,), lambda i: i))  # a Layout is never a Fragment
 
 
 def test_from_function_reference_style():

@@ -97,7 +97,7 @@ def test_T_namespace_and_annotate_compat():
     assert T.Layout is L.Layout and T.Fragment is L.Fragment
     lay = T.Layout((8, 8), lambda i, j: [i, j])
     assert hasattr(lay, "forward_index")  # T.annotate_layout keeps it as is
-    assert lay.get_input_shape() == [8, 8] and lay.get_output_shape() == [64]
+    assert lay.get_input_shape() == [8, 8] and lay.get_output_shape() == [8, 8]
 
 
 def test_import_does_not_load_matplotlib():

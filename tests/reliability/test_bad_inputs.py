@@ -1,6 +1,7 @@
 """Bad input never crashes, hangs or touches memory outside the tensors: wrong argument count,
 rank, shape, dtype, device, strides or type raise an error naming the parameter before anything
-runs; zero-size dimensions and views with offsets work; sizes beyond 32-bit index arithmetic are
+runs; a zero-size dimension that leaves a grid with no blocks is such an error (as in the
+reference, its issue 1993); views with offsets work; sizes beyond 32-bit index arithmetic are
 refused; NaN and Inf propagate as the semantics say. CPU target here; the `gpu` variants run the
 same calls on the device (after a warm-up call, so the fast call path is the one checked)."""
 
@@ -105,8 +106,10 @@ def test_failed_call_writes_nothing(add_cpu):
 
 
 def test_zero_size_dimension(add_cpu):
-    out = add_cpu(torch.empty(0, 8), torch.empty(0, 8))
-    assert out.shape == (0, 8)
+    # n = 0 makes the grid ceildiv(n, 4) empty: an error naming it, before anything runs
+    with pytest.raises(ValueError, match="grid extent 0 along x launches no blocks"):
+        add_cpu(torch.empty(0, 8), torch.empty(0, 8))
+    assert add_cpu(torch.ones(1, 8), torch.ones(1, 8)).shape == (1, 8)
 
 
 def test_views_with_offsets_stay_inside_their_tensor(add_cpu):

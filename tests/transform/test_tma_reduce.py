@@ -55,7 +55,7 @@ def test_row_major_tile_is_one_box():
 @pytest.mark.parametrize("why,kwargs,target,configs", [
     ("sm_80 has no TMA", {}, SM80, None),
     ("TMA turned off", {}, SM90, {"tl.disable_tma_lower": True}),
-    ("integer add", dict(dtype="int32"), SM90, None),
+    ("a type the TMA unit does not add", dict(dtype="float64"), SM90, None),
     ("not asked for", dict(use_tma=False), SM90, None),
 ])
 def test_element_wise_fallback(why, kwargs, target, configs, capsys):
@@ -71,7 +71,7 @@ def test_fallback_says_why(capsys):
 
 
 @requires_compiler
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "uint32", "uint64"])
 def test_compiles_for_sm90a(dtype):
     kern = tilelang.compile(scaled_add(200, 384, dtype=dtype), target=SM90)
     assert "tma_store_add" in kern.get_kernel_source()

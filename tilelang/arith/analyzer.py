@@ -28,7 +28,8 @@ _MEMO_LIMIT = 100_000
 
 
 class Analyzer:
-    __slots__ = ("_ranges", "_vb", "_sym", "_smemo", "_ememo", "_abound", "_dmemo", "_gen")
+    __slots__ = ("_ranges", "_vb", "_sym", "_smemo", "_ememo", "_abound", "_dmemo", "_gen",
+                 "_facts")
 
     def __init__(self):
         self._ranges: dict = {}   # Var -> (lo Expr, hi Expr), inclusive; source of truth
@@ -39,6 +40,7 @@ class Analyzer:
         self._abound: dict = {}   # atom id -> (lo, hi)
         self._dmemo: dict = {}    # (fdiv|fmod, dtype, c, sum key) -> sum
         self._gen = A.GENERATION[0]
+        self._facts: tuple = ()   # simplified conditions assumed true (T.assume)
 
     # ---- ranges ------------------------------------------------------------------------------
     def bind(self, var, lo, extent):
@@ -70,13 +72,34 @@ class Analyzer:
         if self._ranges.pop(var, None) is not None:
             self._rebuild()
 
+    def assume(self, cond):
+        """Take `cond` (a boolean expression; a conjunction is split) as true: `prove` answers
+        True for it and for its conjuncts, in the simplified form both take. Ranges are not
+        derived from it (bind them too where the condition bounds a variable)."""
+        cond = ir.as_expr(cond)
+        if isinstance(cond, ir.Logical) and cond.op == "and":
+            self.assume(cond.a)
+            self.assume(cond.b)
+            return
+        r = self.simplify(cond)
+        if type(r) is not ir.Const:
+            self._facts = self._facts + (r,)
+
+    def _implied(self, r) -> bool:
+        if isinstance(r, ir.Logical) and r.op == "and":
+            return self._implied(r.a) and self._implied(r.b)
+        key = A.expr_key(r)
+        return any(A.expr_key(f) == key for f in self._facts)
+
     @contextmanager
     def scope(self):
-        """Ranges bound inside the `with` block are dropped when it ends."""
+        """Ranges bound and facts assumed inside the `with` block are dropped when it ends."""
         saved = dict(self._ranges)
+        saved_facts = self._facts
         try:
             yield self
         finally:
+            self._facts = saved_facts
             if len(saved) != len(self._ranges) or any(self._ranges.get(v) is not r
                                                        for v, r in saved.items()):
                 self._ranges = saved
@@ -174,7 +197,9 @@ class Analyzer:
         if not cond.dtype.is_bool:
             cond = ir.compare("ne", cond, ir.const(0, cond.dtype))
         r = self.simplify(cond)
-        return type(r) is ir.Const and bool(r.value)
+        if type(r) is ir.Const:
+            return bool(r.value)
+        return bool(self._facts) and self._implied(r)
 
     def const_int_bound(self, e):
         """(lo, hi), inclusive, None for an unbounded side."""
@@ -221,7 +246,9 @@ class Analyzer:
         if not C.is_canon(e.dtype):
             return self.prove(ir.compare("eq", ir.binary("floormod", e, k), 0))
         self._enter()
-        return not C.fmod(self, C.to_sum(self, e), k, e.dtype)
+        if not C.fmod(self, C.to_sum(self, e), k, e.dtype):
+            return True
+        return bool(self._facts) and self.prove(ir.compare("eq", ir.binary("floormod", e, k), 0))
 
     def detect_linear(self, e, var):
         """(coef, rest) with e == coef * var + rest and neither part depending on var, or None.

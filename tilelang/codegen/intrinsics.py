@@ -14,7 +14,7 @@ from .ptx import PTX_RENDERERS
 _MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "tanh", "sin",
          "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "sigmoid", "rsqrt",
          "floor", "ceil", "round", "trunc", "nearbyint", "rcp", "sqrt", "abs", "pow", "fmod",
-         "atan2", "isnan", "isinf", "isfinite"}
+         "atan2", "isnan", "isinf", "isfinite", "max_nan", "min_nan"}
 
 _FAST = {"exp": "fast_exp", "exp2": "fast_exp2", "log": "fast_log", "log2": "fast_log2",
          "sin": "fast_sin", "cos": "fast_cos", "tanh": "fast_tanh", "rsqrt": "rsqrt",
@@ -135,9 +135,11 @@ def render_call(p, c: ir.Call) -> str:
         v, off, width = (p.expr(a) for a in c.args)
         return f"tl::{op}({v}, {off}, {width})"
     if op == "sync_threads":
-        if c.args:  # a named barrier for part of the block
-            return f"tl::named_barrier_sync({p.expr(c.args[0])}, {p.expr(c.args[1])})"
+        if c.args:  # a named barrier for part of the block (the reference's helper name)
+            return f"tl::__sync_thread_partial({p.expr(c.args[0])}, {p.expr(c.args[1])})"
         return "__syncthreads()"
+    if op == "named_barrier_arrive":
+        return f"tl::__named_barrier_arrive({p.expr(c.args[0])}, {p.expr(c.args[1])})"
     if op == "sync_warp":
         return "__syncwarp()"
     if op in ("pdl_trigger", "pdl_sync"):
@@ -156,7 +158,7 @@ def render_call(p, c: ir.Call) -> str:
         fn, wide = _VOTES[op]
         text = f"{fn}({', '.join(p.expr(a) for a in c.args)})"
         return f"((uint64_t){text})" if wide else text
-    if op in ("atomic_add", "atomic_max", "atomic_min"):
+    if op in ("atomic_add", "atomic_max", "atomic_min", "atomic_or"):
         order = attrs.get("memory_order", "relaxed")
         target, value = c.args
         extra = "" if order == "relaxed" else f", tl::MemoryOrder::{order}"
@@ -167,6 +169,8 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::{op}({_address(p, dst)}, {src_text})"
     if op == "atomic_load":
         return f"tl::atomic_load({_address(p, c.args[0])})"
+    if op == "ldg":  # the element read through the read-only data cache
+        return f"__ldg(&({p.expr(c.args[0])}))"
     if op == "atomic_store":
         return f"tl::atomic_store({_address(p, c.args[0])}, {p.expr(c.args[1])})"
     if op == "call_extern":

@@ -32,7 +32,9 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
         p.analyzer.bind(v, 0, t)
     decls = [_param_decl(x, p) for x in params + symbols + workspaces + list(tma)]
     threads = k.num_threads
-    bounds = f"{threads}, 1" if k.attr("warp_specialized") else f"{threads}"
+    min_blocks = k.attr("min_blocks_per_sm")  # T.annotate_min_blocks_per_sm
+    bounds = f"{threads}, {min_blocks}" if min_blocks else \
+        f"{threads}, 1" if k.attr("warp_specialized") else f"{threads}"
     cluster = k.attr("cluster_dims")
     if cluster and ctx.target.sm < 90:
         ctx.note(f"cluster_dims={cluster} ignored: thread block clusters need sm_90")

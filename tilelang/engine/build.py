@@ -171,8 +171,6 @@ class CUDAAdapter:
                 raise ValueError(f"{self.func.name}: cannot launch {k.name}: its {problem} "
                                  f"for the sizes of this call ({_sizes(symbols)})")
         for fn, k, grid in zip(self.functions, self.module.kernels, grids):
-            if any(g <= 0 for g in grid):
-                continue
             fn.launch(grid, k.block, k.smem_bytes, stream, args, dev_index)
 
     def _tma_source(self, d):

@@ -18,6 +18,7 @@ import threading
 from ..ir import nodes as ir
 
 _PY_BIN = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%"}
+_PY_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 def py_expr(e, names: dict) -> str:
@@ -38,6 +39,12 @@ def py_expr(e, names: dict) -> str:
             return f"int({a} / {b})"
     if isinstance(e, ir.Cast):
         return py_expr(e.value, names)
+    if isinstance(e, ir.Compare):  # conditions on sizes (T.assume checked by the host)
+        return f"({py_expr(e.a, names)} {_PY_CMP[e.op]} {py_expr(e.b, names)})"
+    if isinstance(e, ir.Logical):
+        return f"({py_expr(e.a, names)} {e.op} {py_expr(e.b, names)})"
+    if isinstance(e, ir.Unary) and e.op in ("not", "neg"):
+        return f"({'not ' if e.op == 'not' else '-'}{py_expr(e.a, names)})"
     raise NotImplementedError(f"shape expression {e}")
 
 
@@ -123,6 +130,11 @@ def make_fast_call(adapter, plan, slow):
     for v in module.symbols:
         if v not in names:
             return None
+    for cond in plan.func.attrs.get("host_assumptions", ()):  # the general path raises
+        try:
+            lines.append(f"    if not {py_expr(cond, names)}: return slow(args)")
+        except (NotImplementedError, KeyError):
+            return None
     lines.append("    funcs = FUNCS.get(dev)")
     lines.append("    if funcs is None: return slow(args)")
     if plan.outputs or module.workspaces:
@@ -131,7 +143,7 @@ def make_fast_call(adapter, plan, slow):
         if static_grid(k, names) is None:  # every grid checked before anything is launched
             lines.append(f"    grid{k_index} = "
                          f"({', '.join(py_expr(x, names) for x in k.grid)},)")
-            past = " or ".join(f"grid{k_index}[{a}] > {lim}"
+            past = " or ".join(f"not 0 < grid{k_index}[{a}] <= {lim}"
                                for a, lim in enumerate(ir.GRID_LIMITS[:len(k.grid)]))
             lines.append(f"    if {past}: return slow(args)  # which says why")
     outs = []

@@ -88,6 +88,14 @@ def error(exc_type, message, loc=None):
 ir_hooks.error = error
 
 
+def defer_error(exc_type, message):
+    """A located error raised when the function is compiled (for the CPU interpreter and
+    CUDA alike), not while it is traced: the reference finds these problems in its lowering,
+    so its programs define such functions without error and fail at tilelang.compile."""
+    b = current_builder(what="this operation")
+    b.attrs.setdefault("deferred_errors", []).append(error(exc_type, message))
+
+
 class Frame:
     """A block under construction: statements plus let/alloc markers."""
 
@@ -133,6 +141,7 @@ class Builder:
         self.outputs: list = []
         self.workspaces: list = []
         self.attrs: dict = {}
+        self.function_assumptions: list = []  # T.assume at function level: (cond, loc)
         self.symbols: dict = {}  # T.const / T.dyn names -> Var or int
         self.negative_points: dict = {}  # id(Load) -> (Load, [(dim, index < 0 as written)])
         self.names_used: dict = {}

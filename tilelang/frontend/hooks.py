@@ -69,8 +69,8 @@ def _expr_like(value) -> bool:
 def bind(name, value, prev=UNSET):
     """`name = value`: a store when `name` is a mutable scalar, a let binding when `value` is a
     non-trivial kernel expression inside a kernel, else plain Python binding."""
-    if prev is not UNSET and is_mutable_scalar(prev) and _expr_like(value) \
-            and value is not prev:
+    if prev is not UNSET and is_mutable_scalar(prev) and value is not prev and (
+            _expr_like(value) or getattr(value, "__tl_vector__", False)):
         store_scalar(prev, value)
         return prev
     b = Builder.current(required=False)
@@ -81,6 +81,11 @@ def bind(name, value, prev=UNSET):
         value = to_value(value, name)
     if isinstance(value, ir.Buffer) and value.name == "__unnamed":
         value.name = name
+        return value
+    named = getattr(value, "buffer", None)  # a vector T.alloc_var (language/vectors.py)
+    if getattr(value, "__tl_ref__", False) and isinstance(named, ir.Buffer) and \
+            named.name == "__unnamed":
+        named.name = name
         return value
     if isinstance(value, ir.Expr) and not isinstance(value, (ir.Var, ir.Const)):
         if not b.in_kernel():

@@ -76,10 +76,57 @@ def finish(b: Builder, func: Callable, name: Optional[str] = None) -> ir.PrimFun
     attrs = {k: v for k, v in b.attrs.items() if not k.endswith("_hook")}
     code = getattr(func, "__code__", None)
     source = (code.co_filename, code.co_firstlineno) if code is not None else None
+    host = host_assumptions(b.params, body)
+    if host:
+        attrs["host_assumptions"] = host
+    if b.outputs:  # the reference's record of the T.empty outputs, counted from the end
+        position = {id(p): i for i, p in enumerate(b.params)}
+        attrs["tilelang_out_idx"] = [position[id(o)] - len(b.params) for o in b.outputs]
     pf = ir.PrimFunc(name or func.__name__, b.params, body, attrs, b.outputs, b.workspaces,
                      source)
     check_semantics(pf)
     return pf
+
+
+def host_assumptions(params, body) -> tuple:
+    """The T.assume conditions the host checks at every call: those over the function's sizes
+    and scalar arguments alone that every launch reaches (at function level, or at a kernel's
+    top level, outside loops and branches). Each is kept once, in program order."""
+    from ..ir.visitor import collect
+
+    symbols = {p for p in params if isinstance(p, ir.Var)}
+    for p in params:
+        if isinstance(p, ir.Buffer):
+            for d in tuple(p.shape) + tuple(p.strides or ()):
+                if isinstance(d, ir.Expr):
+                    symbols.update(collect(d, lambda n: isinstance(n, ir.Var)))
+    found, seen = [], set()
+
+    def host_evaluable(cond):
+        return not collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call, ir.Buffer))) and \
+            all(v in symbols for v in collect(cond, lambda n: isinstance(n, ir.Var)))
+
+    def walk(s):
+        if isinstance(s, ir.Seq):
+            for x in s.stmts:
+                walk(x)
+        elif isinstance(s, ir.Attr) and s.key == "assume":
+            for cond in conjuncts(s.value):  # checked one by one: the message names the part
+                if host_evaluable(cond) and str(cond) not in seen:
+                    seen.add(str(cond))
+                    found.append(cond)
+            walk(s.body)
+        elif isinstance(s, (ir.Kernel, ir.LetStmt, ir.Allocate, ir.Attr)):
+            walk(s.body)
+
+    walk(body)
+    return tuple(found)
+
+
+def conjuncts(cond) -> list:
+    if isinstance(cond, ir.Logical) and cond.op == "and":
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
 
 
 def param_from_annotation(name: str, annotation):
@@ -89,6 +136,8 @@ def param_from_annotation(name: str, annotation):
         return annotation.to_buffer(name)
     if isinstance(annotation, DType):
         return ir.Var(name, annotation)
+    if isinstance(annotation, ir.Var):  # `n: T.int32()`
+        return ir.Var(name, annotation.dtype)
     if isinstance(annotation, HandleType):
         return ir.Var(name, DType("handle"))
     if isinstance(annotation, str):
@@ -109,11 +158,42 @@ def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
     return _trace_prim_func(func, scope)
 
 
+def _lazy_style(func, hints) -> bool:
+    """Whether `func` is written in the reference's lazy style: a parameter annotated by a
+    statement in the body (`A: T.Tensor[...]`), or T.empty outputs returned."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):  # no source to read
+        return False
+    params = set(inspect.signature(func).parameters)
+    unannotated = params - set(hints)
+    body_annotated = returns = empty = False
+    for node in ast.walk(tree.body[0]):
+        if isinstance(node, ast.AnnAssign) and node.value is None and \
+                isinstance(node.target, ast.Name) and node.target.id in unannotated:
+            body_annotated = True
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returns = True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "empty":
+            empty = True
+    return body_annotated or (returns and empty)
+
+
 def _trace_prim_func(func, scope: dict):
     if isinstance(func, ir.PrimFunc):
         return func
     hints = resolve_annotations(func, scope)
     sig = inspect.signature(func)
+    if _lazy_style(func, hints):
+        # the reference's lazy style in a prim_func: `A: T.Tensor[...]` statements in the
+        # body, T.empty outputs returned; traced as the lazy JIT traces it, without arguments
+        from ..jit.lazy import LazyJIT
+
+        return LazyJIT(func, {}).get_tir()
     params = []
     for pname, p in sig.parameters.items():
         ann = hints.get(pname, inspect.Parameter.empty)

@@ -204,9 +204,31 @@ class Program(ExprCompiler):
         return f
 
     def _s_Attr(self, s):
+        if s.key == "tensor_address":
+            return self._tensor_address(s)
+        if s.key == "assume":
+            return self._assume(s)
+        if s.key == "reducer_finalize":
+            # reducers are shared buffers updated atomically here: whole at every moment
+            return self.stmt(s.body)
         if self._role_parts(s) is None:
             return self.stmt(s.body)
         return self._role_statement(s)
+
+    def _assume(self, s):
+        """T.assume: a promise the compiler relies on; the interpreter checks it (on the GPU a
+        false one is undefined behaviour)."""
+        fc = self.as_type(s.value, ir.BOOL)
+        body, loc = self.stmt(s.body), s.loc
+
+        def f(ctx, mask):
+            ctx.mask, ctx.loc = mask, loc
+            if _fails_somewhere(fc(ctx), mask):
+                raise fail(ctx, ValueError, f"T.assume({s.value}) does not hold here: the "
+                                            "compiler relies on it (on the GPU a false "
+                                            "assumption is undefined behaviour)")
+            return body(ctx, mask)
+        return f
 
     def _s_Seq(self, s):
         fns = self._flatten(s)
@@ -267,13 +289,7 @@ class Program(ExprCompiler):
     _s_LetStmt = _s_Seq
     _s_Allocate = _s_Seq
 
-    def _s_Attr(self, s):
-        if s.key == "reducer_finalize":
-            # reducers are shared buffers updated atomically here: whole at every moment
-            return self.stmt(s.body)
-        if s.key != "tensor_address":
-            raise NotImplementedError(f"the CPU interpreter cannot execute Attr({s.key!r}) "
-                                      "statements")
+    def _tensor_address(self, s):
         # T.make_tensor(address, ...): bind the buffer to the memory at the address
         buf, addr = s.value
         faddr = self.expr(addr)
@@ -450,13 +466,7 @@ class Program(ExprCompiler):
         def f(ctx, mask):
             ctx.mask = mask
             ctx.loc = loc
-            c = fc(ctx)
-            if type(c) is np.ndarray and c.ndim:
-                bad = np.logical_not(c)
-                failed = (bad if mask is None else np.logical_and(bad, mask)).any()
-            else:
-                failed = not c
-            if failed:
+            if _fails_somewhere(fc(ctx), mask):
                 raise fail(ctx, AssertionError, text)
             return mask
         return f
@@ -680,3 +690,11 @@ def _holds_all(inner, outer) -> bool:
     if inner.is_unsigned:
         return outer.bits > inner.bits or (outer.is_unsigned and outer.bits >= inner.bits)
     return not outer.is_unsigned and outer.bits >= inner.bits
+
+
+def _fails_somewhere(cond, mask) -> bool:
+    """Whether a condition (one value, or one per thread) is false in a thread under `mask`."""
+    if type(cond) is np.ndarray and cond.ndim:
+        bad = np.logical_not(cond)
+        return bool((bad if mask is None else np.logical_and(bad, mask)).any())
+    return not cond

@@ -67,12 +67,13 @@ MATH_UNARY = {
 }
 _MATH_BINARY = {"pow": np.power, "fmod": np.fmod, "atan2": np.arctan2}
 _PREDICATES = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
-_NO_OPS = frozenset({"sync_threads", "sync_warp", "comment", "set_max_nreg", "wait_wgmma",
-                     "fence_proxy_async", "barrier_arrive", "barrier_wait", "no_set_max_nreg",
+_NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comment",
+                     "set_max_nreg", "wait_wgmma", "fence_proxy_async", "barrier_arrive",
+                     "barrier_wait", "no_set_max_nreg",
                      # the interpreter runs a program's kernels one after the other, which
                      # is what a programmatic dependent launch waits for
                      "pdl_trigger", "pdl_sync"})
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min"}
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or"}
 
 
 def _scalar(v):
@@ -120,7 +121,7 @@ def compile_call(c, e: ir.Call, want_value: bool = True):
         return _atomic(c, e, _ATOMICS[op], want_value)
     if op in ("atomic_addx2", "atomic_addx4"):
         return _atomic_vec(c, e)
-    if op == "atomic_load":
+    if op in ("atomic_load", "ldg"):  # ldg: a load through the read-only cache
         return c.expr(e.args[0])
     if op == "atomic_store":
         return _atomic_store(c, e)

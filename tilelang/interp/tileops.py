@@ -324,7 +324,8 @@ def _reduce_values(kind, x, dim, dt, nan_propagate):
             uf = np.fmax if kind == "max" else np.fmin
         return uf.reduce(x, axis=dim, initial=x.dtype.type(_initial(kind, dt)))
     if kind == "absmax":
-        return np.fmax.reduce(np.abs(x), axis=dim, initial=x.dtype.type(0))
+        uf = np.maximum if nan_propagate else np.fmax
+        return uf.reduce(np.abs(x), axis=dim, initial=x.dtype.type(0))
     uf = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[kind]
     return uf.reduce(x, axis=dim)
 
@@ -333,7 +334,7 @@ def _combine(kind, old, new, nan_propagate):
     if kind in ("sum", "abssum"):
         return old + new
     if kind in ("max", "absmax"):
-        return (np.maximum if nan_propagate and kind == "max" else np.fmax)(old, new)
+        return (np.maximum if nan_propagate else np.fmax)(old, new)
     if kind == "min":
         return (np.minimum if nan_propagate else np.fmin)(old, new)
     return {"bitand": np.bitwise_and, "bitor": np.bitwise_or,
@@ -348,6 +349,10 @@ def _reduce(c, s):
     what = f"T.reduce_{kind}"
 
     def run(ctx, mask):
+        st = ctx.bufs.get(src)
+        if isinstance(st, LocalStore) and st.per_lane:
+            _reduce_per_thread(ctx, mask, s, st, clear, narrow, what)
+            return
         _collective(ctx, mask, what)
         x = convert(tile_array(ctx, src, what), sdt, ddt)
         d = dim % x.ndim
@@ -362,6 +367,34 @@ def _reduce(c, s):
             r = round_to(r, ddt)
         darr[...] = np.reshape(r, darr.shape)
     return at_statement(s, run)
+
+
+def _reduce_per_thread(ctx, mask, s, st, clear, narrow, what):
+    """A reduction of a thread-private buffer into thread-private storage: each thread
+    reduces its own copy (lanes of the LocalStore), under the statement's mask."""
+    dst_st = ctx.bufs.get(s.dst)
+    if not isinstance(dst_st, LocalStore):
+        raise fail(ctx, NotImplementedError,
+                   f"{what} of local buffer {s.src.name}, whose contents differ between "
+                   f"threads, into the {scope_name(s.dst)} buffer {s.dst.name}: reduce into a "
+                   "local buffer or variable")
+    lead = len(st.space.shape)
+    x = convert(st.data, s.src.dtype, s.dst.dtype)
+    r = _reduce_values(s.kind, x, lead + s.dim % len(st.shape), s.dst.dtype, s.nan_propagate)
+    if not dst_st.per_lane:
+        dst_st._widen()
+    out_shape = dst_st.data.shape
+    r = np.reshape(r, out_shape)
+    if not clear:
+        r = _combine(s.kind, dst_st.data, r, s.nan_propagate)
+    if narrow:
+        r = round_to(r, s.dst.dtype)
+    if mask is None:
+        dst_st.data[...] = r
+    else:
+        keep = np.reshape(np.broadcast_to(mask, st.space.shape),
+                          st.space.shape + (1,) * (len(out_shape) - lead))
+        np.copyto(dst_st.data, r, where=np.broadcast_to(keep, out_shape), casting="unsafe")
 
 
 def _cumsum(c, s):

@@ -287,10 +287,23 @@ class DType(str):
 
     # ----- user-facing behaviour ------------------------------------------------------------
     def __call__(self, value=None, *args, **kwargs):
-        """`T.float32(0.0)` is a typed constant, `T.float32(x)` a cast; `T.int32()` in an
-        annotation position is tolerated and returns the dtype itself."""
-        if value is None:
-            return self
+        """`T.float32(0.0)` is a typed constant, `T.float32(x)` a cast, `T.int32()` a fresh
+        scalar variable of the type (the reference's TVMScript meaning; as a parameter
+        annotation it declares a scalar parameter). `T.float16x2(a, b)` (one value per lane)
+        is a vector (`T.Broadcast`'s kind)."""
+        if value is None and not args:
+            from .nodes import Var
+
+            return Var(kwargs.get("name", "v"), self)
+        if args:
+            if len(args) + 1 != self.lanes:
+                raise ValueError(f"{self}(...) takes one value per lane ({self.lanes}), got "
+                                 f"{len(args) + 1}")
+            from ..language.vectors import Vector
+            from .nodes import cast_to
+
+            scalar = DType(self.base)
+            return Vector(cast_to(v, scalar) for v in (value,) + args)
         from .nodes import cast_to
 
         return cast_to(value, self)
@@ -359,6 +372,7 @@ GEMM_ACCUMULATORS = {
 _ATOMIC_RMW = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "uint32", "uint64")
 ATOMIC_DTYPES = {
     "atomic_add": _ATOMIC_RMW, "atomic_max": _ATOMIC_RMW, "atomic_min": _ATOMIC_RMW,
+    "atomic_or": ("int32", "int64", "uint32", "uint64"),
     "atomic_addx2": ("float16", "bfloat16", "float32"),
     "atomic_addx4": ("float16", "bfloat16", "float32"),
     "atomic_load": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],

@@ -201,9 +201,9 @@ class Load(Expr):
 
 # Calls that have an effect beyond their value: never deduplicated, hoisted or dropped.
 SIDE_EFFECT_CALLS = frozenset({
-    "atomic_add", "atomic_max", "atomic_min", "atomic_addx2", "atomic_addx4", "atomic_store",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_addx2", "atomic_addx4", "atomic_store",
     "atomic_load", "call_extern", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync",
-    "sync_threads", "sync_warp", "print", "device_assert", "barrier_arrive", "barrier_wait",
+    "sync_threads", "named_barrier_arrive", "sync_warp", "print", "device_assert", "barrier_arrive", "barrier_wait",
     "call_packed", "ptx", "set_max_nreg", "wait_wgmma", "fence_proxy_async",
     "warp_reduce_sum", "warp_reduce_max", "warp_reduce_min", "warp_reduce_bitand",
     "warp_reduce_bitor",
@@ -481,6 +481,11 @@ BLOCK_LIMITS = (1024, 1024, 64)
 def launch_limit_problem(extents, limits=GRID_LIMITS, what="grid") -> Optional[str]:
     """Why a launch of these (int) extents is impossible, or None."""
     for axis, (e, lim) in enumerate(zip(extents, limits)):
+        if isinstance(e, int) and e < 1:
+            # the reference raises too (its issue 1993): a launch of no blocks is a bug in the
+            # caller's sizes, which a silent no-op would hide
+            return (f"{what} extent {e} along {'xyz'[axis]} launches no blocks (every extent "
+                    "must be at least 1)")
         if isinstance(e, int) and e > lim:
             return (f"{what} extent {e} along {'xyz'[axis]} is past CUDA's limit of {lim} "
                     f"(at most {', '.join(map(str, limits))} along x, y, z)")

@@ -32,20 +32,41 @@ def compile(func, out_idx=None, target="auto", target_host=None, execution_backe
                      compile_flags=compile_flags)
 
 
-def lower(func, target="auto", target_host=None, pass_configs=None, **kwargs) -> str:
+class LoweredSource(str):
+    """What `tilelang.lower` returns: the generated source, a `str`, that also answers to the
+    field of the reference's `CompiledArtifact` that holds it, `kernel_source` (the same
+    text). The reference's other fields (TVM modules) have no counterpart here."""
+
+    __slots__ = ()
+
+    @property
+    def kernel_source(self) -> str:
+        return str(self)
+
+    def __getattr__(self, name):
+        if name in ("host_mod", "device_mod", "rt_mod", "params"):
+            raise AttributeError(f"the result of tilelang.lower has no {name}: it is the "
+                                 "generated source (also as .kernel_source); TVM modules do "
+                                 "not exist here (docs/compatibility.md)")
+        raise AttributeError(name)
+
+
+def lower(func, target="auto", target_host=None, pass_configs=None, **kwargs) -> LoweredSource:
     """The generated source of `func` for `target`, without compiling it (CUDA C++ for cuda
-    targets, the printed IR for the CPU interpreter)."""
+    targets, the printed IR for the CPU interpreter), as a `str` that also has the
+    reference's `.kernel_source`."""
     from ..transform.uninitialized_reads import warn_uninitialized_reads
     from .target import parse_target, resolve_auto
 
     t = resolve_auto(parse_target(target))
     warn_uninitialized_reads(func)
     if t.kind == "cpu":
-        return str(func)
+        return LoweredSource(str(func))
     from ..engine.build import lower_cuda
     from ..transform.pass_config import normalize_pass_configs
 
-    return lower_cuda(func, t, {"pass_configs": normalize_pass_configs(pass_configs)}).source
+    return LoweredSource(lower_cuda(func, t, {
+        "pass_configs": normalize_pass_configs(pass_configs)}).source)
 
 
 def _is_kernel_style(func) -> bool:

@@ -131,6 +131,16 @@ class CallPlan:
             for d, s in enumerate(p.strides or ()):
                 if isinstance(s, ir.Var):
                     sources.setdefault(s, []).append(("stride", p.index, d))
+        # a size met only inside an extent `a * n + b` (T.Tensor((n * 4,), ...)) is solved
+        # from that extent, as the reference's argument binder does
+        for p in self.inputs:
+            if p.kind != "buffer":
+                continue
+            for d, s in enumerate(p.shape):
+                solved = _solvable(s, sources)
+                if solved is not None:
+                    var, a, b = solved
+                    sources.setdefault(var, []).append(("linear", p.index, (d, a, b)))
         return sources
 
     # ---- checks -----------------------------------------------------------------------------
@@ -185,6 +195,7 @@ class CallPlan:
                 a = full[p.index]
                 self._check_shape(p, a, symbols)
                 self._check_index_range(p, a.shape, a.stride())
+        self.check_assumptions(symbols)
         if device is None:
             device = tensor_device if tensor_device is not None else (
                 torch.device("cuda", torch.cuda.current_device()) if device_kind == "cuda"
@@ -219,6 +230,14 @@ class CallPlan:
             return a
         return a
 
+    def check_assumptions(self, symbols):
+        """The function's T.assume conditions on its sizes and scalar arguments hold for this
+        call (RuntimeError "Assume: ...", the reference's message, otherwise)."""
+        for cond in self.func.attrs.get("host_assumptions", ()):
+            if not eval_shape_expr(cond, symbols):
+                raise RuntimeError(f"Assume: {cond} does not hold for this call (kernel "
+                                   f"{self.name}: {_symbol_values(cond, symbols)})")
+
     def _bind_symbols(self, full):
         symbols = {}
         for var, (kind, idx, d) in self.symbols.items():
@@ -228,6 +247,15 @@ class CallPlan:
                 a = full[idx]
             if kind == "scalar":
                 symbols[var] = int(a)
+                continue
+            if kind == "linear":
+                dim, coef, const = d
+                extent = int(a.shape[dim])
+                if (extent - const) % coef:
+                    self._fail(ValueError, self.params[idx],
+                               f"shape[{dim}] = {extent} is not {coef} * {var.name} + {const} "
+                               "for any integer size")
+                symbols[var] = (extent - const) // coef
                 continue
             val = int(a.shape[d]) if kind == "shape" else int(a.stride(d))
             dt = var.dtype
@@ -326,7 +354,37 @@ def _dtype_matches(torch_dtype, dt: DType) -> bool:
         return False
 
 
+def _solvable(extent, known):
+    """(var, a, b) when `extent` is a * var + b for one size var not yet bound (ints a != 0,
+    b), else None."""
+    if not isinstance(extent, ir.Expr) or isinstance(extent, (ir.Var, ir.Const)):
+        return None
+    free = [v for v in _vars_of(extent) if v not in known]
+    if len(free) != 1 or len(set(_vars_of(extent))) != 1:
+        return None
+    from ..arith import Analyzer
+
+    linear = Analyzer().detect_linear(extent, free[0])
+    if linear is None:
+        return None
+    a, rest = linear
+    if not isinstance(a, int) or a == 0:
+        return None
+    b = ir.int_value(Analyzer().simplify(rest))
+    return None if b is None else (free[0], a, b)
+
+
+def _symbol_values(cond, symbols) -> str:
+    from ..ir.visitor import collect
+
+    names = {v: symbols[v] for v in collect(cond, lambda n: isinstance(n, ir.Var))
+             if v in symbols}
+    return ", ".join(f"{v.name} = {n}" for v, n in names.items())
+
+
 def _is_row_major(t) -> bool:
+    if t.numel() == 0:  # no element is addressed: any strides do (as torch's is_contiguous)
+        return True
     expected = 1
     for size, stride in zip(reversed(t.shape), reversed(t.stride())):
         if size != 1 and stride != expected:

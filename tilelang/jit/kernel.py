@@ -21,10 +21,14 @@ from .target import (DEFAULT_CUDA_ARCH, Target, device_arch, gpu_available, pars
 
 def check_launch_limits(func: ir.PrimFunc):
     """A located error for a T.Kernel whose static grid no GPU can launch (both targets
-    refuse it, so that they accept the same programs)."""
+    refuse it, so that they accept the same programs), or the first error the trace deferred
+    to compilation (frontend.builder.defer_error)."""
     from ..errors import located
     from ..ir.visitor import collect
 
+    deferred = func.attrs.get("deferred_errors")
+    if deferred:  # found while tracing (frontend.builder.defer_error)
+        raise deferred[0]
     for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
         problem = ir.launch_limit_problem(tuple(ir.int_value(g) for g in k.grid))
         if problem:
@@ -62,6 +66,19 @@ class JITKernel:
             raise TypeError(f"tilelang.compile expects a @T.prim_func, got "
                             f"{type(func).__name__}")
         self.prim_func = func
+        if out_idx is not None and func.outputs:
+            raise ValueError("Out index conflict: out_idx is specified and prim_func have "
+                             "returned `T.empty` tensors")
+        # the function's own T.annotate_pass_configs / T.annotate_compile_flags, under the
+        # caller's (as the reference merges them)
+        own_configs = func.attrs.get("tilelang_pass_configs")
+        if own_configs:
+            pass_configs = {**own_configs, **(pass_configs or {})}
+        own_flags = func.attrs.get("tilelang_compile_flags")
+        if own_flags:
+            pass_flags = [] if compile_flags is None else (
+                [compile_flags] if isinstance(compile_flags, str) else list(compile_flags))
+            compile_flags = list(own_flags) + pass_flags
         self.plan = CallPlan(func, out_idx)
         self.out_idx = list(self.plan.out_idx) if out_idx is not None or func.outputs else None
         self.target = parse_target(target)

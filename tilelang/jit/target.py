@@ -78,6 +78,11 @@ def parse_target(target) -> Target:
         return _parse_target_dict(target)
     text = str(target).strip().lower()
     if text in ("auto", ""):
+        from ..tvm.target import Target as ScopedTarget
+
+        scoped = ScopedTarget.current()  # `with tvm.target.Target(...):`
+        if scoped is not None:
+            return parse_target(str(scoped))
         return Target("auto")
     if text in ("cpu", "c", "llvm", "interp", "interpreter"):
         return Target("cpu")
@@ -115,12 +120,18 @@ def _cuda_arch(target, options) -> Optional[str]:
                 raise ValueError(f"target {target!r}: {value!r} is not an architecture; write "
                                  "sm_ followed by the compute capability, e.g. sm_80, sm_90a")
             arch = value
+    if arch == "sm_90":  # as the reference: Hopper code uses wgmma/TMA, which need sm_90a
+        arch = "sm_90a"
     return arch
 
 
 def _parse_target_dict(spec: dict) -> Target:
     """The reference's dictionary form, `{"kind": "cuda", "arch": "sm_80"}` (TVM's target
     configuration): "kind" picks the target as the string form does, "arch" the GPU."""
+    unknown = set(spec) - {"kind", "arch", "keys", "tag", "host", "libs"}
+    if unknown:  # TVM rejects keys a target kind does not have
+        raise ValueError(f"target dictionary {spec!r}: unknown keys: {sorted(unknown)} (a "
+                         "target dictionary has a 'kind' and optionally an 'arch')")
     kind = spec.get("kind")
     if not isinstance(kind, str):
         raise ValueError(f"target dictionary {spec!r} needs a 'kind' (e.g. 'cuda' or 'cpu')")
@@ -129,7 +140,8 @@ def _parse_target_dict(spec: dict) -> Target:
         if not isinstance(arch, str) or not _ARCH.fullmatch(arch.strip().lower()):
             raise ValueError(f"target dictionary {spec!r}: 'arch' must look like 'sm_90a' or "
                              "'sm_80'")
-        return Target("cuda", arch.strip().lower())
+        # through the string form, which also reads sm_90 as sm_90a (as the reference)
+        return parse_target(f"cuda -arch={arch.strip().lower()}")
     return parse_target(kind)
 
 

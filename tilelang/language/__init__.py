@@ -12,14 +12,14 @@ from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
                      get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx,
-                     get_warp_idx_sync)
+                     get_warp_idx_sync, shuffle_elect)
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, parallel, serial,
                     thread_binding, unroll, vectorized)
 from .macro import Var, macro
-from .math import (Cast, Select, abs, acos, asin, atan, atan2, bitwise_and, bitwise_not,
-                   bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh, div, erf,
-                   exp, exp2, exp10, expm1, fabs, fast_exp, floor, floordiv, floormod, fmod,
-                   if_then_else, indexdiv, indexmod, infinity, isfinite, isinf, isnan, log,
+from .math import (Cast, Select, abs, acos, align_up, asin, atan, atan2, bitwise_and,
+                   bitwise_not, bitwise_or, bitwise_xor, cast, ceil, ceildiv, clamp, cos, cosh,
+                   div, erf, exp, exp2, exp10, expm1, fabs, fast_exp, floor, floordiv,
+                   floormod, fmod, if_then_else, indexdiv, indexmod, infinity, isfinite, isinf, isnan, log,
                    log1p, log2, log10, max, max_value, min, min_value, nearbyint, pow, rcp,
                    reinterpret, round, rsqrt, shift_left, shift_right, sigmoid, sin, sinh,
                    sqrt, tan, tanh, trunc, truncdiv, truncmod)
@@ -32,12 +32,15 @@ from .misc import (barrier_arrive, barrier_wait, create_list_of_mbarrier, fence_
 from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc, any_of,
                    warp_reduce_bitand, warp_reduce_bitor, warp_reduce_max, warp_reduce_min,
                    warp_reduce_sum)
-from .misc import (access_ptr, address_of, annotate_l2_hit_ratio, annotate_layout,
-                   annotate_padding, annotate_restrict_buffers, annotate_safe_value,
+from .misc import (__ldg, access_ptr, address_of, annotate_compile_flags, annotate_l2_hit_ratio,
+                   annotate_layout, annotate_pass_configs,
+                   annotate_min_blocks_per_sm, annotate_padding, annotate_restrict_buffers,
+                   annotate_safe_value, assume,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
-                   shfl_xor, sync_global, sync_grid, sync_threads, sync_warp, use_swizzle)
+                   named_barrier_arrive, shfl_xor, sync_global, sync_grid, sync_threads,
+                   sync_warp, use_swizzle)
 from .misc import cp_async_barrier_noinc, ptx_commit_group, ptx_cp_async, ptx_wait_group
 from .misc import (activemask, all_sync, any_sync, ballot, ballot_sync, syncthreads_and,
                    syncthreads_count, syncthreads_or)
@@ -48,13 +51,15 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
+from .vectors import (Broadcast, Ramp, abs2, add2, extract_lane, fma2, max2, min2, mul2,
+                      sub2)
 from .ptx import ptx_ldmatrix, ptx_mma
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_store, c2d_im2col, clear,
-                       copy, cummax, cumsum, fill, gemm, gemm_sp, gemm_v1, gemm_v2, im2col,
-                       reduce, reduce_absmax, reduce_abssum, reduce_bitand, reduce_bitor,
-                       reduce_bitxor, reduce_max, reduce_min, reduce_sum, store_cluster_sum,
-                       tma_copy, wgmma_gemm, wgmma_gemm_sp)
+                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
+                       c2d_im2col, clear, copy, cummax, cumsum, fill, gemm, gemm_sp, gemm_v1,
+                       gemm_v2, im2col, reduce, reduce_absmax, reduce_abssum, reduce_bitand,
+                       reduce_bitor, reduce_bitxor, reduce_max, reduce_min, reduce_sum,
+                       store_cluster_sum, tma_copy, transpose, wgmma_gemm, wgmma_gemm_sp)
 from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTensor, Tensor,
                     TensorSpec, bfloat16, bool_ as bool, const, double, dyn, dynamic, empty,
                     float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32, float64, half,

@@ -71,6 +71,15 @@ def alloc_var(dtype="float32", init=None, *args, scope="local.var", **kwargs):
     if not b.in_kernel():
         raise error(RuntimeError, "T.alloc_var must be called inside `with T.Kernel(...)`")
     dt = DType(dtype)
+    if dt.lanes > 1:  # one private element per lane (language/vectors.py)
+        from .vectors import VectorVar
+
+        buf = ir.Buffer(UNNAMED, (dt.lanes,), dt.with_lanes(1), "local", loc=current_loc())
+        b.declare_local(buf, None)
+        var = VectorVar(buf, dt)
+        if init is not None:
+            var.store(init)
+        return var
     buf = ir.Buffer(UNNAMED, (1,), dt, "local.var", loc=current_loc())
     b.declare_local(buf, ir.cast_to(0 if init is None else init, dt))
     return buf

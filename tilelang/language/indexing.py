@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..frontend.builder import current_builder, current_loc, error
 from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
+from .vectors import Vector, lane_indices
 
 
 def _normalize_index(buffer: ir.Buffer, dim: int, index):
@@ -91,6 +92,10 @@ def _simplify_extent(v):
 
 
 def buffer_getitem(buffer: ir.Buffer, key):
+    lanes = lane_indices(buffer, _as_key_tuple(key))
+    if lanes is not None:  # T.Ramp: a vector of element loads
+        return Vector(ir.Load(buffer, tuple(_index_expr(i) for i in idx), buffer.dtype)
+                      for idx in lanes)
     kind, payload = parse_subscript(buffer, key)
     if kind == "point":
         load = ir.Load(buffer, payload, buffer.dtype)
@@ -137,9 +142,22 @@ def store_element(buffer: ir.Buffer, indices, value):
 
 
 def buffer_setitem(buffer: ir.Buffer, key, value):
+    lanes = lane_indices(buffer, _as_key_tuple(key))
+    if lanes is not None:  # T.Ramp: one element store per lane
+        values = _vector_values(value, len(lanes), f"{buffer.name}[{len(lanes)} lanes]")
+        for idx, v in zip(lanes, values):
+            store_element(buffer, tuple(_index_expr(i) for i in idx), v)
+        return
     kind, payload = parse_subscript(buffer, key)
     if kind == "point":
+        if isinstance(value, Vector):
+            raise error(TypeError, f"a vector of {len(value)} lanes cannot be stored into one "
+                                   f"element of {buffer.name}; store it into a region or with "
+                                   "a T.Ramp index")
         store_element(buffer, payload, value)
+        return
+    if isinstance(value, Vector):
+        _store_vector_region(buffer, payload, value)
         return
     if isinstance(value, (ir.BufferRegion, ir.Buffer)) and not (
             isinstance(value, ir.Buffer) and value.scope == "local.var"):
@@ -153,6 +171,35 @@ def buffer_setitem(buffer: ir.Buffer, key, value):
 
 
 ir_hooks.getitem, ir_hooks.setitem = buffer_getitem, buffer_setitem
+
+
+def _vector_values(value, n, where):
+    if isinstance(value, Vector):
+        if len(value) != n:
+            raise error(ValueError, f"a vector of {len(value)} lanes is stored into {where}")
+        return value.lanes
+    return (value,) * n
+
+
+def _store_vector_region(buffer, region, value: Vector):
+    """`buf[a:b] = vector`: lane i into the region's i-th element (one dimension of extent
+    `lanes`; a broadcast fills the region)."""
+    wide = [d for d, (_, ext) in enumerate(region) if not (isinstance(ext, int) and ext == 1)]
+    if len(wide) != 1 or region[wide[0]][1] != len(value):
+        extents = [ext for _, ext in region]
+        raise error(ValueError, f"a vector of {len(value)} lanes is stored into a region of "
+                                f"{buffer.name} with extents {extents}; it needs one "
+                                f"dimension of {len(value)} elements")
+    if value.is_broadcast():
+        from .tile_ops import fill
+
+        fill(ir.BufferRegion(buffer, region), value.lanes[0])
+        return
+    d = wide[0]
+    for i, v in enumerate(value.lanes):
+        idx = [ir.as_expr(start) for start, _ in region]
+        idx[d] = ir.binary("add", idx[d], i)
+        store_element(buffer, tuple(idx), v)
 
 
 class Ref(ir.ExprOps):

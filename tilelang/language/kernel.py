@@ -124,6 +124,8 @@ class Kernel:
             attrs.append(("prelude", self.prelude))
         if self.cluster_dims:
             attrs.append(("cluster_dims", self.cluster_dims))
+        for cond, loc in reversed(b.function_assumptions):  # T.assume before the kernel
+            body = ir.Attr("assume", cond, body, loc=loc)
         b.emit(ir.Kernel(self.grid, self.threads, self.block_vars, self.thread_vars, body,
                          tuple(frame.data["allocs"]), tuple(attrs), loc=self.loc))
         return False
@@ -197,19 +199,35 @@ def get_block_extents() -> list:
     return [k.grid[d] if d < len(k.grid) else 1 for d in range(3)]
 
 
-def get_lane_idx(warp_size: int = 32):
-    """This thread's lane within its warp."""
-    return get_thread_binding(0) % warp_size
+def get_lane_idx(warp_size: int = None):
+    """This thread's lane within its warp (`warp_size`: 32 when None, the NVIDIA warp)."""
+    return get_thread_binding(0) % (warp_size or 32)
 
 
-def get_warp_idx_sync(warp_size: int = 32):
+def get_warp_idx_sync(warp_size: int = None):
     """This thread's warp within the block (threadIdx.x // 32)."""
-    return get_thread_binding(0) // warp_size
+    return get_thread_binding(0) // (warp_size or 32)
 
 
 get_warp_idx = get_warp_idx_sync
 
 
-def get_warp_group_idx(warp_size: int = 32, warps_per_group: int = 4):
-    """This thread's warpgroup (4 warps, 128 threads) within the block."""
-    return get_thread_binding(0) // (warp_size * warps_per_group)
+def shuffle_elect(thread_extent: int):
+    """True in exactly one thread of each group of `thread_extent` consecutive threads (the
+    first; `thread_extent=0`: thread 0 of the block), False elsewhere."""
+    if isinstance(thread_extent, ir.Const):
+        thread_extent = thread_extent.value
+    if isinstance(thread_extent, bool) or not isinstance(thread_extent, int) or \
+            thread_extent < 0:
+        raise error(ValueError, f"T.shuffle_elect takes a non-negative int thread extent, got "
+                                f"{thread_extent!r}")
+    tx = get_thread_binding(0)
+    if thread_extent == 0:
+        return ir.compare("eq", tx, 0)
+    return ir.compare("eq", ir.binary("floormod", tx, thread_extent), 0)
+
+
+def get_warp_group_idx(warp_size: int = None, warps_per_group: int = None):
+    """This thread's warpgroup (4 warps, 128 threads, when the arguments are None) within the
+    block."""
+    return get_thread_binding(0) // ((warp_size or 32) * (warps_per_group or 4))

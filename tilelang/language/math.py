@@ -149,6 +149,12 @@ def ceildiv(a, b):
     return ir.binary("floordiv", ir.binary("add", a, ir.binary("sub", b, 1)), b)
 
 
+def align_up(a, b):
+    """`a` rounded up to a multiple of `b`: `T.ceildiv(a, b) * b`."""
+    c = ceildiv(a, b)
+    return c * b if isinstance(c, int) and isinstance(b, int) else ir.binary("mul", c, b)
+
+
 def floordiv(a, b):
     """Division rounding towards negative infinity (Python's `//`)."""
     if isinstance(a, int) and isinstance(b, int):
@@ -192,9 +198,14 @@ def Cast(dtype, value):  # noqa: N802 - the reference's (TVM's) name and argumen
     return ir.cast_to(value, dtype)
 
 
-def clamp(x, lo, hi):
-    """`min(max(x, lo), hi)`."""
-    return ir.binary("min", ir.binary("max", x, lo), hi)
+def clamp(x, min_val=None, max_val=None):
+    """`min(max(x, min_val), max_val)` (either bound may be omitted; the reference's keyword
+    names)."""
+    if min_val is not None:
+        x = ir.binary("max", x, min_val)
+    if max_val is not None:
+        x = ir.binary("min", x, max_val)
+    return ir.as_expr(x)
 
 
 def bitwise_and(a, b):
@@ -337,9 +348,17 @@ def __exp2(x):  # noqa: N802
 # functions. The interpreter computes them accurately.
 
 def _fast_unary(op, cuda_name, what):
-    return _float_unary(op, f"{what} with CUDA's fast approximate `{cuda_name}` on float32 "
-                            "(other float types: the accurate function; integers are converted "
-                            "to float32).")
+    def fn(x):
+        e = ir.as_expr(x)
+        # the reference rejects what has no fast-math form (integers, bool, float8)
+        if not e.dtype.is_float or e.dtype.is_float8 or e.dtype.is_float4():
+            raise error(TypeError, f"T.{op} only supports floating-point inputs, but got "
+                                   f"{e.dtype}")
+        return ir.Call(op, (e,), e.dtype)
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = (f"{what} with CUDA's fast approximate `{cuda_name}` on float32 (float16, "
+                  "bfloat16, float64: the accurate function). Other types are a TypeError.")
+    return fn
 
 
 __exp = _fast_unary("__exp", "__expf", "`e**x`")

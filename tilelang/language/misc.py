@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..frontend.builder import current_builder, emit, error
+from ..frontend.builder import current_builder, current_loc, emit, error
 from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
 from ..ir.dtype import DType
@@ -44,6 +44,29 @@ def use_swizzle(panel_size: int = 8, order: str = "row", enable: bool = True):
                                             "column")))
 
 
+def annotate_pass_configs(configs: dict):
+    """Pass configs of this function (`{PassConfigKey.TL_ENABLE_FAST_MATH: True}`), merged
+    under those `tilelang.compile` / `@tilelang.jit` are given (theirs win). Anywhere in the
+    function body, before or after the tensor annotations."""
+    b = current_builder(what="T.annotate_pass_configs")
+    if not isinstance(configs, dict):
+        raise error(TypeError, f"T.annotate_pass_configs takes a dict of pass configs, got "
+                               f"{type(configs).__name__}")
+    b.attrs["tilelang_pass_configs"] = dict(configs)
+
+
+def annotate_compile_flags(flags):
+    """Extra CUDA compiler flags of this function (a string or a list of strings), added after
+    those `tilelang.compile` / `@tilelang.jit` are given."""
+    b = current_builder(what="T.annotate_compile_flags")
+    if isinstance(flags, str):
+        flags = [flags]
+    if not isinstance(flags, (list, tuple)) or not all(isinstance(f, str) for f in flags):
+        raise error(TypeError, f"T.annotate_compile_flags takes a string or a list of strings, "
+                               f"got {flags!r}")
+    b.attrs["tilelang_compile_flags"] = list(flags)
+
+
 def annotate_layout(layout_map: dict):
     """Fix the physical layout of shared buffers / fragments (results are unchanged)."""
     if not isinstance(layout_map, dict):
@@ -56,7 +79,75 @@ def annotate_layout(layout_map: dict):
             from ..layout import Layout
 
             layout = Layout.from_function(buf.shape, layout)
+        from ..layout.fragment_map import FragmentMap
+
+        if isinstance(layout, FragmentMap):
+            raise error(ValueError, f"T.annotate_layout: the fragment given for {buf.name} "
+                                    f"cannot be a register layout here ({layout.reason}); "
+                                    "this compiler lays out fragments whose map is a thread "
+                                    "part plus a local part, each a mixed-radix sum of strides")
+        if buf.scope in ("shared", "shared.dyn"):
+            _check_injective(buf, layout)
         _kernel_attrs().append(("layout", (buf, layout)))
+
+
+_ENUMERATION_LIMIT = 1 << 22  # elements of a shared tile checked one by one
+
+
+def _check_injective(buf, layout):
+    """Two elements of a shared tile at one address would silently alias: a layout must give
+    every logical element of the buffer its own physical position."""
+    from ..layout import Fragment, Layout
+
+    if not isinstance(layout, Layout) or isinstance(layout, Fragment):
+        return
+    shape = [s for s in buf.shape]
+    if not all(isinstance(s, int) for s in shape) or math.prod(shape) > _ENUMERATION_LIMIT \
+            or tuple(layout.shape) != tuple(shape):
+        return
+    try:
+        off = layout.offsets().ravel()
+    except (TypeError, ValueError):
+        return  # a function only the code generator can evaluate: checked there
+    if off.size == 0:
+        return
+    if off.min() < 0:
+        k = int(off.argmin())
+        raise error(ValueError, f"the layout of shared buffer `{buf.name}` maps element "
+                                f"{_coords(k, shape)} to a negative position {int(off[k])}")
+    order = off.argsort(kind="stable")
+    same = (off[order][1:] == off[order][:-1]).nonzero()[0]
+    if same.size:
+        a, b = int(order[same[0]]), int(order[same[0] + 1])
+        raise error(ValueError, f"the layout of shared buffer `{buf.name}` must be injective: "
+                                f"logical elements {_coords(a, shape)} and {_coords(b, shape)} "
+                                f"both map to physical coordinates "
+                                f"{_physical(layout, _coords(a, shape))}")
+
+
+def _coords(flat, shape):
+    out = []
+    for n in reversed(shape):
+        out.append(flat % n)
+        flat //= n
+    return tuple(reversed(out))
+
+
+def _physical(layout, coords):
+    r = layout._fn(*coords)
+    return tuple(int(x) for x in r) if isinstance(r, (list, tuple)) else (int(r),)
+
+
+def annotate_min_blocks_per_sm(min_blocks: int):
+    """Ask for at least `min_blocks` resident blocks per SM: the kernel is compiled with
+    `__launch_bounds__(threads, min_blocks)`, so ptxas limits registers to fit them. Only
+    speed changes (the interpreter ignores it)."""
+    if isinstance(min_blocks, ir.Const):
+        min_blocks = min_blocks.value
+    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
+        raise error(ValueError, f"T.annotate_min_blocks_per_sm takes a positive int, got "
+                                f"{min_blocks!r}")
+    _kernel_attrs().append(("min_blocks_per_sm", min_blocks))
 
 
 def annotate_safe_value(safe_value_map: dict):
@@ -121,24 +212,54 @@ def annotate_consumer_reg_alloc(reg_count: int = 240):
 # ---- synchronisation and warp primitives ---------------------------------------------------------
 
 
-def sync_threads(barrier_id=None, arrive_count=None):
-    """Block-wide barrier (`__syncthreads()`). With `barrier_id` (1-15): a named barrier for
-    `arrive_count` threads (default: the whole block), e.g. one warpgroup inside a T.ws role."""
-    if barrier_id is None:
-        emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
-        return
-    if not isinstance(barrier_id, int) or not 0 <= barrier_id < 16:
-        raise error(ValueError, f"T.sync_threads barrier_id must be an int in [0, 16), got "
-                                f"{barrier_id!r}")
+def _barrier_operand(value, what, name):
+    """A named barrier's id or thread count: an int, or an integer expression (checked on the
+    GPU, as in the reference: the id a thread computes, e.g. from its warpgroup)."""
+    if isinstance(value, ir.Const):
+        value = value.value
+    if isinstance(value, bool) or not isinstance(value, (int, ir.Expr)) or (
+            isinstance(value, ir.Expr) and not value.dtype.is_int):
+        raise error(TypeError, f"{what} {name} must be an int or an integer expression, got "
+                               f"{value!r}")
+    return value
+
+
+def _named_barrier_args(what, barrier_id, arrive_count):
+    barrier_id = _barrier_operand(barrier_id, what, "barrier_id")
+    if isinstance(barrier_id, int) and not 0 <= barrier_id < 16:
+        raise error(ValueError, f"{what} barrier_id must be in [0, 16) (the hardware's 16 named "
+                                f"barriers), got {barrier_id}")
     if arrive_count is None:
         from .kernel import get_thread_extents
 
         arrive_count = math.prod(get_thread_extents())
-    if not isinstance(arrive_count, int) or arrive_count <= 0 or arrive_count % 32:
-        raise error(ValueError, f"T.sync_threads arrive_count must be a positive multiple of "
-                                f"32 (whole warps), got {arrive_count!r}")
-    emit(ir.Evaluate, ir.Call("sync_threads", (ir.const(barrier_id), ir.const(arrive_count)),
+    arrive_count = _barrier_operand(arrive_count, what, "arrive_count")
+    if isinstance(arrive_count, int) and (arrive_count <= 0 or arrive_count % 32):
+        raise error(ValueError, f"{what} arrive_count must be a positive multiple of 32 (whole "
+                                f"warps), got {arrive_count!r}")
+    return ir.as_expr(barrier_id), ir.as_expr(arrive_count)
+
+
+def sync_threads(barrier_id=None, arrive_count=None):
+    """Block-wide barrier (`__syncthreads()`). With `barrier_id` (0-15, an int or an integer
+    expression): the named barrier `bar.sync id, n` for `arrive_count` threads (default: the
+    whole block), e.g. one warpgroup inside a T.ws role."""
+    if barrier_id is None:
+        emit(ir.Evaluate, ir.Call("sync_threads", (), DType("int32")))
+        return
+    emit(ir.Evaluate, ir.Call("sync_threads",
+                              _named_barrier_args("T.sync_threads", barrier_id, arrive_count),
                               DType("int32")))
+
+
+def named_barrier_arrive(barrier_id, thread_count):
+    """Arrive at named barrier `barrier_id` (0-15) of `thread_count` threads without waiting
+    (`bar.arrive`): the other side waits with `T.sync_threads(barrier_id, thread_count)`. On
+    the CPU interpreter, where thread-dependent branches run one after the other in program
+    order, barriers order nothing and this does nothing."""
+    emit(ir.Evaluate, ir.Call("named_barrier_arrive",
+                              _named_barrier_args("T.named_barrier_arrive", barrier_id,
+                                                  thread_count), DType("int32")))
 
 
 def sync_warp(mask=None):
@@ -473,6 +594,29 @@ def device_assert(cond, msg=""):
     emit(ir.Assert, ir.as_expr(cond), str(msg))
 
 
+def assume(cond):
+    """Promise that `cond` holds from here to the end of the enclosing block (at function
+    level: in every kernel launched after it). The compiler may rely on it: bounds guards it
+    implies are dropped (`T.assume(0 <= i and i < N)` before `A[i]`), and the bounds it puts
+    on a loop or kernel variable are used like those of an enclosing `if`. A condition on the
+    function's sizes and scalar arguments alone is checked at every call (RuntimeError
+    "Assume: ..."); any other is checked by the CPU interpreter where it is reached, and is
+    undefined behaviour on the GPU when false."""
+    b = current_builder(what="T.assume")
+    if isinstance(cond, bool) or (isinstance(cond, ir.Const) and cond.dtype.is_bool):
+        value = cond if isinstance(cond, bool) else bool(cond.value)
+        if not value:
+            raise error(ValueError, "T.assume(False): the assumed condition never holds")
+        return
+    e = ir.as_expr(cond)
+    if not e.dtype.is_bool:
+        e = ir.compare("ne", e, ir.const(0, e.dtype))
+    if b.in_kernel():
+        b.scope_attr("assume", e)
+    else:  # wraps the body of each kernel opened after it (language/kernel.py)
+        b.function_assumptions.append((e, current_loc()))
+
+
 # ---- explicit Hopper pipelines (mbarriers, warpgroup roles, wgmma waits) ------------------------
 
 
@@ -692,6 +836,33 @@ def call_intrin(*args, dtype=None):
     if len(args) >= 2:
         args = (args[0], str(args[1])) + args[2:]
     return call_extern(*args)
+
+
+def __ldg(load_or_buf, index=None):  # noqa: N802 - the reference's name
+    """Read one global element through the read-only data cache (`__ldg(&x[i])` on CUDA; a
+    plain load on the interpreter): `T.__ldg(x[i])`, or `T.__ldg(x, i)` for a 1-D buffer."""
+    if isinstance(load_or_buf, ir.Buffer):
+        if index is None:
+            raise error(ValueError, "T.__ldg(Buffer, index) requires an index when passing a "
+                                    "Buffer")
+        if isinstance(index, (list, tuple)):
+            if len(index) != 1:
+                raise error(ValueError, "T.__ldg currently supports 1D flattened indices")
+            index = index[0]
+        if len(load_or_buf.shape) != 1:
+            raise error(ValueError, "T.__ldg currently supports 1D flattened indices")
+        load_or_buf = ir.Load(load_or_buf, (ir.as_expr(index),), load_or_buf.dtype)
+    if not isinstance(load_or_buf, ir.Load):
+        raise error(TypeError, f"T.__ldg expects a buffer element such as x[i], got "
+                               f"{load_or_buf!r}")
+    buf, dt = load_or_buf.buffer, load_or_buf.dtype
+    if buf.scope != "global":
+        raise error(ValueError, f"T.__ldg reads global memory through the read-only cache; "
+                                f"{buf.name} is {buf.scope}")
+    if dt.lanes != 1 or dt.is_float8 or dt.is_bool:
+        raise error(TypeError, f"T.__ldg loads integers and float16/bfloat16/float32/float64 "
+                               f"elements (CUDA's __ldg overloads), got {dt}")
+    return ir.Call("ldg", (load_or_buf,), dt)
 
 
 def address_of(load):

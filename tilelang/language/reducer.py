@@ -126,8 +126,22 @@ def finalize_reducer(reducer, dst=None, batch: int = 1, annotations=None):
     barrier that orders the updates before later reads is inserted as usual). With `dst`
     (the reference's v2 form), the result is also copied into `dst`."""
     _op_of(reducer, "T.finalize_reducer")
-    if not isinstance(batch, int) or batch < 1:
-        raise error(ValueError, f"T.finalize_reducer batch must be an int >= 1, got {batch!r}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise error(ValueError, f"T.finalize_reducer: batch must be >= 1 (an int), got "
+                                f"{batch!r}")
+    # `batch` groups the reference's cross-thread combines; it must split the outputs evenly
+    total = 1
+    for n in reducer.shape:
+        total = total * n if isinstance(n, int) else None
+        if total is None:
+            break
+    if total is not None and batch > 1:
+        if batch > total:
+            raise error(ValueError, f"T.finalize_reducer: batch {batch} exceeds total output "
+                                    f"elements ({total}) of {reducer.name}")
+        if total % batch:
+            raise error(ValueError, f"T.finalize_reducer: batch {batch} must evenly divide the "
+                                    f"{total} output elements of {reducer.name}")
     # a marker with nothing inside: a no-op for the shared form (and the interpreter); where
     # the reducer became register partials, the cross-thread combine
     emit(ir.Attr, FINALIZE, reducer, ir.Seq(()))

@@ -7,7 +7,7 @@ extents already follow the reference's pairing rules (SEMANTICS.md §3).
 
 from __future__ import annotations
 
-from ..frontend.builder import current_builder, current_loc, emit, error
+from ..frontend.builder import current_builder, current_loc, defer_error, emit, error
 from ..ir import nodes as ir
 from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
 from .indexing import written_negative
@@ -232,7 +232,17 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
 
 
 def async_copy(src, dst, **kwargs):
-    """`T.copy`: copies global->shared are asynchronous wherever the pipeline allows anyway."""
+    """`T.copy` of global memory into shared memory (the only copy cp.async makes; anything
+    else is an error, as in the reference). Here it completes before the next statement: the
+    copies of a pipeline are asynchronous wherever it allows anyway."""
+    _check_tile_context("T.async_copy")
+    s_buf, d_buf = (x if isinstance(x, ir.Buffer) else getattr(x, "buffer", None)
+                    for x in (src, dst))
+    if s_buf is not None and d_buf is not None and (
+            s_buf.scope != "global" or d_buf.scope not in ("shared", "shared.dyn")):
+        defer_error(ValueError, f"T.async_copy only supports global->shared/shared.dyn copies "
+                                f"(cp.async), got {s_buf.scope} {s_buf.name} -> {d_buf.scope} "
+                                f"{d_buf.name}; use T.copy")
     copy(src, dst, **kwargs)
 
 
@@ -453,14 +463,20 @@ def wgmma_gemm(*args, **kwargs):
 # ---- reductions and scans ---------------------------------------------------------------------
 
 
-def _reduce(kind, src, dst, dim, clear, nan_propagate=False):
+def _reduce(kind, src, dst, dim, clear, nan_propagate=False, batch=1):
     _check_tile_context(f"T.reduce_{kind}")
+    # `batch` groups the reference's cross-thread AllReduce calls (fewer barriers); here every
+    # reduction of one statement is combined together anyway, so it only has to be valid
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise error(ValueError, f"T.reduce_{kind}: batch must be >= 1 (an int), got {batch!r}")
     for x, role in ((src, "src"), (dst, "dst")):
         if not isinstance(x, ir.Buffer):
             raise error(TypeError, f"T.reduce_{kind} {role} must be a buffer, got {x!r}")
-        if x.scope not in ("local.fragment", "shared", "shared.dyn", "local"):
-            raise error(ValueError, f"T.reduce_{kind} {role} {x.name} must be a fragment or "
-                                    f"shared buffer, got scope {x.scope}")
+        allowed = ("local.fragment", "shared", "shared.dyn", "local") + (
+            ("local.var",) if role == "dst" else ())
+        if x.scope not in allowed:
+            raise error(ValueError, f"T.reduce_{kind} {role} {x.name} must be a fragment, "
+                                    f"shared or local buffer, got scope {x.scope}")
     nd = src.ndim
     if not -nd <= dim < nd:
         raise error(ValueError, f"T.reduce_{kind}: dim {dim} out of range for a {nd}-D buffer")
@@ -478,51 +494,52 @@ def _reduce(kind, src, dst, dim, clear, nan_propagate=False):
     emit(ir.Reduce, kind, src, dst, dim, bool(clear), bool(nan_propagate))
 
 
-def reduce_max(src, dst, dim=-1, clear=True, nan_propagate=False):
+def reduce_max(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
     """Maximum of `src` along `dim` into `dst` (the dim removed or kept as 1). `clear=False`
     folds the previous contents of `dst` in."""
-    _reduce("max", src, dst, dim, clear, nan_propagate)
+    _reduce("max", src, dst, dim, clear, nan_propagate, batch)
 
 
-def reduce_min(src, dst, dim=-1, clear=True, nan_propagate=False):
+def reduce_min(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
     """Minimum of `src` along `dim` into `dst`; see T.reduce_max."""
-    _reduce("min", src, dst, dim, clear, nan_propagate)
+    _reduce("min", src, dst, dim, clear, nan_propagate, batch)
 
 
-def reduce_sum(src, dst, dim=-1, clear=True):
+def reduce_sum(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Sum of `src` along `dim` into `dst`; `clear=False` adds to what `dst` holds."""
-    _reduce("sum", src, dst, dim, clear)
+    _reduce("sum", src, dst, dim, clear, batch=batch)
 
 
-def reduce_abssum(src, dst, dim=-1):
+def reduce_abssum(src, dst, dim=-1, batch=1, annotations=None):
     """Sum of absolute values of `src` along `dim` into `dst`."""
-    _reduce("abssum", src, dst, dim, True)
+    _reduce("abssum", src, dst, dim, True, batch=batch)
 
 
-def reduce_absmax(src, dst, dim=-1, clear=True):
+def reduce_absmax(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):
     """Largest absolute value of `src` along `dim` into `dst`."""
-    _reduce("absmax", src, dst, dim, clear)
+    _reduce("absmax", src, dst, dim, clear, nan_propagate, batch)
 
 
-def reduce_bitand(src, dst, dim=-1, clear=True):
+def reduce_bitand(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Bitwise AND of an integer `src` along `dim` into `dst`."""
-    _reduce("bitand", src, dst, dim, clear)
+    _reduce("bitand", src, dst, dim, clear, batch=batch)
 
 
-def reduce_bitor(src, dst, dim=-1, clear=True):
+def reduce_bitor(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Bitwise OR of an integer `src` along `dim` into `dst`."""
-    _reduce("bitor", src, dst, dim, clear)
+    _reduce("bitor", src, dst, dim, clear, batch=batch)
 
 
-def reduce_bitxor(src, dst, dim=-1, clear=True):
+def reduce_bitxor(src, dst, dim=-1, clear=True, batch=1, annotations=None):
     """Bitwise XOR of an integer `src` along `dim` into `dst`."""
-    _reduce("bitxor", src, dst, dim, clear)
+    _reduce("bitxor", src, dst, dim, clear, batch=batch)
 
 
-def reduce(src, dst, reduce_type="sum", dim=-1, clear=True):
+def reduce(src, dst, reduce_type="sum", dim=-1, clear=True, batch=1, nan_propagate=False,
+           annotations=None):
     """Reduction named by `reduce_type` ("sum", "max", "min", "abssum", "absmax", "bitand",
     "bitor", "bitxor") of `src` along `dim` into `dst`."""
-    _reduce(reduce_type, src, dst, dim, clear)
+    _reduce(reduce_type, src, dst, dim, clear, nan_propagate, batch)
 
 
 def _scan(kind, src, dst, dim, reverse):
@@ -530,6 +547,9 @@ def _scan(kind, src, dst, dim, reverse):
     _check_tile_context(name)
     if dst is None:
         dst = src
+    if isinstance(src, ir.BufferRegion) or isinstance(dst, ir.BufferRegion):
+        _scan_regions(kind, src, dst, dim, reverse, name)
+        return
     for x in (src, dst):
         if not isinstance(x, ir.Buffer):
             raise error(TypeError, f"{name} operands must be buffers, got {x!r}")
@@ -542,12 +562,34 @@ def _scan(kind, src, dst, dim, reverse):
     emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind)
 
 
-def cumsum(src, dst=None, dim=0, reverse=False):
-    """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums."""
+def _scan_regions(kind, src, dst, dim, reverse, name):
+    """A scan of a region (`big[0:M, 0:N]`): through a tile of the region's shape in the
+    source's memory (copied in, scanned, copied out)."""
+    from .alloc import alloc_fragment, alloc_shared
+
+    regions = [to_region(x, name) for x in (src, dst)]
+    shape = [ext for _, ext in regions[0].region]
+    if not _shapes_equal(shape, [ext for _, ext in regions[1].region]):
+        raise error(ValueError, f"{name}: dst region {[e for _, e in regions[1].region]} must "
+                                f"have the src region's shape {shape}")
+    if not all(isinstance(e, int) for e in shape):
+        raise error(ValueError, f"{name} of a region needs static extents, got {shape}")
+    scope = regions[0].buffer.scope
+    alloc = alloc_fragment if scope == "local.fragment" else alloc_shared
+    tile = alloc(shape, regions[0].buffer.dtype)
+    copy(regions[0], tile)
+    _scan(kind, tile, tile, dim, reverse)
+    copy(tile, regions[1])
+
+
+def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
+    """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums. `src`
+    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` are accepted (no
+    lowering options exist here)."""
     _scan("sum", src, dst, dim, reverse)
 
 
-def cummax(src, dst=None, dim=0, reverse=False):
+def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive running maximum along `dim`; `reverse=True` runs from the end."""
     _scan("max", src, dst, dim, reverse)
 
@@ -575,7 +617,22 @@ def _check_atomic_dtype(name, target):
                                f"atomics exist for {', '.join(ATOMIC_DTYPES[name])}")
 
 
+_MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
+_LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+_STORE_ORDERS = ("relaxed", "release", "seq_cst")
+
+
+def _memory_order(what, order, allowed=_MEMORY_ORDERS):
+    if order is None:
+        return "relaxed"
+    if order not in allowed:
+        raise error(ValueError, f"{what} does not support memory_order={order!r}; use one of "
+                                f"{', '.join(allowed)}")
+    return order
+
+
 def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False):
+    memory_order = _memory_order(f"T.atomic_{op}", memory_order)
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
@@ -613,6 +670,25 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False)
     emit(ir.AtomicTile, op, ir.cast_to(value, region.buffer.dtype), region,
          memory_order or "relaxed")
     return None
+
+
+def transpose(src, dst):
+    """`dst[j, i] = src[i, j]` for a 2-D tile `src` of shape (M, N) into `dst` of shape (N, M)
+    (shared memory or fragments), by all the block's threads; `dst` holds the result for the
+    next statement."""
+    from .loops import Parallel
+
+    _check_tile_context("T.transpose")
+    for x, role in ((src, "src"), (dst, "dst")):
+        if not isinstance(x, ir.Buffer) or x.ndim != 2:
+            raise error(TypeError, f"T.transpose {role} must be a 2-D buffer, got {x!r}")
+    m, n = src.shape
+    if not (_shapes_equal(dst.shape, [n, m])):
+        raise error(ValueError, f"T.transpose: dst {dst.name} has shape {list(dst.shape)}, "
+                                f"the transpose of src {src.name} {list(src.shape)} needs "
+                                f"{[n, m]}")
+    for j, i in Parallel(n, m).trace(("j", "i")):
+        dst[j, i] = src[i, j]
 
 
 def store_cluster_sum(dst, src, use_tma=True):
@@ -657,31 +733,82 @@ def atomic_min(dst, value, memory_order=None, return_prev=False, **kwargs):
     return _atomic("min", dst, value, memory_order, return_prev)
 
 
+def _lanes_start(x, lanes, name, role):
+    """The first element of `lanes` consecutive ones: an element, a region of `lanes` elements
+    along its last dimension (`Dst[0:2]`), or a T.Ramp vector of unit stride."""
+    from .vectors import Vector
+
+    e = _element(x)
+    if e is not None:
+        return e
+    if isinstance(x, Vector) and all(isinstance(l, ir.Load) for l in x.lanes):
+        if len(x) != lanes:
+            raise error(ValueError, f"T.{name} {role} has {len(x)} lanes, not {lanes}")
+        return x.lanes[0]
+    if isinstance(x, ir.BufferRegion):
+        extents = [ext for _, ext in x.region]
+        if all(ext == 1 for ext in extents[:-1]) and extents[-1] == lanes:
+            return ir.Load(x.buffer, tuple(ir.as_expr(s) for s, _ in x.region), x.buffer.dtype)
+        raise error(ValueError, f"T.{name} {role} {x.buffer.name} must be {lanes} consecutive "
+                                f"elements of its last dimension, got extents {extents}")
+    return None
+
+
 def _atomic_vec(name, lanes, dst, value, return_prev=False):
+    from .vectors import Vector
+
     b = current_builder(what=f"T.{name}")
-    d, v = _element(dst), _element(value)
+    d = _lanes_start(dst, lanes, name, "destination")
     if d is None:
-        raise error(TypeError, f"T.{name} needs an element destination such as B[i, j]")
+        raise error(TypeError, f"T.{name} needs an element destination such as B[i, j] (or "
+                               f"B[i, j:j + {lanes}])")
     _check_atomic_dtype(name, d)
+    v = _lanes_start(value, lanes, name, "value") if not isinstance(value, (int, float)) \
+        else None
+    if return_prev:
+        # the old values lane by lane: one returning atomic add per element
+        out = []
+        for k in range(lanes):
+            dk = ir.Load(d.buffer, d.indices[:-1] + (ir.binary("add", d.indices[-1], k),),
+                         d.dtype)
+            vk = ir.as_expr(value) if v is None else ir.Load(
+                v.buffer, v.indices[:-1] + (ir.binary("add", v.indices[-1], k),), v.dtype)
+            c = ir.Call("atomic_add", (dk, ir.cast_to(vk, d.dtype)), d.dtype,
+                        (("memory_order", "relaxed"),))
+            out.append(b.let("prev", c))
+        return Vector(out)
     args = (d, v if v is not None else ir.as_expr(value))
     c = ir.Call(name, args, d.dtype, (("lanes", lanes),))
-    if return_prev:
-        return b.let("prev", c)
     emit(ir.Evaluate, c)
 
 
 def atomic_addx2(dst, value, return_prev=False):
-    """Atomic add of 2 consecutive elements in one instruction (fp16/bf16 pairs; float32 pairs on sm_90)."""
+    """Atomic add of 2 consecutive elements in one instruction (fp16/bf16 pairs; float32 pairs
+    on sm_90); `dst`/`value` an element, a 2-element region or a T.Ramp. `return_prev=True`
+    returns the old values as a 2-lane vector (store it into a 2-element region), read by
+    one atomic add per element."""
     return _atomic_vec("atomic_addx2", 2, dst, value, return_prev)
 
 
 def atomic_addx4(dst, value, return_prev=False):
-    """Atomic add of 4 consecutive float32 elements at once (sm_90)."""
+    """Atomic add of 4 consecutive elements at once (float32 on sm_90); as T.atomic_addx2
+    with 4 lanes."""
     return _atomic_vec("atomic_addx4", 4, dst, value, return_prev)
 
 
+def atomic_or(dst, value, memory_order=None, return_prev=False):
+    """Atomic `dst |= value` on one 32- or 64-bit integer element (once per executing thread);
+    `return_prev=True` returns the old value."""
+    if _element(dst) is None:
+        raise error(NotImplementedError, "T.atomic_or takes one element (such as A[i]), not a "
+                                         "tile")
+    return _atomic("or", dst, value, memory_order, return_prev)
+
+
 def atomic_load(src, memory_order="seq_cst"):
-    """Read one global element atomically with the given memory order."""
+    """Read one global element atomically with the given memory order (relaxed, consume,
+    acquire or seq_cst)."""
+    memory_order = _memory_order("atomic_load", memory_order, _LOAD_ORDERS)
     e = _element(src)
     if e is None:
         raise error(TypeError, "T.atomic_load needs an element such as B[i]")
@@ -690,7 +817,9 @@ def atomic_load(src, memory_order="seq_cst"):
 
 
 def atomic_store(dst, value, memory_order="seq_cst"):
-    """Write one global element atomically with the given memory order."""
+    """Write one global element atomically with the given memory order (relaxed, release or
+    seq_cst)."""
+    memory_order = _memory_order("atomic_store", memory_order, _STORE_ORDERS)
     e = _element(dst)
     if e is None:
         raise error(TypeError, "T.atomic_store needs an element such as B[i]")

@@ -265,8 +265,16 @@ def const(names, dtype="int32"):
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def empty(shape, dtype="float32"):
-    """`C = T.empty((M, N), dtype)`: an output tensor allocated per call and returned."""
+def empty(shape, *more, dtype=None):
+    """`C = T.empty((M, N), dtype)`: an output tensor allocated per call and returned (also
+    `T.empty(M, N, dtype=...)`, the sizes as separate arguments)."""
+    if more:
+        if isinstance(more[-1], (str, DType)) and dtype is None:  # T.empty((M, N), "float16")
+            more, dtype = more[:-1], more[-1]
+        if more:
+            shape = (shape,) + tuple(more)
+    if dtype is None:
+        dtype = "float32"
     b = current_builder(what="T.empty")
     hook = b.attrs.get("empty_hook")
     if hook is None:

@@ -16,7 +16,8 @@ import numpy as np
 from ..ir import nodes as ir
 from .index import static_int, static_shape
 
-__all__ = ["modes_from_function", "elementwise_fragment", "factor_modes"]
+__all__ = ["modes_from_function", "enumerate_fragment", "NotModesError", "elementwise_fragment",
+           "factor_modes"]
 
 
 def _eval(fn, idx, extra=()):
@@ -99,18 +100,21 @@ def factor_modes(vals: np.ndarray):
     return modes if np.array_equal(rebuilt, vals) else None
 
 
-def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=1,
-                        forward_fn=None):
-    """(thread_modes, value_modes) of the fragment `idx -> (thread_fn(*idx[, rep]),
-    index_fn(*idx))` over a static `shape`, where rep in range(replicate) numbers the copies.
+class NotModesError(ValueError):
+    """A fragment map that is a valid function but not expressible as modes (two elements in
+    one slot, empty slots, not separable or not mixed-radix): the reference can still hold it
+    (see layout/fragment_map.py)."""
 
-    `forward_fn(*idx[, rep]) -> (thread, index)` may replace the two functions. A list-valued
-    index is linearised row-major. `num_threads` larger than the threads used (a multiple of
-    them) makes the extra threads hold copies (an outermost replication mode)."""
+
+def enumerate_fragment(shape, thread_fn, index_fn, replicate=1, forward_fn=None):
+    """(coordinates, threads, slots) of the fragment `idx -> (thread_fn(*idx[, rep]),
+    index_fn(*idx))` over a static `shape`: coordinates (ndim, n_elem) of every element, and
+    per copy rep in range(replicate) int64 arrays (replicate, n_elem) of its thread and local
+    slot (a list-valued index linearised row-major). `forward_fn(*idx[, rep]) -> (thread,
+    index)` may replace the two functions."""
     shape = static_shape(shape, "a Fragment")
     ndim = len(shape)
     idx = np.indices(shape, dtype=np.int64).reshape(ndim, -1)
-    n_elem = idx.shape[1]
     replicate = int(replicate)
     threads, values = [], []
     for rep in range(replicate):
@@ -128,12 +132,29 @@ def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=
                 vcols = [_rank_within(t)]
             else:
                 vcols = _eval(index_fn, idx)
-        threads.append(t)
-        values.append(_linearise(vcols, "forward_index_fn"))
-    t = np.concatenate(threads) if threads else np.zeros(0, np.int64)
-    v = np.concatenate(values) if values else np.zeros(0, np.int64)
+        threads.append(np.broadcast_to(t, idx.shape[1:]))
+        values.append(np.broadcast_to(_linearise(vcols, "forward_index_fn"), idx.shape[1:]))
+    t = np.stack(threads) if threads else np.zeros((0, idx.shape[1]), np.int64)
+    v = np.stack(values) if values else np.zeros((0, idx.shape[1]), np.int64)
     if t.size and (t.min() < 0 or v.min() < 0):
         raise ValueError("fragment thread/index functions returned a negative thread or index")
+    return idx, t, v
+
+
+def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=1,
+                        forward_fn=None):
+    """(thread_modes, value_modes) of the fragment `idx -> (thread_fn(*idx[, rep]),
+    index_fn(*idx))` over a static `shape`, where rep in range(replicate) numbers the copies.
+
+    `forward_fn(*idx[, rep]) -> (thread, index)` may replace the two functions. A list-valued
+    index is linearised row-major. `num_threads` larger than the threads used (a multiple of
+    them) makes the extra threads hold copies (an outermost replication mode). A map that is
+    not expressible as modes raises NotModesError."""
+    shape = static_shape(shape, "a Fragment")
+    ndim = len(shape)
+    idx, t, v = enumerate_fragment(shape, thread_fn, index_fn, replicate, forward_fn)
+    n_elem, replicate = idx.shape[1], int(replicate)
+    t, v = t.reshape(-1), v.reshape(-1)
     n_t = int(t.max()) + 1 if t.size else 1
     n_v = int(v.max()) + 1 if v.size else 1
     table = np.full((n_t, n_v, ndim), -1, dtype=np.int64)
@@ -141,26 +162,26 @@ def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=
     np.add.at(filled, (t, v), 1)
     if filled.max() > 1:
         tt, vv = np.argwhere(filled > 1)[0]
-        raise ValueError(f"fragment map is not injective: thread {tt} slot {vv} would hold "
-                         f"{filled[tt, vv]} elements")
+        raise NotModesError(f"fragment map is not injective: thread {tt} slot {vv} would hold "
+                            f"{filled[tt, vv]} elements")
     if filled.min() == 0:
         tt, vv = np.argwhere(filled == 0)[0]
-        raise ValueError(f"fragment map leaves thread {tt} slot {vv} empty ({n_t} threads x "
-                         f"{n_v} slots for {n_elem} elements x {replicate} copies); it cannot "
-                         "be written as modes")
+        raise NotModesError(f"fragment map leaves thread {tt} slot {vv} empty ({n_t} threads x "
+                            f"{n_v} slots for {n_elem} elements x {replicate} copies); it "
+                            "cannot be written as modes")
     table[t, v] = np.tile(idx.T, (replicate, 1))
     if ndim and np.any(table[0, 0] != 0):
-        raise ValueError(f"fragment map puts thread 0 slot 0 at {tuple(table[0, 0])}, not at "
-                         "the origin; it cannot be written as modes")
+        raise NotModesError(f"fragment map puts thread 0 slot 0 at {tuple(table[0, 0])}, not "
+                            "at the origin; it cannot be written as modes")
     f_t, g_v = table[:, 0, :], table[0, :, :]
     if not np.array_equal(table, f_t[:, None, :] + g_v[None, :, :]):
-        raise ValueError("fragment map is not separable (coordinates are not a thread part "
-                         "plus a value part); it cannot be written as modes")
+        raise NotModesError("fragment map is not separable (coordinates are not a thread part "
+                            "plus a value part); it cannot be written as modes")
     t_modes, v_modes = factor_modes(f_t), factor_modes(g_v)
     if t_modes is None or v_modes is None:
         which = "thread" if t_modes is None else "value"
-        raise ValueError(f"the {which} part of the fragment map is not a mixed-radix sum of "
-                         "strides; it cannot be written as modes")
+        raise NotModesError(f"the {which} part of the fragment map is not a mixed-radix sum of "
+                            "strides; it cannot be written as modes")
     if num_threads is not None and int(num_threads) != n_t:
         num_threads = int(num_threads)
         if num_threads % n_t:

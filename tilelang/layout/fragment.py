@@ -135,6 +135,33 @@ class Fragment:
     `Fragment(shape, forward_fn=lambda *idx: (thread, index))` (built by enumeration; see
     `from_function`)."""
 
+    def __new__(cls, shape=None, thread_modes=None, value_modes=None, *, forward_fn=None,
+                forward_thread_fn=None, forward_index_fn=None, replicate=1, num_threads=None,
+                name=None):
+        """A map given by functions that is not expressible as modes becomes a FragmentMap
+        (comparable, not a layout: see layout/fragment_map.py)."""
+        self = object.__new__(cls)
+        if callable(thread_modes):  # reference positional form: Fragment(shape, forward_fn)
+            forward_fn, thread_modes = thread_modes, None
+        if forward_fn is None and forward_thread_fn is None:
+            return self
+        if thread_modes is not None or value_modes is not None:
+            raise ValueError("give either modes or index functions to Fragment, not both")
+        from .build import NotModesError, enumerate_fragment, modes_from_function
+
+        shape = static_shape((shape,) if isinstance(shape, int) else shape, "a Fragment")
+        try:
+            self._modes_from_functions = modes_from_function(
+                shape, forward_thread_fn, forward_index_fn, num_threads, replicate=replicate,
+                forward_fn=forward_fn)
+        except NotModesError as exc:
+            from .fragment_map import FragmentMap
+
+            _, threads, indices = enumerate_fragment(shape, forward_thread_fn, forward_index_fn,
+                                                     replicate, forward_fn)
+            return FragmentMap(shape, threads, indices, str(exc), name=name)
+        return self
+
     def __init__(self, shape, thread_modes=None, value_modes=None, *, forward_fn=None,
                  forward_thread_fn=None, forward_index_fn=None, replicate=1, num_threads=None,
                  name=None):
@@ -144,13 +171,8 @@ class Fragment:
         if callable(thread_modes):  # reference positional form: Fragment(shape, forward_fn)
             forward_fn, thread_modes = thread_modes, None
         if forward_fn is not None or forward_thread_fn is not None:
-            if thread_modes is not None or value_modes is not None:
-                raise ValueError("give either modes or index functions to Fragment, not both")
-            from .build import modes_from_function
-
-            thread_modes, value_modes = modes_from_function(
-                self.shape, forward_thread_fn, forward_index_fn, num_threads,
-                replicate=replicate, forward_fn=forward_fn)
+            # enumerated and factored by __new__
+            thread_modes, value_modes = self.__dict__.pop("_modes_from_functions")
         elif thread_modes is None:
             raise ValueError("Fragment needs thread_modes/value_modes or forward_thread_fn")
         self.thread_modes = _norm_modes(thread_modes, len(self.shape), "thread")
@@ -165,9 +187,13 @@ class Fragment:
                       name=None):
         """Build modes by enumerating `thread_fn(*idx)` and `index_fn(*idx)` over the shape.
 
-        Raises ValueError when the map is not expressible as modes (see layout/build.py)."""
-        return cls(shape, forward_thread_fn=thread_fn, forward_index_fn=index_fn,
-                   num_threads=num_threads, replicate=replicate, name=name)
+        Raises ValueError when the map is not expressible as modes (see layout/build.py);
+        the constructor's function forms give a FragmentMap then."""
+        from .build import modes_from_function
+
+        thread_modes, value_modes = modes_from_function(shape, thread_fn, index_fn, num_threads,
+                                                        replicate=replicate)
+        return cls(shape, thread_modes, value_modes, name=name)
 
     # ---- sizes -----------------------------------------------------------------------------
     @property
@@ -497,6 +523,11 @@ class Fragment:
                 f", values={self._modes_str(self.value_modes)}{rep})")
 
 
+def _fragment_is_equal(self, other) -> bool:
+    """The reference's `Fragment.is_equal`: the same map (see fragment_equal)."""
+    return isinstance(other, Fragment) and fragment_equal(self, other)
+
+
 def fragment_equal(a: Fragment, b: Fragment) -> bool:
     """True when two fragments are the same map (thread, value) -> coordinates: same shape,
     thread and value counts, and coordinates for every slot (modes may be split differently)."""
@@ -506,3 +537,6 @@ def fragment_equal(a: Fragment, b: Fragment) -> bool:
     if ca.thread_modes == cb.thread_modes and ca.value_modes == cb.value_modes:
         return True
     return bool(np.array_equal(a.coord_table(), b.coord_table()))
+
+
+Fragment.is_equal = _fragment_is_equal

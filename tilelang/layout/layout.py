@@ -128,10 +128,45 @@ class Layout:
         return list(self.shape)
 
     def get_output_shape(self):
+        """The physical shape: the output extents of a multi-output layout, else its size."""
+        if self._multi:
+            return list(self.physical_shape)
         return [self.physical_size]
 
     def is_equal(self, other) -> bool:
         return layout_equal(self, other)
+
+    def expand(self, leading) -> "Layout":
+        """This layout repeated over leading dimensions: shape `leading + shape`, index
+        `(l..., rest)` stored at `[l..., forward(rest)]` (one copy of the tile per leading
+        index, the leading dims outermost). An empty `leading` gives the layout itself."""
+        if isinstance(leading, int) and not isinstance(leading, bool):
+            leading = [leading]
+        if not isinstance(leading, (list, tuple)):
+            raise TypeError(f"Layout.expand takes an int or a list of ints, got {leading!r}")
+        leading = list(leading)
+        if not leading:
+            return self
+        if any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in leading):
+            raise ValueError(f"Layout.expand: leading extents must be positive ints, got "
+                             f"{leading}")
+        k = len(leading)
+        inner = self
+
+        def fwd(*idx):
+            out = inner._fn(*idx[k:])
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            return list(idx[:k]) + out
+
+        phys = (self.physical_shape if self._multi else (self.physical_size,))
+        return Layout(tuple(leading) + tuple(self.shape), fwd,
+                      physical_shape=tuple(leading) + tuple(phys), name=self.name)
+
+    def get_linearized_forward_index(self):
+        """The physical offset as one expression of the layout's canonical index variables
+        (`_i0, _i1, ...`, shared by all layouts, so that two layouts' indices compare), the
+        outputs of a multi-output layout combined row-major over its output shape."""
+        return self.forward(*index_placeholders(len(self.shape)))
 
     # ---- enumeration (static shapes) -------------------------------------------------------
     def offsets(self) -> np.ndarray:
@@ -218,6 +253,16 @@ class Layout:
             body = "<function>"
         name = f"{self.name}: " if self.name else ""
         return f"Layout({name}{shape} -> {body})"
+
+
+_PLACEHOLDERS: list = []
+
+
+def index_placeholders(n: int) -> tuple:
+    """The canonical index variables `_i0 .. _i{n-1}` (the same Var objects every call)."""
+    while len(_PLACEHOLDERS) < n:
+        _PLACEHOLDERS.append(ir.Var(f"_i{len(_PLACEHOLDERS)}"))
+    return tuple(_PLACEHOLDERS[:n])
 
 
 def layout_equal(a: Layout, b: Layout) -> bool:

@@ -2,7 +2,7 @@
 reference's public names of this package: `PassConfigKey` (keys of `pass_configs`) and the
 `simplify_prim_func` decorator."""
 
-from .pass_config import PassConfigKey  # noqa: F401
+from .pass_config import PassConfigKey, PassContext  # noqa: F401
 
 
 def simplify_prim_func(func):
@@ -24,4 +24,4 @@ def simplify_prim_func(func):
     return wrapper
 
 
-__all__ = ["PassConfigKey", "simplify_prim_func"]
+__all__ = ["PassConfigKey", "PassContext", "simplify_prim_func"]

@@ -130,8 +130,16 @@ class ReduceLowering:
                 stmts.append(_store(red, slot, combine(r.kind, _load(red, slot),
                                                        element(r.kind, _load(src_reg, vi), dt),
                                                        r.nan_propagate)))
-        stmts.extend(self._exchange(F.shuffle_plan(r.dim), r.kind, P, red, r.dst,
-                                    r.nan_propagate))
+        try:
+            plan = F.shuffle_plan(r.dim)
+        except ValueError as exc:  # the reference's words: the threads of one output row
+            lanes = int(np.prod([sp.extent for sp in F.threads_spanning(r.dim)]))
+            raise located(ValueError)(
+                f"T.reduce_{r.kind} of {r.src.name} along dim {r.dim}: the threads that share "
+                f"one output (logical_width = {lanes}) must form a positive power of two "
+                f"lanes of a warp, or whole warps ({exc}); pick a tile width or thread count "
+                "that is a power of two", r.loc) from None
+        stmts.extend(self._exchange(plan, r.kind, P, red, r.dst, r.nan_propagate))
         final = _load(red, s)
         if not r.clear and r.kind != "abssum":
             final = combine(r.kind, _load(dst_reg, s), final, r.nan_propagate)
@@ -307,4 +315,3 @@ def _copy_loop(src, dst, ctx):
     return _parallel(vars_, list(src.shape), body, layout, None)
 
 
-_ = located

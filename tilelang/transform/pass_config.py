@@ -117,10 +117,45 @@ _ALIASES = {
 }
 
 
+class PassContext:
+    """`with tvm.transform.PassContext(config={...}):` (the reference's pass context): the
+    pass configs given here apply to every `tilelang.compile` / `tilelang.lower` / JIT build
+    inside the block, under those the call passes itself. `opt_level`, `required_pass`,
+    `disabled_pass` and `instruments` are accepted and have no effect (there are no TVM passes
+    to select)."""
+
+    _stack: list = []
+
+    def __init__(self, opt_level=2, required_pass=None, disabled_pass=None, instruments=None,
+                 config=None, **_ignored):
+        self.opt_level = opt_level
+        self.required_pass = list(required_pass or [])
+        self.disabled_pass = list(disabled_pass or [])
+        self.instruments = list(instruments or [])
+        self.config = dict(config or {})
+
+    def __enter__(self):
+        PassContext._stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        PassContext._stack.remove(self)
+        return False
+
+    @staticmethod
+    def current() -> "PassContext":
+        return PassContext._stack[-1] if PassContext._stack else PassContext()
+
+
 def normalize_pass_configs(configs) -> dict:
-    """Map user keys (enum members or strings) to canonical strings; warn on unknown keys."""
+    """Map user keys (enum members or strings) to canonical strings; warn on unknown keys.
+    The configs of the enclosing `PassContext`s come first; `configs` overrides them."""
     out = {}
-    for key, value in (configs or {}).items():
+    merged = {}
+    for ctx in PassContext._stack:
+        merged.update(ctx.config)
+    merged.update(configs or {})
+    for key, value in merged.items():
         name = key.value if isinstance(key, PassConfigKey) else str(key)
         name = _ALIASES.get(name, name)
         if name not in _KNOWN:

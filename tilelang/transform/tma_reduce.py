@@ -12,7 +12,7 @@ lowered the others), the shared tile's layout in `ctx.layouts`.
 
 Guarantees: on sm_90a (TMA not disabled by pass config), when the global buffer is static,
 contiguous, of rank <= 5 with 16-byte rows and the same float type (float32, float16,
-bfloat16) as the tile, the tile is 2-D (rows x columns, columns along the global innermost
+bfloat16, int32, uint32, uint64: the types the TMA unit adds) as the tile, the tile is 2-D (rows x columns, columns along the global innermost
 dim), row-major or swizzled with TMA column blocks, and the rows fit one TMA box (<= 256):
 
     fence.proxy.async; barrier                    # every thread's writes of the tile
@@ -37,7 +37,8 @@ from .lower_elementwise import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
 from .analysis.tma_plan import rows_16_byte_aligned
 
-_TYPES = ("float32", "float16", "bfloat16")
+# the element types of cp.reduce.async.bulk.tensor .add (PTX ISA: .f32 .f16 .bf16 .u32 .s32 .u64)
+_TYPES = ("float32", "float16", "bfloat16", "int32", "uint32", "uint64")
 
 
 def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tma_store_add"):

@@ -7,7 +7,9 @@ package on the path; here, when no real `tvm` is installed, `import tilelang` re
 package as `tvm` (and its modules as `tvm.tirx`, `tvm.testing`) so those programs run
 unchanged. Provided: `DataType` (the dtype class itself, as in the reference, where `T.float16`
 is a `tvm.DataType`), `te.var`, `tirx` (expression builders: `const`, `reinterpret`, `Select`,
-`Cast`, `Min`, `Max`, `PrimExpr`, `IndexMap`, ...) and `testing` (pytest helpers). Any other
+`Cast`, `Min`, `Max`, `PrimExpr`, `IndexMap`, ...), `testing` (pytest helpers), `target`
+(`Target`), `transform` (`PassContext`), `error` (`TVMError`, `InternalError`) and `arith`
+(`Analyzer`). Any other
 name raises an AttributeError that says so (see docs/compatibility.md)."""
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import importlib
 
 from ..ir.dtype import DType as DataType
 
-__all__ = ["DataType", "DataTypeCode", "te", "tirx", "testing"]
+__all__ = ["DataType", "DataTypeCode", "te", "tirx", "testing", "target", "transform", "error",
+           "arith"]
 
 
 class DataTypeCode:
@@ -51,7 +54,7 @@ class _TE:
 
 te = _TE()
 
-_SUBMODULES = ("tirx", "testing")
+_SUBMODULES = ("tirx", "testing", "target", "transform", "error", "arith")
 
 
 def __getattr__(name):
@@ -59,7 +62,8 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(
         f"tvm.{name} is not available: this TileLang has no TVM underneath and provides only "
-        "tvm.DataType, tvm.te.var, tvm.tirx and tvm.testing for reference programs; see "
+        "tvm.DataType, tvm.te.var, tvm.tirx, tvm.testing, tvm.target, tvm.transform, "
+        "tvm.error and tvm.arith for reference programs; see "
         "docs/compatibility.md")
 
 

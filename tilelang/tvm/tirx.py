@@ -14,7 +14,8 @@ from __future__ import annotations
 from ..ir import nodes as _ir
 from ..ir.dtype import DType as _DType
 
-__all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const", "Cast",
+__all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
+           "decl_buffer", "Cast",
            "Select", "Min", "Max", "reinterpret", "if_then_else", "floordiv", "floormod",
            "truncdiv", "truncmod", "IndexMap"]
 
@@ -35,6 +36,17 @@ class Var(metaclass=_VarType):
 
     def __new__(cls, name="v", dtype="int32", span=None):
         return _ir.Var(str(name), _DType(dtype))
+
+
+def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None,
+                elem_offset=None, scope="", data_alignment=-1, offset_factor=0,
+                buffer_type="", axis_separators=None, span=None):
+    """A buffer object outside any kernel (`scope` "shared", "local.fragment", ...; default
+    global), e.g. to build a layout for it (`make_swizzled_layout(buf)`)."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return _ir.Buffer(str(name), tuple(shape), _DType(dtype), scope or "global",
+                      None if strides is None else tuple(strides))
 
 
 def const(value, dtype=None):

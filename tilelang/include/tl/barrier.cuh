@@ -218,6 +218,10 @@ TL_DEVICE void named_barrier_sync(int id, int count) {
 TL_DEVICE void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// The same under the names the reference's generated code uses for T.sync_threads(id, n) and
+// T.named_barrier_arrive(id, n), so that source written against them keeps working.
+TL_DEVICE void __sync_thread_partial(int id, int count) { named_barrier_sync(id, count); }
+TL_DEVICE void __named_barrier_arrive(int id, int count) { named_barrier_arrive(id, count); }
 
 // Consumer warpgroups taking turns to issue wgmma (transform/pingpong.py): warpgroup w
 // (threads 128w..128w+127) owns named barrier First + w. Waiting on it takes the turn;

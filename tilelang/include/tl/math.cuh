@@ -4,7 +4,7 @@
 // Every function in the IR's math table (tl::exp, exp2, exp10, log, log2, log10, log1p, expm1,
 // tanh, sin, cos, tan, asin, acos, atan, sinh, cosh, erf, sigmoid, rsqrt, rcp, sqrt, floor,
 // ceil, round, trunc, nearbyint, abs, pow, fmod, atan2, isnan, isinf, isfinite) has one
-// overload per float type; 16-bit floats compute in float and round once (what the CPU
+// overload per float type; 16- and 8-bit floats compute in float and round once (what the CPU
 // interpreter does). Integer arguments are accepted too (computed in double, converted back).
 // Spellings generated code uses: fabs (abs of floats), htan (tan of 16-bit floats),
 // RoundTiesAwayFromZero (= round; T.round itself is nearbyint).
@@ -67,6 +67,8 @@ TL_DEVICE float fast_sigmoid(float x) { return fast_rcp(1.0f + fast_exp(-x)); }
   TL_DEVICE bfloat16_t NAME(bfloat16_t x) {                                             \
     return __float2bfloat16_rn(FF(__bfloat162float(x)));                                \
   }                                                                                     \
+  TL_DEVICE fp8_e4_t NAME(fp8_e4_t x) { return fp8_e4_t(FF(float(x))); }                \
+  TL_DEVICE fp8_e5_t NAME(fp8_e5_t x) { return fp8_e5_t(FF(float(x))); }                \
   template <class T, enable_if_t<is_integral_v<T>, int> = 0>                            \
   TL_DEVICE T NAME(T x) { return (T)DF((double)x); }
 
@@ -236,6 +238,12 @@ TL_DEVICE float max_nan(float a, float b) {
 }
 TL_DEVICE float min_nan(float a, float b) {
   return (isnan(a) || isnan(b)) ? CUDART_NAN_F : ::fminf(a, b);
+}
+TL_DEVICE double max_nan(double a, double b) {
+  return (isnan(a) || isnan(b)) ? CUDART_NAN : ::fmax(a, b);
+}
+TL_DEVICE double min_nan(double a, double b) {
+  return (isnan(a) || isnan(b)) ? CUDART_NAN : ::fmin(a, b);
 }
 
 // ---- integer floor division (Python semantics) --------------------------------------------

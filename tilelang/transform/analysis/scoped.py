@@ -1,8 +1,9 @@
 """A `Mutator` that keeps an `Analyzer` informed of the ranges of the variables in scope:
 block and thread indices inside a kernel, loop variables inside their loops, and inside the
 branches of an `if` the bounds its condition puts on them (`if k < n - 1:` around a
-pipeline's prefetch: the copies of the next stage are then provably in bounds). Passes that
-need proofs (bounds guards, vector widths) derive from it."""
+pipeline's prefetch: the copies of the next stage are then provably in bounds), and inside
+an `Attr("assume")` (T.assume) its condition, as a fact and as bounds. Passes that need
+proofs (bounds guards, vector widths) derive from it."""
 
 from __future__ import annotations
 
@@ -50,6 +51,15 @@ class ScopedMutator(Mutator):
         if cond is s.cond and then is s.then_body and other is s.else_body:
             return s
         return ir.If(cond, then, other, loc=s.loc)
+
+    def visit_Attr(self, s):
+        if s.key != "assume":
+            return self.generic(s)
+        # T.assume: the rest of the block may rely on the condition (the user's promise)
+        with self.assuming(s.value):
+            self.analyzer.assume(s.value)
+            body = self.visit(s.body)
+        return s if body is s.body else ir.Attr(s.key, s.value, body, loc=s.loc)
 
     @contextmanager
     def assuming(self, cond):

@@ -1,0 +1,57 @@
+"""`T.Kernel` frame behaviours taken from the reference's regression tests: binding the block
+index as a one-element tuple, and a grid with no blocks (an error when the kernel is called,
+not when it is built)."""
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+
+DEVICES = ["cpu", pytest.param("cuda", marks=[
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
+
+
+def _target(device):
+    return "cpu" if device == "cpu" else "cuda"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_one_dimensional_grid_binds_as_a_tuple(device):
+    @T.prim_func
+    def k(O: T.Tensor((4,), "int32")):
+        with T.Kernel(4, threads=32) as (bx,):
+            tx = T.get_thread_binding()
+            if tx == 0:
+                O[bx] = bx * 10
+
+    out = torch.full((4,), -1, dtype=torch.int32, device=device)
+    tilelang.compile(k, target=_target(device))(out)
+    assert out.cpu().tolist() == [0, 10, 20, 30]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_dimensional_grid_binds_as_a_tuple_and_scalar_binding_still_works(device):
+    @T.prim_func
+    def k(O: T.Tensor((2, 3), "int32"), P: T.Tensor((3,), "int32")):
+        with T.Kernel(3, 2, threads=32) as (bx, by):
+            if T.get_thread_binding() == 0:
+                O[by, bx] = by * 3 + bx
+        with T.Kernel(3, threads=32) as b:
+            if T.get_thread_binding() == 0:
+                P[b] = b
+
+    o = torch.full((2, 3), -1, dtype=torch.int32, device=device)
+    p = torch.full((3,), -1, dtype=torch.int32, device=device)
+    tilelang.compile(k, target=_target(device))(o, p)
+    assert o.cpu().flatten().tolist() == list(range(6))
+    assert p.cpu().tolist() == [0, 1, 2]
+
+
+def test_unpacking_more_names_than_grid_axes_is_a_python_error():
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        @T.prim_func
+        def k(O: T.Tensor((4,), "int32")):
+            with T.Kernel(4, threads=32) as (bx, by):
+                O[bx] = by
