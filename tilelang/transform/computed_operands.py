@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
-from .analysis.overlap_schedule import touched_buffers, written_buffers
+from .analysis.buffer_use import touched_buffers, written_buffers
 from .analysis.scopes import SHARED
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
 from .analysis.scopes import SHARED
-from .analysis.overlap_schedule import touched_buffers
+from .analysis.buffer_use import touched_buffers
 from .pass_config import PassConfigKey
 
 FIRST_BARRIER = 2  # named barrier 0 is __syncthreads, 1 the consumer group's barrier

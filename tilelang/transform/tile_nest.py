@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import collect
-from .pipeline import _buffers_read, _flatten, _rebuild
+from .analysis.buffer_use import buffers_read
+from .analysis.loop_items import flatten, rebuild
 
 
 class TileNest:
@@ -35,7 +36,7 @@ class TileNest:
         self.computable = set()
         for items, i in levels:
             for it in items[:i]:
-                if isinstance(it, tuple) and not (_buffers_read(it[2]) - params) and \
+                if isinstance(it, tuple) and not (buffers_read(it[2]) - params) and \
                         self._known(it[2]):
                     self.computable.add(it[1])
 
@@ -75,10 +76,10 @@ class TileNest:
             if level == 0:
                 break
             lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
-            p = _rebuild(lets + p)
+            p = rebuild(lets + p)
             mine = [replace.get(id(it), it) if not isinstance(it, tuple) else it
                     for it in items[:i]]
-            c = _rebuild([it for it in mine if it is not None] + c + items[i + 1:])
+            c = rebuild([it for it in mine if it is not None] + c + items[i + 1:])
         zero = ir.const(0, "int32")
         p, c = ir.Allocate(self.done, p[0], zero), ir.Allocate(self.done, c[0], zero)
         if self.counts_tiles:
@@ -126,10 +127,10 @@ def levels_to(items, loop, thread_vars):
             return levels
         if isinstance(node, ir.For) and node.kind == "serial" and node.step == 1 and \
                 _uniform((node.start, node.extent), levels, thread_vars):
-            items = _flatten(node.body)
+            items = flatten(node.body)
         elif isinstance(node, ir.If) and node.else_body is None and \
                 _uniform((node.cond,), levels, thread_vars):
-            items = _flatten(node.then_body)
+            items = flatten(node.then_body)
         else:
             return None
 

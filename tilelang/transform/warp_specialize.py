@@ -66,13 +66,15 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect, substitute
-from .async_gather import gather_parts
+from .analysis.gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
 from .pass_config import PassConfigKey
 from .plan_shared import arena_bytes, smem_limit
-from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
-from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
-                       _whole_buffer_user, _written_buffers, stack_layout)
+from .analysis.buffer_use import touched_buffers
+from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
+from .analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
+from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
+                                  gather_producer, lets_needed, rebuild, stack_layout)
 from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
 from .tma_im2col import Im2colPlan, im2col_plan
 from .analysis.tma_plan import TmaDescriptor, tma_plan
@@ -112,7 +114,7 @@ class WarpSpecializer:
     def run(self):
         if not self.applicable():
             return None
-        items = _flatten(self.kernel.body)
+        items = flatten(self.kernel.body)
         pipelined = collect(self.kernel.body, lambda n: isinstance(n, ir.For)
                             and n.kind == "pipelined")
         if len(pipelined) != 1:
@@ -131,17 +133,14 @@ class WarpSpecializer:
         stages = int(loop.annotation("num_stages", 0) or 0)
         if stages < 2 or loop.step != 1:
             return None  # nothing to overlap: the plain loop is as good
-        body_items = _flatten(loop.body)
-        written = _written_buffers(loop.body)
+        body_items = flatten(loop.body)
+        written = written_buffers(loop.body)
         lets = {it[1]: it for it in body_items if isinstance(it, tuple)}
         plans = []
-        from .pipeline import Pipeliner
-
-        deps_of = Pipeliner(self.ctx)._let_deps
         for it in body_items:
             if isinstance(it, ir.Copy) and is_global_to_shared(it):
-                deps = deps_of(it, lets, written, loop.var)
-                if _whole_buffer_user(loop.body, it.dst.buffer):
+                deps = copy_lets_needed(it, lets, written)
+                if whole_buffer_user(loop.body, it.dst.buffer):
                     return self._why(f"{it.dst.buffer.name} is reduced or scanned as a whole")
                 if deps is None or it.src.buffer in written:
                     return self._why(f"copy into {it.dst.buffer.name} depends on values the "
@@ -159,20 +158,19 @@ class WarpSpecializer:
         if not plans:
             return None
         outside = [it for its, i in levels for it in its[:i] + its[i + 1:]]
-        pipeliner = Pipeliner(self.ctx)
-        rest_of_kernel = _rebuild(outside)
+        rest_of_kernel = rebuild(outside)
         for it in body_items:
-            if not isinstance(it, tuple) and pipeliner._gather_producer(it, body_items,
-                                                                       rest_of_kernel, written):
+            if not isinstance(it, tuple) and gather_producer(self.ctx.kernel, it, body_items,
+                                                             rest_of_kernel, written):
                 name = gather_parts(it)[0].buffer.name
-                deps = pipeliner._deps_of(_gather_exprs(it), lets, written)
+                deps = lets_needed(gather_exprs(it), lets, written)
                 plan, reason = im2col_plan(it, self.ctx.layouts[gather_parts(it)[0].buffer],
                                            deps) if deps is not None else (None, None)
                 if plan is None:
                     return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not "
                                      "TMA)" + (f"; no TMA im2col: {reason}" if reason else ""))
                 if self.nest and not self.nest.producer_can_compute(
-                        list(_gather_exprs(it)) + [d[2] for d in deps]):
+                        list(gather_exprs(it)) + [d[2] for d in deps]):
                     return self._why(f"the load into {name} depends on values computed from "
                                      "memory in the loops around it")
                 plans.append(plan)
@@ -385,8 +383,8 @@ class WarpSpecializer:
         ctx = self.ctx
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
         pre_lets = [it for it in items_before if isinstance(it, tuple)
-                    and not (_buffers_read(it[2]) - params)]
-        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", ctx.tid, self.T), producer_loop,
+                    and not (buffers_read(it[2]) - params)]
+        producer = rebuild(pre_lets + [ir.If(ir.compare("eq", ctx.tid, self.T), producer_loop,
                                               None)])
         regs = self._register_split()
         if regs is not None:
@@ -448,7 +446,7 @@ class WarpSpecializer:
         else:
             consumer_body = ir.Seq((
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-                _Rebuffer(mapping, stage).visit(_rebuild(rest)),
+                Rebuffer(mapping, stage).visit(rebuild(rest)),
                 release,
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
@@ -458,7 +456,7 @@ class WarpSpecializer:
             producer_loop, consumer_loop, tile_ring = self._in_nest(
                 producer_loop, consumer_loop, n, list(mapping.values()), rings)
         producer, regs = self._producer(items[:li], producer_loop)
-        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
+        consumer = rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
 
@@ -484,7 +482,7 @@ class WarpSpecializer:
         if tile_ring is not None:
             producer_pre, consumer_post, replace = self._tile_loads(tile_ring, consumer_loop)
             slot = self.nest.tile_ring_position(tile_ring[3])[0]
-            consumer_loop = _Rebuffer(tile_ring[0], slot).visit(consumer_loop)
+            consumer_loop = Rebuffer(tile_ring[0], slot).visit(consumer_loop)
             rings.append(tile_ring[1:3])
             stage_buffers = stage_buffers + list(tile_ring[0].values())
         self.ctx.pinned_shared.update(stage_buffers + [b for ring in rings for b in ring])
@@ -533,7 +531,7 @@ class WarpSpecializer:
                              None)
         body = publish_then_issue(rest, computed, release_prev)
         even = ir.Seq((_call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-                       _Rebuffer(mapping, stage).visit(_rebuild(body))))
+                       Rebuffer(mapping, stage).visit(rebuild(body))))
         second = {b: self._second_copy(b) for b in computed}
         odd = swap_buffers(substitute(even, {k: ir.binary("add", k, 1)}), second)
         pairs = ir.For(k, start, ir.binary("floordiv", n, 2), "serial", ir.Seq((even, odd)), 2,
@@ -697,7 +695,7 @@ class WarpSpecializer:
             stmt = substitute(stmts[id(sl)], {k: ir.binary("add", start, rel)})
             out = [_call("tl::mbarrier_wait", _addr(rings[b][0], (slot_of(rel),)),
                          phase_of(rel)) for b in rings if first[b] is sl]
-            out.append(_Rebuffer(mapping, slot_of(rel)).visit(stmt))
+            out.append(Rebuffer(mapping, slot_of(rel)).visit(stmt))
             for b in rings:
                 if last[b] is sl:
                     if b in generic:  # see _fence_after_reads
@@ -737,7 +735,7 @@ class WarpSpecializer:
             producer_loop, consumer_loop, tile_ring = self._in_nest(
                 producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
         producer, regs = self._producer(items[:li], producer_loop)
-        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
+        consumer = rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
         order = ", ".join(f"{sl.pos}@{sl.stage}" for sl in in_pass)

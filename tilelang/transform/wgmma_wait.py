@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 
 from ..ir import nodes as ir
-from .analysis.overlap_schedule import touched_buffers, written_buffers
+from .analysis.buffer_use import touched_buffers, written_buffers
 from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
