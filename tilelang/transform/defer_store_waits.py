@@ -27,20 +27,13 @@ tile's main loop). Waits that cannot move are left where they are.
 
 from __future__ import annotations
 
-import re
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
 from .insert_sync import SyncInserter, _accesses, _call_buffers
 from .pass_config import PassConfigKey
+from .analysis.device_ops import TMA_STORE_WAIT_ALL, TMA_STORES, Effect, has_effect, may_release
 from .analysis.scopes import SHARED
-
-_WAIT = "tl::tma_store_wait<0>"
-_ACQUIRES = ("tl::mbarrier_wait", "tl::mbarrier_try_wait")
-# header calls whose names say they synchronise or publish (barriers, arrivals, cluster
-# syncs, warpgroup turns, other TMA stores; "sync" as a word, not the end of "async"); user
-# extern calls count as such too
-_RELEASE = re.compile(r"(^|[_:])sync|barrier|arrive|cluster|tma_store|wg_turn")
 
 
 def _extern_calls(node):
@@ -54,13 +47,13 @@ def _issue(s):
             not isinstance(s.then_body, ir.Seq) or not s.then_body.stmts:
         return None
     *issue, last = s.then_body.stmts
-    if not ir.calls_extern(last, _WAIT) or last.value.args[0] != _WAIT:
+    if not ir.calls_extern(last, TMA_STORE_WAIT_ALL) or last.value.args[0] != TMA_STORE_WAIT_ALL:
         return None
     sources = set()
     for st in issue:
         if not ir.calls_extern(st, "tl::tma_store"):
             return None
-        if st.value.args[0] in ("tl::tma_store", "tl::tma_store_add"):
+        if st.value.args[0] in TMA_STORES:
             sources.update(b for b in _call_buffers(st.value)
                            if b is not None and b.scope in SHARED)
     return (s.cond, sources) if sources else None
@@ -85,13 +78,13 @@ class _Deferrer:
             return False
         for c in _extern_calls(s):
             name = c.args[0]
-            if name.startswith(_ACQUIRES):
+            if has_effect(name, Effect.ACQUIRES):
                 continue
-            if name.startswith("tl::mbarrier_arrive"):
+            if has_effect(name, Effect.ARRIVES):
                 bar = _call_buffers(c)[0]
                 if not arrivals_ok or bar is None or bar in waited:
                     return False
-            elif not name.startswith("tl::") or _RELEASE.search(name):
+            elif may_release(name):
                 return False
         return True
 
@@ -99,7 +92,7 @@ class _Deferrer:
         """`stmts` with each issue's wait moved; (stmts, waits to add after the loop)."""
         stmts = list(stmts)
         after_loop = []
-        waited = {b for s in stmts for c in _extern_calls(s) if c.args[0].startswith(_ACQUIRES)
+        waited = {b for s in stmts for c in _extern_calls(s) if has_effect(c.args[0], Effect.ACQUIRES)
                   for b in _call_buffers(c)[:1] if b is not None}
         i = -1
         while i + 1 < len(stmts):
@@ -127,7 +120,7 @@ class _Deferrer:
                 continue  # nothing to overlap with
             issue = stmts[i]
             stmts[i] = ir.with_fields(issue, then_body=ir.Seq(issue.then_body.stmts[:-1]))
-            wait = ir.If(cond, ir.extern_stmt(_WAIT))
+            wait = ir.If(cond, ir.extern_stmt(TMA_STORE_WAIT_ALL))
             stmts.insert(stop, wait)
             if stop <= i:
                 after_loop.append(wait)

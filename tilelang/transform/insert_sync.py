@@ -29,16 +29,10 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
+from .analysis.device_ops import ATOMIC_UPDATES, Effect, has_effect
 from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
-_READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma", "tl::tma_store")
-_WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
-_ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_addx2", "atomic_addx4",
-            "atomic_store")
-# synchronisation primitives and asynchronous-proxy traffic ordered by mbarriers
-_SYNC_CALLS = ("tl::mbarrier", "tl::tma_load", "tl::fence", "tl::named_barrier",
-               "tl::setmaxnreg", "tl::wg_turn")
 
 
 def _fence_proxy_async() -> ir.Stmt:
@@ -47,7 +41,8 @@ def _fence_proxy_async() -> ir.Stmt:
 
 def _is_async_proxy_reader(s) -> bool:
     return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
-            and s.value.op == "call_extern" and s.value.args[0].startswith("tl::wgmma"))
+            and s.value.op == "call_extern"
+            and has_effect(s.value.args[0], Effect.ASYNC_PROXY_READ))
 
 
 def _partitioned(s) -> bool:
@@ -141,7 +136,7 @@ class SyncInserter:
         pipeliner's wait+barrier orders them with their readers."""
         reads, writes, async_writes = set(), set(), set()
         for n in _accesses(node):
-            if isinstance(n, ir.Call) and n.op in _ATOMICS:
+            if isinstance(n, ir.Call) and n.op in ATOMIC_UPDATES:
                 # the element an atomic updates (its first argument) is written as well as read
                 target = n.args[0]
                 if isinstance(target, ir.Load) and target.buffer.scope in SHARED:
@@ -158,10 +153,10 @@ class SyncInserter:
                     if dst is not None and dst.scope in SHARED:
                         async_writes.add(dst)
                     continue
-                if name.startswith(_SYNC_CALLS):
+                if has_effect(name, Effect.ORDERED):
                     continue
                 if dict(n.attrs).get("async"):
-                    if name.startswith(_WRITE_CALLS):
+                    if has_effect(name, Effect.WRITES_FIRST):
                         dst = _call_buffers(n)[0]
                         if dst is not None and dst.scope in SHARED:
                             async_writes.add(dst)
@@ -170,9 +165,9 @@ class SyncInserter:
                 shared = [b for b in bufs if b is not None and b.scope in SHARED]
                 if not shared:
                     continue
-                if name.startswith(_READ_ONLY_CALLS):
+                if has_effect(name, Effect.READS_SHARED):
                     reads.update(shared)
-                elif name.startswith(_WRITE_CALLS):  # (dst, src...) pointer arguments
+                elif has_effect(name, Effect.WRITES_FIRST):  # (dst, src...) pointer arguments
                     dst, srcs = bufs[0], bufs[1:]
                     if dst is not None and dst.scope in SHARED:
                         writes.add(dst)
