@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
-from .insert_sync import SyncInserter, _accesses, _call_buffers
 from .pass_config import PassConfigKey
 from .analysis.device_ops import TMA_STORE_WAIT_ALL, TMA_STORES, Effect, has_effect, may_release
 from .analysis.scopes import SHARED
+from .analysis.shared_access import SharedAccesses, accesses, call_buffers
 
 
 def _extern_calls(node):
-    return [c for c in _accesses(node)
+    return [c for c in accesses(node)
             if isinstance(c, ir.Call) and c.op == "call_extern" and isinstance(c.args[0], str)]
 
 
@@ -54,20 +54,20 @@ def _issue(s):
         if not ir.calls_extern(st, "tl::tma_store"):
             return None
         if st.value.args[0] in TMA_STORES:
-            sources.update(b for b in _call_buffers(st.value)
+            sources.update(b for b in call_buffers(st.value)
                            if b is not None and b.scope in SHARED)
     return (s.cond, sources) if sources else None
 
 
 class _Deferrer:
     def __init__(self, kernel, ctx):
-        self.sync = SyncInserter(ctx)
+        self.sync = SharedAccesses(ctx)
         self.kernel = kernel
         self.deferred = 0
 
     def touches(self, node, sources) -> bool:
         reads, writes, async_writes = self.sync.all_effects(node)
-        return any(self.sync._overlap(b, s) for b in reads | writes | async_writes
+        return any(self.sync.overlap(b, s) for b in reads | writes | async_writes
                    for s in sources)
 
     def passable(self, s, sources, waited, arrivals_ok) -> bool:
@@ -81,7 +81,7 @@ class _Deferrer:
             if has_effect(name, Effect.ACQUIRES):
                 continue
             if has_effect(name, Effect.ARRIVES):
-                bar = _call_buffers(c)[0]
+                bar = call_buffers(c)[0]
                 if not arrivals_ok or bar is None or bar in waited:
                     return False
             elif may_release(name):
@@ -93,7 +93,7 @@ class _Deferrer:
         stmts = list(stmts)
         after_loop = []
         waited = {b for s in stmts for c in _extern_calls(s) if has_effect(c.args[0], Effect.ACQUIRES)
-                  for b in _call_buffers(c)[:1] if b is not None}
+                  for b in call_buffers(c)[:1] if b is not None}
         i = -1
         while i + 1 < len(stmts):
             i += 1
@@ -135,13 +135,13 @@ class _Deferrer:
 
     def touches_count(self, node, sources) -> int:
         n = 0
-        for a in _accesses(node):
+        for a in accesses(node):
             if isinstance(a, (ir.Load, ir.Store)) and \
-                    any(self.sync._overlap(a.buffer, s) for s in sources):
+                    any(self.sync.overlap(a.buffer, s) for s in sources):
                 n += 1
             elif isinstance(a, ir.Call) and a.op == "call_extern":
-                n += sum(1 for b in _call_buffers(a) if b is not None and
-                         any(self.sync._overlap(b, s) for s in sources))
+                n += sum(1 for b in call_buffers(a) if b is not None and
+                         any(self.sync.overlap(b, s) for s in sources))
         return n
 
 
