@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect, substitute
 from .analysis.gather import peel_lets, split_value
+from .analysis.indices import Widen, contiguous, flat_offset, wide_indices
 
 VOID = ir.DType("void")
 INT = ir.DType("int32")
@@ -67,13 +68,11 @@ def _uniform_predicate(cond, vr, w, analyzer):
 
 def _group(ctx, store, load, cond, vr, w, analyzer):
     """The cp.async statement for one w-lane group, or None when the group does not qualify."""
-    from .vectorize import _flat_offset, contiguous
-
     sbuf, gbuf = store.buffer, load.buffer
     esize = gbuf.dtype.bytes
     if w * esize not in (4, 8, 16):
         return None
-    soff = _flat_offset(ctx, sbuf, store.indices)
+    soff = flat_offset(ctx, sbuf, store.indices)
     if soff is None or not contiguous(soff, vr, w, analyzer):
         return None
     strides = gbuf.effective_strides()
@@ -93,11 +92,9 @@ def _group(ctx, store, load, cond, vr, w, analyzer):
     at0 = {vr: ir.const(0)}
     gidx0 = [substitute(i, at0) for i in gidx]
     sidx0 = tuple(substitute(i, at0) for i in store.indices)
-    if _wide(gbuf, ctx):
+    if wide_indices(gbuf, ctx):
         # the byte count below is computed from these indices: int64 from the leaves up
-        from .widen_indices import _Widen
-
-        gidx0 = [_Widen().visit(ir.as_expr(i)) for i in gidx0]
+        gidx0 = [Widen().visit(ir.as_expr(i)) for i in gidx0]
     # rows outside the tensor and a false predicate read nothing; the innermost dim may be
     # partly inside (its start is a multiple of w, so a negative start means all outside)
     row_ok = pred
@@ -145,12 +142,6 @@ def _conjuncts(cond, analyzer) -> list:
     if isinstance(cond, ir.Logical) and cond.op == "and":
         return _conjuncts(cond.a, analyzer) + _conjuncts(cond.b, analyzer)
     return [analyzer.simplify(cond)]
-
-
-def _wide(gbuf, ctx) -> bool:
-    from .lower_copy import _wide_indices
-
-    return _wide_indices(gbuf, ctx)
 
 
 def lower_async_gather(ctx, body, vo, vi, vec: int, analyzer):

@@ -30,7 +30,6 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
 from .analysis.device_ops import Effect, has_effect
-from .analysis.scopes import SHARED
 from .analysis.shared_access import SharedAccesses
 
 VOID = ir.DType("void")

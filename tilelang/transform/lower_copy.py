@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.thread_range import InRoleGroups
+from .analysis.indices import Widen, wide_indices
 from .analysis.scoped import ScopedMutator
 from .lower_elementwise import copy_as_loop, non_unit_extents
 from .lower_tma_copy import lower_tma_copy
@@ -90,12 +91,10 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     esize = src.buffer.dtype.bytes
     bytes_ = V * esize
     gbuf = src.buffer
-    if _wide_indices(gbuf, ctx):
+    if wide_indices(gbuf, ctx):
         # the bounds below are computed from these indices: int64 from the leaves up, or a
         # dimension of 2^31+ elements overflows them (widen_indices only rewrites accesses)
-        from .widen_indices import _Widen
-
-        src_index = [_Widen().visit(ir.as_expr(i)) for i in src_index]
+        src_index = [Widen().visit(ir.as_expr(i)) for i in src_index]
     # bounds: outer dims must be in range; the inner dim gives the number of valid elements
     conds = []
     for d, (i, n) in enumerate(zip(src_index, gbuf.shape)):
@@ -188,14 +187,6 @@ def _strided_copy(s: ir.Copy, T: int, tid) -> ir.Stmt:
     trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
     return ir.For(i, ir.const(0), trips, "serial",
                   ir.If(ir.compare("lt", e, total), store, None, loc=s.loc), loc=s.loc)
-
-
-def _wide_indices(gbuf, ctx) -> bool:
-    from .pass_config import PassConfigKey
-    from .widen_indices import needs_int64
-
-    bits = ctx.configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH.value)
-    return needs_int64(gbuf) or (bits is not None and int(bits) == 64)
 
 
 def _prod(xs):

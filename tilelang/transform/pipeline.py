@@ -28,6 +28,7 @@ synchronous copies.
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.thread_range import has_user_roles
 from ..ir.visitor import Mutator, substitute
 from .analysis.buffer_use import uses_buffer, whole_buffer_user, written_buffers
 from .analysis.gather import ASYNC_GATHER, gather_parts
@@ -170,8 +171,6 @@ def _without(root, loop):
 
 
 def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    from .warp_roles import has_user_roles
-
     if has_user_roles(kernel):
         # the user's mbarriers order the roles' accesses to the shared tiles as written: a
         # T.Pipelined loop runs its iterations in order, one buffer per tile

@@ -40,7 +40,7 @@ from ..ir.thread_range import role_group
 from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
-from .plan_shared import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
+from .analysis.shared_memory import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
 from .analysis.tma_plan import rows_16_byte_aligned
 from .analysis.scopes import SHARED
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import branch_ranges, role_of, warp_aligned
-from ..ir.visitor import Mutator, any_node, substitute
+from ..ir.visitor import Mutator, substitute
 from .analysis.scopes import is_global_to_shared
 
 _COLLECTIVE = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
@@ -290,12 +290,3 @@ class _Groups(_RoleRegions):
         if group is None:
             return body
         return ir.Attr("thread_group", ("consumer",) + group, body, loc=body.loc)
-
-
-def has_user_roles(kernel: ir.Kernel) -> bool:
-    """Whether the kernel synchronises roles itself (T.ws, T.tma_copy, relabelled roles):
-    the automatic warp specialisation and pipelining leave it alone."""
-    return kernel.attr("compute_threads") is not None or \
-        kernel.attr("role_groups") is not None or any_node(
-        kernel.body, lambda n: isinstance(n, ir.TmaCopy) or (
-            isinstance(n, ir.Attr) and n.key == "warp_role"))

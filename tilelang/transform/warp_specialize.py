@@ -65,11 +65,12 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.thread_range import has_user_roles
 from ..ir.visitor import Mutator, collect, substitute
 from .analysis.gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
 from .pass_config import PassConfigKey
-from .plan_shared import arena_bytes, smem_limit
+from .analysis.shared_memory import arena_bytes, smem_limit
 from .analysis.buffer_use import touched_buffers
 from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
 from .analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
@@ -101,8 +102,6 @@ class WarpSpecializer:
         self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
 
     def applicable(self):
-        from .warp_roles import has_user_roles
-
         ctx = self.ctx
         if not ctx.target.is_hopper or self.T % 128 or has_user_roles(self.kernel):
             return False

@@ -94,7 +94,7 @@ class _State:
 
 class _Placer:
     def __init__(self, ctx, kernel):
-        from .plan_shared import Liveness, fresh_buffers
+        from .analysis.shared_memory import Liveness, fresh_buffers
 
         self.ctx = ctx
         self.inserted = 0
