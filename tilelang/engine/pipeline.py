@@ -27,6 +27,8 @@ from ..transform.plan_shared import plan_shared_memory
 from ..transform.rasterize import rasterize_large_gemms
 from ..transform.reducer_fragments import lower_reducers
 from ..transform.simplify_stmt import simplify_kernel
+from ..transform.stage_epilogue import stage_epilogues
+from ..transform.tma_reduce import lower_tma_atomics
 from ..transform.unroll_fragment_offsets import unroll_fragment_offsets
 from ..transform.warp_roles import assign_warp_roles
 from ..transform.warp_specialize import warp_specialize
@@ -61,7 +63,9 @@ PASSES = [
     ("pingpong", schedule_warpgroup_turns),                    # sm_90a: warpgroups take turns
     ("wgmma_waits", place_wgmma_waits),                        # sm_90a: waits for async wgmma
     ("fold_clears", fold_accumulator_clears),                  # sm_90a: clear -> wgmma scale-d
-    ("lower_copies", lower_copies),                            # cp.async copies, staged epilogues
+    ("tma_reduce", lower_tma_atomics),                         # T.atomic_add(use_tma=True) -> TMA
+    ("stage_epilogue", stage_epilogues),                       # epilogues staged through shared
+    ("lower_copies", lower_copies),                            # copies -> cp.async / TMA / loops
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
     # thread level
     ("partition_parallel", _partition),                        # T.Parallel -> per-thread loops

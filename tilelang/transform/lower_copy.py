@@ -1,7 +1,7 @@
 """Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous) and
-`T.tma_copy` into TMA instructions (transform/lower_tma_copy.py), after lowering
-`T.atomic_add(..., use_tma=True)` (transform/tma_reduce.py) and staging GEMM epilogues through
-shared memory (transform/stage_epilogue.py).
+`T.tma_copy` into TMA instructions (transform/lower_tma_copy.py). Runs after tma_reduce
+(`T.atomic_add(..., use_tma=True)`) and stage_epilogue (GEMM epilogues staged through shared
+memory), whose copies it lowers too (engine/pipeline.py).
 
 Expects: `Copy` nodes with a global source and a shared destination (all other copies are
 parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
@@ -22,7 +22,7 @@ from ..ir import nodes as ir
 from ..ir.thread_range import InRoleGroups
 from .analysis.indices import Widen, wide_indices
 from .analysis.scoped import ScopedMutator
-from .lower_elementwise import copy_as_loop, non_unit_extents
+from .analysis.tile_loops import copy_as_loop, non_unit_extents
 from .lower_tma_copy import lower_tma_copy
 
 INT = ir.DType("int32")
@@ -220,9 +220,4 @@ class _Lower(InRoleGroups, ScopedMutator):
 
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    from .stage_epilogue import stage_epilogues
-    from .tma_reduce import lower_tma_atomics
-
-    kernel = lower_tma_atomics(kernel, ctx)
-    kernel = stage_epilogues(kernel, ctx)
     return _Lower(ctx, Analyzer()).visit(kernel)
