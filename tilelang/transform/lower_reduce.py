@@ -19,40 +19,10 @@ import numpy as np
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.dtype import DType
-from .partition_parallel import _fit_affine_in_digits
+from .analysis.fragment_ops import fit_affine_in_digits
+from .analysis.reductions import combine, element, init_value
 
 VOID = DType("void")
-
-
-def init_value(kind: str, dt: DType):
-    if kind == "max":
-        return ir.const(-np.inf if dt.is_float else dt.min_value(), dt)
-    if kind == "min":
-        return ir.const(np.inf if dt.is_float else dt.max_value(), dt)
-    if kind == "bitand":
-        return ir.const(-1 if dt.is_signed_int else dt.max_value(), dt)
-    return ir.const(0, dt)
-
-
-def combine(kind: str, acc, x, nan_propagate=False):
-    if kind in ("sum", "abssum"):
-        return ir.binary("add", acc, x)
-    if kind in ("max", "absmax"):
-        if nan_propagate and acc.dtype.is_float:
-            return ir.Call("max_nan", (ir.as_expr(acc), ir.as_expr(x)), acc.dtype)
-        return ir.binary("max", acc, x)
-    if kind == "min":
-        if nan_propagate and acc.dtype.is_float:
-            return ir.Call("min_nan", (ir.as_expr(acc), ir.as_expr(x)), acc.dtype)
-        return ir.binary("min", acc, x)
-    return ir.binary({"bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}[kind], acc, x)
-
-
-def element(kind: str, value, dt: DType):
-    v = ir.cast_to(value, dt)
-    if kind in ("abssum", "absmax"):
-        return ir.Call("abs", (v,), dt)
-    return v
 
 
 def _store(buf, idx, value, loc=None):
@@ -116,7 +86,7 @@ class ReduceLowering:
         s = ir.Var("s")
         stmts.append(ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
                             _store(red, s, init_value(r.kind, dt))))
-        fn = _fit_affine_in_digits(F, per_v)
+        fn = fit_affine_in_digits(F, per_v)
         v = ir.Var("v")
         if fn is not None:
             slot = fn(v)

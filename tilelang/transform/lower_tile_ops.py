@@ -17,7 +17,7 @@ from ..ir.visitor import Mutator
 from ..language.reducer import FINALIZE
 from .lower_reduce import ReduceLowering, _copy_loop
 from .analysis.scopes import SHARED
-from .reducer_fragments import KIND
+from .analysis.reductions import KIND
 
 VOID = ir.DType("void")
 

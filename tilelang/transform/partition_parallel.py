@@ -33,9 +33,10 @@ from ..ir.visitor import Mutator, substitute
 from .. import layout as L
 from ..layout.index import all_of
 from .analysis import fragment_access as FA
+from .analysis.fragment_ops import fit_affine_in_digits
 from .analysis.numeric import eval_index
 from .analysis.scoped import ScopedMutator
-from .reducer_fragments import UPDATE as REDUCER_UPDATE, contribute_once
+from .analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 
 
@@ -45,46 +46,6 @@ def _err(loc, msg):
 
 class _Unresolvable(Exception):
     pass
-
-
-def _value_digit_exprs(layout, v):
-    """The mixed-radix digits of value index `v` over the layout's value modes."""
-    out, prefix = [], 1
-    for m in layout.value_modes:
-        d = v if prefix == 1 else ir.binary("floordiv", v, prefix)
-        if m.extent != layout.num_values // prefix or prefix * m.extent != layout.num_values:
-            d = ir.binary("floormod", d, m.extent) if m.extent > 1 else ir.const(0)
-        out.append(d if m.extent > 1 else ir.const(0))
-        prefix *= m.extent
-    return out
-
-
-def _fit_affine_in_digits(layout, table):
-    """Express `table[v]` (one int per value index) as Σ digit_k * c_k + c0 over the layout's
-    value digits; returns a function v -> Expr, or None when it is not of that form."""
-    V = layout.num_values
-    exts = [m.extent for m in layout.value_modes]
-    prefix = np.cumprod([1] + exts)[:-1]
-    vs = np.arange(V)
-    digits = [(vs // p) % e for p, e in zip(prefix, exts)]
-    if np.array_equal(table, vs):
-        return lambda v: v
-    c0 = int(table[0])
-    coeffs = []
-    for k, (p, e) in enumerate(zip(prefix, exts)):
-        coeffs.append(int(table[p]) - c0 if e > 1 else 0)
-    pred = c0 + sum(d * c for d, c in zip(digits, coeffs))
-    if not np.array_equal(pred, table):
-        return None
-
-    def make(v):
-        total = ir.const(c0)
-        for d, c in zip(_value_digit_exprs(layout, v), coeffs):
-            if c:
-                total = ir.binary("add", total, ir.binary("mul", d, c))
-        return total
-
-    return make
 
 
 class NestPartitioner:
@@ -187,7 +148,7 @@ class NestPartitioner:
                                 f"served by this T.Parallel loop's layout {self.layout!r}; "
                                 "please report it (a workaround: T.copy the fragment into a "
                                 "shared buffer and index that)")
-        fn = _fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
+        fn = fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
         if fn is None:
             self.compact = False
         self.slot_fns[key] = (fn, served.slots, served.fixed, write)
