@@ -1,6 +1,6 @@
 """Consumer warpgroups take turns issuing their wgmma gemms (sm_90a "ping-pong").
 
-Expects: tile IR after warp_specialize.py and pipeline.py, with each gemm's backend in
+Expects: tile IR after warp_specialize/__init__.py and pipeline.py, with each gemm's backend in
 `ctx.gemm_info`. Applies when the target is sm_90a, the kernel is warp-specialised with
 n >= 2 consumer warpgroups, pass config `tl.disable_warpgroup_pingpong` is not set, and some
 loop of the consumers uses a wgmma result inside the loop and issues all its gemms in one

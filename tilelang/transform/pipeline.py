@@ -2,7 +2,7 @@
 
 Expects: tile IR after layout inference; global→shared `Copy` nodes still present.
 Producers are those copies and gather nests (`T.Parallel` loads of global data into a shared
-tile that are not a window, e.g. an im2col tile; see transform/async_gather.py).
+tile that are not a window, e.g. an im2col tile; see transform/partition_parallel/async_gather.py).
 
 Guarantees: a pipelined loop of n iterations with S = num_stages >= 2 whose body contains
 global→shared copies that depend only on the loop variable and loop-invariant values becomes

@@ -2,7 +2,7 @@
 
 Expects: tile IR after pipelining (Gemm nodes still present, their backend in
 `ctx.gemm_info`). A wgmma gemm with `wg_wait=-1` is issued and committed as one wgmma group
-without waiting (`T.gemm(..., wg_wait=-1)`, or the order/stage schedule of warp_specialize.py);
+without waiting (`T.gemm(..., wg_wait=-1)`, or the order/stage schedule of warp_specialize/__init__.py);
 one with `wg_wait=n >= 0` waits until at most n groups are in flight; `T.wait_wgmma(n)` does
 the same on its own.
 

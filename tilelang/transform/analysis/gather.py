@@ -6,7 +6,7 @@ not a rectangular window (im2col, indexed rows),
 
 recognised at tile level. The pipeliner and the warp specializer make such a nest a producer
 stage like a `T.copy` and mark the copies they issue ahead with ASYNC_GATHER; partition_parallel
-lowers marked nests to cp.async with zero-fill (transform/async_gather.py).
+lowers marked nests to cp.async with zero-fill (transform/partition_parallel/async_gather.py).
 """
 
 from __future__ import annotations

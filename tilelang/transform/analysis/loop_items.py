@@ -1,6 +1,6 @@
 """A pipelined loop body as a list of items, and the facts both software pipeliners (the
 cp.async pipeline, transform/pipeline.py, and the TMA producer warpgroup,
-transform/warp_specialize.py) need about them: which loop-body lets a producer copy needs,
+transform/warp_specialize/) need about them: which loop-body lets a producer copy needs,
 whether a gather nest may be issued iterations ahead, and how a tile becomes one stage of a
 multi-buffered allocation.
 

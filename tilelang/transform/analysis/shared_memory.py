@@ -21,7 +21,7 @@ def smem_limit(sm: int) -> int:
 
 
 def _producer_split(node: ir.If) -> bool:
-    """The warp specializer's producer / consumer branches (transform/warp_specialize.py): it
+    """The warp specializer's producer / consumer branches (transform/warp_specialize/): it
     orders their buffers itself (the stage buffers are shared by design; the epilogue may take
     the bytes of the ring's barriers once both loops are done)."""
     return any(isinstance(b, ir.Attr) and b.key == "thread_group" and b.value[0] == "producer"

@@ -64,22 +64,22 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.thread_range import has_user_roles
-from ..ir.visitor import Mutator, collect, substitute
-from .analysis.gather import gather_parts
+from ...ir import nodes as ir
+from ...ir.thread_range import has_user_roles
+from ...ir.visitor import Mutator, collect, substitute
+from ..analysis.gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
-from .pass_config import PassConfigKey
-from .analysis.shared_memory import arena_bytes, smem_limit
-from .analysis.buffer_use import touched_buffers
-from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
-from .analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
-from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
+from ..pass_config import PassConfigKey
+from ..analysis.shared_memory import arena_bytes, smem_limit
+from ..analysis.buffer_use import touched_buffers
+from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
+from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
+from ..analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
 from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
 from .tma_im2col import Im2colPlan, im2col_plan
-from .analysis.tma_plan import TmaDescriptor, tma_plan
-from .analysis.scopes import SHARED, is_global_to_shared
+from ..analysis.tma_plan import TmaDescriptor, tma_plan
+from ..analysis.scopes import SHARED, is_global_to_shared
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")

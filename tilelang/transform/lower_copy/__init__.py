@@ -1,5 +1,5 @@
 """Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous) and
-`T.tma_copy` into TMA instructions (transform/lower_tma_copy.py). Runs after tma_reduce
+`T.tma_copy` into TMA instructions (transform/lower_copy/lower_tma_copy.py). Runs after tma_reduce
 (`T.atomic_add(..., use_tma=True)`) and stage_epilogue (GEMM epilogues staged through shared
 memory), whose copies it lowers too (engine/pipeline.py).
 
@@ -17,12 +17,12 @@ element copies through a parallel loop.
 
 from __future__ import annotations
 
-from ..arith import Analyzer
-from ..ir import nodes as ir
-from ..ir.thread_range import InRoleGroups
-from .analysis.indices import Widen, wide_indices
-from .analysis.scoped import ScopedMutator
-from .analysis.tile_loops import copy_as_loop, non_unit_extents
+from ...arith import Analyzer
+from ...ir import nodes as ir
+from ...ir.thread_range import InRoleGroups
+from ..analysis.indices import Widen, wide_indices
+from ..analysis.scoped import ScopedMutator
+from ..analysis.tile_loops import copy_as_loop, non_unit_extents
 from .lower_tma_copy import lower_tma_copy
 
 INT = ir.DType("int32")

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import located
-from ..ir import nodes as ir
-from ..ir.dtype import DType
-from .analysis.fragment_ops import fit_affine_in_digits
-from .analysis.reductions import combine, element, init_value
+from ...errors import located
+from ...ir import nodes as ir
+from ...ir.dtype import DType
+from ..analysis.fragment_ops import fit_affine_in_digits
+from ..analysis.reductions import combine, element, init_value
 
 VOID = DType("void")
 
@@ -130,7 +130,7 @@ class ReduceLowering:
         every copy of each element of `buf` (the threads of its layout's replication modes)
         becomes the combination of all of them. Replication modes that are not power-of-two
         lane blocks combine through shared memory alone."""
-        from ..layout.fragment import ShufflePlan
+        from ...layout.fragment import ShufflePlan
 
         P = self.ctx.layouts[buf]
         try:
@@ -187,7 +187,7 @@ class ReduceLowering:
         pre = []
         if src.scope == "local.fragment":
             staged = ctx.add_scratch_shared(f"{src.name}_staged", src.shape, src.dtype)
-            pre.append(_copy_loop(src, staged, ctx))
+            pre.append(copy_loop(src, staged, ctx))
             src = staged
         dt = dst.dtype
         keepdim = dst.ndim == src.ndim
@@ -226,8 +226,8 @@ class ReduceLowering:
         work = src
         if src.scope == "local.fragment" or dst.scope == "local.fragment" or src is not dst:
             work = ctx.add_scratch_shared(f"{dst.name}_scan", src.shape, dst.dtype)
-            pre.append(_copy_loop(src, work, ctx))
-            post.append(_copy_loop(work, dst, ctx))
+            pre.append(copy_loop(src, work, ctx))
+            post.append(copy_loop(work, dst, ctx))
         n = src.shape[c.dim]
         other = [e for d, e in enumerate(src.shape) if d != c.dim]
         vars_ = [ir.Var(nm) for nm in "ijklmn"[:len(other)]]
@@ -267,7 +267,9 @@ def _parallel(vars_, extents, body, layout, loc):
     return stmt
 
 
-def _copy_loop(src, dst, ctx):
+def copy_loop(src, dst, ctx):
+    """`dst = src` element by element (the whole buffers), as a parallel loop laid out like
+    whichever of the two is a fragment."""
     vars_ = [ir.Var(n) for n in "ijklmn"[:src.ndim]]
     body = ir.Store(dst, tuple(vars_), ir.cast_to(ir.Load(src, tuple(vars_), src.dtype),
                                                    dst.dtype))

@@ -1,6 +1,6 @@
 """The loops around a T.Pipelined loop inside a persistent kernel's tile loop (sm_90a).
 
-warp_specialize.py gives such a loop a TMA producer when it sits under serial loops and
+warp_specialize/__init__.py gives such a loop a TMA producer when it sits under serial loops and
 branches on block-uniform values only (`levels_to` finds that path, `depends_on` tells a
 value that reads a block or thread index through lets). Producer and consumers then both run
 the nest (`TileNest.wrap`): the producer with the lets it can compute from parameters alone,
@@ -12,10 +12,10 @@ every tile, whatever its trip count, waits on the mbarrier phase its data arrive
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import collect
-from .analysis.buffer_use import buffers_read
-from .analysis.loop_items import flatten, rebuild
+from ...ir import nodes as ir
+from ...ir.visitor import collect
+from ..analysis.buffer_use import buffers_read
+from ..analysis.loop_items import flatten, rebuild
 
 
 class TileNest:

@@ -26,17 +26,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import located
-from ..ir import nodes as ir
-from ..ir.thread_range import InRoleGroups
-from ..ir.visitor import Mutator, substitute
-from .. import layout as L
-from ..layout.index import all_of
-from .analysis import fragment_access as FA
-from .analysis.fragment_ops import fit_affine_in_digits
-from .analysis.numeric import eval_index
-from .analysis.scoped import ScopedMutator
-from .analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
+from ...errors import located
+from ...ir import nodes as ir
+from ...ir.thread_range import InRoleGroups
+from ...ir.visitor import Mutator, substitute
+from ... import layout as L
+from ...layout.index import all_of
+from ..analysis import fragment_access as FA
+from ..analysis.fragment_ops import fit_affine_in_digits
+from ..analysis.numeric import eval_index
+from ..analysis.scoped import ScopedMutator
+from ..analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 
 
@@ -172,10 +172,10 @@ class NestPartitioner:
 
     def try_vectorize(self):
         """Split the value loop into vector lanes when its fastest mode walks the innermost
-        dim contiguously (see transform/vectorize.py)."""
+        dim contiguously (see transform/partition_parallel/vectorize.py)."""
         from .vectorize import vectorize_value_loop
 
-        from .pass_config import PassConfigKey
+        from ..pass_config import PassConfigKey
 
         Lp = self.layout
         if not Lp.value_modes or Lp.guard_dims or self.analyzer is None or \
@@ -200,7 +200,7 @@ class NestPartitioner:
 
     def try_async_gather(self):
         """A gather the pipeliner issues ahead (annotation async_gather) as cp.async groups
-        (transform/async_gather.py); None keeps the synchronous form."""
+        (transform/partition_parallel/async_gather.py); None keeps the synchronous form."""
         from .async_gather import lower_async_gather
 
         Lp = self.layout
@@ -318,7 +318,7 @@ class NestPartitioner:
 
 def collect_stores(body):
     """Names of the buffers a statement stores into."""
-    from ..ir.visitor import collect
+    from ...ir.visitor import collect
 
     return [n.buffer.name for n in collect(body, lambda n: isinstance(n, ir.Store))]
 
@@ -331,7 +331,7 @@ def _one_writer(body, representative, registers=()):
     if representative is None:
         return body
     cond = ir.as_expr(representative)
-    from ..ir.visitor import collect
+    from ...ir.visitor import collect
 
     if not collect(body, lambda n: isinstance(n, ir.Store) and n.buffer in registers):
         return ir.If(cond, body, None)

@@ -22,10 +22,10 @@ once the loop layout has fixed each thread's elements. Expects: the nest body in
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect, substitute
-from .analysis.gather import peel_lets, split_value
-from .analysis.indices import Widen, contiguous, flat_offset, wide_indices
+from ...ir import nodes as ir
+from ...ir.visitor import Mutator, collect, substitute
+from ..analysis.gather import peel_lets, split_value
+from ..analysis.indices import Widen, contiguous, flat_offset, wide_indices
 
 VOID = ir.DType("void")
 INT = ir.DType("int32")

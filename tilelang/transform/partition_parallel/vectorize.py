@@ -25,12 +25,12 @@ plan_shared.py keeps what they touch apart).
 
 from __future__ import annotations
 
-from ..arith import Analyzer
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect, substitute
+from ...arith import Analyzer
+from ...ir import nodes as ir
+from ...ir.visitor import Mutator, collect, substitute
 from .pair_lanes import pair_lanes
-from .analysis.indices import Widen, contiguous, flat_offset, lane_steps, needs_int64
-from .analysis.scopes import MEMORY, SHARED
+from ..analysis.indices import Widen, contiguous, flat_offset, lane_steps, needs_int64
+from ..analysis.scopes import MEMORY, SHARED
 
 VOID = ir.DType("void")
 PARTITIONED = (("partitioned", True),)  # a thread's share of one T.Parallel nest
