@@ -115,7 +115,7 @@ class SyncInserter(SharedAccesses):
         self.waw = True
         # wgmma reads shared memory through the async proxy, possibly data that generic
         # stores or cp.async wrote before any of the barriers: fence before each barrier
-        self.fence_all = bool(getattr(ctx, "uses_wgmma", False))
+        self.fence_all = ctx.uses_wgmma
 
     def conflicts(self, state: State, reads, writes, waw: bool = True) -> bool:
         """RAW and WAR hazards (and WAW between distinct statements) on shared memory."""
@@ -307,7 +307,7 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if ctx.flag(PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
         return kernel  # the user places T.sync_threads() themselves
     body = kernel.body
-    async_readers = getattr(ctx, "uses_wgmma", False) or any_node(
+    async_readers = ctx.uses_wgmma or any_node(
         body, lambda s: ir.calls_extern(s, "tl::tma_load"))
     if async_readers and not kernel.attr("warp_specialized") and any_node(
             body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):

@@ -55,7 +55,7 @@ class Pipeliner:
             return serial
         items = flatten(loop.body)
         written = written_buffers(loop.body)
-        lets = {it[1]: it for it in items if isinstance(it, tuple)}
+        lets = {it.var: it for it in items if isinstance(it, tuple)}
         producers = []
         for idx, st in enumerate(items):
             if isinstance(st, ir.Copy) and is_global_to_shared(st):
@@ -96,7 +96,7 @@ class Pipeliner:
                 stmt = substitute(stmt, sub)
                 stmt = Rebuffer(mapping, stage_expr).visit(stmt)
                 for let in reversed(deps):
-                    stmt = ir.LetStmt(let[1], substitute(let[2], sub), stmt, loc=let[3])
+                    stmt = ir.LetStmt(let.var, substitute(let.value, sub), stmt, loc=let.loc)
                 out.append(stmt)
             return ir.Seq(tuple(out))
 
@@ -175,8 +175,6 @@ def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
         # the user's mbarriers order the roles' accesses to the shared tiles as written: a
         # T.Pipelined loop runs its iterations in order, one buffer per tile
         return _serial_pipelined_loops(kernel)
-    if not hasattr(ctx, "replaced_shared"):
-        ctx.replaced_shared = {}
     body = _Pipeline(ctx, kernel.body).visit(kernel.body)
     if body is kernel.body:
         return kernel

@@ -176,10 +176,7 @@ class _Stager:
         S = ir.Buffer(name, (rows, cols), dtype, "shared.dyn", loc=nest.loc)
         lay = L.swizzled((rows, cols), dtype.bits)
         ctx.layouts[S] = lay
-        fresh = getattr(ctx, "fresh_shared", None)
-        if fresh is None:
-            fresh = ctx.fresh_shared = set()
-        fresh.add(S)
+        ctx.fresh_shared.add(S)
         self.arena += tile_bytes
         self.new_allocs.append(S)
         write = ir.For(nest.var, nest.start, nest.extent, nest.kind,

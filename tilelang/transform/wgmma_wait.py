@@ -399,7 +399,7 @@ def _opaque_call(stmt) -> bool:
 
 
 def place_wgmma_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    if not ctx.target.is_hopper or not getattr(ctx, "gemm_info", None):
+    if not ctx.target.is_hopper or not ctx.gemm_info:
         return kernel
     from ..ir.visitor import collect
 

@@ -125,10 +125,10 @@ def lets_needed(exprs, lets, written):
         for v in collect(expr, lambda n: isinstance(n, ir.Var)):
             if v in lets and v not in needed:
                 let = lets[v]
-                if buffers_read(let[2]) & written:
+                if buffers_read(let.value) & written:
                     raise _NotRecomputable
                 needed.add(v)
-                need(let[2])
+                need(let.value)
                 order.append(let)
 
     try:

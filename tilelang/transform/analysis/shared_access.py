@@ -16,8 +16,8 @@ class SharedAccesses:
     plan_shared gave them (ctx.shared_plan), or by identity before it ran."""
 
     def __init__(self, ctx):
-        plan = getattr(ctx, "shared_plan", {})
-        self.ranges = {b: (off, off + b.numel() * b.dtype.bytes) for b, off in plan.items()}
+        self.ranges = {b: (off, off + b.numel() * b.dtype.bytes)
+                       for b, off in ctx.shared_plan.items()}
 
     def overlap(self, a, b) -> bool:
         """Whether two shared buffers share bytes (after plan_shared; the same buffer before)."""

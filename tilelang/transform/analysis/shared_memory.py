@@ -129,5 +129,4 @@ def fresh_buffers(ctx) -> set:
     """Shared buffers written before they are read in every region that uses them: the
     multi-buffered stages of a pipeline (its copies fill a stage before any read of it, and
     the pipeliner keeps them out of the rest of the kernel) and staged epilogue tiles."""
-    return set(getattr(ctx, "replaced_shared", {}).values()) | \
-        set(getattr(ctx, "fresh_shared", ()))
+    return set(ctx.replaced_shared.values()) | set(ctx.fresh_shared)

@@ -134,7 +134,7 @@ class WarpSpecializer:
             return None  # nothing to overlap: the plain loop is as good
         body_items = flatten(loop.body)
         written = written_buffers(loop.body)
-        lets = {it[1]: it for it in body_items if isinstance(it, tuple)}
+        lets = {it.var: it for it in body_items if isinstance(it, tuple)}
         plans = []
         for it in body_items:
             if isinstance(it, ir.Copy) and is_global_to_shared(it):
@@ -150,7 +150,7 @@ class WarpSpecializer:
                                      f"not meet TMA's constraints: {reason}")
                 if self.nest and not self.nest.producer_can_compute(
                         [e for region in it.src.region for e in region] +
-                        [d[2] for d in deps]):
+                        [d.value for d in deps]):
                     return self._why(f"the load into {it.dst.buffer.name} depends on values "
                                      "computed from memory in the loops around it")
                 plans.append(plan)
@@ -169,7 +169,7 @@ class WarpSpecializer:
                     return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not "
                                      "TMA)" + (f"; no TMA im2col: {reason}" if reason else ""))
                 if self.nest and not self.nest.producer_can_compute(
-                        list(gather_exprs(it)) + [d[2] for d in deps]):
+                        list(gather_exprs(it)) + [d.value for d in deps]):
                     return self._why(f"the load into {name} depends on values computed from "
                                      "memory in the loops around it")
                 plans.append(plan)
@@ -302,7 +302,7 @@ class WarpSpecializer:
             return
         cs = dims[0] * dims[1] * dims[2]
         axes = {v for v, c in zip(self.kernel.block_vars, dims) if c > 1}
-        values = {it[1]: it[2] for it in lets if isinstance(it, tuple)}
+        values = {it.var: it.value for it in lets if isinstance(it, tuple)}
         if depends_on((loop.start, loop.extent), axes, values):
             return self.ctx.note("no multicast: the trip count differs between the blocks of a "
                                  "cluster")
@@ -338,7 +338,7 @@ class WarpSpecializer:
             if annotation is None:
                 return None
         compute = [st for st in stmts if id(st) not in plan_ids]
-        if any(collect(st, lambda n, v=let[1]: n is v) for let in lets for st in compute):
+        if any(collect(st, lambda n, v=let.var: n is v) for let in lets for st in compute):
             return self._note_overlap("the loop body binds values the schedule would move", auto)
         slots, reason = schedule(loop, stmts, plan_ids, annotation)
         if slots is None:
@@ -382,7 +382,7 @@ class WarpSpecializer:
         ctx = self.ctx
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
         pre_lets = [it for it in items_before if isinstance(it, tuple)
-                    and not (buffers_read(it[2]) - params)]
+                    and not (buffers_read(it.value) - params)]
         producer = rebuild(pre_lets + [ir.If(ir.compare("eq", ctx.tid, self.T), producer_loop,
                                               None)])
         regs = self._register_split()
@@ -556,7 +556,7 @@ class WarpSpecializer:
         out = set()
         for st in stmts:
             if isinstance(st, tuple):  # a let: its value may load from a stage
-                out.update(b for b in buffers if _mentions(st[2], b))
+                out.update(b for b in buffers if _mentions(st.value, b))
                 continue
             for g in collect(st, lambda n: isinstance(n, ir.Gemm)):
                 if not self.ctx.is_wgmma(g):  # mma.sync: ldmatrix reads
@@ -778,7 +778,7 @@ class WarpSpecializer:
         if isinstance(p, Im2colPlan):
             body = p.load(param, _addr(full, (stage,)), _addr(dst, [stage, 0, 0]))
             for let in reversed(p.deps):
-                body = ir.LetStmt(let[1], let[2], body, loc=let[3])
+                body = ir.LetStmt(let.var, let.value, body, loc=let.loc)
             return body
         starts = [ir.as_expr(x) for x in p.copy.src.starts]
         stmts = []
@@ -802,7 +802,7 @@ class WarpSpecializer:
             stmts.append(stmt)
         body = ir.Seq(tuple(stmts))
         for let in reversed(p.deps):
-            body = ir.LetStmt(let[1], let[2], body, loc=let[3])
+            body = ir.LetStmt(let.var, let.value, body, loc=let.loc)
         return body
 
 

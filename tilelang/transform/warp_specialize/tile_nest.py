@@ -32,13 +32,13 @@ class TileNest:
         self.tiles = ir.Buffer("tiles_done", (1,), ir.DType("int32"), "local.var")
         self.counts_tiles = False  # whether tile loads use `tiles`
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
-        self.lets = {it[1]: it for items, _ in levels for it in items if isinstance(it, tuple)}
+        self.lets = {it.var: it for items, _ in levels for it in items if isinstance(it, tuple)}
         self.computable = set()
         for items, i in levels:
             for it in items[:i]:
-                if isinstance(it, tuple) and not (buffers_read(it[2]) - params) and \
-                        self._known(it[2]):
-                    self.computable.add(it[1])
+                if isinstance(it, tuple) and not (buffers_read(it.value) - params) and \
+                        self._known(it.value):
+                    self.computable.add(it.var)
 
     def _known(self, expr) -> bool:
         return all(v in self.computable for v in collect(expr, lambda n: isinstance(n, ir.Var))
@@ -75,7 +75,7 @@ class TileNest:
                 p, c = [_with_body(items[i], p)], [_with_body(items[i], c)]
             if level == 0:
                 break
-            lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
+            lets = [it for it in items[:i] if isinstance(it, tuple) and it.var in self.computable]
             p = rebuild(lets + p)
             mine = [replace.get(id(it), it) if not isinstance(it, tuple) else it
                     for it in items[:i]]
@@ -137,7 +137,7 @@ def levels_to(items, loop, thread_vars):
 
 def _uniform(exprs, levels, thread_vars) -> bool:
     """No thread index in `exprs`, directly or through the lets of `levels`."""
-    values = {it[1]: it[2] for items, _ in levels for it in items if isinstance(it, tuple)}
+    values = {it.var: it.value for items, _ in levels for it in items if isinstance(it, tuple)}
     return not depends_on(exprs, thread_vars, values)
 
 
