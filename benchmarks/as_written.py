@@ -149,6 +149,113 @@ def flash_fwd(batch, heads, seq_len, dim, is_causal, block_M, block_N, num_stage
     return main
 
 
+def flash_fwd_masked(batch, heads, seq_len, dim, is_causal, block_M, block_N, num_stages, threads,
+                     layout="bshd"):
+    """FlashAttention forward as the reference's example_mha_fwd_bshd / _bhsd write it: the
+    scores start from a mask rather than a clear; `layout` "bshd" (batch, seq, heads, dim) or
+    "bhsd" (batch, heads, seq, dim)."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504
+    bshd = layout == "bshd"
+    shape = [batch, seq_len, heads, dim] if bshd else [batch, heads, seq_len, dim]
+
+    def rows(t, bz, by, lo, hi):  # the rows [lo, hi) of head `by` of batch `bz`
+        return t[bz, lo:hi, by, :] if bshd else t[bz, by, lo:hi, :]
+    dtype, accum = "float16", "float32"
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+             Output: T.Tensor(shape, dtype)):
+        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared([block_M, dim], dtype)
+            K_shared = T.alloc_shared([block_N, dim], dtype)
+            V_shared = T.alloc_shared([block_N, dim], dtype)
+            O_shared = T.alloc_shared([block_M, dim], dtype)
+            acc_s = T.alloc_fragment([block_M, block_N], accum)
+            acc_s_cast = T.alloc_fragment([block_M, block_N], dtype)
+            acc_o = T.alloc_fragment([block_M, dim], accum)
+            scores_max = T.alloc_fragment([block_M], accum)
+            scores_max_prev = T.alloc_fragment([block_M], accum)
+            scores_scale = T.alloc_fragment([block_M], accum)
+            scores_sum = T.alloc_fragment([block_M], accum)
+            logsum = T.alloc_fragment([block_M], accum)
+
+            T.copy(rows(Q, bz, by, bx * block_M, (bx + 1) * block_M), Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum))
+            loop_range = (T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
+                          if is_causal else T.ceildiv(seq_len, block_N))
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
+                T.copy(rows(K, bz, by, k * block_N, (k + 1) * block_N), K_shared)
+                if is_causal:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(bx * block_M + i >= k * block_N + j, 0,
+                                                     -T.infinity(acc_s.dtype))
+                else:
+                    for i, j in T.Parallel(block_M, block_N):
+                        acc_s[i, j] = T.if_then_else(k * block_N + j >= seq_len,
+                                                     -T.infinity(acc_s.dtype), 0)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(accum))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_M):
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+                for i in T.Parallel(block_M):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                for i, j in T.Parallel(block_M, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.copy(rows(V, bz, by, k * block_N, (k + 1) * block_N), V_shared)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_M, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O_shared)
+            T.copy(O_shared, rows(Output, bz, by, bx * block_M, (bx + 1) * block_M))
+
+    return main
+
+
+def fp8_gemm_2xacc(M, N, K, block_M, block_N, block_K, num_stages, threads,
+                   dtype="float8_e4m3fn"):
+    """FP8 C = A B^T with two-level accumulation (the wgmma accumulator promoted into a
+    second one every 128 K elements), as the reference's example_tilelang_gemm_fp8_2xAcc."""
+    update_interval = 128 // block_K if block_K < 128 else 1
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_N, block_K), dtype)
+            C_shared = T.alloc_shared((block_M, block_N), "float32")
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            C_local_accum = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            T.clear(C_local_accum)
+            K_iters = T.ceildiv(K, block_K)
+            for k in T.Pipelined(K_iters, num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                if (k + 1) % update_interval == 0:
+                    for i, j in T.Parallel(block_M, block_N):
+                        C_local_accum[i, j] += C_local[i, j]
+                    T.clear(C_local)
+            if K_iters % update_interval != 0:
+                for i, j in T.Parallel(block_M, block_N):
+                    C_local_accum[i, j] += C_local[i, j]
+            T.copy(C_local_accum, C_shared)
+            T.copy(C_shared, C[by * block_M, bx * block_N])
+
+    return main
+
+
 # ---- cases ---------------------------------------------------------------------------------------
 
 def _rand(*shape):
@@ -189,6 +296,36 @@ def case_flash(B, H, S, D, causal, bm, bn, stages, threads):
             lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
 
 
+def case_flash_masked(layout, B, H, S, D, causal, bm, bn, stages, threads):
+    import torch
+
+    shape = (B, S, H, D) if layout == "bshd" else (B, H, S, D)
+    q, k, v = _rand(*shape), _rand(*shape), _rand(*shape)
+
+    def sdpa(dtype):  # SDPA takes (batch, heads, seq, dim)
+        def bhsd(t):
+            return t.transpose(1, 2) if layout == "bshd" else t
+
+        out = torch.nn.functional.scaled_dot_product_attention(
+            *(bhsd(t).to(dtype) for t in (q, k, v)), is_causal=causal)
+        return bhsd(out)
+
+    flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
+    return (flash_fwd_masked(B, H, S, D, causal, bm, bn, stages, threads, layout), [3], (q, k, v),
+            lambda: sdpa(torch.float32), flops, lambda: sdpa(torch.float16))
+
+
+def case_fp8_2xacc(M, N, K, bm, bn, bk, stages, threads):
+    import torch
+
+    a = (torch.randn(M, K, device="cuda") * 4).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, device="cuda") * 4).to(torch.float8_e4m3fn)
+    scale = torch.ones((), device="cuda")
+    return (fp8_gemm_2xacc(M, N, K, bm, bn, bk, stages, threads), [2], (a, b),
+            lambda: a.float() @ b.float().T, 2 * M * N * K,
+            lambda: torch._scaled_mm(a, b.T, scale, scale, out_dtype=torch.float32))
+
+
 CASES = {
     "gemm4096_128x128x32_s3_t128": (case_gemm, (4096, 4096, 4096, 128, 128, 32, 3, 128)),
     "gemm4096_128x256x64_s3_t256": (case_gemm, (4096, 4096, 4096, 128, 256, 64, 3, 256)),
@@ -201,11 +338,19 @@ CASES = {
     "flash_b8h32s4096d128_128x128_s2_t256": (case_flash, (8, 32, 4096, 128, False, 128, 128, 2, 256)),
     "flash_causal_b8h32s4096d128_128x128_s2_t256": (case_flash, (8, 32, 4096, 128, True, 128, 128, 2, 256)),
     "flash_b8h32s4096d128_128x128_s1_t128": (case_flash, (8, 32, 4096, 128, False, 128, 128, 1, 128)),
+    # the reference's regression configurations (examples/flash_attention, gemm_fp8)
+    "flash_bshd_b1h32s256d128_128x128_s1_t128": (case_flash_masked, ("bshd", 1, 32, 256, 128, False, 128, 128, 1, 128)),
+    "flash_bshd_b8h32s4096d128_128x128_s1_t128": (case_flash_masked, ("bshd", 8, 32, 4096, 128, False, 128, 128, 1, 128)),
+    "flash_bshd_causal_b8h32s4096d128_128x128_s1_t128": (case_flash_masked, ("bshd", 8, 32, 4096, 128, True, 128, 128, 1, 128)),
+    "flash_bshd_b1h32s256d64_64x64_s1_t128": (case_flash_masked, ("bshd", 1, 32, 256, 64, False, 64, 64, 1, 128)),
+    "flash_bhsd_b1h32s256d64_128x128_s2_t256": (case_flash_masked, ("bhsd", 1, 32, 256, 64, False, 128, 128, 2, 256)),
+    "fp8_2xacc_1024x1024x8192_128x128x64_s3_t128": (case_fp8_2xacc, (1024, 1024, 8192, 128, 128, 64, 3, 128)),
 }
 
 VARIANTS = {
     "default": {},
     "no_ws": {"tl.disable_warp_specialized": True},
+    "ws": {"tl.disable_warp_specialized": False},
 }
 OURS_ONLY = set()  # this project's own switches (the reference has no such key: skipped there)
 

@@ -2,8 +2,9 @@
 
 Chosen for a gemm when the target is sm_90a, the operands are float16/bfloat16 (one type) or
 8-bit floats (float8_e4m3 / float8_e5m2, any mix) accumulating into float32, the block is whole
-warpgroups and the tile splits into m64 x N (N <= 256) x 32-byte-K instructions; otherwise the
-mma.sync backend (gemm_sm80) handles it. 8-bit wgmma has no transpose, so fp8 gemms qualify
+warpgroups, the tile splits into m64 x N (N <= 256) x 32-byte-K instructions and a shared
+operand's T.annotate_layout, if any, is the swizzle wgmma reads (make_swizzled_layout); otherwise
+the mma.sync backend (gemm_sm80) handles it. 8-bit wgmma has no transpose, so fp8 gemms qualify
 only with both operands K-major in shared memory (A not transposed, B transposed: N x K) or A
 in registers; other fp8 layouts stay on mma.sync with a note in the verbose log. The Fragments
 built here and the register conventions of tl/gemm_sm90.cuh describe the same maps.
@@ -113,8 +114,11 @@ def eligible(g: ir.Gemm, M, N, num_warps, ctx):
         if L.swizzle_mode(buf.shape, buf.dtype.bits) is None:
             return None
         for k, v in ctx.kernel.attrs:
-            if k == "layout" and v[0] is buf:
-                return None  # a user layout: keep the general path
+            # a user layout other than the one wgmma reads (make_swizzled_layout gives that
+            # one) keeps the general path
+            if k == "layout" and v[0] is buf and \
+                    not L.layout_equal(v[1], shared_operand_layout(buf, ctx)):
+                return None
         starts = region.starts[-2:]
         if not all(isinstance(s, int) or isinstance(s, ir.Const) for s in starts):
             return None

@@ -189,7 +189,13 @@ def render_call(p, c: ir.Call) -> str:
     if op == "reinterpret":
         from .cuda import ctype
 
-        return f"tl::bit_cast<{ctype(c.dtype)}>({p.expr(c.args[0])})"
+        value, src = c.args[0], c.args[0].dtype
+        text = p.expr(value)
+        if src.is_int and src.bits < 32 and src.lanes == 1 and not isinstance(value, ir.Load):
+            # C++ promotes narrow integer arithmetic to int: cast back to the operand's own
+            # type, whose size is the one reinterpreted
+            text = f"(({ctype(src)})({text}))"
+        return f"tl::bit_cast<{ctype(c.dtype)}>({text})"
     if op == "comment":
         return f"/* {c.args[0]} */"
     if op == "set_max_nreg":

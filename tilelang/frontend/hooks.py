@@ -76,6 +76,9 @@ def bind(name, value, prev=UNSET):
     b = Builder.current(required=False)
     if b is None:
         return value
+    to_value = getattr(type(value), "__tl_bind__", None)
+    if to_value is not None:  # a construct whose assignment binds a value (T.thread_binding)
+        value = to_value(value, name)
     if isinstance(value, ir.Buffer) and value.name == "__unnamed":
         value.name = name
         return value

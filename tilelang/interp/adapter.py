@@ -96,7 +96,9 @@ class CPUAdapter:
         for tensor, arr in writeback:
             import torch
 
-            tensor.copy_(torch.from_numpy(arr).to(tensor.dtype))
+            # through a detached view, as a GPU kernel writes memory: autograd does not see it
+            # (a leaf that requires grad may be an argument)
+            tensor.detach().copy_(torch.from_numpy(arr).to(tensor.dtype))
 
     @staticmethod
     def _null_buffer(p: ir.Buffer):

@@ -333,7 +333,73 @@ def Persistent(domain, wave_size, index, group_size=8):
     return _Persistent(dom, ws, _int_or_expr(index, "T.Persistent index"), g)
 
 
-def thread_binding(*args, **kwargs):
-    """TVM-style thread-bound loops (not supported: use T.get_thread_binding())."""
-    raise error(NotImplementedError, "T.thread_binding loops are not supported; use "
-                                     "T.get_thread_binding()")
+_LAUNCH_AXES = {"threadIdx.x": ("thread", 0), "threadIdx.y": ("thread", 1),
+                "threadIdx.z": ("thread", 2), "blockIdx.x": ("block", 0),
+                "blockIdx.y": ("block", 1), "blockIdx.z": ("block", 2)}
+
+
+class _ThreadBinding(LoopSpec):
+    """A TVM-style loop bound to a launch axis inside `T.Kernel`: its variable is that axis's
+    index (plus `start`), so the body runs once per thread (block) as written."""
+
+    kind = "thread_binding"
+
+    def __init__(self, start, extent, axis):
+        super().__init__([(start, extent, 1)])
+        self.axis = axis
+        self.loc = current_loc()
+
+    def index(self):
+        """The launch index this binding names, after checking that the binding covers
+        exactly the launched extent (a partial or larger binding would need a guard or more
+        threads, which the reference's launch rejects too)."""
+        from .kernel import _kernel_obj
+
+        b = current_builder(what="T.thread_binding")
+        if not b.in_kernel():
+            raise error(NotImplementedError, "T.thread_binding is supported inside `with "
+                                             "T.Kernel(...)` only, where it names a launch "
+                                             "index; launch the threads with T.Kernel")
+        kernel = _kernel_obj()
+        kind, dim = _LAUNCH_AXES[self.axis]
+        extents = kernel.threads if kind == "thread" else kernel.grid
+        launched = extents[dim] if dim < len(extents) else 1
+        start, extent, _ = self.dims[0]
+        same = (extent == launched if isinstance(extent, int) and isinstance(launched, int)
+                else ir.structural_equal(ir.as_expr(extent), ir.as_expr(launched)))
+        if not same:
+            raise error(ValueError, f"T.thread_binding over {extent} {self.axis} values, but "
+                                    f"T.Kernel launches {launched} along {self.axis}: a "
+                                    "binding must cover the launched extent exactly")
+        if dim >= len(extents):
+            var = ir.const(0)
+        else:
+            var = (kernel.thread_vars if kind == "thread" else kernel.block_vars)[dim]
+        return var if isinstance(start, int) and start == 0 else ir.binary("add", var, start)
+
+    def trace(self, names):
+        yield self.index()
+
+    def __tl_bind__(self, name):
+        # `tx = T.thread_binding(0, n, thread="threadIdx.x")` binds the rest of the scope to
+        # the launch index, as the reference's frame does
+        return self.index()
+
+
+def thread_binding(start, stop=None, thread=None, *, annotations=None):
+    """`for tx in T.thread_binding(128, "threadIdx.x")` or `tx = T.thread_binding(0, 128,
+    thread="threadIdx.x")` inside `T.Kernel`: the index of this thread (block, for
+    "blockIdx.*") along that launch axis, plus `start`. The extent must equal the launched
+    one (`threads=` / the grid)."""
+    if thread is None and isinstance(stop, str):
+        start, stop, thread = 0, start, stop
+    elif stop is None:
+        start, stop = 0, start
+    if thread not in _LAUNCH_AXES:
+        raise error(ValueError, f"T.thread_binding thread must be one of "
+                                f"{', '.join(_LAUNCH_AXES)}, got {thread!r}")
+    start = _int_or_expr(start, "T.thread_binding start")
+    stop = _int_or_expr(stop, "T.thread_binding stop")
+    extent = stop - start if isinstance(start, int) and isinstance(stop, int) else \
+        ir.binary("sub", stop, start)
+    return _ThreadBinding(start, extent, thread)

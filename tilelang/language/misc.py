@@ -655,26 +655,43 @@ class ws:  # noqa: N801 - the reference spells it T.ws
 # ---- escape hatches ---------------------------------------------------------------------------
 
 
-def import_source(source: str):
-    """Add hand-written CUDA source (device functions) to the generated kernel file."""
+def import_source(source: str | None = None):
+    """Add hand-written CUDA source (device functions) to the generated kernel file; None adds
+    nothing (as the reference: examples pass an optional source unconditionally)."""
+    if source is None:
+        return
+    if not isinstance(source, str):
+        raise error(TypeError, f"T.import_source takes CUDA source text, got "
+                               f"{type(source).__name__}")
     b = current_builder(what="T.import_source")
     b.attrs.setdefault("import_source", [])
     if source not in b.attrs["import_source"]:
         b.attrs["import_source"].append(source)
 
 
-def call_extern(dtype, func_name: str, *args):
-    """Call a device function by name (defined by `T.import_source` or a CUDA header)."""
-    if not isinstance(func_name, str):
-        raise error(TypeError, "T.call_extern(dtype, 'function_name', *args)")
+def call_extern(*args, dtype=None):
+    """Call a device function by name (defined by `T.import_source` or a CUDA header):
+    `T.call_extern(dtype, "name", *args)`, or as the reference also accepts,
+    `T.call_extern("name", *args, dtype=dtype)`."""
+    if dtype is not None:
+        args = (dtype,) + args
+    if len(args) < 2 or not isinstance(args[1], str):
+        raise error(TypeError, "T.call_extern(dtype, 'function_name', *args) or "
+                               "T.call_extern('function_name', *args, dtype=dtype)")
+    dtype, func_name, args = args[0], args[1], args[2:]
     dt = DType("void" if dtype in (None, "void") else "handle" if dtype == "handle" else dtype)
     conv = tuple(a if isinstance(a, (str, ir.Expr)) else ir.as_expr(a) for a in args)
     return ir.Call("call_extern", (func_name,) + conv, dt)
 
 
-def call_intrin(dtype, name, *args):
-    """`T.call_extern` under the reference's other name: a call of a CUDA function."""
-    return call_extern(dtype, str(name), *args)
+def call_intrin(*args, dtype=None):
+    """`T.call_extern` under the reference's other name: a call of a CUDA function (the name
+    may be any object that prints as one)."""
+    if dtype is not None:
+        args = (dtype,) + args
+    if len(args) >= 2:
+        args = (args[0], str(args[1])) + args[2:]
+    return call_extern(*args)
 
 
 def address_of(load):

@@ -51,7 +51,7 @@ class Pipeliner:
         stages = int(loop.annotation("num_stages", 0) or 0)
         serial = ir.For(loop.var, loop.start, loop.extent, "serial", loop.body, loop.step,
                         loop.annotations, loc=loop.loc)
-        if stages < 2 or loop.step != 1:
+        if stages < 1 or loop.step != 1:
             return serial
         items = flatten(loop.body)
         written = written_buffers(loop.body)
@@ -71,6 +71,8 @@ class Pipeliner:
                     producers.append((idx, st, deps))
         if not producers:
             return serial
+        if stages == 1:
+            return self._single_stage(loop, items, producers) or serial
         mapping = {}
         for _, st, _ in producers:
             b = _destination(st)
@@ -129,6 +131,83 @@ class Pipeliner:
                       f"copies ({', '.join(b.name for b in mapping)})"
                       + (f", {n_gathers} of them gathers" if n_gathers else ""))
         return ir.Seq((prologue, main, drain))
+
+    def _single_stage(self, loop, items, producers):
+        """`num_stages=1` with tiles first read at different statements (FlashAttention's K by
+        Q K^T, V by P V): one buffer per tile, each tile's load for iteration k+1 issued just
+        after its last reader in iteration k and waited for just before its first reader, so
+        it overlaps the statements in between (V's load the next Q K^T and softmax, K's the
+        softmax and P V). None when every tile is first read by one statement (a GEMM's A and
+        B: nothing to overlap) or a tile is read before its copy."""
+        if not all(isinstance(st, ir.Copy) for _, st, _ in producers):
+            return None
+        tiles = {}
+        for idx, st, deps in producers:
+            tiles.setdefault(st.dst.buffer, []).append((idx, st, deps))
+        producer_ids = {id(st) for _, st, _ in producers}
+        readers = {}
+        for b, copies in tiles.items():
+            at = [i for i, it in enumerate(items)
+                  if (uses_buffer(it.value, b) if isinstance(it, tuple) else
+                      id(it) not in producer_ids and uses_buffer(it, b))]
+            if not at or at[0] < max(idx for idx, _, _ in copies) or \
+                    b in written_buffers(rebuild([it for it in items if
+                                                  isinstance(it, tuple) or
+                                                  id(it) not in producer_ids])):
+                return None
+            readers[b] = (at[0], at[-1])
+        if len({first for first, _ in readers.values()}) < 2:
+            return None
+        order = sorted(tiles, key=lambda b: readers[b][0])
+        rank = {b: i for i, b in enumerate(order)}
+        release = {b: (readers[b][1], rank[b]) for b in order}
+        k, start, n = loop.var, loop.start, loop.extent
+
+        def issue(b, iter_expr):
+            out = []
+            for _, st, deps in tiles[b]:
+                sub = {k: iter_expr}
+                stmt = substitute(ir.Copy(st.src, st.dst, st.options + (("async", True),),
+                                          loc=st.loc), sub)
+                for let in reversed(deps):
+                    stmt = ir.LetStmt(let.var, substitute(let.value, sub), stmt, loc=let.loc)
+                out.append(stmt)
+            return ir.Seq(tuple(out))
+
+        def groups_after(b):
+            """cp.async groups committed after the one holding tile b of this iteration, at
+            b's first reader: in the first iteration (after the prologue's) and in later ones
+            (after the releases of the previous iteration); the wait takes the fewer."""
+            early = sum(1 for u in order if readers[u][1] < readers[b][0])
+            first = sum(1 for u in order if rank[u] > rank[b])
+            later = sum(1 for u in order if release[u] > release[b])
+            return early + min(first, later)
+
+        fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
+        prologue = [ir.If(ir.compare("lt", ir.const(0), n),
+                          issue(b, start), None) for b in order]
+        prologue = [x for st in prologue for x in (st, _call("tl::cp_async_commit"))]
+        body = []
+        nxt = ir.binary("add", k, 1)
+        remaining = ir.compare("lt", ir.binary("add", ir.binary("sub", k, start), 1), n)
+        for i, it in enumerate(items):
+            if not isinstance(it, tuple) and id(it) in producer_ids:
+                continue
+            for b in order:
+                if readers[b][0] == i:
+                    body += [_call(f"tl::cp_async_wait<{groups_after(b)}>"), *fence,
+                             _call("__syncthreads")]
+            body.append(it)
+            for b in order:
+                if readers[b][1] == i:
+                    # the barrier before this overwrite (every thread done reading b) comes
+                    # from insert_sync: async copies wait for earlier readers
+                    body += [ir.If(remaining, issue(b, nxt), None),
+                             _call("tl::cp_async_commit")]
+        main = ir.For(k, start, n, "serial", rebuild(body), 1, (), loc=loop.loc)
+        self.ctx.note(f"single-stage loop over {k.name}: each tile's next load issued after "
+                      f"its last reader ({', '.join(b.name for b in order)})")
+        return ir.Seq(tuple(prologue) + (main, _call("tl::cp_async_wait<0>")))
 
     def _issue_under_gemm(self, rest) -> bool:
         """Whether the consumers' part of the loop is wgmma gemms alone (sm_90a): they are then

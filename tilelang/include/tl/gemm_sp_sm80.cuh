@@ -148,7 +148,7 @@ struct RegOperand {
   // 4-byte aligned; in registers the copy is free)
   template <typename T>
   TL_DEVICE static void regs4(uint32_t* r, const T* src) {
-    __builtin_memcpy(r, src, 16);
+    memcpy(r, src, 16);
     detail::to_tf32<T>(r, 4);
   }
   template <typename T, int KS>

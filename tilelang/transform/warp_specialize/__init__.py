@@ -130,7 +130,7 @@ class WarpSpecializer:
                 return self._why("the trip count of the T.Pipelined loop depends on values "
                                  "computed from memory in the loops around it")
         stages = int(loop.annotation("num_stages", 0) or 0)
-        if stages < 2 or loop.step != 1:
+        if stages < 1 or loop.step != 1:
             return None  # nothing to overlap: the plain loop is as good
         body_items = flatten(loop.body)
         written = written_buffers(loop.body)
@@ -178,6 +178,18 @@ class WarpSpecializer:
                 return self._why(f"{p.dst.name} is used outside the loop")
         if self.nest:
             self.tile_plans = self._tile_plans(levels[-1], outside, plans, written)
+        if stages == 1:
+            if not self.nest and \
+                    PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value not in self.ctx.configs:
+                # H200, 2026-11-26, the reference's single-stage FlashAttention (B8 H32 S4096
+                # D128, 128/128 tiles, 128 threads): its cp.async loop issuing each tile's next
+                # load after its last reader ran 6.74 ms, its warp-specialised one 9.04 (ours
+                # 9.13); equal at B1 S256 (0.0207 against 0.0212)
+                return self._why("one stage: the cp.async loop issues each tile's next load "
+                                 "after its last reader without a producer warpgroup "
+                                 "(pass_configs={'tl.disable_warp_specialized': False} "
+                                 "keeps warp specialisation)")
+            return self._single_stage(items, li, loop, plans, body_items)
         slots = None
         if has_annotation(loop):
             slots = self._overlap_slots(loop, stages, plans, body_items)
@@ -427,8 +439,7 @@ class WarpSpecializer:
         # releasing stage k-1 one iteration late measured slower with 3 stages on an H200,
         # with two consumer warpgroups (652 vs 670 TFLOP/s, 4096^3, 128/256/64) and with one
         # (4096^3 at 128/128/32: 305 vs 389 TFLOP/s; 1024^3: 115 vs 140; 2026-11-26).
-        rest = self._fence_after_reads(rest, {p.dst for p in plans})
-        release = self._release(_addr(empty, (stage,)))
+        release = self._release(_addr(empty, (stage,)), tuple(mapping.values()))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
         # With two stages the load of iteration k+1 could only start once the tile of k is
         # published (the stage of k-1 is handed back there) and would be waited for at once:
@@ -441,23 +452,24 @@ class WarpSpecializer:
                      "copy does not fit in shared memory")
             computed = []
         if computed:
-            consumer_loop = self._double_buffered(loop, S, full, empty, mapping, rest, computed)
+            consumer_loop = self._double_buffered(
+                loop, S, full, empty, mapping, self._fence_after_reads(rest, set(mapping)),
+                computed)
         else:
+            # the stage goes back right after its last reader, not at the end of the body:
+            # the producer refills it while the rest of the iteration runs (a 2xAcc FP8
+            # GEMM's promotion of the accumulator, an epilogue-like update)
+            last = _last_reader(rest, set(mapping))
+            body = self._fence_after_reads(rest[:last + 1] + [release] + rest[last + 1:],
+                                           set(mapping))
             consumer_body = ir.Seq((
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-                Rebuffer(mapping, stage).visit(rebuild(rest)),
-                release,
+                Rebuffer(mapping, stage).visit(rebuild(body)),
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         rings = [(full, empty)]
-        tile_ring = None
-        if self.nest:
-            producer_loop, consumer_loop, tile_ring = self._in_nest(
-                producer_loop, consumer_loop, n, list(mapping.values()), rings)
-        producer, regs = self._producer(items[:li], producer_loop)
-        consumer = rebuild(items[:li] + [consumer_loop] + items[li + 1:])
-        if regs is not None:
-            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        producer, consumer, regs, tile_ring = self._roles(
+            items, li, producer_loop, consumer_loop, n, list(mapping.values()), rings)
 
         where, tile_loads = self._nest_notes(tile_ring)
         note = (f"warp-specialised pipeline over {k.name}{where}: {S} stages, TMA loads of "
@@ -469,6 +481,94 @@ class WarpSpecializer:
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble(rings, S, producer, consumer, note)
+
+    def _single_stage(self, items, li, loop, plans, body_items):
+        """`num_stages=1`: one buffer per tile, so a load can only overlap the computation on
+        the other tiles. That needs tiles first read at different statements (FlashAttention's
+        K by the first gemm, V by the second): each tile then gets its own one-slot ring,
+        waited for just before its first reader and handed back just after its last, and the
+        producer refills it while the consumers work on the rest of the iteration (K of k+1
+        during the softmax and P V of k, V of k+1 during Q K^T of k+1). The cp.async loop of
+        one stage waits for every load where it is issued. A loop whose tiles are all first
+        read by one statement (a GEMM's A and B) gains nothing and keeps the plain loop."""
+        tiles = {}
+        for p in plans:
+            tiles.setdefault(p.dst, []).append(p)
+        plan_ids = {id(p.stmt) for p in plans}
+        rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
+        copy_at = {b: min(i for i, it in enumerate(body_items)
+                          if any(it is p.stmt for p in ps)) for b, ps in tiles.items()}
+        readers = {}
+        for b in tiles:
+            at = [i for i, it in enumerate(body_items) if id(it) not in plan_ids and
+                  (_mentions(it.value, b) if isinstance(it, tuple) else _mentions(it, b))]
+            if not at:
+                return self._why(f"one stage and nothing in the loop reads {b.name}")
+            if at[0] < copy_at[b]:
+                return self._why(f"one stage and {b.name} is read before its copy in the "
+                                 "loop body (the previous iteration's tile)")
+            readers[b] = (at[0], at[-1])
+        if len({first for first, _ in readers.values()}) < 2:
+            return None  # one stage, every tile needed at once: nothing to overlap
+        order = sorted(tiles, key=lambda b: readers[b][0])
+        mapping = {b: self._multi_buffer(b, 1) for b in order}
+        rings = {b: (self.ctx.add_scratch_shared(f"{b.name}_full", (1,), U64),
+                     self.ctx.add_scratch_shared(f"{b.name}_empty", (1,), U64)) for b in order}
+        k, start, n = loop.var, loop.start, loop.extent
+        rel = ir.binary("sub", k, start)
+        if self.nest:
+            rel = self.nest.position(rel)
+        slot, phase = slot_and_phase(rel, 1, counted=self.nest is not None)
+
+        issue = []
+        for b in order:
+            full, empty = rings[b]
+            issue += [_call("tl::mbarrier_wait", _addr(empty, (slot,)),
+                            ir.binary("bitxor", phase, 1)),
+                      _call("tl::mbarrier_arrive_expect_tx", _addr(full, (slot,)),
+                            ir.const(sum(p.bytes for p in tiles[b])))]
+            issue += [self._tma_loads(p, mapping, slot, full) for p in tiles[b]]
+        producer_loop = ir.For(k, start, n, "serial", ir.Seq(tuple(issue)), loc=loop.loc)
+
+        generic = self._read_generically(rest, set(order))
+        body = []
+        for i, it in enumerate(body_items):
+            if id(it) in plan_ids and not isinstance(it, tuple):
+                continue
+            body += [_call("tl::mbarrier_wait", _addr(rings[b][0], (slot,)), phase)
+                     for b in order if readers[b][0] == i]
+            body.append(it)
+            for b in order:
+                if readers[b][1] == i:
+                    if b in generic:  # see _fence_after_reads
+                        body.append(_call("tl::fence_proxy_async"))
+                    body.append(self._release(_addr(rings[b][1], (slot,)), (mapping[b],)))
+        consumer_body = Rebuffer(mapping, slot).visit(rebuild(body))
+        consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
+        ring_pairs = [rings[b] for b in order]
+        producer, consumer, regs, tile_ring = self._roles(
+            items, li, producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
+        where, tile_loads = self._nest_notes(tile_ring)
+        note = (f"warp-specialised single-stage loop over {k.name}{where}: one TMA ring per "
+                f"tile ({', '.join(b.name for b in order)}), each refilled once its last reader "
+                f"in the iteration is done, producer warpgroup + {self.T // 128} consumer "
+                "warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
+                + tile_loads)
+        return self._assemble(ring_pairs, 1, producer, consumer, note)
+
+    def _roles(self, items, li, producer_loop, consumer_loop, n, stage_buffers, rings):
+        """(producer, consumer, register split, tile ring): the two loops inside the tile nest
+        (if any), the producer's region, and the consumers' (the kernel's statements around
+        their loop) with their register increase."""
+        tile_ring = None
+        if self.nest:
+            producer_loop, consumer_loop, tile_ring = self._in_nest(
+                producer_loop, consumer_loop, n, stage_buffers, rings)
+        producer, regs = self._producer(items[:li], producer_loop)
+        consumer = rebuild(items[:li] + [consumer_loop] + items[li + 1:])
+        if regs is not None:
+            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        return producer, consumer, regs, tile_ring
 
     def _in_nest(self, producer_loop, consumer_loop, n, stage_buffers, rings):
         """(producer, consumer, tile ring or None): the two loops inside their copies of the
@@ -544,12 +644,16 @@ class WarpSpecializer:
                       even, 1, (), loc=loop.loc)
         return ir.Seq((pairs, last))
 
-    def _release(self, bar):
+    def _release(self, bar, tiles=None):
         """The consumers handing a stage back: every thread arrives, or with multicast one
-        lane per warp arrives on the barrier of every block of the cluster (after its warp)."""
-        if self.cluster > 1:
-            return _call(f"tl::mbarrier_arrive_cluster<{self.cluster}>", bar)
-        return _call("tl::mbarrier_arrive", bar)
+        lane per warp arrives on the barrier of every block of the cluster (after its warp).
+        With `tiles` (the stage buffers) the arrival is marked ("releases", tiles), so that
+        wgmma_wait.py moves it after the wait for a gemm still reading them."""
+        name = f"tl::mbarrier_arrive_cluster<{self.cluster}>" if self.cluster > 1 else \
+            "tl::mbarrier_arrive"
+        if tiles is None:
+            return _call(name, bar)
+        return ir.Evaluate(ir.Call("call_extern", (name, bar), VOID, (("releases", tiles),)))
 
     def _read_generically(self, stmts, buffers) -> set:
         """The `buffers` that `stmts` read other than as wgmma operands."""
@@ -729,14 +833,8 @@ class WarpSpecializer:
                                ir.Seq(tuple(body)), None))
         consumer_loop = _merge_guards(parts)
         ring_pairs = [(f, e) for f, e, _ in rings.values()]
-        tile_ring = None
-        if self.nest:
-            producer_loop, consumer_loop, tile_ring = self._in_nest(
-                producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
-        producer, regs = self._producer(items[:li], producer_loop)
-        consumer = rebuild(items[:li] + [consumer_loop] + items[li + 1:])
-        if regs is not None:
-            consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
+        producer, consumer, regs, tile_ring = self._roles(
+            items, li, producer_loop, consumer_loop, n, list(mapping.values()), ring_pairs)
         order = ", ".join(f"{sl.pos}@{sl.stage}" for sl in in_pass)
         where, tile_loads = self._nest_notes(tile_ring)
         note = (f"warp-specialised overlapped pipeline over {k.name}{where}: {S} stages, "
@@ -835,6 +933,18 @@ def _merge_guards(parts):
 
 def _stmts(s):
     return s.stmts if isinstance(s, ir.Seq) else (s,)
+
+
+def _last_reader(items, buffers) -> int:
+    """Index of the last of `items` (statements and lets) that names one of `buffers`; the
+    last item when a view (T.view, T.reshape) of one of them appears anywhere."""
+    nodes = [it.value if isinstance(it, tuple) else it for it in items]
+    if any(collect(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in buffers)
+           for n in nodes):
+        return len(items) - 1
+    return max((i for i, it in enumerate(items)
+                if any(_mentions(it.value if isinstance(it, tuple) else it, b) for b in buffers)),
+               default=len(items) - 1)
 
 
 def _without_gemms(node):
