@@ -38,7 +38,7 @@ from .analysis.shared_access import SharedAccesses, accesses, call_buffers
 
 def _extern_calls(node):
     return [c for c in accesses(node)
-            if isinstance(c, ir.Call) and c.op == "call_extern" and isinstance(c.args[0], str)]
+            if ir.extern_name(c) is not None]
 
 
 def _issue(s):
@@ -139,7 +139,7 @@ class _Deferrer:
             if isinstance(a, (ir.Load, ir.Store)) and \
                     any(self.sync.overlap(a.buffer, s) for s in sources):
                 n += 1
-            elif isinstance(a, ir.Call) and a.op == "call_extern":
+            elif ir.is_extern_call(a):
                 n += sum(1 for b in call_buffers(a) if b is not None and
                          any(self.sync.overlap(b, s) for s in sources))
         return n
@@ -147,7 +147,7 @@ class _Deferrer:
 
 def _pure(expr) -> bool:
     return not collect(expr, lambda n: isinstance(n, ir.Call) and
-                       (n.op in ir.SIDE_EFFECT_CALLS or n.op == "call_extern"))
+                       (n.op in ir.SIDE_EFFECT_CALLS or ir.is_extern_call(n)))
 
 
 def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:

@@ -40,9 +40,8 @@ def _fence_proxy_async() -> ir.Stmt:
 
 
 def _is_async_proxy_reader(s) -> bool:
-    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
-            and s.value.op == "call_extern"
-            and has_effect(s.value.args[0], Effect.ASYNC_PROXY_READ))
+    return isinstance(s, ir.Evaluate) and has_effect(ir.extern_name(s.value),
+                                                    Effect.ASYNC_PROXY_READ)
 
 
 def _partitioned(s) -> bool:
@@ -86,8 +85,7 @@ def barrier() -> ir.Stmt:
 
 
 def is_barrier(s) -> bool:
-    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
-            and s.value.op == "call_extern" and s.value.args[0] == "__syncthreads")
+    return isinstance(s, ir.Evaluate) and ir.extern_name(s.value) == "__syncthreads"
 
 
 class State:

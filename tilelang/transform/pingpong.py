@@ -102,7 +102,7 @@ def _independent(stmt, written) -> bool:
 
 
 def _gemm_or_extern_call(n) -> bool:
-    return isinstance(n, ir.Gemm) or (isinstance(n, ir.Call) and n.op == "call_extern")
+    return isinstance(n, ir.Gemm) or ir.is_extern_call(n)
 
 
 def _softmax_between(loop: ir.For, is_wgmma) -> bool:

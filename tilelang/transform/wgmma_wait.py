@@ -119,9 +119,8 @@ class _Placer:
                 if (reads & x.writes) or (stmt.C.buffer in x.reads):
                     out.append(x)
             return out
-        if isinstance(stmt, ir.Evaluate) and isinstance(stmt.value, ir.Call) and \
-                stmt.value.op == "call_extern":
-            name = stmt.value.args[0] if isinstance(stmt.value.args[0], str) else ""
+        name = ir.extern_name(stmt.value) if isinstance(stmt, ir.Evaluate) else None
+        if name is not None:
             if has_effect(name, Effect.QUIET):
                 return []
             if has_effect(name, Effect.PUBLISHES):
@@ -295,14 +294,12 @@ class _Placer:
         if isinstance(s, ir.Gemm):
             return self.ctx.is_wgmma(s)
         if isinstance(s, ir.Evaluate):
-            return isinstance(s.value, ir.Call) and s.value.op == "call_extern" and \
-                isinstance(s.value.args[0], str) and bool(WGMMA_WAIT.match(s.value.args[0]))
+            return bool(WGMMA_WAIT.match(ir.extern_name(s.value) or ""))
         if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
             # a publication nested in a branch (a stage hand-back from the second iteration
             # on) is checked where it is, like one at the top level
             return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
-                                or (isinstance(n, ir.Call) and n.op == "call_extern"
-                                    and isinstance(n.args[0], str)
+                                or (ir.extern_name(n) is not None
                                     and (WGMMA_WAIT.match(n.args[0])
                                          or has_effect(n.args[0], Effect.PUBLISHES)
                                          or dict(n.attrs).get("releases")))))
@@ -390,8 +387,8 @@ def _opaque_call(stmt) -> bool:
     """A call_extern this pass knows nothing about (it may touch anything)."""
     from ..ir.visitor import collect
 
-    for c in collect(stmt, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"):
-        name = c.args[0] if c.args and isinstance(c.args[0], str) else ""
+    for c in collect(stmt, ir.is_extern_call):
+        name = ir.extern_name(c) or ""
         if not has_effect(name, Effect.QUIET | Effect.PUBLISHES) and \
                 not name.startswith(WGMMA_WAIT_PREFIX):
             return True

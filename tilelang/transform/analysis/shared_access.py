@@ -46,7 +46,7 @@ class SharedAccesses:
                 reads.add(n.buffer)
             elif isinstance(n, ir.Store) and n.buffer.scope in SHARED:
                 writes.add(n.buffer)
-            elif isinstance(n, ir.Call) and n.op == "call_extern":
+            elif ir.is_extern_call(n):
                 name = n.args[0]
                 if name == "tl::tma_load" and dict(n.attrs).get("async"):
                     # T.tma_copy at block level: overwrites the tile asynchronously

@@ -344,8 +344,7 @@ def _one_writer(body, representative, registers=()):
 
         def visit_Evaluate(self, s):
             c = s.value
-            if isinstance(c, ir.Call) and (c.op.startswith("atomic_") or
-                                           c.op == "call_extern"):
+            if isinstance(c, ir.Call) and (c.op.startswith("atomic_") or ir.is_extern_call(c)):
                 return ir.If(cond, s, None, loc=s.loc)
             return s
 
