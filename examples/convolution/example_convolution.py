@@ -15,10 +15,10 @@ For square filters the kernel writes that gather with the reference's helper,
 explicit `T.Parallel` loop. Either way the gather is a producer stage of the pipeline like the
 filter copy:
 - On Hopper, when C is a multiple of block_K, the helper's tile is one TMA load in im2col mode
-  (transform/tma_im2col.py), issued by a producer warpgroup while two consumer warpgroups run
+  (transform/warp_specialize/tma_im2col.py), issued by a producer warpgroup while two consumer warpgroups run
   the wgmma gemms: the addresses are the TMA unit's work, not the threads'.
 - Elsewhere it is issued `num_stages - 1` iterations ahead as cp.async with zero-fill (16-byte
-  copies when C % 8 == 0; transform/async_gather.py), and on Hopper each wgmma runs while the
+  copies when C % 8 == 0; transform/partition_parallel/async_gather.py), and on Hopper each wgmma runs while the
   threads compute the next stage's addresses.
 With `num_blocks`, that many blocks (one per multiprocessor) walk the output tiles
 (`T.Persistent`) instead of one block per tile: on Hopper the producer then loads a block's

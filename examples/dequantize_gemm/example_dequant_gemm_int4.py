@@ -24,12 +24,12 @@ Two kernels compute it. `dequant_gemm_int4` expands the weights into shared memo
   pattern of 1024 + code, so `reinterpret(0x6400 | code) - 1032` is exactly code - 8. The
   word layout puts the codes of elements 2m and 2m + 1 sixteen bits apart, so one 32-bit
   AND/OR, `(word >> 4m) & 0x000F000F | 0x64006400`, makes both; each element takes its
-  half, and the compiler computes the pair as one f16x2 value (transform/pair_lanes.py): a
+  half, and the compiler computes the pair as one f16x2 value (transform/partition_parallel/pair_lanes.py): a
   shift, a LOP3, a subtraction and a multiplication per two weights.
 - Only A and the packed words are in the pipelined loop, so on Hopper they stream in by TMA
   from a producer warpgroup while two consumer warpgroups expand the tile and run the gemm.
   With three or more stages the compiler also double-buffers B_shared so that the expansion
-  of step k+1 runs under the gemm of step k (transform/computed_operands.py).
+  of step k+1 runs under the gemm of step k (transform/warp_specialize/computed_operands.py).
 - With M = 256 every block multiplies all of A by its block_N rows of W, so A is read from
   L2 once per block: at 256x64 tiles that is 128 x 4 MB. `split_k` = 2 halves it: blocks of
   256x128 tiles take half of K each (still 128 blocks), and their partial tiles are added

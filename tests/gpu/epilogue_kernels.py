@@ -151,7 +151,7 @@ def persistent_attention(batch, heads, seq_len, dim, is_causal, bm=64, bn=64, st
                          threads=128, blocks=5, overlap=False):
     """FlashAttention forward in a persistent tile loop (`T.Persistent` over (batch * heads,
     query tiles)): Q is loaded once per tile before the pipelined loop over the keys, which
-    on sm_90a the producer issues too (warp_specialize.py's tile loads). Ragged `seq_len`
+    on sm_90a the producer issues too (warp_specialize/__init__.py's tile loads). Ragged `seq_len`
     masks the last key tile; causal tiles run different numbers of iterations. `overlap`:
     the loop runs FlashAttention-3's order/stage schedule, gemms issued without waiting."""
     schedule = FA3_SCHEDULE if overlap else {}

@@ -1,4 +1,4 @@
-"""Consumer-computed wgmma operands on the GPU (sm_90a; transform/computed_operands.py): with the
+"""Consumer-computed wgmma operands on the GPU (sm_90a; transform/warp_specialize/computed_operands.py): with the
 tile double-buffered and each gemm left in flight while the next tile is computed, results
 match torch in float64 for even, odd and single-iteration loops at ragged sizes, for the
 generic kernel and for the int4 dequantisation example; outputs NaN-poisoned first."""

@@ -1,4 +1,4 @@
-"""A T.Pipelined loop inside a persistent kernel's tile loop on sm_90a (warp_specialize.py):
+"""A T.Pipelined loop inside a persistent kernel's tile loop on sm_90a (warp_specialize/__init__.py):
 the TMA producer runs the tile loop too and fills the next tile's stages while the consumers
 finish this one; the mbarrier phases follow a running count of iterations, so tiles whose
 loops run 0, 1, 2 or 3 times (any number of stages) stay in step. Outputs NaN-poisoned,

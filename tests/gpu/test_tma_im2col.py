@@ -1,5 +1,5 @@
 """Convolutions whose im2col tile is one TMA load in im2col mode (sm_90a, T.c2d_im2col in a
-warp-specialised pipeline; transform/tma_im2col.py) against torch conv2d in float64: fresh
+warp-specialised pipeline; transform/warp_specialize/tma_im2col.py) against torch conv2d in float64: fresh
 random inputs, NaN-poisoned outputs, ragged M and F, stride, dilation, 1x1, both swizzles."""
 
 import sys

@@ -1,5 +1,5 @@
 """Kernels whose wgmma operand the consumers compute in shared memory each iteration (shared by
-the CPU structure tests and the GPU tests of transform/computed_operands.py)."""
+the CPU structure tests and the GPU tests of transform/warp_specialize/computed_operands.py)."""
 
 import tilelang.language as T
 

@@ -1,4 +1,4 @@
-"""Asynchronous gathers (transform/async_gather.py, pipeline.py, partition_parallel.py): a
+"""Asynchronous gathers (transform/partition_parallel/async_gather.py, pipeline.py, partition_parallel/__init__.py): a
 `T.Parallel` load of global data into a shared tile inside `T.Pipelined` that is not a window
 (an im2col tile, strided rows) becomes a producer stage issued with cp.async + zero-fill, in
 the widest width the analysis proves.

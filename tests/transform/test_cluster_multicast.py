@@ -1,4 +1,4 @@
-"""Which tiles of a clustered kernel are multicast (warp_specialize.py), and the CUDA around
+"""Which tiles of a clustered kernel are multicast (warp_specialize/__init__.py), and the CUDA around
 it: cluster dims on the kernel, barrier counts, cluster barriers, slices; NVRTC compiles it.
 Also T.ClusterKernel's checks and its meaning on the CPU interpreter (none: same results)."""
 

@@ -1,4 +1,4 @@
-"""Shared wgmma operands the consumers compute (transform/computed_operands.py): on sm_90a the
+"""Shared wgmma operands the consumers compute (transform/warp_specialize/computed_operands.py): on sm_90a the
 tile gets a second copy and the loop is unrolled by two, so the next tile is computed while the
 previous gemm runs (checked on the generated CUDA, which NVRTC compiles); kernels where that
 cannot help or would be wrong keep the plain loop."""

@@ -1,5 +1,5 @@
 """T.Pipelined(order=, stage=, group=) on sm_90a (transform/overlap_schedule.py, the overlapped
-consumer of warp_specialize.py) and the wgmma wait placement (transform/wgmma_wait.py): checked
+consumer of warp_specialize/__init__.py) and the wgmma wait placement (transform/wgmma_wait.py): checked
 on the generated CUDA (no GPU needed) and on the CPU interpreter."""
 
 from __future__ import annotations

@@ -303,7 +303,7 @@ def test_hopper_issues_the_next_stage_under_the_running_gemm(overlap):
     ((128, 64), 2, 8192)])
 def test_stages_start_on_128_byte_boundaries(shape, dtype_bytes, stride):
     from tilelang import layout as L
-    from tilelang.transform.pipeline import stack_layout
+    from tilelang.transform.analysis.loop_items import stack_layout
 
     stacked = stack_layout(L.row_major(shape), 3, dtype_bytes)
     zero = (0,) * len(shape)

@@ -8,7 +8,7 @@ import pytest
 
 from tilelang.arith import Analyzer
 from tilelang.ir import nodes as ir
-from tilelang.transform.tile_nest import depends_on, slot_and_phase
+from tilelang.transform.warp_specialize.tile_nest import depends_on, slot_and_phase
 
 
 @pytest.mark.parametrize("counted", [True, False])

@@ -1,4 +1,4 @@
-"""`T.c2d_im2col` on sm_90a (transform/tma_im2col.py): where one TMA load in im2col mode gives
+"""`T.c2d_im2col` on sm_90a (transform/warp_specialize/tma_im2col.py): where one TMA load in im2col mode gives
 exactly the gathered tile, the warp-specialised producer issues it (with the coordinates of
 output pixel m0 and the tap of k0); otherwise the gather stays a cp.async stage with a note
 saying why. The generated CUDA compiles with NVRTC."""

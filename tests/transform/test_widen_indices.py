@@ -11,7 +11,7 @@ from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
 from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
-from tilelang.transform.widen_indices import needs_int64
+from tilelang.transform.analysis.indices import needs_int64
 
 from transform_helpers import SM80, SM90, nodes, requires_compiler, run_passes, show
 

@@ -9,6 +9,7 @@ first argument is the C++ callee text.
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..transform.analysis.device_ops import ATOMIC_RMW, ATOMIC_VECTOR_ADD
 from .ptx import PTX_RENDERERS
 
 _MATH = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "tanh", "sin",
@@ -158,12 +159,12 @@ def render_call(p, c: ir.Call) -> str:
         fn, wide = _VOTES[op]
         text = f"{fn}({', '.join(p.expr(a) for a in c.args)})"
         return f"((uint64_t){text})" if wide else text
-    if op in ("atomic_add", "atomic_max", "atomic_min", "atomic_or"):
+    if op in ATOMIC_RMW:
         order = attrs.get("memory_order", "relaxed")
         target, value = c.args
         extra = "" if order == "relaxed" else f", tl::MemoryOrder::{order}"
         return f"tl::{op}({_address(p, target)}, {p.expr(value)}{extra})"
-    if op in ("atomic_addx2", "atomic_addx4"):
+    if op in ATOMIC_VECTOR_ADD:
         dst, src = c.args
         src_text = _address(p, src) if isinstance(src, ir.Load) else p.expr(src)
         return f"tl::{op}({_address(p, dst)}, {src_text})"

@@ -44,7 +44,7 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
             f'{", ".join(decls)}) {{')
     lines = [head]
     p.indent = 1
-    if getattr(ctx, "smem_bytes", 0):
+    if ctx.smem_bytes:
         p.emit("extern __shared__ __align__(1024) unsigned char smem[];")
         for buf, off in sorted(ctx.shared_plan.items(), key=lambda kv: kv[1]):
             p.emit(f"{ctype(buf.dtype)}* {p.name(buf)} = reinterpret_cast<{ctype(buf.dtype)}*>"
@@ -113,7 +113,7 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
         kernels.append(render_kernel(name, k, ctx, params, symbols, workspaces, tma) + "\n")
         grid = tuple(k.grid) + (1,) * (3 - len(k.grid))
         block = tuple(k.threads) + (1,) * (3 - len(k.threads))
-        launches.append(KernelLaunch(name, grid, block, getattr(ctx, "smem_bytes", 0),
+        launches.append(KernelLaunch(name, grid, block, ctx.smem_bytes,
                                      list(ctx.notes), bool(k.attr("cooperative"))))
     parts = [HEADER.format(arch=arch, func=func.name, select=wgmma_select(kernels, imported))]
     if any(ctx.gemm_info for _, ctx in lowered):

@@ -26,33 +26,52 @@ from ..transform.pass_config import PassConfigKey, config_flag
 
 @dataclass
 class KernelContext:
+    """Every field the passes share, with the pass that writes it (engine/pipeline.py gives
+    their order; a pass reads only fields written by passes before it)."""
+
     func: ir.PrimFunc
     kernel: ir.Kernel
     target: Target
     configs: dict
     index: int = 0
+    # buffer -> Layout / Fragment: infer_layouts (every fragment, shared tile and loop); the
+    # pipeliners (pipeline, warp_specialize) and stage_epilogue add their new shared tiles
     layouts: dict = field(default_factory=dict)
+    # fragment -> its per-thread register array: register_of(), from partition_parallel on
     registers: dict = field(default_factory=dict)
+    # shared buffers lowerings add (add_scratch_shared: infer_layouts, warp_specialize,
+    # lower_tile_ops, partition_parallel); plan_shared places them with the kernel's
     scratch_shared: list = field(default_factory=list)
+    # gemm -> its instruction and warp partition: infer_layouts (is_wgmma and the gemm
+    # lowerings, wgmma_wait, fold_clears read it)
     gemm_info: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # note(): what a pass chose and why (verbose)
+    # TMA tensor maps the host encodes: warp_specialize, tma_reduce, stage_epilogue,
+    # lower_copies (T.tma_copy)
     tma_descriptors: list = field(default_factory=list)
+    # tile -> its multi-buffered replacement (stages): pipeline, warp_specialize
     replaced_shared: dict = field(default_factory=dict)
+    # staged epilogue tiles, written before they are read wherever they are used:
+    # stage_epilogue (plan_shared lets them take the pipeline stages' bytes)
+    fresh_shared: set = field(default_factory=set)
     # shared buffers other blocks of a cluster may still touch after this block's last use
-    # (multicast rings' mbarriers): plan_shared keeps them to themselves for the whole kernel
+    # (multicast rings' mbarriers): warp_specialize; plan_shared keeps them to themselves
     pinned_shared: set = field(default_factory=set)
+    # flat shared buffer -> byte offset, and the arena's size: plan_shared
     shared_plan: dict = field(default_factory=dict)
     smem_bytes: int = 0
+    # a wgmma was lowered (lower_tile_ops, codegen/gemm_sm90.py): insert_sync fences the
+    # async proxy before barriers
     uses_wgmma: bool = False
     uses_gemm_sp: bool = False  # a T.gemm_sp was lowered: the module includes its header
     # the warpgroup index the wgmma gemms take, bound once at the kernel's top (lower_tile_ops)
     warpgroup_var: Optional[ir.Var] = None
     # threads the tile operations are laid out for, when they run inside user roles of fewer
-    # threads than the block (transform/warp_roles.py); None: the whole block
+    # threads than the block (warp_roles: set_compute_threads); None: the whole block
     compute_threads: Optional[int] = None
     # (lo, n): the role whose statements are being laid out or lowered (thread_group)
     group: Optional[tuple] = None
-    # reducers kept as register partials (transform/reducer_fragments.py): fragment -> op
+    # reducers kept as register partials: reducer_fragments (fragment -> op)
     reducer_partials: dict = field(default_factory=dict)
 
     def __post_init__(self):

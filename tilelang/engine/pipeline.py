@@ -2,6 +2,11 @@
 
 Each step is one pass (its module's docstring says what it expects and guarantees). Set
 TILELANG_DUMP_IR=1 (or the pass config tl.enable_dump_ir) to print the IR after every step.
+Every transformation a kernel goes through is named here, in order: `BEFORE_KERNELS` (what
+runs on the whole traced function), `PASSES` (per kernel), and for a step that lowers
+statement by statement, `STEP_PARTS` (the modules of its package, which it applies to each
+statement it lowers). Passes import only transform/analysis and the IR, never each other
+(tests/test_import_graph.py).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from ..transform.plan_shared import plan_shared_memory
 from ..transform.rasterize import rasterize_large_gemms
 from ..transform.reducer_fragments import lower_reducers
 from ..transform.simplify_stmt import simplify_kernel
+from ..transform.stage_epilogue import stage_epilogues
+from ..transform.tma_reduce import lower_tma_atomics
 from ..transform.unroll_fragment_offsets import unroll_fragment_offsets
 from ..transform.warp_roles import assign_warp_roles
 from ..transform.warp_specialize import warp_specialize
@@ -39,11 +46,8 @@ def _on_body(fn):
     def step(kernel, ctx):
         body = fn(kernel.body)
         return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+    step.transformation = fn  # the pass (its module) behind the step
     return step
-
-
-def _partition(kernel, ctx):
-    return partition_parallel_loops(kernel, ctx)
 
 
 PASSES = [
@@ -61,10 +65,12 @@ PASSES = [
     ("pingpong", schedule_warpgroup_turns),                    # sm_90a: warpgroups take turns
     ("wgmma_waits", place_wgmma_waits),                        # sm_90a: waits for async wgmma
     ("fold_clears", fold_accumulator_clears),                  # sm_90a: clear -> wgmma scale-d
-    ("lower_copies", lower_copies),                            # cp.async copies, staged epilogues
+    ("tma_reduce", lower_tma_atomics),                         # T.atomic_add(use_tma=True) -> TMA
+    ("stage_epilogue", stage_epilogues),                       # epilogues staged through shared
+    ("lower_copies", lower_copies),                            # copies -> cp.async / TMA / loops
     ("lower_tile_ops", lower_tile_ops),                        # gemm, reduce, scan, print
     # thread level
-    ("partition_parallel", _partition),                        # T.Parallel -> per-thread loops
+    ("partition_parallel", partition_parallel_loops),          # T.Parallel -> per-thread loops
     ("widen_indices", widen_indices),                          # int64 offsets for huge tensors
     ("guard_global", guard_global_accesses),                   # out-of-bounds semantics
     ("plan_shared", plan_shared_memory),                       # one arena, physical offsets
@@ -72,6 +78,26 @@ PASSES = [
     ("defer_store_waits", defer_store_waits),                  # sm_90a: TMA store waits late
     ("simplify", simplify_kernel),                             # readable indices
 ]
+
+# Before a kernel reaches PASSES, on the traced PrimFunc, in this order (module: where it runs).
+BEFORE_KERNELS = [
+    ("semantic_check", "frontend/trace.py: when a trace finishes, the reference's rejections"),
+    ("uninitialized_reads", "jit: warnings for registers read before anything writes them"),
+    ("align_sizes", "engine/build.py: a build for dynamic sizes that are multiples of 16 bytes"),
+]
+
+# The parts a step applies to each statement it lowers (modules of the step's package), in
+# the order it tries them.
+STEP_PARTS = {
+    "warp_specialize": ("tile_nest",          # the loops around a pipelined loop in a tile loop
+                        "tma_im2col",         # a T.c2d_im2col gather as one TMA im2col load
+                        "computed_operands"),  # operands the consumers compute, double-buffered
+    "lower_copies": ("lower_tma_copy",),      # T.tma_copy as TMA boxes
+    "lower_tile_ops": ("lower_reduce",),      # reductions and scans
+    "partition_parallel": ("async_gather",    # a gather issued ahead as cp.async with zero-fill
+                           "vectorize",       # a thread's values as vector accesses
+                           "pair_lanes"),     # two lanes at a time (half2/bfloat162)
+}
 
 
 def lower_kernel(func: ir.PrimFunc, kernel: ir.Kernel, index: int, target, configs: dict,

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.dtype import DType
-from ..transform.lower_elementwise import THREAD_PRIVATE, copy_as_loop
+from ..transform.analysis.scopes import THREAD_PRIVATE
+from ..transform.analysis.tile_loops import copy_as_loop
 from .lanes import VARYING, at_statement, collapse, fail
 from .memory import LocalStore, scope_name
 from .numerics import NARROW_FLOATS, const_value, convert, round_to, tf32

@@ -973,11 +973,23 @@ def extern_stmt(name: str, *args) -> "Evaluate":
     return Evaluate(Call("call_extern", (name,) + tuple(args), DType("void")))
 
 
+def is_extern_call(node) -> bool:
+    """Whether `node` is a call of a device function by name (`call_extern`)."""
+    return isinstance(node, Call) and node.op == "call_extern"
+
+
+def extern_name(node):
+    """The function name a `call_extern` call calls (None for any other node, or a callee
+    that is not a name)."""
+    if is_extern_call(node) and node.args and isinstance(node.args[0], str):
+        return node.args[0]
+    return None
+
+
 def calls_extern(stmt, prefix: str) -> bool:
     """Whether `stmt` is a call_extern statement whose function name starts with `prefix`."""
-    return (isinstance(stmt, Evaluate) and isinstance(stmt.value, Call)
-            and stmt.value.op == "call_extern" and isinstance(stmt.value.args[0], str)
-            and stmt.value.args[0].startswith(prefix))
+    name = extern_name(stmt.value) if isinstance(stmt, Evaluate) else None
+    return name is not None and name.startswith(prefix)
 
 
 def address_of(buf: Buffer, indices) -> Expr:

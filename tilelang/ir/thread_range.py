@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import nodes as ir
-from .visitor import collect
+from .visitor import any_node, collect
 
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
@@ -129,3 +129,12 @@ class InRoleGroups:
             return self.generic(s)
         with self.ctx.thread_group(group):
             return self.generic(s)
+
+
+def has_user_roles(kernel: ir.Kernel) -> bool:
+    """Whether the kernel synchronises roles itself (T.ws, T.tma_copy, relabelled roles):
+    the automatic warp specialisation and pipelining leave it alone."""
+    return kernel.attr("compute_threads") is not None or \
+        kernel.attr("role_groups") is not None or any_node(
+        kernel.body, lambda n: isinstance(n, ir.TmaCopy) or (
+            isinstance(n, ir.Attr) and n.key == "warp_role"))

@@ -267,7 +267,7 @@ def c2d_im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad,
     OH = (H + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
     OW = (W + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
     M, K = N * OH * OW, kernel * kernel * C
-    # what the gather means, for TMA's im2col mode on sm_90a (transform/tma_im2col.py)
+    # what the gather means, for TMA's im2col mode on sm_90a (transform/warp_specialize/tma_im2col.py)
     spec = (img, nhw_step * block_M, c_step * block_K, kernel, stride, dilation, pad)
     dims = _range_dims(block_M, None, None, "T.c2d_im2col") + \
         _range_dims(block_K, None, None, "T.c2d_im2col")

@@ -1,6 +1,7 @@
-"""The compiler's passes (one per module; engine/pipeline.py lists them in order), plus the
-reference's public names of this package: `PassConfigKey` (keys of `pass_configs`) and the
-`simplify_prim_func` decorator."""
+"""The compiler's passes (one per module, or per package for a pass with parts of its own;
+engine/pipeline.py lists them in order; what they share is in transform/analysis/, and no
+pass imports another), plus the reference's public names of this package: `PassConfigKey`
+(keys of `pass_configs`) and the `simplify_prim_func` decorator."""
 
 from .pass_config import PassConfigKey, PassContext  # noqa: F401
 

@@ -27,25 +27,18 @@ tile's main loop). Waits that cannot move are left where they are.
 
 from __future__ import annotations
 
-import re
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
-from .insert_sync import SyncInserter, _accesses, _call_buffers
 from .pass_config import PassConfigKey
+from .analysis.device_ops import TMA_STORE_WAIT_ALL, TMA_STORES, Effect, has_effect, may_release
 from .analysis.scopes import SHARED
-
-_WAIT = "tl::tma_store_wait<0>"
-_ACQUIRES = ("tl::mbarrier_wait", "tl::mbarrier_try_wait")
-# header calls whose names say they synchronise or publish (barriers, arrivals, cluster
-# syncs, warpgroup turns, other TMA stores; "sync" as a word, not the end of "async"); user
-# extern calls count as such too
-_RELEASE = re.compile(r"(^|[_:])sync|barrier|arrive|cluster|tma_store|wg_turn")
+from .analysis.shared_access import SharedAccesses, accesses, call_buffers
 
 
 def _extern_calls(node):
-    return [c for c in _accesses(node)
-            if isinstance(c, ir.Call) and c.op == "call_extern" and isinstance(c.args[0], str)]
+    return [c for c in accesses(node)
+            if ir.extern_name(c) is not None]
 
 
 def _issue(s):
@@ -54,27 +47,27 @@ def _issue(s):
             not isinstance(s.then_body, ir.Seq) or not s.then_body.stmts:
         return None
     *issue, last = s.then_body.stmts
-    if not ir.calls_extern(last, _WAIT) or last.value.args[0] != _WAIT:
+    if not ir.calls_extern(last, TMA_STORE_WAIT_ALL) or last.value.args[0] != TMA_STORE_WAIT_ALL:
         return None
     sources = set()
     for st in issue:
         if not ir.calls_extern(st, "tl::tma_store"):
             return None
-        if st.value.args[0] in ("tl::tma_store", "tl::tma_store_add"):
-            sources.update(b for b in _call_buffers(st.value)
+        if st.value.args[0] in TMA_STORES:
+            sources.update(b for b in call_buffers(st.value)
                            if b is not None and b.scope in SHARED)
     return (s.cond, sources) if sources else None
 
 
 class _Deferrer:
     def __init__(self, kernel, ctx):
-        self.sync = SyncInserter(ctx)
+        self.sync = SharedAccesses(ctx)
         self.kernel = kernel
         self.deferred = 0
 
     def touches(self, node, sources) -> bool:
         reads, writes, async_writes = self.sync.all_effects(node)
-        return any(self.sync._overlap(b, s) for b in reads | writes | async_writes
+        return any(self.sync.overlap(b, s) for b in reads | writes | async_writes
                    for s in sources)
 
     def passable(self, s, sources, waited, arrivals_ok) -> bool:
@@ -85,13 +78,13 @@ class _Deferrer:
             return False
         for c in _extern_calls(s):
             name = c.args[0]
-            if name.startswith(_ACQUIRES):
+            if has_effect(name, Effect.ACQUIRES):
                 continue
-            if name.startswith("tl::mbarrier_arrive"):
-                bar = _call_buffers(c)[0]
+            if has_effect(name, Effect.ARRIVES):
+                bar = call_buffers(c)[0]
                 if not arrivals_ok or bar is None or bar in waited:
                     return False
-            elif not name.startswith("tl::") or _RELEASE.search(name):
+            elif may_release(name):
                 return False
         return True
 
@@ -99,8 +92,8 @@ class _Deferrer:
         """`stmts` with each issue's wait moved; (stmts, waits to add after the loop)."""
         stmts = list(stmts)
         after_loop = []
-        waited = {b for s in stmts for c in _extern_calls(s) if c.args[0].startswith(_ACQUIRES)
-                  for b in _call_buffers(c)[:1] if b is not None}
+        waited = {b for s in stmts for c in _extern_calls(s) if has_effect(c.args[0], Effect.ACQUIRES)
+                  for b in call_buffers(c)[:1] if b is not None}
         i = -1
         while i + 1 < len(stmts):
             i += 1
@@ -127,7 +120,7 @@ class _Deferrer:
                 continue  # nothing to overlap with
             issue = stmts[i]
             stmts[i] = ir.with_fields(issue, then_body=ir.Seq(issue.then_body.stmts[:-1]))
-            wait = ir.If(cond, ir.extern_stmt(_WAIT))
+            wait = ir.If(cond, ir.extern_stmt(TMA_STORE_WAIT_ALL))
             stmts.insert(stop, wait)
             if stop <= i:
                 after_loop.append(wait)
@@ -142,19 +135,19 @@ class _Deferrer:
 
     def touches_count(self, node, sources) -> int:
         n = 0
-        for a in _accesses(node):
+        for a in accesses(node):
             if isinstance(a, (ir.Load, ir.Store)) and \
-                    any(self.sync._overlap(a.buffer, s) for s in sources):
+                    any(self.sync.overlap(a.buffer, s) for s in sources):
                 n += 1
-            elif isinstance(a, ir.Call) and a.op == "call_extern":
-                n += sum(1 for b in _call_buffers(a) if b is not None and
-                         any(self.sync._overlap(b, s) for s in sources))
+            elif ir.is_extern_call(a):
+                n += sum(1 for b in call_buffers(a) if b is not None and
+                         any(self.sync.overlap(b, s) for s in sources))
         return n
 
 
 def _pure(expr) -> bool:
     return not collect(expr, lambda n: isinstance(n, ir.Call) and
-                       (n.op in ir.SIDE_EFFECT_CALLS or n.op == "call_extern"))
+                       (n.op in ir.SIDE_EFFECT_CALLS or ir.is_extern_call(n)))
 
 
 def defer_store_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:

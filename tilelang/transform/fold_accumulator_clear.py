@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator
-from .analysis.overlap_schedule import touched_buffers
+from .analysis.buffer_use import touched_buffers
 from .pass_config import PassConfigKey
 
 

@@ -14,7 +14,7 @@ from ..ir.visitor import Mutator, any_node
 
 def is_pure(e) -> bool:
     return not any_node(e, lambda n: isinstance(n, ir.Load) or (
-        isinstance(n, ir.Call) and (n.op in ir.SIDE_EFFECT_CALLS or n.op == "call_extern")))
+        isinstance(n, ir.Call) and (n.op in ir.SIDE_EFFECT_CALLS or ir.is_extern_call(n))))
 
 
 class _Inline(Mutator):

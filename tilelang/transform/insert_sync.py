@@ -29,16 +29,10 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
-from .analysis.scopes import SHARED
+from .analysis.device_ops import Effect, has_effect
+from .analysis.shared_access import SharedAccesses
 
 VOID = ir.DType("void")
-_READ_ONLY_CALLS = ("tl::gemm_ss", "tl::gemm_rs", "tl::print", "tl::wgmma", "tl::tma_store")
-_WRITE_CALLS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
-_ATOMICS = ("atomic_add", "atomic_max", "atomic_min", "atomic_addx2", "atomic_addx4",
-            "atomic_store")
-# synchronisation primitives and asynchronous-proxy traffic ordered by mbarriers
-_SYNC_CALLS = ("tl::mbarrier", "tl::tma_load", "tl::fence", "tl::named_barrier",
-               "tl::setmaxnreg", "tl::wg_turn")
 
 
 def _fence_proxy_async() -> ir.Stmt:
@@ -46,8 +40,8 @@ def _fence_proxy_async() -> ir.Stmt:
 
 
 def _is_async_proxy_reader(s) -> bool:
-    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
-            and s.value.op == "call_extern" and s.value.args[0].startswith("tl::wgmma"))
+    return isinstance(s, ir.Evaluate) and has_effect(ir.extern_name(s.value),
+                                                    Effect.ASYNC_PROXY_READ)
 
 
 def _partitioned(s) -> bool:
@@ -91,8 +85,7 @@ def barrier() -> ir.Stmt:
 
 
 def is_barrier(s) -> bool:
-    return (isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call)
-            and s.value.op == "call_extern" and s.value.args[0] == "__syncthreads")
+    return isinstance(s, ir.Evaluate) and ir.extern_name(s.value) == "__syncthreads"
 
 
 class State:
@@ -112,85 +105,24 @@ class State:
         return not self.reads and not self.writes
 
 
-class SyncInserter:
+class SyncInserter(SharedAccesses):
     def __init__(self, ctx):
+        super().__init__(ctx)
         self.ctx = ctx
-        plan = getattr(ctx, "shared_plan", {})
-        self.ranges = {b: (off, off + b.numel() * b.dtype.bytes) for b, off in plan.items()}
         self.thread_vars = set(ctx.kernel.thread_vars)
         self.waw = True
         # wgmma reads shared memory through the async proxy, possibly data that generic
         # stores or cp.async wrote before any of the barriers: fence before each barrier
-        self.fence_all = bool(getattr(ctx, "uses_wgmma", False))
-
-    # ---- effects ----------------------------------------------------------------------------
-    def _overlap(self, a, b) -> bool:
-        ra, rb = self.ranges.get(a), self.ranges.get(b)
-        if ra is None or rb is None:
-            return a is b
-        return ra[0] < rb[1] and rb[0] < ra[1]
-
-    def effects(self, node):
-        """(reads, writes): shared buffers a statement (recursively) reads and writes."""
-        reads, writes, _ = self.all_effects(node)
-        return reads, writes
-
-    def all_effects(self, node):
-        """(reads, writes, async_writes). Async writes (the pipeliner's cp.async) must not
-        start before earlier accesses of their memory are done, but are not recorded: the
-        pipeliner's wait+barrier orders them with their readers."""
-        reads, writes, async_writes = set(), set(), set()
-        for n in _accesses(node):
-            if isinstance(n, ir.Call) and n.op in _ATOMICS:
-                # the element an atomic updates (its first argument) is written as well as read
-                target = n.args[0]
-                if isinstance(target, ir.Load) and target.buffer.scope in SHARED:
-                    writes.add(target.buffer)
-            if isinstance(n, ir.Load) and n.buffer.scope in SHARED:
-                reads.add(n.buffer)
-            elif isinstance(n, ir.Store) and n.buffer.scope in SHARED:
-                writes.add(n.buffer)
-            elif isinstance(n, ir.Call) and n.op == "call_extern":
-                name = n.args[0]
-                if name == "tl::tma_load" and dict(n.attrs).get("async"):
-                    # T.tma_copy at block level: overwrites the tile asynchronously
-                    dst = _call_buffers(n)[2]
-                    if dst is not None and dst.scope in SHARED:
-                        async_writes.add(dst)
-                    continue
-                if name.startswith(_SYNC_CALLS):
-                    continue
-                if dict(n.attrs).get("async"):
-                    if name.startswith(_WRITE_CALLS):
-                        dst = _call_buffers(n)[0]
-                        if dst is not None and dst.scope in SHARED:
-                            async_writes.add(dst)
-                    continue
-                bufs = _call_buffers(n)
-                shared = [b for b in bufs if b is not None and b.scope in SHARED]
-                if not shared:
-                    continue
-                if name.startswith(_READ_ONLY_CALLS):
-                    reads.update(shared)
-                elif name.startswith(_WRITE_CALLS):  # (dst, src...) pointer arguments
-                    dst, srcs = bufs[0], bufs[1:]
-                    if dst is not None and dst.scope in SHARED:
-                        writes.add(dst)
-                    reads.update(b for b in srcs if b is not None and b.scope in SHARED)
-                else:
-                    reads.update(shared)
-                    writes.update(shared)
-        # loads nested in address_of() of a call are pointers, not reads
-        return reads, writes, async_writes
+        self.fence_all = ctx.uses_wgmma
 
     def conflicts(self, state: State, reads, writes, waw: bool = True) -> bool:
         """RAW and WAR hazards (and WAW between distinct statements) on shared memory."""
         later = reads | writes if waw else reads
         for w in state.writes:
-            if any(self._overlap(w, x) for x in later):
+            if any(self.overlap(w, x) for x in later):
                 return True
         for r in state.reads:
-            if any(self._overlap(r, x) for x in writes):
+            if any(self.overlap(r, x) for x in writes):
                 return True
         return False
 
@@ -367,43 +299,13 @@ class SyncInserter:
         return pre + [ir.If(s.cond, then, other, loc=s.loc)], st1.union(st2)
 
 
-def _accesses(root):
-    """Loads, stores and calls under `root`, not looking inside address_of()/access_ptr():
-    a pointer passed to a call is not a read (the call's own rule says what it touches)."""
-    from ..ir.visitor import children
-
-    out, stack = [], [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ir.Load, ir.Store, ir.Call)):
-            out.append(node)
-            if isinstance(node, ir.Call) and node.op in ("address_of", "access_ptr"):
-                continue
-        stack.extend(children(node))
-    return out
-
-
-def _call_buffers(call: ir.Call):
-    """The buffer each pointer argument of a call points into (None for other arguments)."""
-    out = []
-    for a in call.args[1:]:
-        if isinstance(a, ir.Buffer):
-            out.append(a)
-        elif isinstance(a, ir.Call) and a.op in ("address_of", "access_ptr"):
-            inner = a.args[0]
-            out.append(inner.buffer if isinstance(inner, ir.Load) else inner)
-        else:
-            out.append(None)
-    return out
-
-
 def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     from .pass_config import PassConfigKey
 
     if ctx.flag(PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC):
         return kernel  # the user places T.sync_threads() themselves
     body = kernel.body
-    async_readers = getattr(ctx, "uses_wgmma", False) or any_node(
+    async_readers = ctx.uses_wgmma or any_node(
         body, lambda s: ir.calls_extern(s, "tl::tma_load"))
     if async_readers and not kernel.attr("warp_specialized") and any_node(
             body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):

@@ -44,7 +44,7 @@ from ..ir.thread_range import role_group
 from ..ir.visitor import LocatedVisitor, Mutator
 from .. import layout as L
 from .analysis import fragment_access as FA
-from .reducer_fragments import UPDATE as REDUCER_UPDATE
+from .analysis.reductions import UPDATE as REDUCER_UPDATE
 from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
 from .analysis.scopes import SHARED

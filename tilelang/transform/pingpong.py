@@ -1,6 +1,6 @@
 """Consumer warpgroups take turns issuing their wgmma gemms (sm_90a "ping-pong").
 
-Expects: tile IR after warp_specialize.py and pipeline.py, with each gemm's backend in
+Expects: tile IR after warp_specialize/__init__.py and pipeline.py, with each gemm's backend in
 `ctx.gemm_info`. Applies when the target is sm_90a, the kernel is warp-specialised with
 n >= 2 consumer warpgroups, pass config `tl.disable_warpgroup_pingpong` is not set, and some
 loop of the consumers uses a wgmma result inside the loop and issues all its gemms in one
@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
 from .analysis.scopes import SHARED
-from .analysis.overlap_schedule import touched_buffers
+from .analysis.buffer_use import touched_buffers
 from .pass_config import PassConfigKey
 
 FIRST_BARRIER = 2  # named barrier 0 is __syncthreads, 1 the consumer group's barrier
@@ -102,7 +102,7 @@ def _independent(stmt, written) -> bool:
 
 
 def _gemm_or_extern_call(n) -> bool:
-    return isinstance(n, ir.Gemm) or (isinstance(n, ir.Call) and n.op == "call_extern")
+    return isinstance(n, ir.Gemm) or ir.is_extern_call(n)
 
 
 def _softmax_between(loop: ir.For, is_wgmma) -> bool:

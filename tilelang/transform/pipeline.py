@@ -2,7 +2,7 @@
 
 Expects: tile IR after layout inference; global→shared `Copy` nodes still present.
 Producers are those copies and gather nests (`T.Parallel` loads of global data into a shared
-tile that are not a window, e.g. an im2col tile; see transform/async_gather.py).
+tile that are not a window, e.g. an im2col tile; see transform/partition_parallel/async_gather.py).
 
 Guarantees: a pipelined loop of n iterations with S = num_stages >= 2 whose body contains
 global→shared copies that depend only on the loop variable and loop-invariant values becomes
@@ -28,151 +28,19 @@ synchronous copies.
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator, Visitor, collect, substitute
-from ..layout import Layout
-from .async_gather import ASYNC_GATHER, gather_parts
-from .pass_config import PassConfigKey
+from ..ir.thread_range import has_user_roles
+from ..ir.visitor import Mutator, substitute
+from .analysis.buffer_use import uses_buffer, whole_buffer_user, written_buffers
+from .analysis.gather import ASYNC_GATHER, gather_parts
+from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
+                                  gather_producer, lets_needed, rebuild, stack_layout)
 from .analysis.scopes import is_global_to_shared
+from .pass_config import PassConfigKey
 
 VOID = ir.DType("void")
 
 
 _call = ir.extern_stmt
-
-
-def stack_layout(layout, stages: int, elem_bytes: int):
-    """`layout` repeated `stages` times along a new leading dimension. Each stage starts on a
-    128-byte boundary: the TMA and bulk copies that fill the stages need it (a stage of 80
-    float32 values would otherwise put the second stage 320 bytes in)."""
-    from .. import layout as L
-
-    if getattr(layout, "swizzle_bytes", None):
-        return L.swizzled((stages,) + tuple(layout.shape), layout.elem_bits)
-    size = layout.physical_size
-    stride = -(-size * elem_bytes // 128) * 128 // elem_bytes
-    if layout.is_row_major() and stride == size:
-        return L.row_major((stages,) + tuple(layout.shape))
-    return Layout((stages,) + tuple(layout.shape),
-                  lambda s, *idx: s * stride + layout.forward(*idx),
-                  physical_size=stride * stages)
-
-
-def _flatten(body):
-    """Top-level statements of a loop body; let bindings become ("let", var, value, loc)."""
-    items = []
-
-    def walk(s):
-        if isinstance(s, ir.Seq):
-            for x in s.stmts:
-                walk(x)
-        elif isinstance(s, ir.LetStmt):
-            items.append(("let", s.var, s.value, s.loc))
-            walk(s.body)
-        else:
-            items.append(s)
-
-    walk(body)
-    return items
-
-
-def _rebuild(items):
-    stmt = None
-    for item in reversed(items):
-        if isinstance(item, tuple):
-            stmt = ir.LetStmt(item[1], item[2], stmt if stmt is not None else ir.Seq(()),
-                              loc=item[3])
-        elif stmt is None:
-            stmt = item
-        elif isinstance(stmt, ir.Seq):
-            stmt = ir.Seq((item,) + stmt.stmts)
-        else:
-            stmt = ir.Seq((item, stmt))
-    return stmt if stmt is not None else ir.Seq(())
-
-
-def _written_buffers(node) -> set:
-    out = set()
-
-    class V(Visitor):
-        def visit_Store(self, s):
-            out.add(s.buffer)
-            self.generic(s)
-
-        def visit_Copy(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_TmaCopy(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_Fill(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_Gemm(self, s):
-            out.add(s.C.buffer)
-
-        def visit_Reduce(self, s):
-            out.add(s.dst)
-
-        def visit_CumSum(self, s):
-            out.add(s.dst)
-
-        def visit_AtomicTile(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_Allocate(self, s):
-            out.add(s.buffer)
-            self.generic(s)
-
-    V().visit(node)
-    return out
-
-
-def _buffers_read(node) -> set:
-    return {n.buffer for n in collect(node, lambda n: isinstance(n, ir.Load))} | {
-        r.buffer for r in collect(node, lambda n: isinstance(n, ir.BufferRegion))}
-
-
-def _whole_buffer_user(node, buf) -> bool:
-    """Reductions and scans take whole buffers, not a stage of a multi-buffered one."""
-    return bool(collect(node, lambda n: isinstance(n, (ir.Reduce, ir.CumSum))
-                        and buf in (n.src, n.dst)))
-
-
-def _uses(node, buf) -> bool:
-    return bool(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
-                        or (isinstance(n, ir.BufferRegion) and n.buffer is buf)
-                        or (isinstance(n, ir.Buffer) and n is buf)))
-
-
-class _Rebuffer(Mutator):
-    """Replace buffer B by B_stages[stage, ...] everywhere."""
-
-    def __init__(self, mapping, stage):
-        self.mapping = mapping
-        self.stage = stage
-
-    def visit_Load(self, e):
-        nb = self.mapping.get(e.buffer)
-        idx = tuple(self.visit(i) for i in e.indices)
-        if nb is None:
-            return e if all(a is b for a, b in zip(idx, e.indices)) else ir.Load(e.buffer, idx,
-                                                                                 e.dtype)
-        return ir.Load(nb, (self.stage,) + idx, e.dtype)
-
-    def visit_Store(self, s):
-        nb = self.mapping.get(s.buffer)
-        idx = tuple(self.visit(i) for i in s.indices)
-        value = self.visit(s.value)
-        if nb is None:
-            return ir.Store(s.buffer, idx, value, loc=s.loc)
-        return ir.Store(nb, (self.stage,) + idx, value, loc=s.loc)
-
-    def visit_BufferRegion(self, r):
-        nb = self.mapping.get(r.buffer)
-        region = tuple((self.visit(a), self.visit(b)) for a, b in r.region)
-        if nb is None:
-            return ir.BufferRegion(r.buffer, region)
-        return ir.BufferRegion(nb, ((self.stage, 1),) + region)
 
 
 class Pipeliner:
@@ -185,20 +53,20 @@ class Pipeliner:
                         loop.annotations, loc=loop.loc)
         if stages < 1 or loop.step != 1:
             return serial
-        items = _flatten(loop.body)
-        written = _written_buffers(loop.body)
-        lets = {it[1]: it for it in items if isinstance(it, tuple)}
+        items = flatten(loop.body)
+        written = written_buffers(loop.body)
+        lets = {it.var: it for it in items if isinstance(it, tuple)}
         producers = []
         for idx, st in enumerate(items):
             if isinstance(st, ir.Copy) and is_global_to_shared(st):
-                deps = self._let_deps(st, lets, written, loop.var)
+                deps = copy_lets_needed(st, lets, written)
                 dst = st.dst.buffer
-                if deps is None or _uses(outside, dst) or st.src.buffer in written or \
-                        _whole_buffer_user(loop.body, dst):
+                if deps is None or uses_buffer(outside, dst) or st.src.buffer in written or \
+                        whole_buffer_user(loop.body, dst):
                     continue
                 producers.append((idx, st, deps))
-            elif self._gather_producer(st, items, outside, written):
-                deps = self._deps_of(_gather_exprs(st), lets, written)
+            elif gather_producer(self.ctx.kernel, st, items, outside, written):
+                deps = lets_needed(gather_exprs(st), lets, written)
                 if deps is not None:
                     producers.append((idx, st, deps))
         if not producers:
@@ -228,9 +96,9 @@ class Pipeliner:
                 else:
                     stmt = ir.with_fields(st, annotations=st.annotations + (ASYNC_GATHER,))
                 stmt = substitute(stmt, sub)
-                stmt = _Rebuffer(mapping, stage_expr).visit(stmt)
+                stmt = Rebuffer(mapping, stage_expr).visit(stmt)
                 for let in reversed(deps):
-                    stmt = ir.LetStmt(let[1], substitute(let[2], sub), stmt, loc=let[3])
+                    stmt = ir.LetStmt(let.var, substitute(let.value, sub), stmt, loc=let.loc)
                 out.append(stmt)
             return ir.Seq(tuple(out))
 
@@ -241,7 +109,7 @@ class Pipeliner:
             rest = [ir.with_fields(it, wg_wait=-1) if isinstance(it, ir.Gemm) else it
                     for it in rest]
         stage_k = ir.binary("floormod", ir.binary("sub", k, start), S)
-        body_rest = _Rebuffer(mapping, stage_k).visit(_rebuild(rest))
+        body_rest = Rebuffer(mapping, stage_k).visit(rebuild(rest))
         s = ir.Var("s")
         prologue = ir.For(s, ir.const(0), ir.const(S - 1), "unroll", ir.Seq((
             ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
@@ -280,12 +148,12 @@ class Pipeliner:
         readers = {}
         for b, copies in tiles.items():
             at = [i for i, it in enumerate(items)
-                  if (_uses(it[2], b) if isinstance(it, tuple) else
-                      id(it) not in producer_ids and _uses(it, b))]
+                  if (uses_buffer(it.value, b) if isinstance(it, tuple) else
+                      id(it) not in producer_ids and uses_buffer(it, b))]
             if not at or at[0] < max(idx for idx, _, _ in copies) or \
-                    b in _written_buffers(_rebuild([it for it in items if
-                                                    isinstance(it, tuple) or
-                                                    id(it) not in producer_ids])):
+                    b in written_buffers(rebuild([it for it in items if
+                                                  isinstance(it, tuple) or
+                                                  id(it) not in producer_ids])):
                 return None
             readers[b] = (at[0], at[-1])
         if len({first for first, _ in readers.values()}) < 2:
@@ -302,7 +170,7 @@ class Pipeliner:
                 stmt = substitute(ir.Copy(st.src, st.dst, st.options + (("async", True),),
                                           loc=st.loc), sub)
                 for let in reversed(deps):
-                    stmt = ir.LetStmt(let[1], substitute(let[2], sub), stmt, loc=let[3])
+                    stmt = ir.LetStmt(let.var, substitute(let.value, sub), stmt, loc=let.loc)
                 out.append(stmt)
             return ir.Seq(tuple(out))
 
@@ -336,7 +204,7 @@ class Pipeliner:
                     # from insert_sync: async copies wait for earlier readers
                     body += [ir.If(remaining, issue(b, nxt), None),
                              _call("tl::cp_async_commit")]
-        main = ir.For(k, start, n, "serial", _rebuild(body), 1, (), loc=loop.loc)
+        main = ir.For(k, start, n, "serial", rebuild(body), 1, (), loc=loop.loc)
         self.ctx.note(f"single-stage loop over {k.name}: each tile's next load issued after "
                       f"its last reader ({', '.join(b.name for b in order)})")
         return ir.Seq(tuple(prologue) + (main, _call("tl::cp_async_wait<0>")))
@@ -349,70 +217,11 @@ class Pipeliner:
         return bool(stmts) and all(self.ctx.is_wgmma(g) and g.wg_wait == 0 for g in stmts) \
             and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP)
 
-    def _gather_producer(self, st, items, outside, written) -> bool:
-        """A gather nest may be issued iterations ahead: it reads nothing the loop writes, its
-        tile is written by nothing else and used only inside the loop (per stage), and its
-        source has no `T.annotate_safe_value` (cp.async fills zeros)."""
-        parts = gather_parts(st) if isinstance(st, ir.For) else None
-        if parts is None:
-            return False
-        store, load, _ = parts
-        dst = store.buffer
-        if _buffers_read(st) & written or _uses(outside, dst) or \
-                _has_safe_value(self.ctx, load.buffer):
-            return False
-        others = [it for it in items if not isinstance(it, tuple) and it is not st]
-        return not any(dst in _written_buffers(o) for o in others) and \
-            not any(_whole_buffer_user(o, dst) for o in others)
-
-    def _let_deps(self, copy, lets, written, k):
-        """The lets a copy needs, in order, if all are recomputable for another iteration."""
-        exprs = []
-        for start, extent in list(copy.src.region) + list(copy.dst.region):
-            exprs += [ir.as_expr(start), ir.as_expr(extent)]
-        return self._deps_of(exprs, lets, written)
-
-    def _deps_of(self, exprs, lets, written):
-        """The loop-body lets `exprs` need, in order, if all are recomputable for another
-        iteration (None when one reads memory the loop writes)."""
-        needed, order = set(), []
-
-        def need(expr):
-            for v in collect(expr, lambda n: isinstance(n, ir.Var)):
-                if v in lets and v not in needed:
-                    let = lets[v]
-                    if _buffers_read(let[2]) & written:
-                        raise _NotPipelinable
-                    needed.add(v)
-                    need(let[2])
-                    order.append(let)
-
-        try:
-            for e in exprs:
-                need(e)
-        except _NotPipelinable:
-            return None
-        return order
-
-
 def _destination(st) -> ir.Buffer:
     """The shared tile a producer (a Copy or a gather nest) writes."""
     if isinstance(st, ir.Copy):
         return st.dst.buffer
     return gather_parts(st)[0].buffer
-
-
-def _gather_exprs(loop) -> list:
-    """Every expression of a gather nest (for the loop-body lets it needs)."""
-    return collect(loop, lambda n: isinstance(n, ir.Var))
-
-
-def _has_safe_value(ctx, buf) -> bool:
-    return any(key == "safe_value" and value[0] is buf for key, value in ctx.kernel.attrs)
-
-
-class _NotPipelinable(Exception):
-    pass
 
 
 class _Pipeline(Mutator):
@@ -441,14 +250,10 @@ def _without(root, loop):
 
 
 def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    from .warp_roles import has_user_roles
-
     if has_user_roles(kernel):
         # the user's mbarriers order the roles' accesses to the shared tiles as written: a
         # T.Pipelined loop runs its iterations in order, one buffer per tile
         return _serial_pipelined_loops(kernel)
-    if not hasattr(ctx, "replaced_shared"):
-        ctx.replaced_shared = {}
     body = _Pipeline(ctx, kernel.body).visit(kernel.body)
     if body is kernel.body:
         return kernel

@@ -46,10 +46,9 @@ from ..ir.thread_range import role_group
 from ..ir.visitor import Mutator, Visitor, collect
 from ..language.reducer import FINALIZE
 from .analysis import fragment_access as FA
+from .analysis.reductions import KIND, UPDATE, combine
 from .pass_config import PassConfigKey
 
-UPDATE = "reducer_update"
-KIND = {"add": "sum", "max": "max", "min": "min"}  # lower_reduce names of the ops
 
 # program-order states of one reducer
 _START, _OPEN, _FINAL, _MIXED = "start", "open", "final", "mixed"
@@ -235,8 +234,6 @@ class _ToPartials(Mutator):
         target = _update_target(s)
         if target is None or target[0] is not self.old:
             return self.generic(s)
-        from .lower_reduce import combine
-
         _, indices, value = target
         indices = tuple(self.visit(i) for i in indices)
         value = ir.cast_to(self.visit(value), self.new.dtype)
@@ -300,19 +297,3 @@ def lower_reducers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     return ir.with_fields(kernel, body=body, allocs=tuple(allocs), attrs=attrs)
 
 
-def contribute_once(body, representative):
-    """The contributions of one iteration of a T.Parallel loop that several threads run (a
-    replicated loop layout): only the representative thread adds to its partial, so that the
-    combine counts each contribution once. `representative` is None for an unreplicated
-    layout; the markers go either way."""
-
-    class Unwrap(Mutator):
-        def visit_Attr(self, s):
-            if s.key != UPDATE:
-                return self.generic(s)
-            inner = self.visit(s.body)
-            if representative is None:
-                return inner
-            return ir.If(ir.as_expr(representative), inner, None, loc=s.loc)
-
-    return Unwrap().visit(body)

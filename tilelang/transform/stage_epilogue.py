@@ -1,4 +1,4 @@
-"""Stage a GEMM epilogue through shared memory (called from `lower_copies`).
+"""Stage a GEMM epilogue through shared memory (a step of its own before `lower_copies`).
 
 Expects: tile IR after pipelining; every fragment→global `T.copy` is a parallel nest
 (annotation ("from_tile_op", "copy"), with its loop layout) whose body is one store
@@ -40,8 +40,8 @@ from ..ir.thread_range import role_group
 from ..ir.visitor import collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
-from .plan_shared import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
-from .analysis.tma_plan import rows_16_byte_aligned
+from .analysis.shared_memory import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
+from .analysis.tma_plan import rows_16_byte_aligned, tma_tile_stores
 from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
@@ -176,10 +176,7 @@ class _Stager:
         S = ir.Buffer(name, (rows, cols), dtype, "shared.dyn", loc=nest.loc)
         lay = L.swizzled((rows, cols), dtype.bits)
         ctx.layouts[S] = lay
-        fresh = getattr(ctx, "fresh_shared", None)
-        if fresh is None:
-            fresh = ctx.fresh_shared = set()
-        fresh.add(S)
+        ctx.fresh_shared.add(S)
         self.arena += tile_bytes
         self.new_allocs.append(S)
         write = ir.For(nest.var, nest.start, nest.extent, nest.kind,
@@ -246,38 +243,6 @@ class _Stager:
             return None
         return tma_tile_stores(ctx, "tl::tma_store", f"{g.name}_store_desc", g, S, dims[i],
                                rows, cols, blk, lay.swizzle_bytes, starts)
-
-
-def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, starts,
-                    visible=False):
-    """One thread writes shared tile S (rows x cols, in column blocks of `blk`) to global G
-    at `starts` with TMA instruction `op` (a store or a reduction), after every thread's
-    writes of S reach the async proxy; it waits until S has been read, or with `visible`
-    until the writes are done and visible to its generic loads (the kernel reads G later).
-    Registers the tensor map (box: `rows` along G's dim `row_dim`, `blk` along its innermost
-    dim)."""
-    from .analysis.tma_plan import TmaDescriptor
-
-    box = [1] * len(G.shape)
-    box[row_dim] = rows
-    box[-1] = blk
-    desc = TmaDescriptor(name, G, tuple(box), swizzle)
-    desc.param = ir.Var(name, ir.DType("handle"))
-    ctx.tma_descriptors.append(desc)
-    issue = []
-    for b in range(cols // blk):
-        coords = list(starts)
-        coords[-1] = ir.binary("add", coords[-1], b * blk)
-        issue.append(_call(op, ir.Call("address_of_param", (desc.param,), ir.DType("handle")),
-                           _addr(S, (0, b * blk)), *reversed(coords)))
-    issue.append(_call("tl::tma_store_arrive"))
-    if visible:
-        issue += [_call("tl::tma_store_wait_complete<0>"), _call("tl::fence_proxy_async")]
-    else:
-        issue.append(_call("tl::tma_store_wait<0>"))
-    # generic writes of S -> async-proxy reads by TMA: fence in every writer, then barrier
-    return (_call("tl::fence_proxy_async"), _call("__syncthreads"),
-            ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None))
 
 
 class _Replace:

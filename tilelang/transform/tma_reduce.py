@@ -1,5 +1,5 @@
 """`T.atomic_add(G[region], S, use_tma=True)`: a shared tile added into global memory by the
-TMA unit (called from `lower_copies`).
+TMA unit (a step of its own before `stage_epilogue` and `lower_copies`).
 
 Also `T.store_cluster_sum(G[region], S)`: the first block of the cluster stores S with TMA
 and waits for the writes, a cluster barrier, then the others add theirs (element-wise stores
@@ -33,9 +33,9 @@ from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
-from .lower_elementwise import atomic_as_loop, store_as_loop
+from .analysis.tile_loops import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
-from .analysis.tma_plan import rows_16_byte_aligned
+from .analysis.tma_plan import rows_16_byte_aligned, tma_tile_stores
 
 # the element types of cp.reduce.async.bulk.tensor .add (PTX ISA: .f32 .f16 .bf16 .u32 .s32 .u64)
 _TYPES = ("float32", "float16", "bfloat16", "int32", "uint32", "uint64")
@@ -75,8 +75,6 @@ def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tm
         return None, f"the shared tile's layout ({getattr(lay, 'name', lay)}) is not one TMA reads"
     if not blk or cols % blk or rows > 256 or blk > 256 or (blk * S.dtype.bytes) % 16:
         return None, "the tile does not split into TMA boxes (<= 256 rows, 16-byte columns)"
-    from .stage_epilogue import tma_tile_stores
-
     kind = "add" if op == "tl::tma_store_add" else "store"
     name = f"{G.name}_{kind}_desc{len(ctx.tma_descriptors)}"
     starts = [ir.as_expr(x) for x, _ in dst.region]

@@ -9,7 +9,7 @@ Expects: tile IR (before layout inference) of one `T.Kernel`.
 
 Guarantees:
   * every global->shared `T.copy` in a role is spread over the role's threads
-    (("thread_range", (n, thread index within the role)) in its options, lower_copy.py);
+    (("thread_range", (n, thread index within the role)) in its options, lower_copy/__init__.py);
   * every `T.tma_copy` gets its leader-election group (`scope`: `leader_scope_threads`, else
     the threads of the innermost enclosing role, else the block) and `leader`, the condition,
     in the user's thread index, of the threads that issue it: the first thread of each group;
@@ -42,7 +42,7 @@ from __future__ import annotations
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import branch_ranges, role_of, warp_aligned
-from ..ir.visitor import Mutator, any_node, substitute
+from ..ir.visitor import Mutator, substitute
 from .analysis.scopes import is_global_to_shared
 
 _COLLECTIVE = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
@@ -50,7 +50,7 @@ _COLLECTIVE = (ir.Copy, ir.Fill, ir.Gemm, ir.Reduce, ir.CumSum, ir.AtomicTile)
 
 def _is_collective(s) -> bool:
     """A tile operation laid out over the compute threads (a global->shared copy that carries
-    its own threads is not: lower_copy.py spreads it over the threads of its role)."""
+    its own threads is not: lower_copy/__init__.py spreads it over the threads of its role)."""
     if isinstance(s, ir.Copy) and dict(s.options).get("thread_range") is not None:
         return False
     return isinstance(s, _COLLECTIVE) or (isinstance(s, ir.For) and s.kind == "parallel")
@@ -120,7 +120,7 @@ class _Roles(Mutator):
             self.collective.append((self.range, s))
             return s
         # a load into shared memory in a role: spread over the role's threads, whichever
-        # role it is (lower_copy.py)
+        # role it is (lower_copy/__init__.py)
         lo, hi = self.range
         return _with_threads(s, hi - lo, ir.binary("sub", self.tvar, lo) if lo else self.tvar)
 
@@ -290,12 +290,3 @@ class _Groups(_RoleRegions):
         if group is None:
             return body
         return ir.Attr("thread_group", ("consumer",) + group, body, loc=body.loc)
-
-
-def has_user_roles(kernel: ir.Kernel) -> bool:
-    """Whether the kernel synchronises roles itself (T.ws, T.tma_copy, relabelled roles):
-    the automatic warp specialisation and pipelining leave it alone."""
-    return kernel.attr("compute_threads") is not None or \
-        kernel.attr("role_groups") is not None or any_node(
-        kernel.body, lambda n: isinstance(n, ir.TmaCopy) or (
-            isinstance(n, ir.Attr) and n.key == "warp_role"))

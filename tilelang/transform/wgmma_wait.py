@@ -2,7 +2,7 @@
 
 Expects: tile IR after pipelining (Gemm nodes still present, their backend in
 `ctx.gemm_info`). A wgmma gemm with `wg_wait=-1` is issued and committed as one wgmma group
-without waiting (`T.gemm(..., wg_wait=-1)`, or the order/stage schedule of warp_specialize.py);
+without waiting (`T.gemm(..., wg_wait=-1)`, or the order/stage schedule of warp_specialize/__init__.py);
 one with `wg_wait=n >= 0` waits until at most n groups are in flight; `T.wait_wgmma(n)` does
 the same on its own.
 
@@ -29,20 +29,12 @@ proves that nothing needs a wait.
 
 from __future__ import annotations
 
-import re
-
 from ..ir import nodes as ir
-from .analysis.overlap_schedule import touched_buffers, written_buffers
+from .analysis.buffer_use import touched_buffers, written_buffers
+from .analysis.device_ops import WGMMA_WAIT, WGMMA_WAIT_PREFIX, Effect, has_effect
 from .analysis.scopes import SHARED
 
 VOID = ir.DType("void")
-_WAIT = re.compile(r"tl::wgmma_wait<(\d+)>$")
-# calls that neither touch registers of a gemm in flight nor publish shared memory
-_QUIET = ("tl::mbarrier_wait", "tl::mbarrier_init", "tl::cp_async_commit", "tl::cp_async_wait",
-          "tl::fence_proxy_async", "tl::fence_mbarrier_init", "tl::setmaxnreg",
-          "tl::wgmma_fence", "tl::wg_turn")
-# calls that let other threads touch shared memory this warpgroup's wgmma may still read
-_PUBLISH = ("__syncthreads", "tl::named_barrier", "tl::mbarrier_arrive", "tl::tma_load")
 
 
 class _Group:
@@ -102,7 +94,7 @@ class _State:
 
 class _Placer:
     def __init__(self, ctx, kernel):
-        from .plan_shared import Liveness, fresh_buffers
+        from .analysis.shared_memory import Liveness, fresh_buffers
 
         self.ctx = ctx
         self.inserted = 0
@@ -127,12 +119,11 @@ class _Placer:
                 if (reads & x.writes) or (stmt.C.buffer in x.reads):
                     out.append(x)
             return out
-        if isinstance(stmt, ir.Evaluate) and isinstance(stmt.value, ir.Call) and \
-                stmt.value.op == "call_extern":
-            name = stmt.value.args[0] if isinstance(stmt.value.args[0], str) else ""
-            if name.startswith(_QUIET):
+        name = ir.extern_name(stmt.value) if isinstance(stmt, ir.Evaluate) else None
+        if name is not None:
+            if has_effect(name, Effect.QUIET):
                 return []
-            if name.startswith(_PUBLISH):
+            if has_effect(name, Effect.PUBLISHES):
                 return [x for x in state.groups.values() if x.smem]
         touched, written = touched_buffers(stmt), written_buffers(stmt)
         shared_written = {b for b in written if b.scope in SHARED}
@@ -243,7 +234,7 @@ class _Placer:
                 return pre + self.fences(done, state), state
             return pre + [s], state
         if isinstance(s, ir.Evaluate):  # T.wait_wgmma(n)
-            n = int(_WAIT.match(s.value.args[0]).group(1))
+            n = int(WGMMA_WAIT.match(s.value.args[0]).group(1))
             return [s] + self.fences(state.wait(n), state), state
         if isinstance(s, ir.LetStmt):
             body, state = self.block(s.body, state)
@@ -303,15 +294,14 @@ class _Placer:
         if isinstance(s, ir.Gemm):
             return self.ctx.is_wgmma(s)
         if isinstance(s, ir.Evaluate):
-            return isinstance(s.value, ir.Call) and s.value.op == "call_extern" and \
-                isinstance(s.value.args[0], str) and bool(_WAIT.match(s.value.args[0]))
+            return bool(WGMMA_WAIT.match(ir.extern_name(s.value) or ""))
         if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
             # a publication nested in a branch (a stage hand-back from the second iteration
             # on) is checked where it is, like one at the top level
             return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
-                                or (isinstance(n, ir.Call) and n.op == "call_extern"
-                                    and isinstance(n.args[0], str)
-                                    and (_WAIT.match(n.args[0]) or n.args[0].startswith(_PUBLISH)
+                                or (ir.extern_name(n) is not None
+                                    and (WGMMA_WAIT.match(n.args[0])
+                                         or has_effect(n.args[0], Effect.PUBLISHES)
                                          or dict(n.attrs).get("releases")))))
         return False
 
@@ -397,15 +387,16 @@ def _opaque_call(stmt) -> bool:
     """A call_extern this pass knows nothing about (it may touch anything)."""
     from ..ir.visitor import collect
 
-    for c in collect(stmt, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"):
-        name = c.args[0] if c.args and isinstance(c.args[0], str) else ""
-        if not name.startswith(_QUIET + _PUBLISH) and not name.startswith("tl::wgmma_wait"):
+    for c in collect(stmt, ir.is_extern_call):
+        name = ir.extern_name(c) or ""
+        if not has_effect(name, Effect.QUIET | Effect.PUBLISHES) and \
+                not name.startswith(WGMMA_WAIT_PREFIX):
             return True
     return False
 
 
 def place_wgmma_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    if not ctx.target.is_hopper or not getattr(ctx, "gemm_info", None):
+    if not ctx.target.is_hopper or not ctx.gemm_info:
         return kernel
     from ..ir.visitor import collect
 

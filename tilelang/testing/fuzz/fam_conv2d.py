@@ -1,5 +1,5 @@
 """Family "conv2d": a 2-D NHWC convolution written with `T.c2d_im2col` inside a pipelined GEMM,
-the shape `transform/tma_im2col.py` turns into one TMA load in im2col mode on sm_90a (when C is
+the shape `transform/warp_specialize/tma_im2col.py` turns into one TMA load in im2col mode on sm_90a (when C is
 a multiple of block_K and the tile rows are one swizzle atom) and the cp.async gather takes
 everywhere else.
 

@@ -1,5 +1,5 @@
 """Family "gather": a 1-D convolution written as an im2col gather inside a pipelined GEMM,
-the shape of code `transform/async_gather.py` turns into zero-filling cp.async stages.
+the shape of code `transform/partition_parallel/async_gather.py` turns into zero-filling cp.async stages.
 
     A[m, k] = X[m * stride + k // C - pad, k % C]   (0 outside X, or past M / KH * C)
     Y = A @ W                                         (Y: M x N, float32)

@@ -66,7 +66,7 @@ def sample_persistent(rng, seed: int) -> Case:
     """Family "persistent": the same GEMMs in a `T.Persistent` tile loop over 1..9 blocks
     (fewer or more than the tiles), tiles grouped 1..8 rows at a time, whole warpgroups and
     a pipelined k loop most of the time and 16-byte rows for A and B often, so that on sm_90a
-    the TMA producer runs the tile loop (warp_specialize.py) with a running ring position."""
+    the TMA producer runs the tile loop (warp_specialize/__init__.py) with a running ring position."""
     case = sample(rng, seed)
     s = dict(case.spec)
     if rng.random() < 0.7:

@@ -2,10 +2,14 @@
 (keep-dim reductions), a lower-rank fragment extended to a loop's iteration space, the fully
 replicated fragment of a block-level scalar, dims permuted (transposed register operands,
 accesses in another dim order) and a lower-rank map placed in a fragment whose other dims are
-held whole by every thread (dims indexed by a serial loop variable)."""
+held whole by every thread (dims indexed by a serial loop variable); per-value tables written
+as affine functions of a fragment's value digits."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from ...ir import nodes as ir
 from ...layout import Fragment
 
 
@@ -104,3 +108,43 @@ def place_dims(base: Fragment, dims, shape, fixed=()) -> Fragment:
         if shape[d] > 1:
             values.append((shape[d], tuple(int(k == d) for k in range(nd))))
     return Fragment(tuple(shape), spread(base.thread_modes), values)
+
+
+def value_digit_exprs(layout, v):
+    """The mixed-radix digits of value index `v` over the layout's value modes."""
+    out, prefix = [], 1
+    for m in layout.value_modes:
+        d = v if prefix == 1 else ir.binary("floordiv", v, prefix)
+        if m.extent != layout.num_values // prefix or prefix * m.extent != layout.num_values:
+            d = ir.binary("floormod", d, m.extent) if m.extent > 1 else ir.const(0)
+        out.append(d if m.extent > 1 else ir.const(0))
+        prefix *= m.extent
+    return out
+
+
+def fit_affine_in_digits(layout, table):
+    """Express `table[v]` (one int per value index) as Σ digit_k * c_k + c0 over the layout's
+    value digits; returns a function v -> Expr, or None when it is not of that form."""
+    V = layout.num_values
+    exts = [m.extent for m in layout.value_modes]
+    prefix = np.cumprod([1] + exts)[:-1]
+    vs = np.arange(V)
+    digits = [(vs // p) % e for p, e in zip(prefix, exts)]
+    if np.array_equal(table, vs):
+        return lambda v: v
+    c0 = int(table[0])
+    coeffs = []
+    for k, (p, e) in enumerate(zip(prefix, exts)):
+        coeffs.append(int(table[p]) - c0 if e > 1 else 0)
+    pred = c0 + sum(d * c for d, c in zip(digits, coeffs))
+    if not np.array_equal(pred, table):
+        return None
+
+    def make(v):
+        total = ir.const(c0)
+        for d, c in zip(value_digit_exprs(layout, v), coeffs):
+            if c:
+                total = ir.binary("add", total, ir.binary("mul", d, c))
+        return total
+
+    return make

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ...ir import nodes as ir
 from ...ir.visitor import collect
+from .buffer_use import touched_buffers, written_buffers
 
 
 @dataclass
@@ -34,17 +35,6 @@ class Slot:
     def key(self):
         """Place within one pass of the pipelined loop."""
         return (self.order, self.pos)
-
-
-def touched_buffers(node) -> set:
-    """Every buffer a statement names (loads, stores, regions, reduction operands)."""
-    return set(collect(node, lambda n: isinstance(n, ir.Buffer)))
-
-
-def written_buffers(node) -> set:
-    from ..pipeline import _written_buffers
-
-    return _written_buffers(node)
 
 
 def has_annotation(loop: ir.For) -> bool:

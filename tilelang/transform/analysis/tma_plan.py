@@ -117,3 +117,34 @@ def tma_plan(copy: ir.Copy, layout, deps):
     if _prod(box) * n_blocks != _prod(s.shape):
         return None, "the copied region does not map onto the tile's shape"
     return TmaPlan(copy, deps, swz, block_elems, n_blocks, tuple(box)), None
+
+
+def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, starts,
+                    visible=False):
+    """One thread writes shared tile S (rows x cols, in column blocks of `blk`) to global G
+    at `starts` with TMA instruction `op` (a store or a reduction), after every thread's
+    writes of S reach the async proxy; it waits until S has been read, or with `visible`
+    until the writes are done and visible to its generic loads (the kernel reads G later).
+    Registers the tensor map (box: `rows` along G's dim `row_dim`, `blk` along its innermost
+    dim)."""
+    box = [1] * len(G.shape)
+    box[row_dim] = rows
+    box[-1] = blk
+    desc = TmaDescriptor(name, G, tuple(box), swizzle)
+    desc.param = ir.Var(name, ir.DType("handle"))
+    ctx.tma_descriptors.append(desc)
+    issue = []
+    for b in range(cols // blk):
+        coords = list(starts)
+        coords[-1] = ir.binary("add", coords[-1], b * blk)
+        tensor_map = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
+        issue.append(ir.extern_stmt(op, tensor_map, ir.address_of(S, (0, b * blk)),
+                                    *reversed(coords)))
+    issue.append(ir.extern_stmt("tl::tma_store_arrive"))
+    if visible:
+        issue += [ir.extern_stmt("tl::tma_store_wait_complete<0>"), ir.extern_stmt("tl::fence_proxy_async")]
+    else:
+        issue.append(ir.extern_stmt("tl::tma_store_wait<0>"))
+    # generic writes of S -> async-proxy reads by TMA: fence in every writer, then barrier
+    return (ir.extern_stmt("tl::fence_proxy_async"), ir.extern_stmt("__syncthreads"),
+            ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None))

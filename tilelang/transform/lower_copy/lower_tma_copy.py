@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-from ..errors import located
-from ..ir import nodes as ir
-from .analysis.tma_plan import TmaDescriptor, rows_16_byte_aligned
+from ...errors import located
+from ...ir import nodes as ir
+from ..analysis.tma_plan import TmaDescriptor, rows_16_byte_aligned
 
 MAX_BOX = 256
 MAX_LOADS = 64  # boxes per T.tma_copy; more is a located error (use fewer, larger tiles)

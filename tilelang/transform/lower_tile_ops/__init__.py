@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 
-from ..ir import nodes as ir
-from ..ir.thread_range import InRoleGroups
-from ..ir.visitor import Mutator
-from ..language.reducer import FINALIZE
-from .lower_reduce import ReduceLowering, _copy_loop
-from .analysis.scopes import SHARED
-from .reducer_fragments import KIND
+from ...ir import nodes as ir
+from ...ir.thread_range import InRoleGroups
+from ...ir.visitor import Mutator
+from ...language.reducer import FINALIZE
+from .lower_reduce import ReduceLowering, copy_loop
+from ..analysis.scopes import SHARED
+from ..analysis.reductions import KIND
 
 VOID = ir.DType("void")
 
@@ -63,7 +63,7 @@ class _Lower(InRoleGroups, Mutator):
         src = buf
         if buf.scope == "local.fragment":
             src = ctx.add_scratch_shared(f"{buf.name}_print", buf.shape, buf.dtype)
-            stmts.append(_copy_loop(buf, src, ctx))
+            stmts.append(copy_loop(buf, src, ctx))
         numel = 1
         for s in buf.shape:
             numel *= s

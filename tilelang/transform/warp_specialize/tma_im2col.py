@@ -22,8 +22,8 @@ feed accumulator rows that the kernel's guarded stores never write.
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from .async_gather import gather_parts
+from ...ir import nodes as ir
+from ..analysis.gather import gather_parts
 
 
 class Im2colPlan:

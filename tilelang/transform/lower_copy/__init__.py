@@ -1,7 +1,7 @@
 """Lower global→shared `T.copy` into per-thread vector copies (cp.async when asynchronous) and
-`T.tma_copy` into TMA instructions (transform/lower_tma_copy.py), after lowering
-`T.atomic_add(..., use_tma=True)` (transform/tma_reduce.py) and staging GEMM epilogues through
-shared memory (transform/stage_epilogue.py).
+`T.tma_copy` into TMA instructions (transform/lower_copy/lower_tma_copy.py). Runs after tma_reduce
+(`T.atomic_add(..., use_tma=True)`) and stage_epilogue (GEMM epilogues staged through shared
+memory), whose copies it lowers too (engine/pipeline.py).
 
 Expects: `Copy` nodes with a global source and a shared destination (all other copies are
 parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
@@ -17,11 +17,12 @@ element copies through a parallel loop.
 
 from __future__ import annotations
 
-from ..arith import Analyzer
-from ..ir import nodes as ir
-from ..ir.thread_range import InRoleGroups
-from .analysis.scoped import ScopedMutator
-from .lower_elementwise import copy_as_loop, non_unit_extents
+from ...arith import Analyzer
+from ...ir import nodes as ir
+from ...ir.thread_range import InRoleGroups
+from ..analysis.indices import Widen, wide_indices
+from ..analysis.scoped import ScopedMutator
+from ..analysis.tile_loops import copy_as_loop, non_unit_extents
 from .lower_tma_copy import lower_tma_copy
 
 INT = ir.DType("int32")
@@ -90,12 +91,10 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     esize = src.buffer.dtype.bytes
     bytes_ = V * esize
     gbuf = src.buffer
-    if _wide_indices(gbuf, ctx):
+    if wide_indices(gbuf, ctx):
         # the bounds below are computed from these indices: int64 from the leaves up, or a
         # dimension of 2^31+ elements overflows them (widen_indices only rewrites accesses)
-        from .widen_indices import _Widen
-
-        src_index = [_Widen().visit(ir.as_expr(i)) for i in src_index]
+        src_index = [Widen().visit(ir.as_expr(i)) for i in src_index]
     # bounds: outer dims must be in range; the inner dim gives the number of valid elements
     conds = []
     for d, (i, n) in enumerate(zip(src_index, gbuf.shape)):
@@ -190,14 +189,6 @@ def _strided_copy(s: ir.Copy, T: int, tid) -> ir.Stmt:
                   ir.If(ir.compare("lt", e, total), store, None, loc=s.loc), loc=s.loc)
 
 
-def _wide_indices(gbuf, ctx) -> bool:
-    from .pass_config import PassConfigKey
-    from .widen_indices import needs_int64
-
-    bits = ctx.configs.get(PassConfigKey.TL_CONFIG_INDEX_BITWIDTH.value)
-    return needs_int64(gbuf) or (bits is not None and int(bits) == 64)
-
-
 def _prod(xs):
     p = 1
     for x in xs:
@@ -229,9 +220,4 @@ class _Lower(InRoleGroups, ScopedMutator):
 
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    from .stage_epilogue import stage_epilogues
-    from .tma_reduce import lower_tma_atomics
-
-    kernel = lower_tma_atomics(kernel, ctx)
-    kernel = stage_epilogues(kernel, ctx)
     return _Lower(ctx, Analyzer()).visit(kernel)

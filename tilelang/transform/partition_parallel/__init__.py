@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import located
-from ..ir import nodes as ir
-from ..ir.thread_range import InRoleGroups
-from ..ir.visitor import Mutator, substitute
-from .. import layout as L
-from ..layout.index import all_of
-from .analysis import fragment_access as FA
-from .analysis.numeric import eval_index
-from .analysis.scoped import ScopedMutator
-from .reducer_fragments import UPDATE as REDUCER_UPDATE, contribute_once
+from ...errors import located
+from ...ir import nodes as ir
+from ...ir.thread_range import InRoleGroups
+from ...ir.visitor import Mutator, substitute
+from ... import layout as L
+from ...layout.index import all_of
+from ..analysis import fragment_access as FA
+from ..analysis.fragment_ops import fit_affine_in_digits
+from ..analysis.numeric import eval_index
+from ..analysis.scoped import ScopedMutator
+from ..analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
 from .vectorize import PARTITIONED
 
 
@@ -45,46 +46,6 @@ def _err(loc, msg):
 
 class _Unresolvable(Exception):
     pass
-
-
-def _value_digit_exprs(layout, v):
-    """The mixed-radix digits of value index `v` over the layout's value modes."""
-    out, prefix = [], 1
-    for m in layout.value_modes:
-        d = v if prefix == 1 else ir.binary("floordiv", v, prefix)
-        if m.extent != layout.num_values // prefix or prefix * m.extent != layout.num_values:
-            d = ir.binary("floormod", d, m.extent) if m.extent > 1 else ir.const(0)
-        out.append(d if m.extent > 1 else ir.const(0))
-        prefix *= m.extent
-    return out
-
-
-def _fit_affine_in_digits(layout, table):
-    """Express `table[v]` (one int per value index) as Σ digit_k * c_k + c0 over the layout's
-    value digits; returns a function v -> Expr, or None when it is not of that form."""
-    V = layout.num_values
-    exts = [m.extent for m in layout.value_modes]
-    prefix = np.cumprod([1] + exts)[:-1]
-    vs = np.arange(V)
-    digits = [(vs // p) % e for p, e in zip(prefix, exts)]
-    if np.array_equal(table, vs):
-        return lambda v: v
-    c0 = int(table[0])
-    coeffs = []
-    for k, (p, e) in enumerate(zip(prefix, exts)):
-        coeffs.append(int(table[p]) - c0 if e > 1 else 0)
-    pred = c0 + sum(d * c for d, c in zip(digits, coeffs))
-    if not np.array_equal(pred, table):
-        return None
-
-    def make(v):
-        total = ir.const(c0)
-        for d, c in zip(_value_digit_exprs(layout, v), coeffs):
-            if c:
-                total = ir.binary("add", total, ir.binary("mul", d, c))
-        return total
-
-    return make
 
 
 class NestPartitioner:
@@ -187,7 +148,7 @@ class NestPartitioner:
                                 f"served by this T.Parallel loop's layout {self.layout!r}; "
                                 "please report it (a workaround: T.copy the fragment into a "
                                 "shared buffer and index that)")
-        fn = _fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
+        fn = fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
         if fn is None:
             self.compact = False
         self.slot_fns[key] = (fn, served.slots, served.fixed, write)
@@ -211,10 +172,10 @@ class NestPartitioner:
 
     def try_vectorize(self):
         """Split the value loop into vector lanes when its fastest mode walks the innermost
-        dim contiguously (see transform/vectorize.py)."""
+        dim contiguously (see transform/partition_parallel/vectorize.py)."""
         from .vectorize import vectorize_value_loop
 
-        from .pass_config import PassConfigKey
+        from ..pass_config import PassConfigKey
 
         Lp = self.layout
         if not Lp.value_modes or Lp.guard_dims or self.analyzer is None or \
@@ -239,7 +200,7 @@ class NestPartitioner:
 
     def try_async_gather(self):
         """A gather the pipeliner issues ahead (annotation async_gather) as cp.async groups
-        (transform/async_gather.py); None keeps the synchronous form."""
+        (transform/partition_parallel/async_gather.py); None keeps the synchronous form."""
         from .async_gather import lower_async_gather
 
         Lp = self.layout
@@ -357,7 +318,7 @@ class NestPartitioner:
 
 def collect_stores(body):
     """Names of the buffers a statement stores into."""
-    from ..ir.visitor import collect
+    from ...ir.visitor import collect
 
     return [n.buffer.name for n in collect(body, lambda n: isinstance(n, ir.Store))]
 
@@ -370,7 +331,7 @@ def _one_writer(body, representative, registers=()):
     if representative is None:
         return body
     cond = ir.as_expr(representative)
-    from ..ir.visitor import collect
+    from ...ir.visitor import collect
 
     if not collect(body, lambda n: isinstance(n, ir.Store) and n.buffer in registers):
         return ir.If(cond, body, None)
@@ -383,8 +344,7 @@ def _one_writer(body, representative, registers=()):
 
         def visit_Evaluate(self, s):
             c = s.value
-            if isinstance(c, ir.Call) and (c.op.startswith("atomic_") or
-                                           c.op == "call_extern"):
+            if isinstance(c, ir.Call) and (c.op.startswith("atomic_") or ir.is_extern_call(c)):
                 return ir.If(cond, s, None, loc=s.loc)
             return s
 

@@ -64,19 +64,22 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect, substitute
-from .async_gather import gather_parts
+from ...ir import nodes as ir
+from ...ir.thread_range import has_user_roles
+from ...ir.visitor import Mutator, collect, substitute
+from ..analysis.gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
-from .pass_config import PassConfigKey
-from .plan_shared import arena_bytes, smem_limit
-from .analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule, touched_buffers
-from .pipeline import (_Rebuffer, _buffers_read, _flatten, _gather_exprs, _rebuild,
-                       _whole_buffer_user, _written_buffers, stack_layout)
+from ..pass_config import PassConfigKey
+from ..analysis.shared_memory import arena_bytes, smem_limit
+from ..analysis.buffer_use import touched_buffers
+from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
+from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
+from ..analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
+                                  gather_producer, lets_needed, rebuild, stack_layout)
 from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
 from .tma_im2col import Im2colPlan, im2col_plan
-from .analysis.tma_plan import TmaDescriptor, tma_plan
-from .analysis.scopes import SHARED, is_global_to_shared
+from ..analysis.tma_plan import TmaDescriptor, tma_plan
+from ..analysis.scopes import SHARED, is_global_to_shared
 
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")
@@ -99,8 +102,6 @@ class WarpSpecializer:
         self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
 
     def applicable(self):
-        from .warp_roles import has_user_roles
-
         ctx = self.ctx
         if not ctx.target.is_hopper or self.T % 128 or has_user_roles(self.kernel):
             return False
@@ -112,7 +113,7 @@ class WarpSpecializer:
     def run(self):
         if not self.applicable():
             return None
-        items = _flatten(self.kernel.body)
+        items = flatten(self.kernel.body)
         pipelined = collect(self.kernel.body, lambda n: isinstance(n, ir.For)
                             and n.kind == "pipelined")
         if len(pipelined) != 1:
@@ -131,17 +132,14 @@ class WarpSpecializer:
         stages = int(loop.annotation("num_stages", 0) or 0)
         if stages < 1 or loop.step != 1:
             return None  # nothing to overlap: the plain loop is as good
-        body_items = _flatten(loop.body)
-        written = _written_buffers(loop.body)
-        lets = {it[1]: it for it in body_items if isinstance(it, tuple)}
+        body_items = flatten(loop.body)
+        written = written_buffers(loop.body)
+        lets = {it.var: it for it in body_items if isinstance(it, tuple)}
         plans = []
-        from .pipeline import Pipeliner
-
-        deps_of = Pipeliner(self.ctx)._let_deps
         for it in body_items:
             if isinstance(it, ir.Copy) and is_global_to_shared(it):
-                deps = deps_of(it, lets, written, loop.var)
-                if _whole_buffer_user(loop.body, it.dst.buffer):
+                deps = copy_lets_needed(it, lets, written)
+                if whole_buffer_user(loop.body, it.dst.buffer):
                     return self._why(f"{it.dst.buffer.name} is reduced or scanned as a whole")
                 if deps is None or it.src.buffer in written:
                     return self._why(f"copy into {it.dst.buffer.name} depends on values the "
@@ -152,27 +150,26 @@ class WarpSpecializer:
                                      f"not meet TMA's constraints: {reason}")
                 if self.nest and not self.nest.producer_can_compute(
                         [e for region in it.src.region for e in region] +
-                        [d[2] for d in deps]):
+                        [d.value for d in deps]):
                     return self._why(f"the load into {it.dst.buffer.name} depends on values "
                                      "computed from memory in the loops around it")
                 plans.append(plan)
         if not plans:
             return None
         outside = [it for its, i in levels for it in its[:i] + its[i + 1:]]
-        pipeliner = Pipeliner(self.ctx)
-        rest_of_kernel = _rebuild(outside)
+        rest_of_kernel = rebuild(outside)
         for it in body_items:
-            if not isinstance(it, tuple) and pipeliner._gather_producer(it, body_items,
-                                                                       rest_of_kernel, written):
+            if not isinstance(it, tuple) and gather_producer(self.ctx.kernel, it, body_items,
+                                                             rest_of_kernel, written):
                 name = gather_parts(it)[0].buffer.name
-                deps = pipeliner._deps_of(_gather_exprs(it), lets, written)
+                deps = lets_needed(gather_exprs(it), lets, written)
                 plan, reason = im2col_plan(it, self.ctx.layouts[gather_parts(it)[0].buffer],
                                            deps) if deps is not None else (None, None)
                 if plan is None:
                     return self._why(f"{name} is gathered by a T.Parallel loop (cp.async, not "
                                      "TMA)" + (f"; no TMA im2col: {reason}" if reason else ""))
                 if self.nest and not self.nest.producer_can_compute(
-                        list(_gather_exprs(it)) + [d[2] for d in deps]):
+                        list(gather_exprs(it)) + [d.value for d in deps]):
                     return self._why(f"the load into {name} depends on values computed from "
                                      "memory in the loops around it")
                 plans.append(plan)
@@ -317,7 +314,7 @@ class WarpSpecializer:
             return
         cs = dims[0] * dims[1] * dims[2]
         axes = {v for v, c in zip(self.kernel.block_vars, dims) if c > 1}
-        values = {it[1]: it[2] for it in lets if isinstance(it, tuple)}
+        values = {it.var: it.value for it in lets if isinstance(it, tuple)}
         if depends_on((loop.start, loop.extent), axes, values):
             return self.ctx.note("no multicast: the trip count differs between the blocks of a "
                                  "cluster")
@@ -353,7 +350,7 @@ class WarpSpecializer:
             if annotation is None:
                 return None
         compute = [st for st in stmts if id(st) not in plan_ids]
-        if any(collect(st, lambda n, v=let[1]: n is v) for let in lets for st in compute):
+        if any(collect(st, lambda n, v=let.var: n is v) for let in lets for st in compute):
             return self._note_overlap("the loop body binds values the schedule would move", auto)
         slots, reason = schedule(loop, stmts, plan_ids, annotation)
         if slots is None:
@@ -397,8 +394,8 @@ class WarpSpecializer:
         ctx = self.ctx
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
         pre_lets = [it for it in items_before if isinstance(it, tuple)
-                    and not (_buffers_read(it[2]) - params)]
-        producer = _rebuild(pre_lets + [ir.If(ir.compare("eq", ctx.tid, self.T), producer_loop,
+                    and not (buffers_read(it.value) - params)]
+        producer = rebuild(pre_lets + [ir.If(ir.compare("eq", ctx.tid, self.T), producer_loop,
                                               None)])
         regs = self._register_split()
         if regs is not None:
@@ -467,7 +464,7 @@ class WarpSpecializer:
                                            set(mapping))
             consumer_body = ir.Seq((
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-                _Rebuffer(mapping, stage).visit(_rebuild(body)),
+                Rebuffer(mapping, stage).visit(rebuild(body)),
             ))
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         rings = [(full, empty)]
@@ -504,7 +501,7 @@ class WarpSpecializer:
         readers = {}
         for b in tiles:
             at = [i for i, it in enumerate(body_items) if id(it) not in plan_ids and
-                  (_mentions(it[2], b) if isinstance(it, tuple) else _mentions(it, b))]
+                  (_mentions(it.value, b) if isinstance(it, tuple) else _mentions(it, b))]
             if not at:
                 return self._why(f"one stage and nothing in the loop reads {b.name}")
             if at[0] < copy_at[b]:
@@ -546,7 +543,7 @@ class WarpSpecializer:
                     if b in generic:  # see _fence_after_reads
                         body.append(_call("tl::fence_proxy_async"))
                     body.append(self._release(_addr(rings[b][1], (slot,)), (mapping[b],)))
-        consumer_body = _Rebuffer(mapping, slot).visit(_rebuild(body))
+        consumer_body = Rebuffer(mapping, slot).visit(rebuild(body))
         consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         ring_pairs = [rings[b] for b in order]
         producer, consumer, regs, tile_ring = self._roles(
@@ -568,7 +565,7 @@ class WarpSpecializer:
             producer_loop, consumer_loop, tile_ring = self._in_nest(
                 producer_loop, consumer_loop, n, stage_buffers, rings)
         producer, regs = self._producer(items[:li], producer_loop)
-        consumer = _rebuild(items[:li] + [consumer_loop] + items[li + 1:])
+        consumer = rebuild(items[:li] + [consumer_loop] + items[li + 1:])
         if regs is not None:
             consumer = ir.Seq((_call(f"tl::setmaxnreg_inc<{regs[1]}>"), consumer))
         return producer, consumer, regs, tile_ring
@@ -584,7 +581,7 @@ class WarpSpecializer:
         if tile_ring is not None:
             producer_pre, consumer_post, replace = self._tile_loads(tile_ring, consumer_loop)
             slot = self.nest.tile_ring_position(tile_ring[3])[0]
-            consumer_loop = _Rebuffer(tile_ring[0], slot).visit(consumer_loop)
+            consumer_loop = Rebuffer(tile_ring[0], slot).visit(consumer_loop)
             rings.append(tile_ring[1:3])
             stage_buffers = stage_buffers + list(tile_ring[0].values())
         self.ctx.pinned_shared.update(stage_buffers + [b for ring in rings for b in ring])
@@ -633,7 +630,7 @@ class WarpSpecializer:
                              None)
         body = publish_then_issue(rest, computed, release_prev)
         even = ir.Seq((_call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-                       _Rebuffer(mapping, stage).visit(_rebuild(body))))
+                       Rebuffer(mapping, stage).visit(rebuild(body))))
         second = {b: self._second_copy(b) for b in computed}
         odd = swap_buffers(substitute(even, {k: ir.binary("add", k, 1)}), second)
         pairs = ir.For(k, start, ir.binary("floordiv", n, 2), "serial", ir.Seq((even, odd)), 2,
@@ -663,7 +660,7 @@ class WarpSpecializer:
         out = set()
         for st in stmts:
             if isinstance(st, tuple):  # a let: its value may load from a stage
-                out.update(b for b in buffers if _mentions(st[2], b))
+                out.update(b for b in buffers if _mentions(st.value, b))
                 continue
             for g in collect(st, lambda n: isinstance(n, ir.Gemm)):
                 if not self.ctx.is_wgmma(g):  # mma.sync: ldmatrix reads
@@ -801,7 +798,7 @@ class WarpSpecializer:
             stmt = substitute(stmts[id(sl)], {k: ir.binary("add", start, rel)})
             out = [_call("tl::mbarrier_wait", _addr(rings[b][0], (slot_of(rel),)),
                          phase_of(rel)) for b in rings if first[b] is sl]
-            out.append(_Rebuffer(mapping, slot_of(rel)).visit(stmt))
+            out.append(Rebuffer(mapping, slot_of(rel)).visit(stmt))
             for b in rings:
                 if last[b] is sl:
                     if b in generic:  # see _fence_after_reads
@@ -879,7 +876,7 @@ class WarpSpecializer:
         if isinstance(p, Im2colPlan):
             body = p.load(param, _addr(full, (stage,)), _addr(dst, [stage, 0, 0]))
             for let in reversed(p.deps):
-                body = ir.LetStmt(let[1], let[2], body, loc=let[3])
+                body = ir.LetStmt(let.var, let.value, body, loc=let.loc)
             return body
         starts = [ir.as_expr(x) for x in p.copy.src.starts]
         stmts = []
@@ -903,7 +900,7 @@ class WarpSpecializer:
             stmts.append(stmt)
         body = ir.Seq(tuple(stmts))
         for let in reversed(p.deps):
-            body = ir.LetStmt(let[1], let[2], body, loc=let[3])
+            body = ir.LetStmt(let.var, let.value, body, loc=let.loc)
         return body
 
 
@@ -941,12 +938,12 @@ def _stmts(s):
 def _last_reader(items, buffers) -> int:
     """Index of the last of `items` (statements and lets) that names one of `buffers`; the
     last item when a view (T.view, T.reshape) of one of them appears anywhere."""
-    nodes = [it[2] if isinstance(it, tuple) else it for it in items]
+    nodes = [it.value if isinstance(it, tuple) else it for it in items]
     if any(collect(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in buffers)
            for n in nodes):
         return len(items) - 1
     return max((i for i, it in enumerate(items)
-                if any(_mentions(it[2] if isinstance(it, tuple) else it, b) for b in buffers)),
+                if any(_mentions(it.value if isinstance(it, tuple) else it, b) for b in buffers)),
                default=len(items) - 1)
 
 

@@ -1,6 +1,6 @@
 """The loops around a T.Pipelined loop inside a persistent kernel's tile loop (sm_90a).
 
-warp_specialize.py gives such a loop a TMA producer when it sits under serial loops and
+warp_specialize/__init__.py gives such a loop a TMA producer when it sits under serial loops and
 branches on block-uniform values only (`levels_to` finds that path, `depends_on` tells a
 value that reads a block or thread index through lets). Producer and consumers then both run
 the nest (`TileNest.wrap`): the producer with the lets it can compute from parameters alone,
@@ -12,9 +12,10 @@ every tile, whatever its trip count, waits on the mbarrier phase its data arrive
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import collect
-from .pipeline import _buffers_read, _flatten, _rebuild
+from ...ir import nodes as ir
+from ...ir.visitor import collect
+from ..analysis.buffer_use import buffers_read
+from ..analysis.loop_items import flatten, rebuild
 
 
 class TileNest:
@@ -31,13 +32,13 @@ class TileNest:
         self.tiles = ir.Buffer("tiles_done", (1,), ir.DType("int32"), "local.var")
         self.counts_tiles = False  # whether tile loads use `tiles`
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
-        self.lets = {it[1]: it for items, _ in levels for it in items if isinstance(it, tuple)}
+        self.lets = {it.var: it for items, _ in levels for it in items if isinstance(it, tuple)}
         self.computable = set()
         for items, i in levels:
             for it in items[:i]:
-                if isinstance(it, tuple) and not (_buffers_read(it[2]) - params) and \
-                        self._known(it[2]):
-                    self.computable.add(it[1])
+                if isinstance(it, tuple) and not (buffers_read(it.value) - params) and \
+                        self._known(it.value):
+                    self.computable.add(it.var)
 
     def _known(self, expr) -> bool:
         return all(v in self.computable for v in collect(expr, lambda n: isinstance(n, ir.Var))
@@ -74,11 +75,11 @@ class TileNest:
                 p, c = [_with_body(items[i], p)], [_with_body(items[i], c)]
             if level == 0:
                 break
-            lets = [it for it in items[:i] if isinstance(it, tuple) and it[1] in self.computable]
-            p = _rebuild(lets + p)
+            lets = [it for it in items[:i] if isinstance(it, tuple) and it.var in self.computable]
+            p = rebuild(lets + p)
             mine = [replace.get(id(it), it) if not isinstance(it, tuple) else it
                     for it in items[:i]]
-            c = _rebuild([it for it in mine if it is not None] + c + items[i + 1:])
+            c = rebuild([it for it in mine if it is not None] + c + items[i + 1:])
         zero = ir.const(0, "int32")
         p, c = ir.Allocate(self.done, p[0], zero), ir.Allocate(self.done, c[0], zero)
         if self.counts_tiles:
@@ -126,17 +127,17 @@ def levels_to(items, loop, thread_vars):
             return levels
         if isinstance(node, ir.For) and node.kind == "serial" and node.step == 1 and \
                 _uniform((node.start, node.extent), levels, thread_vars):
-            items = _flatten(node.body)
+            items = flatten(node.body)
         elif isinstance(node, ir.If) and node.else_body is None and \
                 _uniform((node.cond,), levels, thread_vars):
-            items = _flatten(node.then_body)
+            items = flatten(node.then_body)
         else:
             return None
 
 
 def _uniform(exprs, levels, thread_vars) -> bool:
     """No thread index in `exprs`, directly or through the lets of `levels`."""
-    values = {it[1]: it[2] for items, _ in levels for it in items if isinstance(it, tuple)}
+    values = {it.var: it.value for items, _ in levels for it in items if isinstance(it, tuple)}
     return not depends_on(exprs, thread_vars, values)
 
 

@@ -16,43 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import located
-from ..ir import nodes as ir
-from ..ir.dtype import DType
-from .partition_parallel import _fit_affine_in_digits
+from ...errors import located
+from ...ir import nodes as ir
+from ...ir.dtype import DType
+from ..analysis.fragment_ops import fit_affine_in_digits
+from ..analysis.reductions import combine, element, init_value
 
 VOID = DType("void")
-
-
-def init_value(kind: str, dt: DType):
-    if kind == "max":
-        return ir.const(-np.inf if dt.is_float else dt.min_value(), dt)
-    if kind == "min":
-        return ir.const(np.inf if dt.is_float else dt.max_value(), dt)
-    if kind == "bitand":
-        return ir.const(-1 if dt.is_signed_int else dt.max_value(), dt)
-    return ir.const(0, dt)
-
-
-def combine(kind: str, acc, x, nan_propagate=False):
-    if kind in ("sum", "abssum"):
-        return ir.binary("add", acc, x)
-    if kind in ("max", "absmax"):
-        if nan_propagate and acc.dtype.is_float:
-            return ir.Call("max_nan", (ir.as_expr(acc), ir.as_expr(x)), acc.dtype)
-        return ir.binary("max", acc, x)
-    if kind == "min":
-        if nan_propagate and acc.dtype.is_float:
-            return ir.Call("min_nan", (ir.as_expr(acc), ir.as_expr(x)), acc.dtype)
-        return ir.binary("min", acc, x)
-    return ir.binary({"bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}[kind], acc, x)
-
-
-def element(kind: str, value, dt: DType):
-    v = ir.cast_to(value, dt)
-    if kind in ("abssum", "absmax"):
-        return ir.Call("abs", (v,), dt)
-    return v
 
 
 def _store(buf, idx, value, loc=None):
@@ -116,7 +86,7 @@ class ReduceLowering:
         s = ir.Var("s")
         stmts.append(ir.For(s, ir.const(0), ir.const(P.num_values), "unroll",
                             _store(red, s, init_value(r.kind, dt))))
-        fn = _fit_affine_in_digits(F, per_v)
+        fn = fit_affine_in_digits(F, per_v)
         v = ir.Var("v")
         if fn is not None:
             slot = fn(v)
@@ -168,7 +138,7 @@ class ReduceLowering:
         every copy of each element of `buf` (the threads of its layout's replication modes)
         becomes the combination of all of them. Replication modes that are not power-of-two
         lane blocks combine through shared memory alone."""
-        from ..layout.fragment import ShufflePlan
+        from ...layout.fragment import ShufflePlan
 
         P = self.ctx.layouts[buf]
         try:
@@ -225,7 +195,7 @@ class ReduceLowering:
         pre = []
         if src.scope == "local.fragment":
             staged = ctx.add_scratch_shared(f"{src.name}_staged", src.shape, src.dtype)
-            pre.append(_copy_loop(src, staged, ctx))
+            pre.append(copy_loop(src, staged, ctx))
             src = staged
         dt = dst.dtype
         keepdim = dst.ndim == src.ndim
@@ -264,8 +234,8 @@ class ReduceLowering:
         work = src
         if src.scope == "local.fragment" or dst.scope == "local.fragment" or src is not dst:
             work = ctx.add_scratch_shared(f"{dst.name}_scan", src.shape, dst.dtype)
-            pre.append(_copy_loop(src, work, ctx))
-            post.append(_copy_loop(work, dst, ctx))
+            pre.append(copy_loop(src, work, ctx))
+            post.append(copy_loop(work, dst, ctx))
         n = src.shape[c.dim]
         other = [e for d, e in enumerate(src.shape) if d != c.dim]
         vars_ = [ir.Var(nm) for nm in "ijklmn"[:len(other)]]
@@ -305,7 +275,9 @@ def _parallel(vars_, extents, body, layout, loc):
     return stmt
 
 
-def _copy_loop(src, dst, ctx):
+def copy_loop(src, dst, ctx):
+    """`dst = src` element by element (the whole buffers), as a parallel loop laid out like
+    whichever of the two is a fragment."""
     vars_ = [ir.Var(n) for n in "ijklmn"[:src.ndim]]
     body = ir.Store(dst, tuple(vars_), ir.cast_to(ir.Load(src, tuple(vars_), src.dtype),
                                                    dst.dtype))

@@ -4,12 +4,10 @@ are not a rectangular window (im2col, indexed rows), issued as cp.async with zer
     for i, j in T.Parallel(BM, BK):
         S[i, j] = T.if_then_else(cond(i, j), G[f(i, j), ..., g(i, j)], 0)    # or S[i, j] = G[...]
 
-Two halves, used by two passes:
-
-* `gather_parts(loop)` recognises such a nest at tile level (the pipeliner makes it a producer
-  stage like a `T.copy`, marks the issued copies with ASYNC_GATHER);
-* `lower_async_gather(...)` runs inside `partition_parallel` on a marked nest, once the loop
-  layout has fixed each thread's elements. Expects: the nest body instantiated for value index
+The nests are recognised at tile level by `gather_parts` (transform/analysis/gather.py: the
+pipeliner makes such a nest a producer stage like a `T.copy` and marks the issued copies with
+ASYNC_GATHER). `lower_async_gather(...)` runs inside `partition_parallel` on a marked nest,
+once the loop layout has fixed each thread's elements. Expects: the nest body instantiated for value index
   `v = vo * vec + vi`, consecutive `vi` walking the innermost dim. Guarantees: for the widest w
   (w elements = 16, 8 or 4 bytes, w | vec) such that, for every w-lane group, the shared
   address and the global address are contiguous and w-aligned, every global index but the last
@@ -24,79 +22,13 @@ Two halves, used by two passes:
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect, substitute
-from .analysis.scopes import SHARED
+from ...ir import nodes as ir
+from ...ir.visitor import Mutator, collect, substitute
+from ..analysis.gather import peel_lets, split_value
+from ..analysis.indices import Widen, contiguous, flat_offset, wide_indices
 
 VOID = ir.DType("void")
 INT = ir.DType("int32")
-ASYNC_GATHER = ("async_gather", True)
-
-
-def _nest(loop: ir.For):
-    """(loop vars, body) of a perfect chain of parallel loops starting at 0, or None."""
-    vars_, s = [], loop
-    while isinstance(s, ir.For) and s.kind == "parallel":
-        if s.step != 1 or ir.int_value(s.start) != 0 or ir.int_value(s.extent) is None:
-            return None
-        vars_.append(s.var)
-        s = s.body
-    return (vars_, s) if vars_ else None
-
-
-def _peel_lets(body):
-    """(lets [(var, value)], innermost statement) of a chain of LetStmts."""
-    lets = []
-    while isinstance(body, ir.LetStmt):
-        lets.append((body.var, body.value))
-        body = body.body
-    return lets, body
-
-
-def _is_zero(e) -> bool:
-    if isinstance(e, ir.Cast):
-        e = e.value
-    return isinstance(e, ir.Const) and e.value == 0
-
-
-def split_value(value):
-    """(load, cond) of a gathered value `G[...]` or `if_then_else(cond, G[...], 0)`; cond is
-    None for an unconditional load. None when the value is anything else."""
-    cond = None
-    if isinstance(value, ir.Select) and _is_zero(value.false_value):
-        cond, value = value.cond, value.true_value
-    if isinstance(value, ir.Load) and value.buffer.scope == "global":
-        return value, cond
-    return None
-
-
-def gather_parts(loop: ir.For):
-    """(store, load, cond) when `loop` is a gather nest (see the module docstring): a parallel
-    nest whose body is lets and one store into a shared buffer of the same dtype as the global
-    buffer loaded, whose indices read no memory. None otherwise."""
-    if not isinstance(loop, ir.For) or loop.kind != "parallel":
-        return None
-    nest = _nest(loop)
-    if nest is None:
-        return None
-    _, body = nest
-    lets, store = _peel_lets(body)
-    if not isinstance(store, ir.Store) or store.buffer.scope not in SHARED:
-        return None
-    parts = split_value(store.value)
-    if parts is None:
-        return None
-    load, cond = parts
-    if load.buffer.dtype is not store.buffer.dtype or store.buffer.dtype.bits < 8:
-        return None
-    # addresses computed from memory (an indirect gather) are fine for correctness but the
-    # pipeliner would have to prove that memory stable; keep to pure index arithmetic
-    exprs = [v for _, v in lets] + list(store.indices) + list(load.indices)
-    if cond is not None:
-        exprs.append(cond)
-    if any(collect(e, lambda n: isinstance(n, (ir.Load, ir.Call))) for e in exprs):
-        return None
-    return store, load, cond
 
 
 # ---- lowering (inside partition_parallel) ----------------------------------------------------
@@ -136,13 +68,11 @@ def _uniform_predicate(cond, vr, w, analyzer):
 
 def _group(ctx, store, load, cond, vr, w, analyzer):
     """The cp.async statement for one w-lane group, or None when the group does not qualify."""
-    from .vectorize import _flat_offset, contiguous
-
     sbuf, gbuf = store.buffer, load.buffer
     esize = gbuf.dtype.bytes
     if w * esize not in (4, 8, 16):
         return None
-    soff = _flat_offset(ctx, sbuf, store.indices)
+    soff = flat_offset(ctx, sbuf, store.indices)
     if soff is None or not contiguous(soff, vr, w, analyzer):
         return None
     strides = gbuf.effective_strides()
@@ -162,11 +92,9 @@ def _group(ctx, store, load, cond, vr, w, analyzer):
     at0 = {vr: ir.const(0)}
     gidx0 = [substitute(i, at0) for i in gidx]
     sidx0 = tuple(substitute(i, at0) for i in store.indices)
-    if _wide(gbuf, ctx):
+    if wide_indices(gbuf, ctx):
         # the byte count below is computed from these indices: int64 from the leaves up
-        from .widen_indices import _Widen
-
-        gidx0 = [_Widen().visit(ir.as_expr(i)) for i in gidx0]
+        gidx0 = [Widen().visit(ir.as_expr(i)) for i in gidx0]
     # rows outside the tensor and a false predicate read nothing; the innermost dim may be
     # partly inside (its start is a multiple of w, so a negative start means all outside)
     row_ok = pred
@@ -216,16 +144,10 @@ def _conjuncts(cond, analyzer) -> list:
     return [analyzer.simplify(cond)]
 
 
-def _wide(gbuf, ctx) -> bool:
-    from .lower_copy import _wide_indices
-
-    return _wide_indices(gbuf, ctx)
-
-
 def lower_async_gather(ctx, body, vo, vi, vec: int, analyzer):
     """One `vo` step of a marked gather nest as cp.async groups (see the module docstring), or
     None. `analyzer` has the thread, `vo` and `vi` ranges bound."""
-    lets, store = _peel_lets(body)
+    lets, store = peel_lets(body)
     if not isinstance(store, ir.Store):
         return None
     parts = split_value(store.value)

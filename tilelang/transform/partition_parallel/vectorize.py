@@ -25,26 +25,15 @@ plan_shared.py keeps what they touch apart).
 
 from __future__ import annotations
 
-from ..arith import Analyzer
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect, substitute
+from ...arith import Analyzer
+from ...ir import nodes as ir
+from ...ir.visitor import Mutator, collect, substitute
 from .pair_lanes import pair_lanes
-from .analysis.scopes import MEMORY, SHARED
+from ..analysis.indices import Widen, contiguous, flat_offset, lane_steps, needs_int64
+from ..analysis.scopes import MEMORY, SHARED
 
 VOID = ir.DType("void")
 PARTITIONED = (("partitioned", True),)  # a thread's share of one T.Parallel nest
-
-
-def _flat_offset(ctx, buf, indices):
-    if buf.scope == "global":
-        total = ir.const(0)
-        for i, s in zip(indices, buf.effective_strides()):
-            total = ir.binary("add", total, ir.binary("mul", i, s))
-        return total
-    layout = ctx.layouts.get(buf)
-    if layout is None:
-        return None
-    return ir.as_expr(layout.forward(*indices))
 
 
 _address = ir.address_of
@@ -118,7 +107,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
         nbytes = vec * buf.dtype.bytes
         if nbytes not in (4, 8, 16):
             continue
-        off = _flat_offset(ctx, buf, node.indices)
+        off = flat_offset(ctx, buf, node.indices)
         if off is None:
             continue
         if not contiguous(off, vi, vec, analyzer):
@@ -212,21 +201,6 @@ def _paired_registers(body, vi, vec, top_stores, analyzer):
     return None if paired is None else VectorGroups(paired)
 
 
-def lane_steps(expr, vi, vec: int, analyzer) -> list:
-    """expr(vi = k) - expr(vi = 0) for each lane k < vec, as ints (None where not constant)."""
-    base = substitute(expr, {vi: ir.const(0)})
-    return [ir.int_value(analyzer.simplify(ir.binary("sub", substitute(expr, {vi: ir.const(k)}),
-                                                     base))) for k in range(vec)]
-
-
-def contiguous(expr, vi, vec: int, analyzer, aligned=True) -> bool:
-    """Whether expr(vi = k) == expr(0) + k for every lane k < vec (and, `aligned`, expr(0) is
-    a multiple of vec)."""
-    if lane_steps(expr, vi, vec, analyzer) != list(range(vec)):
-        return False
-    return not aligned or analyzer.is_divisible(substitute(expr, {vi: ir.const(0)}), vec)
-
-
 def _lane_loop(vi, vec, body):
     return ir.For(vi, ir.const(0), ir.const(vec), "unroll", body, 1, PARTITIONED)
 
@@ -253,10 +227,8 @@ def _vector_in_bounds(buf, indices, vi, vec, analyzer):
     A contiguous vector may cross rows (a gather whose row is k // 2 for lanes k), so no dim
     is assumed constant along it: a dim's index is checked at the first and last lane when it
     grows by constant steps along the vector, else at every distinct value the lanes give."""
-    from .widen_indices import _Widen, needs_int64
-
     if needs_int64(buf):
-        indices = [_Widen().visit(i) for i in indices]
+        indices = [Widen().visit(i) for i in indices]
     conds = []
     for i, n in zip(indices, buf.shape):
         lanes = [analyzer.simplify(substitute(i, {vi: ir.const(k)})) for k in range(vec)]

@@ -1,7 +1,7 @@
 """wgmma operands that the consumers compute: overlap their computation with the gemm.
 
 Expects: the consumer statements of a warp-specialised pipelined loop (tile IR after layout
-inference, the TMA copies taken out; warp_specialize.py builds the loop).
+inference, the TMA copies taken out; warp_specialize/__init__.py builds the loop).
 
 A tile the consumers write whole in every iteration and a wgmma gemm then reads (the
 dequantised weights of a weight-only-quantised GEMM: packed codes come in by TMA, a T.Parallel
@@ -11,7 +11,7 @@ k+1 overwrites the tile the gemm of iteration k still reads, so every gemm must 
 the next expansion starts. With two copies of the tile, alternating by iteration parity, the
 expansion of k+1 runs while the gemm of k does.
 
-warp_specialize.py applies it to loops of at least two iterations with at least three
+warp_specialize/__init__.py applies it to loops of at least two iterations with at least three
 stages (with two, the next load waits for the publication of the tile and is exposed).
 
 Guarantees: `computed_operands` names the tiles this applies to (written by exactly one
@@ -31,10 +31,10 @@ to the second copies.
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import Mutator
-from .analysis.overlap_schedule import touched_buffers, written_buffers
-from .analysis.scopes import SHARED
+from ...ir import nodes as ir
+from ...ir.visitor import Mutator
+from ..analysis.buffer_use import touched_buffers, written_buffers
+from ..analysis.scopes import SHARED
 
 
 def computed_operands(stmts, is_wgmma, outside) -> list:

@@ -22,8 +22,8 @@ instructions (examples/dequantize_gemm).
 
 from __future__ import annotations
 
-from ..ir import nodes as ir
-from ..ir.visitor import substitute
+from ...ir import nodes as ir
+from ...ir.visitor import substitute
 
 HALVES = ("float16", "bfloat16")
 FLOAT_OPS = ("add", "sub", "mul")
