@@ -299,11 +299,11 @@ class DType(str):
             if len(args) + 1 != self.lanes:
                 raise ValueError(f"{self}(...) takes one value per lane ({self.lanes}), got "
                                  f"{len(args) + 1}")
-            from ..language.vectors import Vector
+            from . import hooks
             from .nodes import cast_to
 
             scalar = DType(self.base)
-            return Vector(cast_to(v, scalar) for v in (value,) + args)
+            return hooks.vector(cast_to(v, scalar) for v in (value,) + args)
         from .nodes import cast_to
 
         return cast_to(value, self)

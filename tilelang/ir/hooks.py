@@ -9,7 +9,9 @@ imported (tilelang/__init__.py imports them all):
 - `access_ptr(buffer, mode, offset=, extent=)`: `A.access_ptr(...)` (language/misc.py);
 - `error(exc_type, message)`: an error located at the user's line being traced
   (frontend/builder.py; before that, an error without a location);
-- `simplify(expr)`: the printer shows the end of a loop range simplified (arith).
+- `simplify(expr)`: the printer shows the end of a loop range simplified (arith);
+- `vector(lanes)`: a vector value of one expression per lane, what `T.float16x2(a, b)` builds
+  (language/vectors.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ getitem = None
 setitem = None
 access_ptr = None
 simplify = None
+vector = None
 
 
 def error(exc_type, message):

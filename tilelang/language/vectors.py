@@ -17,6 +17,7 @@ reference's `LegalizeNegativeIndex` does for vector indices: lane `i` becomes
 from __future__ import annotations
 
 from ..frontend.builder import error
+from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
 
 
@@ -300,3 +301,6 @@ def lane_indices(buffer, key):
         out.append(tuple(wrap_negative(k.lane(i), buffer.shape[d]) if isinstance(k, RampIndex)
                          else k for d, k in enumerate(key)))
     return out
+
+
+ir_hooks.vector = Vector
