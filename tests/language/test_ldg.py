@@ -40,8 +40,10 @@ def test_reads_the_element(device, dtype, buffer_form):
 
 @pytest.mark.skipif(not HAS_COMPILER, reason="no CUDA compiler installed")
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8"])
-def test_cuda_source_reads_through_ldg(dtype):
-    kernel = tilelang.compile(_kernel(dtype, 64), target="cuda -arch=sm_90a")
+@pytest.mark.parametrize("n", [64, 77])  # 77: the read sits under the tile's bounds guard
+@pytest.mark.parametrize("buffer_form", [False, True])
+def test_cuda_source_reads_through_ldg(dtype, n, buffer_form):
+    kernel = tilelang.compile(_kernel(dtype, n, buffer_form), target="cuda -arch=sm_90a")
     assert "__ldg(&(x[" in kernel.get_kernel_source()
 
 

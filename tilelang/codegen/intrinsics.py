@@ -171,7 +171,7 @@ def render_call(p, c: ir.Call) -> str:
     if op == "atomic_load":
         return f"tl::atomic_load({_address(p, c.args[0])})"
     if op == "ldg":  # the element read through the read-only data cache
-        return f"__ldg(&({p.expr(c.args[0])}))"
+        return _ldg(p, c.args[0])
     if op == "atomic_store":
         return f"tl::atomic_store({_address(p, c.args[0])}, {p.expr(c.args[1])})"
     if op == "call_extern":
@@ -215,3 +215,15 @@ def _extern_arg(p, a) -> str:
     if isinstance(a, ir.Buffer):
         return p.name(a)
     return p.expr(a)
+
+
+def _ldg(p, value) -> str:
+    """`__ldg(&x[i])`; a load guarded by the bounds predicate (`c ? x[i] : 0`) reads through
+    the cache under its guard, and anything else is an ordinary expression (the cache is a
+    hint, never a meaning)."""
+    if isinstance(value, ir.Load):
+        return f"__ldg(&({p.expr(value)}))"
+    if isinstance(value, ir.Select) and isinstance(value.true_value, ir.Load):
+        return (f"(({p.expr(value.cond)}) ? {_ldg(p, value.true_value)} : "
+                f"{p.expr(value.false_value)})")
+    return p.expr(value)

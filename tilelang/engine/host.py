@@ -28,6 +28,8 @@ def py_expr(e, names: dict) -> str:
     if isinstance(e, ir.Const):
         return str(int(e.value))
     if isinstance(e, ir.Var):
+        if e not in names:  # a size bound only by the general path's solver
+            raise NotImplementedError(f"symbol {e.name} is not read from an argument's shape")
         return names[e]
     if isinstance(e, ir.Binary):
         a, b = py_expr(e.a, names), py_expr(e.b, names)
