@@ -102,3 +102,18 @@ def test_import_source_needs_text():
         def kernel(A: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=4):
                 T.import_source(3)
+
+
+def test_sources_written_for_the_reference_may_use_its_short_type_names():
+    """The reference's generated code declares uint/uchar/ushort, and the dequantisation
+    sources of its examples (T.import_source) use them."""
+    source = "__device__ uint twice(uint v) { uchar c = 1; ushort s = 1; return v * 2 + c - s; }"
+
+    @T.prim_func
+    def k(x: T.Tensor((32,), "uint32"), y: T.Tensor((32,), "uint32")):
+        with T.Kernel(1, threads=32):
+            T.import_source(source)
+            tx = T.get_thread_binding(0)
+            y[tx] = T.call_extern("uint32", "twice", x[tx])
+
+    assert "twice(x[tx])" in tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()

@@ -31,6 +31,10 @@ typedef unsigned long long uintptr_t;
 #include <cstdio>   // printf (NVRTC declares it built in)
 #include <cstring>  // memcpy
 #endif
+// the short names CUDA sources written for the reference use (its generated code declares them)
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
