@@ -8,8 +8,9 @@ OUT=${OUT:-/tmp/device_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TILELANG_CACHE_DIR=/tmp/tlcache
 EX=$PWD/.refsrc/examples
 [ -d /tmp/tlsite ] || tar xJf .ref/tlsite.tar.xz -C /tmp
-run_side() {  # label pythonpath
+run_side() {  # label pythonpath [regression substrings ...]
   local label=$1 pp=$2
+  shift 2
   case " ${SECTIONS:-peer regr} " in *" peer "*)
     PYTHONPATH=$pp EXAMPLES=$EX LABEL=$label OUT=$OUT JOBS=${JOBS:-4} PER_DIR_S=${PER_DIR_S:-240} \
       timeout ${PEER_S:-420} bash .ref/compat/peer_examples.sh > $OUT/peer_${label}.txt 2>&1
