@@ -32,7 +32,7 @@ def test_single_stage_flash_bshd(seq_len, causal, block_M, block_N, dim, threads
     ws = schedule == "warp-specialised"
     kern = tilelang.compile(flash_bshd(B, H, seq_len, dim, causal, block_M, block_N, 1, threads),
                             target="cuda",
-                            pass_configs={"tl.disable_warp_specialized": False} if ws else None)
+                            pass_configs={"tl.disable_warp_specialized": not ws})
     assert ("one TMA ring per tile" if ws else "next load issued after its last reader") \
         in kern.get_host_source()
     for seed in range(2):  # the general call path, then the generated fast path

@@ -26,7 +26,12 @@ def _regions(src):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_single_stage_flash_gets_a_ring_per_tile(causal):
-    kern = tilelang.compile(flash_bshd(1, 2, 333, 128, causal, 128, 128, 1, 128), target=SM90,
+    """Over fewer blocks than SMs (3 x 2 here) each block has an SM to itself and the producer
+    warpgroup is the faster way to overlap; tl.disable_warp_specialized=False asks for it on
+    any grid."""
+    small = tilelang.compile(flash_bshd(1, 2, 333, 128, causal, 128, 128, 1, 128), target=SM90)
+    assert "one TMA ring per tile" in small.get_host_source()
+    kern = tilelang.compile(flash_bshd(4, 8, 1000, 128, causal, 128, 128, 1, 128), target=SM90,
                             pass_configs={"tl.disable_warp_specialized": False})
     src = kern.get_kernel_source()
     assert "single-stage loop over k: one TMA ring per tile (k_s, v_s)" in kern.get_host_source()
@@ -50,10 +55,10 @@ def test_single_stage_flash_gets_a_ring_per_tile(causal):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_single_stage_flash_issues_each_load_after_its_last_reader(causal):
-    """The default for one stage: no producer warpgroup; K of k+1 is issued right after Q K^T
-    reads K, V of k+1 right after P V, each waited for just before its gemm (one cp.async
-    group in flight behind it)."""
-    kern = tilelang.compile(flash_bshd(1, 2, 333, 128, causal, 128, 128, 1, 128), target=SM90)
+    """The default for one stage over more blocks than SMs (4 x 8 x 8 here): no producer
+    warpgroup; K of k+1 is issued right after Q K^T reads K, V of k+1 right after P V, each
+    waited for just before its gemm (one cp.async group in flight behind it)."""
+    kern = tilelang.compile(flash_bshd(4, 8, 1000, 128, causal, 128, 128, 1, 128), target=SM90)
     src = kern.get_kernel_source()
     assert "thread_group" not in src and "mbarrier" not in src
     assert "single-stage loop over k: each tile's next load issued after its last reader " \

@@ -181,14 +181,17 @@ class WarpSpecializer:
         if stages == 1:
             if not self.nest and \
                     PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value not in self.ctx.configs:
-                # H200, 2026-11-26, the reference's single-stage FlashAttention (B8 H32 S4096
-                # D128, 128/128 tiles, 128 threads): its cp.async loop issuing each tile's next
-                # load after its last reader ran 6.74 ms, its warp-specialised one 9.04 (ours
-                # 9.13); equal at B1 S256 (0.0207 against 0.0212)
-                return self._why("one stage: the cp.async loop issues each tile's next load "
-                                 "after its last reader without a producer warpgroup "
-                                 "(pass_configs={'tl.disable_warp_specialized': False} "
-                                 "keeps warp specialisation)")
+                more = self._more_blocks_than_sms()
+                # H200, 2026-11-26, single-stage FlashAttention written as the reference's
+                # examples (128/128 tiles, 128 threads): B8 H32 S4096 (1024 blocks), the
+                # reference's cp.async loop 6.74 ms against its warp-specialised 9.04; B1 H32
+                # S256 (64 blocks) the warp-specialised loop 0.0204-0.0212 against 0.0237-0.0278
+                if more:
+                    return self._why(f"one stage over {more}: the cp.async loop issues each "
+                                     "tile's next load after its last reader and fits more "
+                                     "blocks per SM than a warp-specialised one "
+                                     "(pass_configs={'tl.disable_warp_specialized': False} "
+                                     "keeps warp specialisation)")
             return self._single_stage(items, li, loop, plans, body_items)
         slots = None
         if has_annotation(loop):
@@ -246,6 +249,16 @@ class WarpSpecializer:
         per_thread = -(-(self._fragment_registers() + 32) // 8) * 8
         if 65536 // ((self.T + PRODUCER_THREADS) * per_thread) >= 2:
             return None
+        count = self._more_blocks_than_sms()
+        if count is None:
+            return None
+        return (f"one consumer warpgroup over {count}: the "
+                "cp.async pipeline fits several blocks per SM, a warp-specialised block one "
+                "(pass_configs={'tl.disable_warp_specialized': False} keeps it)")
+
+    def _more_blocks_than_sms(self):
+        """How the grid outnumbers the SMs ("1024 blocks (more than the 132 SMs)", or a grid
+        of dynamic size, taken as more), or None when every block gets an SM of its own."""
         blocks = 1
         for g in self.kernel.grid:
             g = ir.int_value(g)
@@ -256,11 +269,8 @@ class WarpSpecializer:
         sms = streaming_multiprocessors()
         if blocks is not None and blocks <= sms:
             return None
-        count = (f"{blocks} blocks (more than the {sms} SMs)" if blocks is not None else
-                 f"a grid of dynamic size (taken as more than the {sms} SMs)")
-        return (f"one consumer warpgroup over {count}: the "
-                "cp.async pipeline fits several blocks per SM, a warp-specialised block one "
-                "(pass_configs={'tl.disable_warp_specialized': False} keeps it)")
+        return (f"{blocks} blocks (more than the {sms} SMs)" if blocks is not None else
+                f"a grid of dynamic size (taken as more than the {sms} SMs)")
 
     def _tile_plans(self, level, outside, plans, written):
         """The copies of a tile (global -> shared, just before the pipelined loop, at its
