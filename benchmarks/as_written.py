@@ -271,6 +271,8 @@ def case_gemm(M, N, K, bm, bn, bk, stages, threads):
 
 
 def case_linear(M, N, K, bm, bn, bk, stages, threads):
+    import torch
+
     x, w, bias = _rand(M, K), _rand(N, K), _rand(N)
     return (linear_bias(M, N, K, bm, bn, bk, stages, threads), [3], (x, w, bias),
             lambda: x.float() @ w.float().T + bias.float(), 2 * M * N * K,
@@ -284,11 +286,11 @@ def case_dynamic(M, N, K, bm, bn, bk, stages, threads):
 
 
 def case_flash(B, H, S, D, causal, bm, bn, stages, threads):
+    import torch
+
     q, k, v = _rand(B, H, S, D), _rand(B, H, S, D), _rand(B, H, S, D)
 
     def ref():
-        import torch
-
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
 
     flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
@@ -426,7 +428,7 @@ def table(path):
     by = {}
     for r in rows:
         by.setdefault((r["case"], r["variant"]), {})[r["label"]] = r
-    lib = {case: d["torch"]["ms"] for (case, _), d in by.items() if "torch" in d}
+    lib = {case: d["torch"]["ms"] for (case, _), d in by.items() if d.get("torch", {}).get("ms")}
     print(f"{'case':46} {'variant':9} {'ours ms':>9} {'ref ms':>9} {'ref/ours':>8} "
           f"{'lib/ours':>8} {'TFLOP/s':>8} {'compile ours/ref':>17}")
     for (case, var), d in by.items():
