@@ -513,3 +513,35 @@ def split_consumer_gemm(M, N, K, bm=64, bn=128, bk=64, dtype="float16"):
                     T.mbarrier_arrive(full[ko % 2])
 
     return main
+
+
+def sliced_tma_gemm(M, N, K, bm=64, k_tile=64, dtype="float16"):
+    """C = A @ B^T for one K-wide tile, loaded in `k_tile`-column slices by T.tma_copy in a
+    T.unroll loop (one mbarrier per slice) and multiplied slice by slice as soon as each
+    arrives (the prologue of the reference's warp_specialize_flashmla example): copies and
+    wgmma operands at column offsets computed at run time."""
+    slices = K // k_tile
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=128) as bx:
+            A_s = T.alloc_shared((bm, K), dtype)
+            B_s = T.alloc_shared((N, K), dtype)
+            C_l = T.alloc_fragment((bm, N), "float32")
+            ready = T.alloc_barrier(arrive_count=[128] * slices)
+            for j in T.unroll(slices):
+                T.tma_copy(A[bx * bm:(bx + 1) * bm, j * k_tile:(j + 1) * k_tile],
+                           A_s[:, j * k_tile:(j + 1) * k_tile], barrier=ready[j])
+                T.tma_copy(B[0:N, j * k_tile:(j + 1) * k_tile],
+                           B_s[:, j * k_tile:(j + 1) * k_tile], barrier=ready[j])
+                T.barrier_arrive(ready[j])
+            for j in T.unroll(slices):
+                T.barrier_wait(ready[j], 0)
+                T.wgmma_gemm(A_s[:, j * k_tile:(j + 1) * k_tile],
+                             B_s[:, j * k_tile:(j + 1) * k_tile], C_l, transpose_B=True,
+                             clear_accum=(j == 0))
+            T.wait_wgmma(0)
+            T.copy(C_l, C[bx * bm, 0])
+
+    return main

@@ -183,3 +183,14 @@ def test_two_consumers_and_a_producer(M, N, K):
     c = _poisoned(M, N)
     k(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("M", [64, 200])
+def test_tma_slices_at_run_time_offsets(M):
+    _sm90()
+    k = tilelang.compile(R.sliced_tma_gemm(M, 64, 256), target="cuda")
+    a = torch.randn(M, 256, device="cuda", dtype=torch.float16)
+    b = torch.randn(64, 256, device="cuda", dtype=torch.float16)
+    c = _poisoned(M, 64)
+    k(a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=2e-2)

@@ -13,6 +13,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from tilelang.errors import KernelError
+from tilelang.layout import make_swizzled_layout
 from tilelang.runtime import compile_cuda, toolkit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -76,7 +77,8 @@ def test_consumer_in_warpgroup_1_runs_on_relabelled_threads():
                                   lambda: R.ws_gemm_stages(256, 256, 320),
                                   lambda: R.branch_roles(300, 64),
                                   lambda: R.per_warp_rows(37, 1024),
-                                  lambda: R.tma_store(100, 132)])
+                                  lambda: R.tma_store(100, 132),
+                                  lambda: R.sliced_tma_gemm(200, 64, 256)])
 def test_builds_for_sm90a(make):
     compile_cuda(tilelang.lower(make(), target=SM90), "sm_90a")
 
@@ -226,3 +228,33 @@ def test_rows_tma_cannot_address_are_a_compile_error_at_the_line():
     with pytest.raises(KernelError, match="multiple of 16 bytes apart; they are 120 bytes") as e:
         tilelang.compile(f, target=SM90)
     assert "test_tma_copy.py" in str(e.value)
+
+
+def test_slices_at_run_time_column_offsets():
+    M, N, K = 100, 64, 256
+    a, b = torch.randn(M, K).half(), torch.randn(N, K).half()
+    c = torch.full((M, N), float("nan"))
+    _interp(R.sliced_tma_gemm(M, N, K), a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=2e-2)
+    body = _body(tilelang.lower(R.sliced_tma_gemm(M, N, K), target=SM90))
+    # every slice is one TMA box per operand and one wgmma per slice: no mma.sync fallback
+    assert len(re.findall(r"tl::tma_load", body)) == 2, body
+    assert "wgmma_gemm_ss" in body and "tl::gemm_ss" not in body
+
+
+def test_slice_off_the_swizzle_row_is_a_located_error():
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), "float16"), C: T.Tensor((64, 128), "float16")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((64, 128), "float16")
+            T.annotate_layout({A_s: make_swizzled_layout(A_s)})
+            ready = T.alloc_barrier(arrive_count=128)
+            for j in T.unroll(4):
+                T.tma_copy(A[0:64, j * 32:(j + 1) * 32], A_s[:, j * 32:(j + 1) * 32],
+                           barrier=ready)
+            T.barrier_arrive(ready)
+            T.barrier_wait(ready, 0)
+            T.copy(A_s, C)
+
+    with pytest.raises(KernelError, match="whole 64-element swizzle rows"):
+        tilelang.lower(main, target=SM90)

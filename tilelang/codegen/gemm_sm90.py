@@ -17,6 +17,7 @@ from ..ir import nodes as ir
 from ..layout import Fragment
 from .. import layout as L
 from . import gemm_sm80
+from ..arith.analyzer import Analyzer
 
 WGMMA_TYPES = {"float16", "bfloat16"}
 FP8_TYPES = {"float8_e4m3", "float8_e5m2"}
@@ -119,10 +120,27 @@ def eligible(g: ir.Gemm, M, N, num_warps, ctx):
             if k == "layout" and v[0] is buf and \
                     not L.layout_equal(v[1], shared_operand_layout(buf, ctx)):
                 return None
-        starts = region.starts[-2:]
-        if not all(isinstance(s, int) or isinstance(s, ir.Const) for s in starts):
+        if not _starts_addressable(region, buf, not g.trans_A if region is g.A else g.trans_B):
             return None
     return partition(g, M, N, num_warps, ctx)
+
+
+def _starts_addressable(region: ir.BufferRegion, buf: ir.Buffer, k_major: bool) -> bool:
+    """Whether a wgmma descriptor can address the shared operand slice at `region`'s start.
+    Constant starts always can (the template adds their byte offset). A start computed at run
+    time (`KV[:, j * 64:(j + 1) * 64]` in a `T.unroll`) can when it is provably a multiple of
+    what one descriptor advance keeps in phase with the swizzle: whole k-steps along K, whole
+    8-row groups along a K-major operand's rows, whole swizzle atoms along an MN-major
+    operand's columns."""
+    row_start, col_start = region.starts[-2:]
+    if all(isinstance(s, (int, ir.Const)) for s in (row_start, col_start)):
+        return True
+    if k_major:  # rows are M (or N), columns are K
+        quanta = (8, k_step(buf.dtype))
+    else:        # rows are K, columns are M (or N)
+        quanta = (k_step(buf.dtype), L.swizzle_mode(buf.shape, buf.dtype.bits) * 8 // buf.dtype.bits)
+    analyzer = Analyzer()
+    return all(analyzer.is_divisible(s, q) for s, q in zip((row_start, col_start), quanta))
 
 
 def accumulator_layout(g: ir.Gemm, part, ctx):

@@ -117,8 +117,7 @@ class _Plan:
         if len(S.shape) < 2 or not cb:
             _err(s, f"{S.name} is swizzled but has no column blocks")
         starts = self.s_region.starts
-        c0 = ir.int_value(starts[-1])
-        if c0 is None or c0 % cb or self.E[-1] % cb:
+        if not analyzer.is_divisible(ir.as_expr(starts[-1]), cb) or self.E[-1] % cb:
             _err(s, f"columns of swizzled {S.name} must be copied in whole {cb}-element "
                     f"swizzle rows (start {starts[-1]}, extent {self.E[-1]})")
         B = [1] * len(self.E)
