@@ -117,7 +117,8 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
             acc.full = _vector_in_bounds(buf, node.indices, vi, vec, analyzer)
         candidates.append(acc)
     if not candidates:
-        return _paired_registers(body, vi, vec, top_stores, analyzer)
+        return _vector_atomic_add(ctx, body, vi, vec, analyzer) or \
+            _paired_registers(body, vi, vec, top_stores, analyzer)
     vector_stores = [acc for acc in candidates if acc.kind == "store"]
     reads_shared = any(b.scope in SHARED for b in loaded)
     defer = groups > 1 and vector_stores and reads_shared and all(
@@ -176,6 +177,51 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
     if defer:
         return VectorGroups(step, ir.Seq(tuple(post)), held)
     return VectorGroups(step)
+
+
+# element types whose consecutive elements one atomic instruction adds (tl::atomic_addx2/x4),
+# with the oldest architecture that has it
+_VECTOR_ATOMIC_SM = {"float16": 70, "bfloat16": 80, "float32": 90}
+
+
+def _vector_atomic_add(ctx, body, vi, vec, analyzer):
+    """A value loop whose body is one relaxed `T.atomic_add` into consecutive, aligned
+    elements of a global tensor (the dQ update of attention backward kernels): the lanes'
+    values staged in registers, then added 4 or 2 at a time (`tl::atomic_addx4/x2`), one
+    instruction per group instead of one per element. Relaxed atomics to distinct addresses
+    are unordered, so grouping them changes nothing a program can observe."""
+    if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
+        return None
+    call = body.value
+    if call.op != "atomic_add" or dict(call.attrs).get("memory_order", "relaxed") != "relaxed":
+        return None
+    target, value = call.args
+    buf = target.buffer if isinstance(target, ir.Load) else None
+    if buf is None or buf.scope != "global" or target.dtype.lanes != 1 or \
+            ctx.target.sm < _VECTOR_ATOMIC_SM.get(buf.dtype.name, 10 ** 9):
+        return None
+    width = 4 if vec % 4 == 0 else 2 if vec % 2 == 0 else 0
+    if not width:
+        return None
+    off = flat_offset(ctx, buf, target.indices)
+    if off is None or not contiguous(off, vi, vec, analyzer):
+        return None
+    values = ir.Buffer(f"{buf.name}_add", (vec,), buf.dtype, "local")
+    stage = _lane_loop(vi, vec, ir.Store(values, (vi,), ir.cast_to(value, buf.dtype),
+                                         loc=body.loc))
+    groups = []
+    for k in range(0, vec, width):
+        at = tuple(substitute(i, {vi: ir.const(k)}) for i in target.indices)
+        groups.append(ir.Evaluate(ir.Call(f"atomic_addx{width}", (
+            ir.Load(buf, at, buf.dtype), ir.Load(values, (ir.const(k),), buf.dtype)),
+            buf.dtype, (("lanes", width),)), loc=body.loc))
+    vector = ir.Seq(tuple(groups))
+    full = _vector_in_bounds(buf, target.indices, vi, vec, analyzer)
+    if full is not None:
+        scalar = _lane_loop(vi, vec, ir.Evaluate(ir.Call("atomic_add", (
+            target, ir.Load(values, (vi,), buf.dtype)), call.dtype, call.attrs), loc=body.loc))
+        vector = ir.If(full, vector, scalar)
+    return VectorGroups(ir.Allocate(values, ir.Seq((stage, vector))))
 
 
 def _paired_registers(body, vi, vec, top_stores, analyzer):

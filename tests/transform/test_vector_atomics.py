@@ -1,0 +1,92 @@
+"""Element-wise `T.atomic_add` in a T.Parallel nest over a fragment (the dQ update of attention
+backward kernels) adds each thread's consecutive, aligned elements with one vector atomic
+(`tl::atomic_addx2/x4`) where the architecture has one for the type (float32: sm_90;
+float16: sm_70; bfloat16: sm_80); a vector that may leave the tensor falls back to one
+atomic per element; ordered atomics and other architectures stay scalar. The results are the
+same: checked on the GPU against torch."""
+
+import re
+
+import pytest
+import torch
+
+import tilelang
+import tilelang.language as T
+from tilelang.runtime import compile_cuda
+
+from transform_helpers import SM80, SM90, requires_compiler
+
+
+def gemm_atomic(M, N, K, dtype="float32", bm=64, bn=64, order=None):
+    """C += A @ B^T, one 64 x 64 tile per block, accumulated element by element with
+    T.atomic_add from the gemm's fragment."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, K), "float16")
+            b = T.alloc_shared((bn, K), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[by * bm, 0], a)
+            T.copy(B[bx * bn, 0], b)
+            T.gemm(a, b, acc, transpose_B=True, clear_accum=True)
+            for i, j in T.Parallel(bm, bn):
+                if order is None:
+                    T.atomic_add(C[by * bm + i, bx * bn + j], acc[i, j])
+                else:
+                    T.atomic_add(C[by * bm + i, bx * bn + j], acc[i, j], memory_order=order)
+    return main
+
+
+def _atomics(func, target):
+    src = tilelang.lower(func, target=target)
+    return re.findall(r"tl::(atomic_add\w*)\(", src)
+
+
+def test_float32_pairs_on_sm90():
+    ops = _atomics(gemm_atomic(128, 128, 64), SM90)
+    assert ops and set(ops) == {"atomic_addx2"}
+
+
+def test_float32_stays_scalar_before_sm90():
+    assert set(_atomics(gemm_atomic(128, 128, 64), SM80)) == {"atomic_add"}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_pairs_on_sm80(dtype):
+    assert set(_atomics(gemm_atomic(128, 128, 64, dtype), SM80)) == {"atomic_addx2"}
+
+
+def test_ragged_tensor_falls_back_per_element():
+    # 100 columns: a pair is guarded as a whole, with one atomic per element otherwise
+    ops = _atomics(gemm_atomic(100, 100, 64), SM90)
+    assert set(ops) == {"atomic_addx2", "atomic_add"}
+
+
+def test_ordered_atomics_stay_scalar():
+    assert set(_atomics(gemm_atomic(128, 128, 64, order="release"), SM90)) == {"atomic_add"}
+
+
+@requires_compiler
+@pytest.mark.parametrize("dtype,target,arch", [("float32", SM90, "sm_90a"),
+                                               ("bfloat16", SM80, "sm_80")])
+def test_builds(dtype, target, arch):
+    compile_cuda(tilelang.lower(gemm_atomic(100, 72, 64, dtype), target=target), arch,
+                 name=f"vector_atomics_{dtype}")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("M,N,dtype", [(128, 128, "float32"), (100, 72, "float32"),
+                                       (130, 96, "float16"), (64, 200, "bfloat16")])
+def test_on_the_gpu(M, N, dtype):
+    K = 64
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    c = torch.randn(M, N, device="cuda").to(getattr(torch, dtype))
+    want = c.double() + a.double() @ b.double().T
+    k = tilelang.compile(gemm_atomic(M, N, K, dtype), target="cuda")
+    k(a, b, c)
+    tol = 1e-3 if dtype == "float32" else 3e-2
+    torch.testing.assert_close(c.double(), want, rtol=tol, atol=tol * 8)
