@@ -12,7 +12,7 @@ from tilelang.arith import Analyzer
 from tilelang.ir import nodes as ir
 from tilelang.layout import Layout as TLLayout
 from tilelang.layout import cute, swizzled
-from tilelang.layout.swizzle_mode import SwizzleMode
+from tilelang.layout.cute.swizzle_mode import SwizzleMode
 
 
 def _table(layout):

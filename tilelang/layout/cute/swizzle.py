@@ -69,7 +69,7 @@ class Swizzle:
 
     def to_swizzle_mode(self):
         """The hardware swizzle (a byte-address swizzle: Sw<1..3,4,3> or none)."""
-        from ..swizzle_mode import SwizzleMode
+        from .swizzle_mode import SwizzleMode
 
         if self.b_bits == 0:
             return SwizzleMode.NONE
