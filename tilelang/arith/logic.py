@@ -51,6 +51,8 @@ def simplify_node(ana, e):
         return ir.Load(e.buffer, idx, e.dtype)
     if t is ir.Call:
         args = tuple(ana._simp(a) if isinstance(a, ir.Expr) else a for a in e.args)
+        if e.op == "abs" and type(args[0]) is Const and e.dtype.is_int:
+            return ir.const(abs(args[0].value), e.dtype)
         if all(x is y for x, y in zip(args, e.args)):
             return e
         return ir.Call(e.op, args, e.dtype, e.attrs)

@@ -133,6 +133,17 @@ class Const(Expr):
     value: Any
     dtype: DType
 
+    # A constant has a concrete value, so Python may use it as one (as TVM's IntImm): the
+    # folded answer of `simplify(a - b) == 0`, `int(simplify(expr))`.
+    def __bool__(self):
+        return bool(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def __float__(self):
+        return float(self.value)
+
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Binary(Expr):
@@ -900,6 +911,8 @@ def compare(op: str, a, b) -> Expr:
     ea, eb = cast_to(ea, dt), cast_to(eb, dt)
     if isinstance(ea, Const) and isinstance(eb, Const):
         return const(bool(_CMP_FOLD[op](ea.value, eb.value)))
+    if ea is eb and dt.is_int:  # an integer compared with itself (not so for NaN floats)
+        return const(op in ("eq", "le", "ge"))
     return Compare(op, ea, eb)
 
 

@@ -162,6 +162,39 @@ class Layout:
         return Layout(tuple(leading) + tuple(self.shape), fwd,
                       physical_shape=tuple(leading) + tuple(phys), name=self.name)
 
+    def repeat(self, dim: int, factor: int) -> "Layout":
+        """This layout tiled `factor` times along input dim `dim` (negative counts from the
+        end): shape[dim] grows `factor`-fold and index `idx` is stored at
+        `[idx[dim] // extent, *forward(idx with idx[dim] % extent)]`, the copy index a new
+        outermost output dim. `factor` 1 gives the layout itself."""
+        for name, value in (("dim", dim), ("factor", factor)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value)!r}")
+        if factor < 1:
+            raise ValueError(f"factor must be >= 1, got {factor}")
+        if factor == 1:
+            return self
+        ndim = len(self.shape)
+        if ndim == 0:
+            raise ValueError("cannot repeat a 0-dim layout")
+        if not -ndim <= dim < ndim:
+            raise ValueError(f"dim out of range: dim={dim}, ndim={ndim}")
+        dim %= ndim
+        extent = self.shape[dim]
+        inner = self
+
+        def fwd(*idx):
+            local = list(idx)
+            local[dim] = idx[dim] % extent
+            out = inner._fn(*local)
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            return [idx[dim] // extent] + out
+
+        shape = list(self.shape)
+        shape[dim] = extent * factor
+        phys = (self.physical_shape if self._multi else (self.physical_size,))
+        return Layout(tuple(shape), fwd, physical_shape=(factor,) + tuple(phys), name=self.name)
+
     def get_linearized_forward_index(self):
         """The physical offset as one expression of the layout's canonical index variables
         (`_i0, _i1, ...`, shared by all layouts, so that two layouts' indices compare), the

@@ -8,8 +8,8 @@ package as `tvm` (and its modules as `tvm.tirx`, `tvm.testing`) so those program
 unchanged. Provided: `DataType` (the dtype class itself, as in the reference, where `T.float16`
 is a `tvm.DataType`), `te.var`, `tirx` (expression builders: `const`, `reinterpret`, `Select`,
 `Cast`, `Min`, `Max`, `PrimExpr`, `IndexMap`, ...), `testing` (pytest helpers), `target`
-(`Target`), `transform` (`PassContext`), `error` (`TVMError`, `InternalError`) and `arith`
-(`Analyzer`). Any other
+(`Target`), `transform` (`PassContext`), `error` (`TVMError`, `InternalError`), `arith`
+(`Analyzer`) and `ir` (`structural_equal`, `Range`). Any other
 name raises an AttributeError that says so (see docs/compatibility.md)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import importlib
 from ..ir.dtype import DType as DataType
 
 __all__ = ["DataType", "DataTypeCode", "te", "tirx", "testing", "target", "transform", "error",
-           "arith"]
+           "arith", "ir"]
 
 
 class DataTypeCode:
@@ -54,7 +54,7 @@ class _TE:
 
 te = _TE()
 
-_SUBMODULES = ("tirx", "testing", "target", "transform", "error", "arith")
+_SUBMODULES = ("tirx", "testing", "target", "transform", "error", "arith", "ir")
 
 
 def __getattr__(name):
@@ -63,7 +63,7 @@ def __getattr__(name):
     raise AttributeError(
         f"tvm.{name} is not available: this TileLang has no TVM underneath and provides only "
         "tvm.DataType, tvm.te.var, tvm.tirx, tvm.testing, tvm.target, tvm.transform, "
-        "tvm.error and tvm.arith for reference programs; see "
+        "tvm.error, tvm.arith and tvm.ir for reference programs; see "
         "docs/compatibility.md")
 
 

@@ -7,17 +7,21 @@
 Each name builds the same expression as its T counterpart (`T.reinterpret`, `T.Select`,
 `T.Cast`, `T.min`, ...); `PrimExpr` is the class of kernel expressions (for annotations and
 isinstance checks). `IndexMap.from_func(f)` wraps an index function (`map_indices`).
+`stmt_functor.substitute(expr, {var: value})` replaces variables.
 """
 
 from __future__ import annotations
 
+import types as _types
+
 from ..ir import nodes as _ir
 from ..ir.dtype import DType as _DType
+from ..ir.visitor import substitute as _substitute
 
 __all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
            "decl_buffer", "Cast",
            "Select", "Min", "Max", "reinterpret", "if_then_else", "floordiv", "floormod",
-           "truncdiv", "truncmod", "IndexMap"]
+           "truncdiv", "truncmod", "IndexMap", "stmt_functor"]
 
 PrimExpr = _ir.Expr
 Buffer = _ir.Buffer
@@ -146,3 +150,7 @@ class IndexMap:
 
     def __repr__(self):
         return f"IndexMap({getattr(self.func, '__name__', self.func)})"
+
+
+stmt_functor = _types.SimpleNamespace(substitute=_substitute)
+stmt_functor.__doc__ = "`substitute(expr, {var: value})`: variables (by identity) replaced."
