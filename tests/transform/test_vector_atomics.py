@@ -90,3 +90,37 @@ def test_on_the_gpu(M, N, dtype):
     k(a, b, c)
     tol = 1e-3 if dtype == "float32" else 3e-2
     torch.testing.assert_close(c.double(), want, rtol=tol, atol=tol * 8)
+
+
+def tile_atomic(M, N, bm=64, bn=64):
+    """C += A tile by tile: a shared tile added into global memory with the tile form of
+    T.atomic_add (the dK / dV epilogue of attention backward kernels)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            s = T.alloc_shared((bm, bn), "float32")
+            T.copy(A[by * bm, bx * bn], s)
+            T.atomic_add(C[by * bm, bx * bn], s)
+    return main
+
+
+def test_tile_atomic_from_shared_adds_four_at_a_time():
+    assert set(_atomics(tile_atomic(128, 128), SM90)) == {"atomic_addx4"}
+
+
+def test_tile_atomic_interpreter():
+    a, c = torch.randn(100, 72), torch.randn(100, 72)
+    want = c + a
+    tilelang.compile(tile_atomic(100, 72), target="cpu")(a, c)
+    torch.testing.assert_close(c, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("M,N", [(128, 128), (100, 72)])
+def test_tile_atomic_on_the_gpu(M, N):
+    a, c = torch.randn(M, N, device="cuda"), torch.randn(M, N, device="cuda")
+    want = c + a
+    tilelang.compile(tile_atomic(M, N), target="cuda")(a, c)
+    torch.testing.assert_close(c, want)

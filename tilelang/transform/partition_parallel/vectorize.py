@@ -117,8 +117,10 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
             acc.full = _vector_in_bounds(buf, node.indices, vi, vec, analyzer)
         candidates.append(acc)
     if not candidates:
-        return _vector_atomic_add(ctx, body, vi, vec, analyzer) or \
-            _paired_registers(body, vi, vec, top_stores, analyzer)
+        atomics = _vector_atomic_add(ctx, body, vi, vec, analyzer)
+        if atomics is not None:
+            return VectorGroups(atomics)
+        return _paired_registers(body, vi, vec, top_stores, analyzer)
     vector_stores = [acc for acc in candidates if acc.kind == "store"]
     reads_shared = any(b.scope in SHARED for b in loaded)
     defer = groups > 1 and vector_stores and reads_shared and all(
@@ -165,7 +167,8 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
                                 loc=s.loc)
             return self.generic(s)
 
-    inner = _lane_loop(vi, vec, Replace().visit(body))
+    lanes = Replace().visit(body)
+    inner = _vector_atomic_add(ctx, lanes, vi, vec, analyzer) or _lane_loop(vi, vec, lanes)
     staged = [m for m in mapping.values() if isinstance(m, tuple)]
     if len(staged) == 1:
         inner = pair_lanes(inner, staged[0][1], staged[0][2], analyzer) or inner
@@ -185,11 +188,12 @@ _VECTOR_ATOMIC_SM = {"float16": 70, "bfloat16": 80, "float32": 90}
 
 
 def _vector_atomic_add(ctx, body, vi, vec, analyzer):
-    """A value loop whose body is one relaxed `T.atomic_add` into consecutive, aligned
-    elements of a global tensor (the dQ update of attention backward kernels): the lanes'
-    values staged in registers, then added 4 or 2 at a time (`tl::atomic_addx4/x2`), one
-    instruction per group instead of one per element. Relaxed atomics to distinct addresses
-    are unordered, so grouping them changes nothing a program can observe."""
+    """The statements replacing the lane loop of `body` when it is one relaxed `T.atomic_add`
+    into consecutive, aligned elements of a global tensor (the dQ, dK and dV updates of
+    attention backward kernels): the lanes' values staged in registers, then added 4 or 2 at
+    a time (`tl::atomic_addx4/x2`), one instruction per group instead of one per element;
+    None otherwise. Relaxed atomics to distinct addresses are unordered, so grouping them
+    changes nothing a program can observe."""
     if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
         return None
     call = body.value
@@ -221,7 +225,7 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
         scalar = _lane_loop(vi, vec, ir.Evaluate(ir.Call("atomic_add", (
             target, ir.Load(values, (vi,), buf.dtype)), call.dtype, call.attrs), loc=body.loc))
         vector = ir.If(full, vector, scalar)
-    return VectorGroups(ir.Allocate(values, ir.Seq((stage, vector))))
+    return ir.Allocate(values, ir.Seq((stage, vector)))
 
 
 def _paired_registers(body, vi, vec, top_stores, analyzer):
