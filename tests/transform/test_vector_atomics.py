@@ -124,3 +124,53 @@ def test_tile_atomic_on_the_gpu(M, N):
     want = c + a
     tilelang.compile(tile_atomic(M, N), target="cuda")(a, c)
     torch.testing.assert_close(c, want)
+
+
+def ragged_rows_atomic(M, N, rows, bm=64, bn=64):
+    """C[:rows] += A[:rows] @ B^T with the row bound known only at run time (`rows`, a
+    varlen sequence's end): each pair of lanes shares its row, so the guard stays around the
+    2-wide atomic."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 64), "float16"), B: T.Tensor((N, 64), "float16"),
+             C: T.Tensor((M, N), "float32"), R: T.Tensor((1,), "int32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, 64), "float16")
+            b = T.alloc_shared((bn, 64), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[by * bm, 0], a)
+            T.copy(B[bx * bn, 0], b)
+            T.gemm(a, b, acc, transpose_B=True, clear_accum=True)
+            for i, j in T.Parallel(bm, bn):
+                if by * bm + i < R[0]:
+                    T.atomic_add(C[by * bm + i, bx * bn + j], acc[i, j])
+    return main
+
+
+def test_lane_invariant_guard_keeps_pairs():
+    src = tilelang.lower(ragged_rows_atomic(128, 128, 100), target=SM90)
+    assert set(re.findall(r"tl::(atomic_add\w*)\(", src)) == {"atomic_addx2"}
+
+
+def test_ragged_rows_interpreter():
+    a, b = torch.randn(128, 64).half(), torch.randn(128, 64).half()
+    c = torch.randn(128, 128)
+    want = c.clone()
+    want[:100] += a[:100].float() @ b.float().T
+    tilelang.compile(ragged_rows_atomic(128, 128, 100), target="cpu")(
+        a, b, c, torch.tensor([100], dtype=torch.int32))
+    torch.testing.assert_close(c, want, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("rows", [100, 128, 1])
+def test_ragged_rows_on_the_gpu(rows):
+    a = torch.randn(128, 64, device="cuda").half()
+    b = torch.randn(128, 64, device="cuda").half()
+    c = torch.randn(128, 128, device="cuda")
+    want = c.clone()
+    want[:rows] += a[:rows].float() @ b.float().T
+    tilelang.compile(ragged_rows_atomic(128, 128, rows), target="cuda")(
+        a, b, c, torch.tensor([rows], dtype=torch.int32, device="cuda"))
+    torch.testing.assert_close(c, want, rtol=1e-3, atol=1e-2)

@@ -192,8 +192,14 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
     into consecutive, aligned elements of a global tensor (the dQ, dK and dV updates of
     attention backward kernels): the lanes' values staged in registers, then added 4 or 2 at
     a time (`tl::atomic_addx4/x2`), one instruction per group instead of one per element;
-    None otherwise. Relaxed atomics to distinct addresses are unordered, so grouping them
-    changes nothing a program can observe."""
+    None otherwise. Guards the same for every lane (a ragged tile's row bound) stay around
+    the group. Relaxed atomics to distinct addresses are unordered, so grouping them changes
+    nothing a program can observe."""
+    guards = []
+    while isinstance(body, ir.If) and body.else_body is None and \
+            _lane_invariant(body.cond, vi, vec, analyzer):
+        guards.append((body.cond, body.loc))
+        body = body.then_body
     if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
         return None
     call = body.value
@@ -225,7 +231,17 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
         scalar = _lane_loop(vi, vec, ir.Evaluate(ir.Call("atomic_add", (
             target, ir.Load(values, (vi,), buf.dtype)), call.dtype, call.attrs), loc=body.loc))
         vector = ir.If(full, vector, scalar)
-    return ir.Allocate(values, ir.Seq((stage, vector)))
+    out = ir.Seq((stage, vector))
+    for cond, loc in reversed(guards):  # values are computed only where the lanes run
+        out = ir.If(cond, out, None, loc=loc)
+    return ir.Allocate(values, out)
+
+
+def _lane_invariant(cond, vi, vec, analyzer) -> bool:
+    """Whether `cond` has one value for all `vec` lanes."""
+    first = analyzer.simplify(substitute(cond, {vi: ir.const(0)}))
+    return all(analyzer.can_prove_equal(first, substitute(cond, {vi: ir.const(k)}))
+               for k in range(1, vec))
 
 
 def _paired_registers(body, vi, vec, top_stores, analyzer):
