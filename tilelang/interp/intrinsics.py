@@ -73,7 +73,8 @@ _NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comme
                      # the interpreter runs a program's kernels one after the other, which
                      # is what a programmatic dependent launch waits for
                      "pdl_trigger", "pdl_sync"})
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or"}
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or",
+            "atomic_and": "and", "atomic_xor": "xor"}
 
 
 def _scalar(v):

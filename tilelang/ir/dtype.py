@@ -373,6 +373,8 @@ _ATOMIC_RMW = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "u
 ATOMIC_DTYPES = {
     "atomic_add": _ATOMIC_RMW, "atomic_max": _ATOMIC_RMW, "atomic_min": _ATOMIC_RMW,
     "atomic_or": ("int32", "int64", "uint32", "uint64"),
+    "atomic_and": ("int32", "int64", "uint32", "uint64"),
+    "atomic_xor": ("int32", "int64", "uint32", "uint64"),
     "atomic_addx2": ("float16", "bfloat16", "float32"),
     "atomic_addx4": ("float16", "bfloat16", "float32"),
     "atomic_load": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],

@@ -201,7 +201,7 @@ class Load(Expr):
 
 # Calls that have an effect beyond their value: never deduplicated, hoisted or dropped.
 SIDE_EFFECT_CALLS = frozenset({
-    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_addx2", "atomic_addx4", "atomic_store",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and", "atomic_xor", "atomic_addx2", "atomic_addx4", "atomic_store",
     "atomic_load", "call_extern", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync",
     "sync_threads", "named_barrier_arrive", "sync_warp", "print", "device_assert", "barrier_arrive", "barrier_wait",
     "call_packed", "ptx", "set_max_nreg", "wait_wgmma", "fence_proxy_async",

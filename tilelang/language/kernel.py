@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, error
 from ..ir import nodes as ir
+from .reducer import check_epochs
 
 _BLOCK_NAMES = ("bx", "by", "bz")
 _THREAD_NAMES = ("tx", "ty", "tz")
@@ -119,6 +120,7 @@ class Kernel:
             return False
         b.kernels.pop()
         frame, body = b.pop("kernel")
+        check_epochs(frame.data, body)
         attrs = list(frame.data["attrs"])
         if self.prelude:
             attrs.append(("prelude", self.prelude))

@@ -11,6 +11,7 @@ from ..frontend.builder import current_builder, current_loc, defer_error, emit, 
 from ..ir import nodes as ir
 from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
 from .indexing import written_negative
+from .reducer import note_legacy_use
 
 _SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "local.fragment": 2, "local": 2,
                "local.var": 2}
@@ -292,6 +293,7 @@ def fill(buffer, value):
         region = ir.BufferRegion(buffer.buffer, tuple((i, 1) for i in buffer.indices))
     else:
         _check_tile_start(region, None, "T.fill")
+    note_legacy_use(region.buffer, "T.fill (or T.clear) of")
     emit(ir.Fill, region, ir.cast_to(value, region.buffer.dtype))
 
 
