@@ -489,6 +489,10 @@ _ORDERING_CALLS = ("tl::fence_proxy_async", "tl::tma_store_arrive", "tl::cp_asyn
 _ORDERING_PREFIXES = ("tl::tma_store_wait<", "tl::tma_store_wait_complete<", "tl::wgmma_wait<",
                       "tl::cp_async_wait<")
 _CP_ASYNC = ("tl::cp_async<", "tl::cp_async_zfill<")
+# CUDA functions a kernel may call by name that change nothing the interpreter models (a
+# sleep; fences, which its one-at-a-time execution already honours)
+_CUDA_NO_EFFECT = ("__nanosleep", "__threadfence", "__threadfence_block",
+                   "__threadfence_system")
 
 
 _GRID_SYNC = "tl::grid_sync"
@@ -499,7 +503,7 @@ def is_modeled_extern(name: str) -> bool:
     T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
     the kernel."""
     return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
-        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+        name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
 
 
 def _pointee(c, ptr, what):
