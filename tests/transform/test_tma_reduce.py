@@ -55,7 +55,6 @@ def test_row_major_tile_is_one_box():
 @pytest.mark.parametrize("why,kwargs,target,configs", [
     ("sm_80 has no TMA", {}, SM80, None),
     ("TMA turned off", {}, SM90, {"tl.disable_tma_lower": True}),
-    ("a type the TMA unit does not add", dict(dtype="float64"), SM90, None),
     ("not asked for", dict(use_tma=False), SM90, None),
 ])
 def test_element_wise_fallback(why, kwargs, target, configs, capsys):
@@ -68,6 +67,16 @@ def test_element_wise_fallback(why, kwargs, target, configs, capsys):
 def test_fallback_says_why(capsys):
     tilelang.compile(scaled_add(200, 384), target=SM80, verbose=True)
     assert "element-wise atomics (TMA needs sm_90a" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "int16", "float32x2"])
+def test_a_type_the_tma_unit_does_not_add_is_an_error(dtype):
+    from tilelang.errors import KernelError
+
+    with pytest.raises(KernelError, match=f"TMA atomic add does not support dtype {dtype}; "
+                                          "supported scalar dtypes") as e:
+        scaled_add(200, 384, dtype=dtype)
+    assert "tma_reduce_kernels.py" in str(e.value)
 
 
 @requires_compiler
@@ -150,3 +159,20 @@ def test_cluster_sum_before_hopper_is_a_located_error():
     with pytest.raises(ValueError, match="needs thread block clusters .* not sm_80") as e:
         tilelang.lower(cluster_split_k(200, 136, 256, 2), target=SM80)
     assert "tma_reduce_kernels.py" in str(e.value)
+
+
+def test_tiles_of_different_types_are_an_error():
+    import tilelang.language as T
+    from tilelang.errors import KernelError
+
+    @T.prim_func
+    def f(Y: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float16")
+            T.fill(S, 1)
+            T.atomic_add(Y[0:64, 0:64], S, use_tma=True)
+
+    with pytest.raises(KernelError, match="requires matching dtypes, but got float16 and "
+                                          "float32") as e:
+        tilelang.lower(f, target=SM90)
+    assert "test_tma_reduce.py" in str(e.value)

@@ -381,6 +381,10 @@ ATOMIC_DTYPES = {
     "atomic_store": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
 }
 
+# Element types the TMA unit adds (cp.reduce.async.bulk.tensor .add: .f16 .bf16 .f32 .s32 .u32
+# .u64): T.atomic_add(..., use_tma=True) takes only these, as on the reference.
+TMA_ADD_DTYPES = ("float16", "bfloat16", "float32", "int32", "uint32", "uint64")
+
 
 def gemm_dtype_problem(a: DType, b: DType, c: DType):
     """Why T.gemm cannot take operands of dtypes a, b into an accumulator of dtype c (None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, defer_error, emit, error
 from ..ir import nodes as ir
-from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
+from ..ir.dtype import ATOMIC_DTYPES, TMA_ADD_DTYPES, gemm_dtype_problem
 from .indexing import written_negative
 from .reducer import note_legacy_use
 
@@ -619,6 +619,16 @@ def _check_atomic_dtype(name, target):
                                f"atomics exist for {', '.join(ATOMIC_DTYPES[name])}")
 
 
+def _check_tma_add_dtype(dst):
+    buf = getattr(dst, "buffer", dst)
+    dt = getattr(buf, "dtype", None)
+    if dt is not None and dt.name not in TMA_ADD_DTYPES:
+        raise error(TypeError, f"TMA atomic add does not support dtype {dt}; supported scalar "
+                               f"dtypes are {', '.join(TMA_ADD_DTYPES)} "
+                               f"(T.atomic_add into {getattr(buf, 'name', 'a value')} with "
+                               "use_tma=True)")
+
+
 _MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 _LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
 _STORE_ORDERS = ("relaxed", "release", "seq_cst")
@@ -638,6 +648,8 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False)
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
+    if use_tma:
+        _check_tma_add_dtype(dst)
     _check_atomic_dtype(f"atomic_{op}", dst)
     elem = _element(dst)
     tile_value = isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (
