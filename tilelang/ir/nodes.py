@@ -612,6 +612,7 @@ class CumSum(Stmt):
     dim: int
     reverse: bool = False
     kind: str = "sum"  # sum | max
+    annotations: tuple = ()  # (key, value) pairs the user gave (printed; no lowering options)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -544,13 +544,16 @@ def reduce(src, dst, reduce_type="sum", dim=-1, clear=True, batch=1, nan_propaga
     _reduce(reduce_type, src, dst, dim, clear, nan_propagate, batch)
 
 
-def _scan(kind, src, dst, dim, reverse):
+def _scan(kind, src, dst, dim, reverse, annotations=None):
     name = f"T.cum{kind}"
+    if annotations is not None and not isinstance(annotations, dict):
+        raise error(TypeError, f"{name}: annotations must be a dict, got {annotations!r}")
+    notes = tuple(sorted((str(k), v) for k, v in (annotations or {}).items()))
     _check_tile_context(name)
     if dst is None:
         dst = src
     if isinstance(src, ir.BufferRegion) or isinstance(dst, ir.BufferRegion):
-        _scan_regions(kind, src, dst, dim, reverse, name)
+        _scan_regions(kind, src, dst, dim, reverse, name, annotations)
         return
     for x in (src, dst):
         if not isinstance(x, ir.Buffer):
@@ -561,10 +564,10 @@ def _scan(kind, src, dst, dim, reverse):
     if not _shapes_equal(src.shape, dst.shape):
         raise error(ValueError, f"{name}: dst shape {list(dst.shape)} must equal src shape "
                                 f"{list(src.shape)}")
-    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind)
+    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind, notes)
 
 
-def _scan_regions(kind, src, dst, dim, reverse, name):
+def _scan_regions(kind, src, dst, dim, reverse, name, annotations):
     """A scan of a region (`big[0:M, 0:N]`): through a tile of the region's shape in the
     source's memory (copied in, scanned, copied out)."""
     from .alloc import alloc_fragment, alloc_shared
@@ -580,20 +583,21 @@ def _scan_regions(kind, src, dst, dim, reverse, name):
     alloc = alloc_fragment if scope == "local.fragment" else alloc_shared
     tile = alloc(shape, regions[0].buffer.dtype)
     copy(regions[0], tile)
-    _scan(kind, tile, tile, dim, reverse)
+    _scan(kind, tile, tile, dim, reverse, annotations)
     copy(tile, regions[1])
 
 
 def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums. `src`
-    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` are accepted (no
-    lowering options exist here)."""
-    _scan("sum", src, dst, dim, reverse)
+    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` (a dict) are kept
+    and printed by `.script()` (no lowering options exist here)."""
+    _scan("sum", src, dst, dim, reverse, annotations)
 
 
 def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
-    """Inclusive running maximum along `dim`; `reverse=True` runs from the end."""
-    _scan("max", src, dst, dim, reverse)
+    """Inclusive running maximum along `dim`; `reverse=True` runs from the end (annotations:
+    as T.cumsum)."""
+    _scan("max", src, dst, dim, reverse, annotations)
 
 
 # ---- atomics ----------------------------------------------------------------------------------
