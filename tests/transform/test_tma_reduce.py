@@ -48,8 +48,27 @@ def test_reading_the_sums_back_waits_for_the_writes():
 
 
 def test_row_major_tile_is_one_box():
-    src = tilelang.lower(scaled_add(200, 384, swizzle=False), target=SM90)
+    src = tilelang.lower(scaled_add(200, 384, swizzle="row_major"), target=SM90)
     assert [int(a[2]) for a in _adds(src)] == [0]
+
+
+@pytest.mark.parametrize("shape,dtype,swizzled", [((64, 128), "float32", True),
+                                                  ((16, 16), "float32", True),
+                                                  ((64, 64), "bfloat16", True),
+                                                  ((64, 64), "uint64", False),
+                                                  ((4, 64), "float32", False)])
+def test_an_unannotated_tile_gets_the_swizzle(shape, dtype, swizzled):
+    """As on the reference: the tile a TMA add reads is swizzled unless annotated (16/32-bit
+    elements, whole 8-row groups, rows of at least 32 bytes), the same layout as
+    make_swizzled_layout; otherwise row-major."""
+    bm, bn = shape
+    auto = tilelang.lower(scaled_add(200, 384, bm, bn, dtype=dtype, swizzle=False),
+                          target=SM90)
+    annotated = tilelang.lower(scaled_add(200, 384, bm, bn, dtype=dtype,
+                                          swizzle=True if swizzled else "row_major"),
+                               target=SM90)
+    assert auto == annotated
+    assert "tma_store_add" in auto
 
 
 @pytest.mark.parametrize("why,kwargs,target,configs", [
