@@ -129,6 +129,8 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     if any(ctx.uses_wgmma for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm90.cuh"\n')
     parts.append('#include "tl/tile_copy.cuh"\n')
+    if any(launch.cooperative for launch in launches):  # T.sync_grid's grid barrier
+        parts.append('#include <cooperative_groups.h>\n')
     parts += imported + kernels
     zeroed = func.attrs.get("zeroed_workspaces") or ()
     zeroed_idx = tuple(i for i, w in enumerate(workspaces) if any(w is z for z in zeroed))

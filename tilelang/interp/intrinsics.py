@@ -495,7 +495,7 @@ _CUDA_NO_EFFECT = ("__nanosleep", "__threadfence", "__threadfence_block",
                    "__threadfence_system")
 
 
-_GRID_SYNC = "tl::grid_sync"
+_GRID_SYNC = ir.GRID_SYNC
 
 
 def is_modeled_extern(name: str) -> bool:

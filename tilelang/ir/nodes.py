@@ -210,6 +210,11 @@ SIDE_EFFECT_CALLS = frozenset({
     "pdl_trigger", "pdl_sync",
 })
 
+# The CUDA call of T.sync_grid (a `call_extern`): codegen includes <cooperative_groups.h> for a
+# kernel launched cooperatively; the interpreter runs the blocks of a kernel making it side by
+# side.
+GRID_SYNC = "cooperative_groups::this_grid().sync"
+
 
 # =============================================================================================
 # Buffers and regions
