@@ -88,7 +88,8 @@ def c_identifier(name: str) -> str:
 class CudaPrinter:
     """Prints one kernel; `names` keeps C identifiers unique and readable."""
 
-    def __init__(self, analyzer: Analyzer = None, fast_math: bool = False):
+    def __init__(self, analyzer: Analyzer = None, fast_math: bool = False, sm: int = 0):
+        self.sm = sm  # the target's compute capability (90 for sm_90a); 0 when unknown
         self.names = Namer(c_identifier)
         self.names.used.update(RESERVED)
         self.lines: list[str] = []

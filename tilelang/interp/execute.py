@@ -559,7 +559,7 @@ class Program(ExprCompiler):
         barrier_inits = [v for k, v in s.attrs if k == "barrier_init"]
         local_views = [v for k, v in s.attrs if k == "local_view"]
         grid_sync = any_node(s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
-                             and n.args[0] == "tl::grid_sync")
+                             and n.args[0] == ir.GRID_SYNC)
 
         def f(hctx, mask):
             hctx.mask = mask

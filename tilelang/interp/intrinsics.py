@@ -73,7 +73,8 @@ _NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comme
                      # the interpreter runs a program's kernels one after the other, which
                      # is what a programmatic dependent launch waits for
                      "pdl_trigger", "pdl_sync"})
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or"}
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or",
+            "atomic_and": "and", "atomic_xor": "xor"}
 
 
 def _scalar(v):
@@ -488,9 +489,13 @@ _ORDERING_CALLS = ("tl::fence_proxy_async", "tl::tma_store_arrive", "tl::cp_asyn
 _ORDERING_PREFIXES = ("tl::tma_store_wait<", "tl::tma_store_wait_complete<", "tl::wgmma_wait<",
                       "tl::cp_async_wait<")
 _CP_ASYNC = ("tl::cp_async<", "tl::cp_async_zfill<")
+# CUDA functions a kernel may call by name that change nothing the interpreter models (a
+# sleep; fences, which its one-at-a-time execution already honours)
+_CUDA_NO_EFFECT = ("__nanosleep", "__threadfence", "__threadfence_block",
+                   "__threadfence_system")
 
 
-_GRID_SYNC = "tl::grid_sync"
+_GRID_SYNC = ir.GRID_SYNC
 
 
 def is_modeled_extern(name: str) -> bool:
@@ -498,7 +503,7 @@ def is_modeled_extern(name: str) -> bool:
     T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
     the kernel."""
     return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
-        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+        name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
 
 
 def _pointee(c, ptr, what):

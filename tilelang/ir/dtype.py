@@ -373,11 +373,17 @@ _ATOMIC_RMW = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "u
 ATOMIC_DTYPES = {
     "atomic_add": _ATOMIC_RMW, "atomic_max": _ATOMIC_RMW, "atomic_min": _ATOMIC_RMW,
     "atomic_or": ("int32", "int64", "uint32", "uint64"),
+    "atomic_and": ("int32", "int64", "uint32", "uint64"),
+    "atomic_xor": ("int32", "int64", "uint32", "uint64"),
     "atomic_addx2": ("float16", "bfloat16", "float32"),
     "atomic_addx4": ("float16", "bfloat16", "float32"),
     "atomic_load": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
     "atomic_store": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
 }
+
+# Element types the TMA unit adds (cp.reduce.async.bulk.tensor .add: .f16 .bf16 .f32 .s32 .u32
+# .u64): T.atomic_add(..., use_tma=True) takes only these, as on the reference.
+TMA_ADD_DTYPES = ("float16", "bfloat16", "float32", "int32", "uint32", "uint64")
 
 
 def gemm_dtype_problem(a: DType, b: DType, c: DType):

@@ -212,7 +212,7 @@ class Load(Expr):
 
 # Calls that have an effect beyond their value: never deduplicated, hoisted or dropped.
 SIDE_EFFECT_CALLS = frozenset({
-    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_addx2", "atomic_addx4", "atomic_store",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and", "atomic_xor", "atomic_addx2", "atomic_addx4", "atomic_store",
     "atomic_load", "call_extern", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync",
     "sync_threads", "named_barrier_arrive", "sync_warp", "print", "device_assert", "barrier_arrive", "barrier_wait",
     "call_packed", "ptx", "set_max_nreg", "wait_wgmma", "fence_proxy_async",
@@ -220,6 +220,11 @@ SIDE_EFFECT_CALLS = frozenset({
     "warp_reduce_bitor",
     "pdl_trigger", "pdl_sync",
 })
+
+# The CUDA call of T.sync_grid (a `call_extern`): codegen includes <cooperative_groups.h> for a
+# kernel launched cooperatively; the interpreter runs the blocks of a kernel making it side by
+# side.
+GRID_SYNC = "cooperative_groups::this_grid().sync"
 
 
 # =============================================================================================
@@ -623,6 +628,7 @@ class CumSum(Stmt):
     dim: int
     reverse: bool = False
     kind: str = "sum"  # sum | max
+    annotations: tuple = ()  # (key, value) pairs the user gave (printed; no lowering options)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

@@ -351,8 +351,10 @@ class Printer:
                        f"dim={s.dim}{extra})")
 
     def s_CumSum(self, s, ind):
+        extra = "".join(f", {k}={v!r}" if not isinstance(v, str) else f', {k}="{v}"'
+                        for k, v in s.annotations)
         self.line(ind, f"T.cum{s.kind}({self.name(s.src)}, {self.name(s.dst)}, dim={s.dim}, "
-                       f"reverse={s.reverse})")
+                       f"reverse={s.reverse}{extra})")
 
     def s_AtomicTile(self, s, ind):
         src = self.region(s.src) if isinstance(s.src, ir.BufferRegion) else self.expr(s.src)

@@ -12,7 +12,7 @@ from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
                      get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx,
-                     get_warp_idx_sync, shuffle_elect)
+                     get_warp_idx_sync, launch_thread, shuffle_elect)
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, parallel, serial,
                     thread_binding, unroll, vectorized)
 from .macro import Var, macro

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, error
 from ..ir import nodes as ir
+from .reducer import check_epochs
 
 _BLOCK_NAMES = ("bx", "by", "bz")
 _THREAD_NAMES = ("tx", "ty", "tz")
@@ -119,6 +120,7 @@ class Kernel:
             return False
         b.kernels.pop()
         frame, body = b.pop("kernel")
+        check_epochs(frame.data, body)
         attrs = list(frame.data["attrs"])
         if self.prelude:
             attrs.append(("prelude", self.prelude))
@@ -184,6 +186,29 @@ def get_block_extent(dim: int = 0):
     """The grid size along `dim` (1 for dimensions not launched)."""
     k = _kernel_obj()
     return k.grid[dim] if dim < len(k.grid) else 1
+
+
+def launch_thread(name: str, extent):
+    """`T.launch_thread("threadIdx.x", n)` inside a T.Kernel: the thread (or block, for
+    "blockIdx.*") index along that axis, which the kernel must already launch with extent
+    `n` (the reference's TIR binding; a T.Kernel launches every axis itself)."""
+    axes = {"x": 0, "y": 1, "z": 2}
+    kind, _, axis = str(name).partition(".")
+    if kind not in ("threadIdx", "blockIdx") or axis not in axes:
+        raise error(ValueError, f"T.launch_thread takes 'threadIdx.x/y/z' or 'blockIdx.x/y/z', "
+                                f"got {name!r}")
+    b = current_builder(what="T.launch_thread")
+    if not b.in_kernel():
+        raise error(NotImplementedError, "T.launch_thread outside `with T.Kernel(...)` is not "
+                                         "supported: launch the kernel with T.Kernel")
+    dim = axes[axis]
+    threads = kind == "threadIdx"
+    have = (get_thread_extents() if threads else get_block_extents())[dim]
+    if not ir.structural_equal(ir.as_expr(have), ir.as_expr(extent)):
+        raise error(ValueError, f"T.launch_thread({name!r}, {extent}): the enclosing T.Kernel "
+                                f"launches {name} with extent {have}; a different extent is not "
+                                "supported")
+    return get_thread_binding(dim) if threads else get_block_binding(dim)
 
 
 def get_thread_extents() -> list:

@@ -289,23 +289,17 @@ def sync_global():
 
 def sync_grid():
     """Grid-wide barrier: every thread of every block of the kernel waits here until all have
-    arrived, and their earlier global-memory writes are visible after it. The kernel is
-    launched cooperatively (all blocks resident at once: a grid larger than the GPU holds is
-    a launch error), with a zero-initialised counter allocated per call. Every thread of the
-    block must reach it. On the CPU interpreter the blocks of such a kernel run side by side."""
+    arrived, and their earlier global-memory writes are visible after it
+    (`cooperative_groups::this_grid().sync()`). The kernel is launched cooperatively (all
+    blocks resident at once: a grid larger than the GPU holds is a launch error). Every thread
+    of the block must reach it. On the CPU interpreter the blocks of such a kernel run side by
+    side."""
     b = current_builder(what="T.sync_grid")
     if not b.in_kernel():
         raise error(RuntimeError, "T.sync_grid must be inside `with T.Kernel(...)`")
-    counter = b.kernel.data.get("grid_counter")
-    if counter is None:
-        counter = ir.Buffer("grid_sync_counter", (1,), DType("uint32"), "global")
-        b.workspaces.append(counter)
-        b.attrs.setdefault("zeroed_workspaces", []).append(counter)
-        b.kernel.data["grid_counter"] = counter
+    if ("cooperative", True) not in b.kernel.data["attrs"]:
         b.kernel.data["attrs"].append(("cooperative", True))
-    _sync_call("tl::grid_sync", ir.Call("address_of", (ir.Load(counter, (ir.const(0),),
-                                                                counter.dtype),),
-                                        DType("handle")))
+    _sync_call(ir.GRID_SYNC)
 
 
 def _shfl(op, value, delta, width):

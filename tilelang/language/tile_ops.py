@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, defer_error, emit, error
 from ..ir import nodes as ir
-from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
+from ..ir.dtype import ATOMIC_DTYPES, TMA_ADD_DTYPES, gemm_dtype_problem
 from .indexing import written_negative
+from .reducer import note_legacy_use
 
 _SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "local.fragment": 2, "local": 2,
                "local.var": 2}
@@ -292,6 +293,7 @@ def fill(buffer, value):
         region = ir.BufferRegion(buffer.buffer, tuple((i, 1) for i in buffer.indices))
     else:
         _check_tile_start(region, None, "T.fill")
+    note_legacy_use(region.buffer, "T.fill (or T.clear) of")
     emit(ir.Fill, region, ir.cast_to(value, region.buffer.dtype))
 
 
@@ -542,13 +544,16 @@ def reduce(src, dst, reduce_type="sum", dim=-1, clear=True, batch=1, nan_propaga
     _reduce(reduce_type, src, dst, dim, clear, nan_propagate, batch)
 
 
-def _scan(kind, src, dst, dim, reverse):
+def _scan(kind, src, dst, dim, reverse, annotations=None):
     name = f"T.cum{kind}"
+    if annotations is not None and not isinstance(annotations, dict):
+        raise error(TypeError, f"{name}: annotations must be a dict, got {annotations!r}")
+    notes = tuple(sorted((str(k), v) for k, v in (annotations or {}).items()))
     _check_tile_context(name)
     if dst is None:
         dst = src
     if isinstance(src, ir.BufferRegion) or isinstance(dst, ir.BufferRegion):
-        _scan_regions(kind, src, dst, dim, reverse, name)
+        _scan_regions(kind, src, dst, dim, reverse, name, annotations)
         return
     for x in (src, dst):
         if not isinstance(x, ir.Buffer):
@@ -559,10 +564,10 @@ def _scan(kind, src, dst, dim, reverse):
     if not _shapes_equal(src.shape, dst.shape):
         raise error(ValueError, f"{name}: dst shape {list(dst.shape)} must equal src shape "
                                 f"{list(src.shape)}")
-    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind)
+    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind, notes)
 
 
-def _scan_regions(kind, src, dst, dim, reverse, name):
+def _scan_regions(kind, src, dst, dim, reverse, name, annotations):
     """A scan of a region (`big[0:M, 0:N]`): through a tile of the region's shape in the
     source's memory (copied in, scanned, copied out)."""
     from .alloc import alloc_fragment, alloc_shared
@@ -578,20 +583,21 @@ def _scan_regions(kind, src, dst, dim, reverse, name):
     alloc = alloc_fragment if scope == "local.fragment" else alloc_shared
     tile = alloc(shape, regions[0].buffer.dtype)
     copy(regions[0], tile)
-    _scan(kind, tile, tile, dim, reverse)
+    _scan(kind, tile, tile, dim, reverse, annotations)
     copy(tile, regions[1])
 
 
 def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums. `src`
-    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` are accepted (no
-    lowering options exist here)."""
-    _scan("sum", src, dst, dim, reverse)
+    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` (a dict) are kept
+    and printed by `.script()` (no lowering options exist here)."""
+    _scan("sum", src, dst, dim, reverse, annotations)
 
 
 def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
-    """Inclusive running maximum along `dim`; `reverse=True` runs from the end."""
-    _scan("max", src, dst, dim, reverse)
+    """Inclusive running maximum along `dim`; `reverse=True` runs from the end (annotations:
+    as T.cumsum)."""
+    _scan("max", src, dst, dim, reverse, annotations)
 
 
 # ---- atomics ----------------------------------------------------------------------------------
@@ -617,6 +623,16 @@ def _check_atomic_dtype(name, target):
                                f"atomics exist for {', '.join(ATOMIC_DTYPES[name])}")
 
 
+def _check_tma_add_dtype(dst):
+    buf = getattr(dst, "buffer", dst)
+    dt = getattr(buf, "dtype", None)
+    if dt is not None and dt.name not in TMA_ADD_DTYPES:
+        raise error(TypeError, f"TMA atomic add does not support dtype {dt}; supported scalar "
+                               f"dtypes are {', '.join(TMA_ADD_DTYPES)} "
+                               f"(T.atomic_add into {getattr(buf, 'name', 'a value')} with "
+                               "use_tma=True)")
+
+
 _MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 _LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
 _STORE_ORDERS = ("relaxed", "release", "seq_cst")
@@ -636,6 +652,8 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False)
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
+    if use_tma:
+        _check_tma_add_dtype(dst)
     _check_atomic_dtype(f"atomic_{op}", dst)
     elem = _element(dst)
     tile_value = isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (

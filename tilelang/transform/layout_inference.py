@@ -599,6 +599,30 @@ class LayoutSolver:
                 out.append(b)
         return out
 
+    def _tma_add_sources(self) -> list:
+        """Shared tiles that `T.atomic_add(..., use_tma=True)` adds on sm_90a (constraint 6,
+        before row-major): the swizzle the reference gives them, which the TMA unit reads
+        (transform/tma_reduce.py) and which spreads the threads' writes of the tile over the
+        banks. 16- and 32-bit tiles of whole 8-row groups with rows of at least 32 bytes; others
+        stay row-major (a 64-bit tile's swizzle is not one a tensor map encodes)."""
+        from ..ir.visitor import collect
+        from .pass_config import PassConfigKey
+
+        if not self.ctx.target.is_hopper or self.ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
+            return []
+        out = []
+        for s in collect(self.kernel.body, lambda n: isinstance(n, ir.AtomicTile)
+                         and n.use_tma and not n.cluster_sum
+                         and isinstance(n.src, ir.BufferRegion)):
+            S = s.src.buffer
+            if S.scope not in SHARED or S.ndim != 2 or not all(isinstance(d, int)
+                                                              for d in S.shape):
+                continue
+            rows, cols = S.shape
+            if S.dtype.bits in (16, 32) and rows % 8 == 0 and cols * S.dtype.bits // 8 >= 32:
+                out.append(S)
+        return out
+
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
@@ -628,6 +652,9 @@ class LayoutSolver:
                 self.assign(buf, self.default_fragment(buf), "the default element-wise "
                             "layout", loc)
             self.propagate()
+        for buf in self._tma_add_sources():
+            if buf not in self.layouts:
+                self.layouts[buf] = L.make_swizzled_layout(buf)
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)

@@ -21,7 +21,7 @@ from ..ir.visitor import substitute as _substitute
 __all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
            "decl_buffer", "Cast",
            "Select", "Min", "Max", "reinterpret", "if_then_else", "floordiv", "floormod",
-           "truncdiv", "truncmod", "IndexMap", "stmt_functor"]
+           "truncdiv", "truncmod", "call_extern", "IndexMap", "stmt_functor"]
 
 PrimExpr = _ir.Expr
 Buffer = _ir.Buffer
@@ -127,6 +127,13 @@ def truncmod(a, b):
     from ..language.math import truncmod as _f
 
     return _f(a, b)
+
+
+def call_extern(dtype, func_name, *args, span=None):
+    """A call of the device function `func_name` (T.call_extern)."""
+    from ..language.misc import call_extern as _call
+
+    return _call(dtype, func_name, *args)
 
 
 class IndexMap:

@@ -99,7 +99,8 @@ def may_release(name: str) -> bool:
 # ---- calls the IR has as operations of their own (ir.Call.op) ------------------------------
 
 # update one element, may return it
-ATOMIC_RMW = ("atomic_add", "atomic_max", "atomic_min", "atomic_or")
+ATOMIC_RMW = ("atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
+              "atomic_xor")
 ATOMIC_VECTOR_ADD = ("atomic_addx2", "atomic_addx4")     # add 2 or 4 consecutive elements
 # operations that write the element their first argument loads (as well as reading it)
 ATOMIC_UPDATES = ATOMIC_RMW + ATOMIC_VECTOR_ADD + ("atomic_store",)
