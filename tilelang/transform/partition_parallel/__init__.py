@@ -151,7 +151,7 @@ class NestPartitioner:
         fn = fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
         if fn is None:
             self.compact = False
-        self.slot_fns[key] = (fn, served.slots, served.fixed, write)
+        self.slot_fns[key] = (fn, served.slots, served.fixed, write, served.view)
 
     def _owner_guard(self, body, v):
         """Wrap the (unrolled, v constant) iteration in `this thread holds owner[indices]`;
@@ -252,15 +252,16 @@ class NestPartitioner:
 
         class Rewrite(Mutator):
             def _slot(self, buf, indices):
-                fn, per_v, fixed, _ = partitioner.slot_fns[(buf, tuple(id(i) for i in indices))]
+                fn, per_v, fixed, _, view = partitioner.slot_fns[(buf, tuple(id(i)
+                                                                             for i in indices))]
                 if isinstance(v, ir.Const):
                     slot = ir.const(int(per_v[v.value]))
                 else:
                     slot = fn(v)
                 if fixed:  # dims indexed by a value the iteration does not own: registers
-                    at = [substitute(self.visit(indices[d]), mapping) for d in fixed]
-                    slot = ir.binary("add", slot, FA.fixed_offset(
-                        partitioner.ctx.layouts[buf], fixed, at))
+                    # (of the access as served: a windowed dim split, fixed its outer part)
+                    at = [substitute(self.visit(view.indices[d]), mapping) for d in fixed]
+                    slot = ir.binary("add", slot, FA.fixed_offset(view.layout, fixed, at))
                 return slot
 
             def visit_Load(self, e):
