@@ -352,17 +352,19 @@ def block_tma_gemm(M, N, K, bm=128, bn=128, bk=32, stages=2):
     return main
 
 
-def two_sized_roles(M, H, hidden_block=128, hc=4):
+def two_sized_roles(M, H, hidden_block=128, hc=4, y_dtype="float32"):
     """Tile operations in roles of different sizes (the reference's mHC pre block): block-wide
     row sums of X into a fragment and through shared memory; then 32 threads run a row
     softmax of a hc x hc tile (fragments, reductions), while the other 64 threads stream rows
     of Y through shared memory and mix them with the block-wide weights.
 
     out0[b, i, j] = softmax_j(w[b, i * hc + j]),  w[b, k] = 2 * sum(X[b, k, :])
-    out1[b, h] = sum_i w[b, i] * Y[b, i, h]"""
+    out1[b, h] = sum_i w[b, i] * Y[b, i, h]
+
+    `y_dtype` other than float32: Y is converted as it is copied into the float32 tile."""
 
     @T.prim_func
-    def main(X: T.Tensor((M, hc * hc, 8), "float32"), Y: T.Tensor((M, hc, H), "float32"),
+    def main(X: T.Tensor((M, hc * hc, 8), "float32"), Y: T.Tensor((M, hc, H), y_dtype),
              out0: T.Tensor((M, hc, hc), "float32"), out1: T.Tensor((M, H), "float32")):
         with T.Kernel(M, threads=96) as b:
             w = T.alloc_fragment((hc * hc,), "float32")
