@@ -194,19 +194,21 @@ def cp_async_mbarrier(N, chunks=4):
     return main
 
 
-def thread_allreduce(rows, R, dtype="float32", op="sum", K=256, skip_odd=False):
+def thread_allreduce(rows, R, dtype="float32", op="sum", K=256, skip_odd=False, over_x=False):
     """out[r] = the reduction (sum, max or prod) of A[r, :] by a block of (rows, R) threads:
     each thread folds K/R elements, then T.tvm_thread_allreduce over threadIdx.y (the
-    reference's gemv idiom). With `skip_odd`, odd threads contribute the identity."""
+    reference's gemv idiom). With `skip_odd`, odd threads contribute the identity. With
+    `over_x`, the block is (R, rows) and the reduction runs over threadIdx.x (consecutive
+    lanes: warp shuffles)."""
     combine = {"sum": (lambda x, y: x + y, 0), "max": (lambda x, y: T.max(x, y), -1e30),
                "prod": (lambda x, y: x * y, 1)}[op]
     fn, ident = combine
 
     @T.prim_func
     def main(A: T.Tensor((rows, K), dtype), out: T.Tensor((rows,), dtype)):
-        with T.Kernel(1, threads=(rows, R)):
-            tn = T.get_thread_binding(0)
-            tk = T.get_thread_binding(1)
+        with T.Kernel(1, threads=(R, rows) if over_x else (rows, R)):
+            tn = T.get_thread_binding(1 if over_x else 0)
+            tk = T.get_thread_binding(0 if over_x else 1)
             acc = T.alloc_local((1,), dtype)
             acc[0] = T.cast(ident, dtype)
             for k in T.serial(K // R):

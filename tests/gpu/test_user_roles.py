@@ -96,10 +96,13 @@ def test_cp_async_mbarrier(n, chunks):
     torch.testing.assert_close(b, a + 1)
 
 
+@pytest.mark.parametrize("over_x", [False, True], ids=["over_y", "over_lanes"])
 @pytest.mark.parametrize("op", ["sum", "max"])
-@pytest.mark.parametrize("rows,R_", [(8, 4), (2, 32)])
-def test_thread_allreduce(op, rows, R_):
-    k = tilelang.compile(R.thread_allreduce(rows, R_, "float32", op, K=256), target="cuda")
+@pytest.mark.parametrize("rows,R_", [(8, 4), (2, 32), (3, 16)])
+def test_thread_allreduce(op, rows, R_, over_x):
+    # over_lanes: threadIdx.x reduced by warp shuffles
+    k = tilelang.compile(R.thread_allreduce(rows, R_, "float32", op, K=256, over_x=over_x),
+                         target="cuda")
     a = torch.randn(rows, 256, device="cuda")
     out = _poisoned(rows)
     k(a, out)
