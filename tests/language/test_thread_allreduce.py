@@ -1,6 +1,7 @@
 """T.attr(T.comm_reducer(...), "reduce_scope", ...) + T.tvm_thread_allreduce (the reference's
 gemv idiom): results of the interpreter against torch, builds for sm_80, located errors."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -40,6 +41,44 @@ def test_allreduce_over_thread_y(op, dtype, rows, R_):
     out = torch.zeros(rows, dtype=a.dtype)
     tilelang.compile(R.thread_allreduce(rows, R_, dtype, op, K=64), target="cpu")(a, out)
     torch.testing.assert_close(out, _reference(a, op), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("max", "float32"),
+                                      ("prod", "int32")])
+@pytest.mark.parametrize("rows,R_", [(4, 32), (8, 4), (3, 16)])
+def test_allreduce_over_lanes(op, dtype, rows, R_):
+    if dtype == "int32":
+        a = torch.randint(-3, 4, (rows, 64), dtype=torch.int32)
+    else:
+        a = torch.randn(rows, 64)
+    out = torch.zeros(rows, dtype=a.dtype)
+    tilelang.compile(R.thread_allreduce(rows, R_, dtype, op, K=64, over_x=True),
+                     target="cpu")(a, out)
+    torch.testing.assert_close(out, _reference(a, op), rtol=1e-5, atol=1e-5)
+
+
+def test_over_lanes_the_condition_leaves_out_threads():
+    a = torch.randn(8, 64)
+    out = torch.zeros(8)
+    tilelang.compile(R.thread_allreduce(8, 4, K=64, skip_odd=True, over_x=True),
+                     target="cpu")(a, out)
+    torch.testing.assert_close(out, a.view(8, 16, 4)[:, :, 0::2].sum((1, 2)))
+
+
+def test_over_lanes_lowered_to_warp_shuffles():
+    """Reducing over threadIdx.x of extent 16 (groups of 16 consecutive lanes): four xor
+    shuffles within 16 lanes, no shared scratch and no barrier."""
+    src = tilelang.lower(R.thread_allreduce(4, 16, K=64, over_x=True), target="cuda -arch=sm_80")
+    body = src[src.index("threadIdx.x"):]
+    assert "allreduce_scratch" not in body and "__syncthreads" not in body
+    offsets = [int(m) for m in re.findall(r"tl::shfl_xor\([^,]+, (\d+), 16\)", body)]
+    assert offsets == [8, 4, 2, 1], body
+
+
+@requires_compiler
+def test_over_lanes_builds_for_sm80():
+    compile_cuda(tilelang.lower(R.thread_allreduce(8, 32, "float16", K=64, over_x=True),
+                                target="cuda -arch=sm_80"), "sm_80")
 
 
 def test_condition_leaves_out_threads():

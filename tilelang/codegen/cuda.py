@@ -310,8 +310,11 @@ class CudaPrinter:
             self.emit(f"{ctype(b.dtype)} {self.name(b)}{init};")
         else:
             n = b.numel()
-            align = " __align__(16)" if b.dtype.bytes * (n if isinstance(n, int) else 1) \
-                >= 16 else ""
+            # a register array may be moved by one vector access (tl::copy_vec of its whole
+            # size): aligned to its size (a power of two), at most 16 bytes
+            size = b.dtype.bytes * (n if isinstance(n, int) else 1)
+            width = 16 if size >= 16 else size if size & (size - 1) == 0 else 0
+            align = f" __align__({width})" if width > b.dtype.bytes else ""
             self.emit(f"{ctype(b.dtype)} {self.name(b)}[{self.expr(n)}]{align};")
         self.stmt(s.body)
 

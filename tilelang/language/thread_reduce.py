@@ -8,9 +8,11 @@
 
 combines `acc[0]` of every thread that differs from this one only in the listed thread
 indices (here `tk`, threadIdx.y) and stores the result in `out[0]` of each of them. It is
-expanded where it is written: each thread stores its value in a shared scratch array, then
-folds its group's entries in index order (the barriers between are inserted like any other);
-the CPU interpreter runs the same statements.
+expanded where it is written: over threadIdx.x alone when its extent divides the warp (the
+group is consecutive lanes of one warp), a butterfly of warp shuffles (`T.shfl_xor`);
+otherwise each thread stores its value in a shared scratch array, then folds its group's
+entries in index order (the barriers between are inserted like any other). The CPU
+interpreter runs the same statements.
 """
 
 from __future__ import annotations
@@ -130,6 +132,22 @@ def tvm_thread_allreduce(size, value, cond, dst, *thread_vars, dtype=None):
     dt = red.identity.dtype
     v = ir.select(ir.as_expr(cond), ir.cast_to(value, dt), red.identity)
     b = current_builder()
+    lanes = extents[0]
+    if reduced == [0] and lanes <= 32 and 32 % lanes == 0:
+        # the group is `lanes` consecutive lanes of one warp (threadIdx.x): a butterfly of
+        # warp shuffles leaves the combined value in every lane, no shared memory
+        acc = ir.Buffer("allreduce_acc", (1,), dt, "local")
+        b.declare_local(acc)
+        emit(ir.Store, acc, (ir.const(0),), v)
+        offset = lanes // 2
+        while offset >= 1:
+            mine = ir.Load(acc, (ir.const(0),), dt)
+            other = ir.Call("shfl_xor", (mine, ir.const(offset), ir.const(lanes)), dt)
+            emit(ir.Store, acc, (ir.const(0),), red.combine(mine, other))
+            offset //= 2
+        emit(ir.Store, dst.buffer, dst.indices,
+             ir.cast_to(ir.Load(acc, (ir.const(0),), dt), dst.buffer.dtype))
+        return EMITTED
     scratch = ir.Buffer("allreduce_scratch", (math.prod(extents),), dt, "shared.dyn")
     b.declare_block_buffer(scratch)
     emit(ir.Store, scratch, (tid,), v)

@@ -11,7 +11,8 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
 
 Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
-loop did.
+loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
+the same lane loop and gets the same treatment (`vectorize_explicit_loop`).
 
 When a thread's vector groups read shared memory and store into it (a tile the consumers
 expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every
@@ -242,6 +243,21 @@ def _lane_invariant(cond, vi, vec, analyzer) -> bool:
     first = analyzer.simplify(substitute(cond, {vi: ir.const(0)}))
     return all(analyzer.can_prove_equal(first, substitute(cond, {vi: ir.const(k)}))
                for k in range(1, vec))
+
+
+def vectorize_explicit_loop(ctx, loop: ir.For, analyzer: Analyzer):
+    """A `T.vectorized(n)` loop as a partitioned lane loop with vector accesses (one vector
+    group), or None when it is not a constant-extent loop from 0 of straight-line statements
+    or nothing in it vectorises."""
+    if loop.kind != "vectorized" or loop.step != 1 or ir.int_value(loop.start) != 0 or \
+            ir.int_value(loop.extent) is None or \
+            collect(loop.body, lambda n: isinstance(n, (ir.For, ir.While))):
+        return None
+    vec = ir.int_value(loop.extent)
+    with analyzer.scope():
+        analyzer.bind(loop.var, 0, vec)
+        groups = vectorize_value_loop(ctx, loop.body, ir.const(0), loop.var, vec, analyzer)
+    return None if groups is None else groups.step
 
 
 def _paired_registers(body, vi, vec, top_stores, analyzer):
