@@ -150,6 +150,15 @@ def ragged_rows_atomic(M, N, rows, bm=64, bn=64):
 def test_lane_invariant_guard_keeps_pairs():
     src = tilelang.lower(ragged_rows_atomic(128, 128, 100), target=SM90)
     assert set(re.findall(r"tl::(atomic_add\w*)\(", src)) == {"atomic_addx2"}
+    # the guard is the group's: it reads no lane index, outside the lane loop
+    guard = re.search(r"if \((.*R\[0\])\)", src).group(1)
+    assert "vi" not in guard, guard
+
+
+@requires_compiler
+def test_guarded_pairs_build():
+    compile_cuda(tilelang.lower(ragged_rows_atomic(128, 128, 100), target=SM90), "sm_90a",
+                 name="vector_atomics_guarded")
 
 
 def test_ragged_rows_interpreter():

@@ -199,7 +199,8 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
     guards = []
     while isinstance(body, ir.If) and body.else_body is None and \
             _lane_invariant(body.cond, vi, vec, analyzer):
-        guards.append((body.cond, body.loc))
+        # the first lane's condition: the group's, and it no longer names the lane
+        guards.append((substitute(body.cond, {vi: ir.const(0)}), body.loc))
         body = body.then_body
     if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
         return None
