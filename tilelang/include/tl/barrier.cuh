@@ -257,3 +257,12 @@ TL_DEVICE void pdl_sync() {
 }
 
 }  // namespace tl
+
+// The CUDA runtime's device-side names of the two PDL instructions, which kernels for sm_90
+// call (as the reference's do): nvcc declares them, NVRTC does not, so they are given here.
+#if defined(__CUDACC_RTC__)
+static __device__ __forceinline__ void cudaTriggerProgrammaticLaunchCompletion() {
+  tl::pdl_trigger();
+}
+static __device__ __forceinline__ void cudaGridDependencySynchronize() { tl::pdl_sync(); }
+#endif
