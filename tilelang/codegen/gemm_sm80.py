@@ -41,7 +41,8 @@ def partition(g: ir.Gemm, M, N, num_warps, ctx):
     if not isinstance(g, ir.GemmSp) and not uses_fma(g, ctx):
         _err(g.loc, f"No valid warp partition for T.gemm: M={M}, N={N} cannot be evenly "
                     f"covered by {num_warps} warps (policy={g.policy}). Each warp must own a "
-                    "multiple of 16 rows and 8 columns; adjust `threads` or the block tile shape")
+                    f"multiple of 16 rows and 8 columns of the {M}x{N} tile; adjust `threads` "
+                    "or the block tile shape")
     for used in range(num_warps - 1, 0, -1):
         if num_warps % used:
             continue
