@@ -153,3 +153,54 @@ def test_statement_form_applies_to_the_rest_of_the_block():
     expect = a.max().expand(32).clone()
     tilelang.compile(_kernel(body), target="cpu")(a)
     torch.testing.assert_close(a, expect)
+
+
+def _product_over_threads(n, dtype):
+    @T.prim_func
+    def f(A: T.Tensor((n,), dtype), C: T.Tensor((1,), dtype)):
+        with T.Kernel(1, threads=n):
+            tk = T.get_thread_binding()
+            v = T.alloc_local((1,), dtype)
+            r = T.alloc_local((1,), dtype)
+            v[0] = A[tk]
+            with T.attr(T.comm_reducer(lambda x, y: x * y, [T.cast(1, dtype)]), "reduce_scope",
+                        T.reinterpret(T.uint64(0), dtype="handle")):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), v[0], True, r[0], tk,
+                                                  dtype="handle"))
+            if tk == 0:
+                C[0] = r[0]
+    return f
+
+
+def test_power_of_two_groups_combine_in_the_shuffle_tree_order():
+    # rank i takes i + 4, then i + 2, then i + 1: ((3*7)*(5*4))*((8*6)*(2*6)) = 420 * 576 =
+    # 241920, one rounding to bfloat16: 241664; a left-to-right fold rounds 10080 to 10112
+    # on the way and ends at 242688
+    a = torch.tensor([3.0, 8.0, 5.0, 2.0, 7.0, 6.0, 4.0, 6.0], dtype=torch.bfloat16)
+    c = torch.zeros(1, dtype=torch.bfloat16)
+    tilelang.compile(_product_over_threads(8, "bfloat16"), target="cpu")(a, c)
+    assert c.item() == 241664.0
+    src = tilelang.lower(_product_over_threads(8, "bfloat16"), target="cuda -arch=sm_90a")
+    assert "allreduce_scratch[0] * allreduce_scratch[4] * (allreduce_scratch[2] * " \
+           "allreduce_scratch[6])" in src
+
+
+def test_other_groups_fold_in_rank_order():
+    a = torch.tensor([3.0, 8.0, 5.0, 2.0, 7.0, 6.0], dtype=torch.bfloat16)
+    c = torch.zeros(1, dtype=torch.bfloat16)
+    tilelang.compile(_product_over_threads(6, "bfloat16"), target="cpu")(a, c)
+    assert c.item() == float(torch.tensor(3.0 * 8 * 5 * 2 * 7, dtype=torch.bfloat16) * 6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("n", [8, 32, 128, 6])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_product_over_threads_on_the_gpu(n, dtype):
+    tdt = getattr(torch, dtype)
+    kernel = tilelang.compile(_product_over_threads(n, dtype), target="cuda")
+    a = (1 + 0.05 * torch.randn(n, device="cuda")).to(tdt)
+    c = torch.full((1,), float("nan"), device="cuda", dtype=tdt)
+    kernel(a, c)
+    torch.testing.assert_close(c.float(), a.double().prod().float().reshape(1),
+                               rtol=2e-2, atol=1e-3)

@@ -15,8 +15,10 @@ def _grid_extent(value, axis):
         raise error(TypeError, f"T.Kernel grid extent {axis} must be an int or a size "
                                f"expression, got {value!r}")
     if isinstance(value, int):
-        if value <= 0:
-            raise error(ValueError, f"T.Kernel grid extent {axis} must be positive, got {value}")
+        # 0 is a kernel every call of which is refused (as in the reference: its issue 1993)
+        if value < 0:
+            raise error(ValueError, f"T.Kernel grid extent {axis} must not be negative, "
+                                    f"got {value}")
         return value
     e = ir.as_expr(value)
     if isinstance(e, ir.Const):
