@@ -53,6 +53,7 @@ class Program(ExprCompiler):
         self._aranges: dict = {}
         self._thread = None  # (thread var, thread count) of the kernel being compiled (1-D)
         self._index_lets: dict = {}  # let var -> its index arithmetic (no memory reads)
+        self.statement_loc = None  # the location of the call statement being compiled
         self.body = self.stmt(func.body)
 
     # ---- entry -------------------------------------------------------------------------------
@@ -248,6 +249,8 @@ class Program(ExprCompiler):
     def _s_Evaluate(self, s):
         e = s.value
         if isinstance(e, ir.Call):
+            # calls compiled as statements of their own (interp/wide_access.py) report here
+            self.statement_loc = s.loc
             fn = compile_call(self, e, want_value=False)
         else:
             fn = self.expr(e)

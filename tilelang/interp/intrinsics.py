@@ -20,6 +20,7 @@ from .ieee import IEEE_OPS, compile_ieee
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
 from .ptx import PTX_CALLS
+from .wide_access import WIDE_ACCESS, compile_wide_access
 from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
 
 __all__ = ["compile_call", "MATH_UNARY", "is_modeled_extern"]
@@ -498,7 +499,7 @@ def is_modeled_extern(name: str) -> bool:
     T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
     the kernel."""
     return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
-        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC) or bool(WIDE_ACCESS.match(name))
 
 
 def _pointee(c, ptr, what):
@@ -565,6 +566,8 @@ def _library_call(c, e, name):
 
     if name.startswith(_CP_ASYNC):
         return _cp_async(c, e, name)
+    if WIDE_ACCESS.match(name):
+        return compile_wide_access(c, e, name)
     if name == _GRID_SYNC:
         def grid_sync(ctx):
             ctx.grid_barrier.sync(ctx)
