@@ -6,8 +6,8 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
-from .alloc import (alloc_barrier, alloc_buffer, alloc_fragment, alloc_global, alloc_local,
-                    alloc_shared, alloc_tmem, alloc_var)
+from .alloc import (alloc_barrier, alloc_buffer, alloc_cluster_barrier, alloc_fragment,
+                    alloc_global, alloc_local, alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
@@ -70,6 +70,8 @@ from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTe
                     short, symbolic, uint8, uint16, uint32, uint64)
 from .types import float_ as float
 from .misc import pdl_sync, pdl_trigger
+from .misc import (block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync,
+                   cluster_wait)
 from .math import (fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt, ieee_fsqrt,
                    ieee_mul, ieee_sub)
 from .types import int_ as int
