@@ -133,3 +133,74 @@ def test_cuda_source():
     src = tilelang.compile(_exchange(2, 6), target="cuda -arch=sm_90a").get_kernel_source()
     assert "tl::cluster_arrive()" in src and "tl::cluster_wait()" in src
     assert "tl::cluster_ctarank()" in src
+
+
+def _multicast(m_blocks, n_blocks, dims, mask, bm=16, bn=8):
+    @T.prim_func
+    def main(a: T.Tensor((m_blocks * bm, n_blocks * bn), "float16"),
+             b: T.Tensor((m_blocks * bm, n_blocks * bn), "float16")):
+        with T.ClusterKernel(n_blocks, m_blocks, threads=128, cluster_dims=dims) as (bx, by):
+            tile = T.alloc_shared((bm, bn), "float16")
+            row = by * bm  # a let: the leader's coordinates are computed through it too
+            T.copy_cluster(a[row, bx * bn], tile, cluster_mask=mask)
+            T.copy(tile, b[by * bm, bx * bn])
+    return main
+
+
+def _multicast_expected(a, m_blocks, n_blocks, dims, mask, bm=16, bn=8):
+    want = torch.empty_like(a)
+    cx, cy = dims[0], dims[1]
+    for by in range(m_blocks):
+        for bx in range(n_blocks):
+            rank = (by % cy) * cx + bx % cx
+            sx, sy = bx, by
+            if mask >> rank & 1:
+                leader = (mask & -mask).bit_length() - 1
+                sx, sy = bx - bx % cx + leader % cx, by - by % cy + leader // cx
+            want[by * bm:(by + 1) * bm, bx * bn:(bx + 1) * bn] = \
+                a[sy * bm:(sy + 1) * bm, sx * bn:(sx + 1) * bn]
+    return want
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dims,mask", [((4, 1, 1), 0b0011), ((4, 1, 1), 0b1110),
+                                       ((2, 2, 1), 0b1010), ((2, 1, 1), 0b01)])
+def test_copy_cluster_gives_masked_blocks_the_leaders_tile(device, dims, mask):
+    m_blocks, n_blocks = 4, 8
+    kernel = tilelang.compile(_multicast(m_blocks, n_blocks, dims, mask),
+                              target="cpu" if device == "cpu" else "cuda")
+    a = torch.randn(m_blocks * 16, n_blocks * 8, dtype=torch.float16, device=device)
+    b = torch.full_like(a, float("nan"))
+    kernel(a, b)
+    want = _multicast_expected(a.cpu(), m_blocks, n_blocks, dims, mask)
+    assert torch.equal(b.cpu(), want)
+
+
+def test_copy_cluster_checks():
+    with pytest.raises(ValueError, match="cluster_mask must be a non-zero int of 2 bits") as info:
+        @T.prim_func
+        def wide_mask(a: T.Tensor((64, 64), "float16")):
+            with T.ClusterKernel(2, threads=128, cluster_dims=(2, 1, 1)) as bx:
+                s = T.alloc_shared((16, 16), "float16")
+                T.copy_cluster(a[0, bx * 16], s, cluster_mask=0b100)
+    assert "test_cluster_barriers.py" in str(info.value)
+    with pytest.raises(NotImplementedError, match="distributed shared memory"):
+        @T.prim_func
+        def dsmem(a: T.Tensor((64, 64), "float16")):
+            with T.ClusterKernel(2, threads=128, cluster_dims=(2, 1, 1)):
+                s = T.alloc_shared((16, 16), "float16")
+                d = T.alloc_shared((16, 16), "float16")
+                T.copy_cluster(s, d, dst_block=1)
+    with pytest.raises(ValueError, match="copies a global tile into shared memory"):
+        @T.prim_func
+        def to_global(a: T.Tensor((64, 64), "float16")):
+            with T.ClusterKernel(2, threads=128, cluster_dims=(2, 1, 1)):
+                s = T.alloc_shared((16, 16), "float16")
+                T.copy_cluster(s, a[0:16, 0:16], cluster_mask=1)
+
+
+@pytest.mark.skipif(not HAS_COMPILER, reason="no CUDA compiler installed")
+def test_copy_cluster_builds():
+    src = tilelang.compile(_multicast(4, 8, (4, 1, 1), 0b0011),
+                           target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__cluster_dims__(4, 1, 1)" in src

@@ -58,7 +58,7 @@ from .random import rng_init, rng_rand, rng_rand_float
 from .wide_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64,
                           stg128, stg256, sts32, sts64, sts128)
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
+                       atomic_load, copy_cluster, atomic_max, atomic_min, atomic_or, atomic_store,
                        c2d_im2col, clear, copy, cummax, cumsum, fill, gemm, gemm_sp, gemm_v1,
                        gemm_v2, im2col, reduce, reduce_absmax, reduce_abssum, reduce_bitand,
                        reduce_bitor, reduce_bitxor, reduce_max, reduce_min, reduce_sum,
