@@ -54,6 +54,7 @@ from .views import reshape, view
 from .vectors import (Broadcast, Ramp, abs2, add2, extract_lane, fma2, max2, min2, mul2,
                       sub2)
 from .ptx import ptx_ldmatrix, ptx_mma
+from .source_kernel import CUDASourceCodeKernel
 from .random import rng_init, rng_rand, rng_rand_float
 from .wide_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64,
                           stg128, stg256, sts32, sts64, sts128)
