@@ -26,6 +26,7 @@ from .numerics import NARROW_FLOATS, const_value, poison_value
 
 __all__ = ["CPUAdapter"]
 
+RANDOM_STREAM_CALLS = "tl::rng_"  # the header calls of T.rng_* (language/random.py)
 _DEVICE_FN = re.compile(r"__device__[^;{(]*?\b(\w+)\s*\(")
 _UNSIGNED_VIEW = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
 
@@ -36,6 +37,11 @@ def _reject_injected_cuda(func: ir.PrimFunc):
                                and is_modeled_extern(n.args[0])))
     if externs:
         names = sorted({str(c.args[0]) for c in externs if c.args})
+        if any(n.startswith(RANDOM_STREAM_CALLS) for n in names):
+            raise NotImplementedError(
+                f"kernel {func.name} draws random numbers (T.rng_init / T.rng_rand / "
+                "T.rng_rand_float): the random streams (Philox, tl/random.cuh) run on the GPU "
+                "only; the CPU interpreter has no generator")
         raise NotImplementedError(
             f"kernel {func.name} contains injected CUDA (T.call_extern of "
             f"{', '.join(f'`{n}`' for n in names)}) and runs only on the GPU; the CPU "

@@ -20,6 +20,7 @@ from .ieee import IEEE_OPS, compile_ieee
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
 from .ptx import PTX_CALLS
+from .wide_access import WIDE_ACCESS, compile_wide_access
 from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
 
 __all__ = ["compile_call", "MATH_UNARY", "is_modeled_extern"]
@@ -496,6 +497,14 @@ _CUDA_NO_EFFECT = ("__nanosleep", "__threadfence", "__threadfence_block",
 
 
 _GRID_SYNC = ir.GRID_SYNC
+# the cluster barrier (arrive, wait or both) and the block's rank in its cluster
+CLUSTER_BARRIER_CALLS = {"tl::cluster_arrive": (True, False),
+                         "tl::cluster_arrive_relaxed": (True, False),
+                         "tl::cluster_wait": (False, True), "tl::cluster_sync": (True, True)}
+_CLUSTER_RANK = "tl::cluster_ctarank"
+_REMOTE_ARRIVE = "tl::mbarrier_arrive_remote"
+# calls after which a block may depend on its cluster's peers (they run side by side)
+CLUSTER_SYNC_CALLS = tuple(CLUSTER_BARRIER_CALLS) + (_REMOTE_ARRIVE,)
 
 
 def is_modeled_extern(name: str) -> bool:
@@ -503,7 +512,27 @@ def is_modeled_extern(name: str) -> bool:
     T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
     the kernel."""
     return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
-        name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+        name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC) or \
+        bool(WIDE_ACCESS.match(name)) or \
+        name in CLUSTER_BARRIER_CALLS or name in (_CLUSTER_RANK, _REMOTE_ARRIVE)
+
+
+def _cluster_barrier(name):
+    arrive, wait = CLUSTER_BARRIER_CALLS[name]
+    what = "T." + name[4:]
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"{what} inside T.Parallel")
+        barrier = ctx.cluster_barrier
+        if barrier is None:  # not a cluster kernel: a cluster of one block
+            return None
+        if arrive:
+            barrier.arrive(ctx, what)
+        if wait:
+            barrier.wait(ctx, what)
+        return None
+    return f
 
 
 def _pointee(c, ptr, what):
@@ -570,11 +599,19 @@ def _library_call(c, e, name):
 
     if name.startswith(_CP_ASYNC):
         return _cp_async(c, e, name)
+    if WIDE_ACCESS.match(name):
+        return compile_wide_access(c, e, name)
     if name == _GRID_SYNC:
         def grid_sync(ctx):
             ctx.grid_barrier.sync(ctx)
         return grid_sync
-    if name not in _MBARRIER_CALLS:
+    if name in CLUSTER_BARRIER_CALLS:
+        return _cluster_barrier(name)
+    if name == _CLUSTER_RANK:
+        from .tileops import cluster_rank
+
+        return lambda ctx: np.int32(cluster_rank(ctx))
+    if name not in _MBARRIER_CALLS + (_REMOTE_ARRIVE,):
         zero = np.int32(0)
         return lambda ctx: zero
     ptr = e.args[1]
@@ -600,6 +637,20 @@ def _library_call(c, e, name):
             active_par = np.broadcast_to(parity, (n,))[sel]
             for i in np.unique(active_idx):
                 wait(ctx, buf, int(i), active_par[active_idx == i], what)
+            return None
+        if name == _REMOTE_ARRIVE:  # on the same barrier of the cluster's block of that rank
+            if ctx.cluster_barrier is None:
+                raise fail(ctx, RuntimeError, "T.mbarrier_arrive(bar, cta_id) outside a "
+                                              "T.ClusterKernel")
+            n = ctx.nthreads
+            ranks = np.broadcast_to(np.asarray(farg(ctx), np.int64), (n,))
+            slots = np.broadcast_to(np.asarray(idx, np.int64), (n,))
+            if mask is not None:
+                active = np.broadcast_to(mask, (n,))
+                ranks, slots = ranks[active], slots[active]
+            pairs, counts = np.unique(np.stack([ranks, slots]), axis=1, return_counts=True)
+            for (rank, i), lanes in zip(pairs.T.tolist(), counts.tolist()):
+                ctx.cluster_barrier.peer(ctx, rank).arrive(ctx, buf, i, lanes)
             return None
         for i, lanes in per_lane(ctx, mask, idx):
             if name in ("tl::mbarrier_expect_tx", "tl::mbarrier_arrive_expect_tx"):

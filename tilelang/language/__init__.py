@@ -6,8 +6,8 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
-from .alloc import (alloc_barrier, alloc_buffer, alloc_fragment, alloc_global, alloc_local,
-                    alloc_shared, alloc_tmem, alloc_var)
+from .alloc import (alloc_barrier, alloc_buffer, alloc_cluster_barrier, alloc_fragment,
+                    alloc_global, alloc_local, alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
@@ -54,8 +54,12 @@ from .views import reshape, view
 from .vectors import (Broadcast, Ramp, abs2, add2, extract_lane, fma2, max2, min2, mul2,
                       sub2)
 from .ptx import ptx_ldmatrix, ptx_mma
+from .source_kernel import CUDASourceCodeKernel
+from .random import rng_init, rng_rand, rng_rand_float
+from .wide_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64,
+                          stg128, stg256, sts32, sts64, sts128)
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
+                       atomic_load, copy_cluster, atomic_max, atomic_min, atomic_or, atomic_store,
                        c2d_im2col, clear, copy, cummax, cumsum, fill, gemm, gemm_sp, gemm_v1,
                        gemm_v2, im2col, reduce, reduce_absmax, reduce_abssum, reduce_bitand,
                        reduce_bitor, reduce_bitxor, reduce_max, reduce_min, reduce_sum,
@@ -67,6 +71,8 @@ from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTe
                     short, symbolic, uint8, uint16, uint32, uint64)
 from .types import float_ as float
 from .misc import pdl_sync, pdl_trigger
+from .misc import (block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync,
+                   cluster_wait)
 from .math import (fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt, ieee_fsqrt,
                    ieee_mul, ieee_sub)
 from .types import int_ as int

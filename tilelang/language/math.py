@@ -243,11 +243,44 @@ def reinterpret(value, dtype=None):
     if isinstance(value, (str, DType)) and dtype is not None and not isinstance(dtype, (str,
                                                                                         DType)):
         value, dtype = dtype, value  # reference order: T.reinterpret(dtype, value)
-    e = ir.as_expr(value)
     dt = DType(dtype)
+    from .vectors import Vector, VectorVar
+
+    if isinstance(value, (Vector, VectorVar)) or dt.lanes > 1:
+        return _reinterpret_lanes(value, dt)
+    e = ir.as_expr(value)
     if dt.bits * dt.lanes != e.dtype.bits * e.dtype.lanes:
         raise error(ValueError, f"T.reinterpret: {e.dtype} and {dt} differ in width")
     return ir.Call("reinterpret", (e,), dt)
+
+
+def _reinterpret_lanes(value, dt: DType):
+    """The bits of a vector (`T.ldg64(...)`, `T.float16x2(a, b)`) or scalar as `dt`: a vector
+    of dt's lanes (a scalar for one lane). Lanes of one width are reinterpreted one by one;
+    otherwise the bits are regrouped in memory order (two float16 lanes make one 32-bit lane,
+    the first in the low half)."""
+    from ..ir import bits as ir_bits
+    from .vectors import Vector, VectorVar
+
+    if isinstance(value, VectorVar):
+        value = value.value()
+    lanes = value.lanes if isinstance(value, Vector) else (ir.as_expr(value),)
+    if any(x.dtype.lanes != 1 for x in lanes):
+        raise error(NotImplementedError, "T.reinterpret of a vector-typed expression: give "
+                                         "its lanes as a vector (T.ldg64(...), T.float32x2(a, b))")
+    src_bits = sum(x.dtype.bits for x in lanes)
+    base = DType(dt.base) if dt.lanes > 1 else dt
+    if src_bits != base.bits * dt.lanes:
+        raise error(ValueError, f"T.reinterpret: {len(lanes)} x {lanes[0].dtype} "
+                                f"({src_bits} bits) and {dt} differ in width")
+    if all(x.dtype.bits == base.bits for x in lanes):
+        out = tuple(x if x.dtype is base else ir.Call("reinterpret", (x,), base) for x in lanes)
+    else:
+        try:
+            out = ir_bits.unpack_words(ir_bits.pack_words(lanes), base)
+        except (TypeError, ValueError) as e:
+            raise error(TypeError, f"T.reinterpret: {e}") from None
+    return out[0] if len(out) == 1 else Vector(out)
 
 
 def fast_exp(x):

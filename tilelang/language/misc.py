@@ -717,12 +717,48 @@ def mbarrier_arrive_expect_tx(bar=None, nbytes=None, *, mbarrier=None, tx=None):
 
 
 def mbarrier_arrive(bar=None, cta_id=None, *, mbarrier=None):
-    """Arrive on an mbarrier (`mbarrier=` is the reference's keyword). `cta_id` (arriving on
-    a peer block's barrier of a cluster) is not supported."""
-    if cta_id is not None:
-        raise error(NotImplementedError, "T.mbarrier_arrive(..., cta_id=...) (arriving on a "
-                                         "cluster peer's barrier) is not supported")
-    barrier_arrive(bar, mbarrier=mbarrier)
+    """Arrive on an mbarrier (`mbarrier=` is the reference's keyword); with `cta_id`, on the
+    same barrier of block `cta_id` of the cluster (sm_90; `T.alloc_cluster_barrier`, made
+    visible to the peers by a `T.cluster_sync()` after the allocation)."""
+    if cta_id is None:
+        barrier_arrive(bar, mbarrier=mbarrier)
+        return
+    bar = _one_barrier(bar, mbarrier, "T.mbarrier_arrive")
+    rank = ir.as_expr(cta_id)
+    if not rank.dtype.is_int:
+        raise error(TypeError, f"T.mbarrier_arrive: cta_id must be an integer, got {rank.dtype}")
+    _sync_call("tl::mbarrier_arrive_remote", _barrier_ptr(bar, "T.mbarrier_arrive"),
+               ir.cast_to(rank, "uint32"))
+
+
+# ---- thread block clusters (sm_90): every thread of every block of the cluster takes part ----
+
+def cluster_arrive():
+    """Arrive on the cluster barrier (`barrier.cluster.arrive.release`): this block's memory
+    accesses so far are ordered before what the cluster's blocks do after their
+    `T.cluster_wait()`."""
+    _sync_call("tl::cluster_arrive")
+
+
+def cluster_arrive_relaxed():
+    """`T.cluster_arrive` without the release ordering (`barrier.cluster.arrive.relaxed`)."""
+    _sync_call("tl::cluster_arrive_relaxed")
+
+
+def cluster_wait():
+    """Wait until every thread of every block of the cluster has arrived
+    (`barrier.cluster.wait.acquire`)."""
+    _sync_call("tl::cluster_wait")
+
+
+def cluster_sync():
+    """`T.cluster_arrive()` then `T.cluster_wait()`: a barrier over the whole cluster."""
+    _sync_call("tl::cluster_sync")
+
+
+def block_rank_in_cluster():
+    """This block's rank in its cluster (`%cluster_ctarank`: x fastest; 0 without clusters)."""
+    return ir.Call("call_extern", ("tl::cluster_ctarank",), DType("int32"))
 
 
 def mbarrier_wait_parity(bar=None, parity=None, *, mbarrier=None):

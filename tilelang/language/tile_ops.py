@@ -232,6 +232,82 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     emit(ir.TmaCopy, src_r, dst_r, bar, leader_scope_threads, None, eviction_policy)
 
 
+def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=None,
+                 eviction_policy=None, coalesced_width=None, annotations=None,
+                 loop_layout=None):
+    """A global -> shared tile copy in a `T.ClusterKernel` whose blocks in `cluster_mask`
+    (bit r: the block of rank r in the cluster) all receive the tile of the lowest-ranked of
+    them, as the reference's TMA multicast does; blocks outside the mask copy their own tile.
+    The source coordinates are those the leader computes (its block indices in place of each
+    receiver's). Here each block loads the leader's tile itself: the same data, without the
+    multicast's saving in global-memory traffic. Without `cluster_mask` it is `T.copy`.
+    SM-to-SM copies between shared memories (`dst_block=`, `remote_barrier=`) are not
+    supported."""
+    _check_tile_context("T.copy_cluster")
+    ann = dict(annotations or {})
+    dst_block = ann.pop("dst_block", dst_block)
+    cluster_mask = ann.pop("cluster_mask", cluster_mask)
+    remote_barrier = ann.pop("barrier", remote_barrier)
+    eviction_policy = ann.pop("eviction_policy", eviction_policy)
+    coalesced_width = ann.pop("coalesced_width", coalesced_width)
+    if ann:
+        raise error(ValueError, f"T.copy_cluster: unknown annotations {sorted(ann)}")
+    if dst_block is not None or remote_barrier is not None:
+        raise error(NotImplementedError, "T.copy_cluster(..., dst_block=/remote_barrier=): "
+                                         "copies into another block's shared memory "
+                                         "(distributed shared memory) are not supported")
+    if cluster_mask is None:
+        copy(src, dst, coalesced_width=coalesced_width, eviction_policy=eviction_policy,
+             loop_layout=loop_layout)
+        return
+    b = current_builder(what="T.copy_cluster")
+    kernel = b.kernel.data["kernel"]
+    dims = kernel.cluster_dims or (1, 1, 1)
+    size = dims[0] * dims[1] * dims[2]
+    if isinstance(cluster_mask, bool) or not isinstance(cluster_mask, int) or \
+            not 0 < cluster_mask < (1 << size):
+        raise error(ValueError, f"T.copy_cluster: cluster_mask must be a non-zero int of "
+                                f"{size} bits (the cluster's blocks), got {cluster_mask!r}")
+    pair = pair_regions(src, dst, "T.copy_cluster")
+    if pair is None or pair[0].buffer.scope != "global" or \
+            pair[1].buffer.scope not in ("shared", "shared.dyn"):
+        raise error(ValueError, "T.copy_cluster(..., cluster_mask=...) copies a global tile "
+                                "into shared memory")
+    src_r, dst_r = pair
+    leader = (cluster_mask & -cluster_mask).bit_length() - 1
+    leader_at = (leader % dims[0], leader // dims[0] % dims[1], leader // (dims[0] * dims[1]))
+    # each block index of a receiver, as the leader's: its cluster's origin plus the leader's
+    # position in it
+    block_vars = kernel.block_vars + (ir.const(0),) * (3 - len(kernel.block_vars))
+    at = [ir.binary("floormod", v, d) for v, d in zip(block_vars, dims)]
+    rank = ir.binary("add", ir.binary("mul", ir.binary("add", ir.binary("mul", at[2], dims[1]),
+                                                           at[1]), dims[0]), at[0])
+    receives = ir.compare("ne", ir.binary("bitand", ir.binary("shr", ir.const(cluster_mask),
+                                                              rank), 1), 0)
+    from ..ir.visitor import substitute
+
+    as_leader = {v: ir.select(receives, ir.binary("add", ir.binary("sub", v, a), la), v)
+                 for v, a, la, d in zip(kernel.block_vars, at, leader_at, dims) if d > 1}
+    lets = {}
+    for frame in b.frames:
+        for item in frame.items:
+            if isinstance(item, tuple) and item[0] == "let":
+                lets[item[1]] = item[2]
+
+    def leaders(e):
+        e = ir.as_expr(e)
+        for _ in range(len(lets) + 1):  # lets of lets, innermost last
+            inlined = substitute(e, lets)
+            if inlined is e:
+                break
+            e = inlined
+        return substitute(e, as_leader)
+
+    region = tuple((leaders(start), extent) for start, extent in src_r.region)
+    copy(ir.BufferRegion(src_r.buffer, region), dst_r, coalesced_width=coalesced_width,
+         eviction_policy=eviction_policy, loop_layout=loop_layout)
+
+
 def async_copy(src, dst, **kwargs):
     """`T.copy` of global memory into shared memory (the only copy cp.async makes; anything
     else is an error, as in the reference). Here it completes before the next statement: the

@@ -28,7 +28,8 @@
 //   tl::named_barrier_sync(id, n)   bar.sync id, n   (n threads, a multiple of 32; id 1..15,
 //                                   0 is __syncthreads)
 //   tl::named_barrier_arrive(id, n) bar.arrive id, n
-//   tl::cluster_arrive() / cluster_wait() / cluster_sync()  barrier.cluster                sm_90
+//   tl::cluster_arrive() / cluster_arrive_relaxed() / cluster_wait() / cluster_sync()
+//                                   barrier.cluster                                      sm_90
 //   tl::cluster_ctarank(), tl::cluster_size()                                              sm_90
 //   tl::grid_sync(counter)          all blocks of a cooperative launch (counter: zeroed uint32)
 //
@@ -174,6 +175,9 @@ TL_DEVICE void fence_mbarrier_init() {
 
 TL_DEVICE void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+TL_DEVICE void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
 }
 TL_DEVICE void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");

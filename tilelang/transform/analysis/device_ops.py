@@ -64,6 +64,9 @@ DEVICE_OPS = (
     DeviceOp("tl::cp_async_wait", E.QUIET),
     DeviceOp("tl::copy_zfill", E.WRITES_FIRST),
     DeviceOp("tl::copy_vec", E.WRITES_FIRST),
+    # T.lds*/T.sts* (tl/wide_access.cuh): (words, shared src) and (shared dst, words...)
+    DeviceOp("tl::load_shared", E.WRITES_FIRST),
+    DeviceOp("tl::store_shared", E.WRITES_FIRST),
 )
 del E
 
