@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE"]
+__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE",
+           "PACKED_GLOBAL"]
 
 # name -> (kind, bits); kind: f = float, i = signed int, u = unsigned int, b = bool, h = handle
 _KINDS = {
@@ -40,6 +41,10 @@ _KINDS = {
 STORABLE = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "handle"})
+
+# Sub-byte element types of global tensors (kernel parameters), packed two to a byte as torch
+# byte tensors carry them (jit/packed.py); element loads and stores address one nibble.
+PACKED_GLOBAL = frozenset({"float4_e2m1fn"})
 
 # Spellings accepted for dtypes (strings); "half" is deliberately not one (the reference rejects it).
 DTYPE_ALIASES = {
@@ -66,6 +71,7 @@ _C_NAMES = {
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
     "uint64": "uint64_t", "float16": "half_t", "bfloat16": "bfloat16_t",
     "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
+    "float4_e2m1fn": "fp4_e2_t",
     "handle": "void*", "void": "void",
 }
 
@@ -75,6 +81,7 @@ _NUMPY = {
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
     # No numpy type: the interpreter keeps these in float32 and rounds on every store.
     "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
+    "float4_e2m1fn": np.float32,
     # a pointer (an address) is a 64-bit integer
     "handle": np.int64,
 }
@@ -424,8 +431,17 @@ def _bf16(a32: np.ndarray) -> np.ndarray:
     return out
 
 
+# float4_e2m1fn (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives): no inf and no NaN;
+# conversions saturate and NaN converts to +6, as CUDA's float -> e2m1 conversion does
+FP4_E2M1 = (1, 0, 6.0, True)
+
+
 def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
-    mbits, emin, fmax, saturate = FP8_FORMATS[name]
+    return _minifloat(a32, FP8_FORMATS[name])
+
+
+def _minifloat(a32: np.ndarray, fmt) -> np.ndarray:
+    mbits, emin, fmax, saturate = fmt
     x = a32.astype(np.float64)
     mag = np.abs(x)
     finite = np.isfinite(mag)
@@ -442,7 +458,8 @@ def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
 
 def round_to(arr, dtype) -> np.ndarray:
     """Round float32 values to the nearest value of a narrow float dtype (bfloat16,
-    float8_e4m3, float8_e5m2); other dtypes return the values as float32 unchanged."""
+    float8_e4m3, float8_e5m2, float4_e2m1fn); other dtypes return the values as float32
+    unchanged."""
     dt = DType(dtype)
     a, scalar = as_array(arr)
     a32 = a.astype(np.float32, copy=False)
@@ -450,6 +467,8 @@ def round_to(arr, dtype) -> np.ndarray:
         out = _bf16(a32)
     elif dt.name in FP8_FORMATS:
         out = _fp8(a32, dt.name)
+    elif dt.name == "float4_e2m1fn":
+        out = _minifloat(np.where(np.isnan(a32), np.float32(FP4_E2M1[2]), a32), FP4_E2M1)
     else:
         out = a32
     return out[()] if scalar else out
