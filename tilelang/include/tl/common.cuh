@@ -14,7 +14,8 @@
 //                                     nearest even; fp8 saturates to the largest finite value)
 //   tl::vec<T, N>                     N elements of T, aligned for one vector access;
 //                                     elementwise + - * /, tl::broadcast<T, N>(x)
-//   packed conversions                float2 <-> half2 / bfloat162, float2 -> fp8x2
+//   packed conversions                float2 <-> half2 / bfloat162, float2 -> fp8x2;
+//                                     tl::store_pair(dst, pair) stores a pair's two values
 //   tl::device_assert(cond, msg)      prints and traps when cond is false
 //   tl::TensorMap                     the 128-byte CUtensorMap, for __grid_constant__ params
 #pragma once
@@ -221,6 +222,16 @@ TL_DEVICE To cast(From x) {
       return (To)detail::to_float(x);  // C semantics: truncate toward zero
     }
   }
+}
+
+// The two values of a packed conversion's result (lower index first) into dst[0], dst[1].
+template <class T, class Pair>
+TL_DEVICE void store_pair(T* dst, Pair pair) {
+  static_assert(sizeof(Pair) == 2 * sizeof(T), "tl::store_pair: a pair of two T");
+  struct two { T v[2]; };
+  two t = bit_cast<two>(pair);
+  dst[0] = t.v[0];
+  dst[1] = t.v[1];
 }
 
 // ---- float4_e2m1fn elements of a global tensor, two to a byte --------------------------------
