@@ -35,6 +35,9 @@ _KINDS = {
     "int1": ("i", 1), "uint1": ("u", 1),
     "float4_e2m1fn": ("f", 4), "float6_e2m3fn": ("f", 6), "float6_e3m2fn": ("f", 6),
     "float8_e8m0fnu": ("f", 8),
+    # the reference's FP4 staging type of sm_100 tcgen05 shared memory: one E2M1 value per
+    # byte; a tag only (no conversions, no buffers here)
+    "float4_e2m1_unpacked": ("f", 8),
 }
 
 # Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
@@ -59,10 +62,12 @@ DTYPE_ALIASES = {
     # accumulator issue tf32 mma); so T.tfloat32 is T.float32.
     "tfloat32": "float32", "custom[tfloat32]": "float32",
     "e4m3_float8": "float8_e4m3", "e5m2_float8": "float8_e5m2",
+    "custom[float4_e2m1_unpacked]8": "float4_e2m1_unpacked",
 }
 
 # The text of a dtype, where it is not its name: the torch / reference spelling.
-_TEXT = {"float8_e4m3": "float8_e4m3fn"}
+_TEXT = {"float8_e4m3": "float8_e4m3fn",
+         "float4_e2m1_unpacked": "custom[float4_e2m1_unpacked]8"}
 
 _C_NAMES = {
     # 64-bit integers by their <cstdint> names: the header's functions (mbarriers, TMA) take
@@ -98,7 +103,8 @@ _TORCH_NAMES = {
 # DLPack type codes (tvm_ffi.dtype.type_code)
 _TYPE_CODES = {"i": 0, "u": 1, "f": 2, "h": 3, "b": 6, "v": 0}
 _SPECIAL_CODES = {"bfloat16": 4, "float8_e4m3": 10, "float8_e5m2": 12, "float8_e8m0fnu": 14,
-                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17}
+                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17,
+                  "float4_e2m1_unpacked": 131}  # a TVM custom type code
 
 
 def canonical_dtype_name(value) -> str:
@@ -256,10 +262,10 @@ class DType(str):
         return self.base == "float4_e2m1fn"
 
     def is_float4_e2m1_unpacked(self) -> bool:
-        return False
+        return self.base == "float4_e2m1_unpacked"
 
     def is_float4(self) -> bool:
-        return self.base == "float4_e2m1fn"
+        return self.base in ("float4_e2m1fn", "float4_e2m1_unpacked")
 
     # ----- conversions to other type systems -----------------------------------------------
     @property

@@ -330,6 +330,10 @@ def _refuse_element_type(dtype: DType, scope: str):
         why = (f"{dtype} elements are stored only in global tensors (kernel parameters, packed "
                f"two to a byte), not in {scope} memory (yet): convert them to a wider type "
                "(e.g. float16) where they are loaded")
+    elif dtype.is_float4_e2m1_unpacked():
+        why = ("it is the reference's staging type of FP4 tcgen05 operands in shared memory "
+               "(sm_100), a backend this TileLang does not have; load float4_e2m1fn values "
+               "from a global tensor and convert them")
     elif dtype.bits < 8:
         why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
                "supported (yet): store the values packed in uint8 / int8 and unpack them with "
