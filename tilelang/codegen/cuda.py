@@ -14,7 +14,7 @@ import re
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
-from ..ir.dtype import DType
+from ..ir.dtype import PACKED_GLOBAL, DType
 from ..ir.printer import Namer
 from .intrinsics import render_call
 
@@ -26,6 +26,13 @@ _CMP_C = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 BUILTIN_INDEX = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y",
                  "blockIdx.z"}
+
+
+def _scalar_packed_access(b: ir.Buffer, dt: DType):
+    """Elements of a packed sub-byte buffer are accessed one at a time (vector widths are 1
+    for them: engine/context.py)."""
+    if dt.lanes > 1:
+        raise AssertionError(f"codegen: a {dt} access of the packed {b.dtype} buffer {b.name}")
 
 
 def ctype(dt: DType) -> str:
@@ -54,6 +61,8 @@ def float_literal(value: float, dt: DType) -> str:
             text = f"({text})"
     if dt.name in ("float32", "float64"):
         return text
+    if dt.base in PACKED_GLOBAL:  # a plain struct (tl/common.cuh): converted, not constructed
+        return f"tl::cast<{dt.ctype}>({text})"
     return f"{dt.ctype}({text})"
 
 
@@ -209,7 +218,8 @@ class CudaPrinter:
                 return f"tl::cast<bool>({self.expr(e.value)})"
             return f"({inner} != 0)"
         if src.name in ("float16", "bfloat16") or dst.name in ("float16", "bfloat16") or \
-                src.is_float8 or dst.is_float8:
+                src.is_float8 or dst.is_float8 or src.base in PACKED_GLOBAL or \
+                dst.base in PACKED_GLOBAL:
             return f"tl::cast<{ctype(dst)}>({self.expr(e.value)})"
         return f"(({ctype(dst)}){inner})"
 
@@ -218,6 +228,9 @@ class CudaPrinter:
         if b in self.scalar_buffers:
             return self.name(b)
         idx = self.flat_index(b, e.indices)
+        if b.dtype.base in PACKED_GLOBAL:
+            _scalar_packed_access(b, e.dtype)
+            return f"tl::fp4_load({self.name(b)}, {idx})"
         if e.dtype.lanes > 1:
             return f"(*({ctype(e.dtype)}*)({self.name(b)} + {idx}))"
         return f"{self.name(b)}[{idx}]"
@@ -266,6 +279,10 @@ class CudaPrinter:
             self.emit(f"{self.name(b)} = {self.expr(s.value)};")
             return
         idx = self.flat_index(b, s.indices)
+        if b.dtype.base in PACKED_GLOBAL:
+            _scalar_packed_access(b, s.value.dtype)
+            self.emit(f"tl::fp4_store({self.name(b)}, {idx}, {self.expr(s.value)});")
+            return
         if s.value.dtype.lanes > 1:
             self.emit(f"*({ctype(s.value.dtype)}*)({self.name(b)} + {idx}) = "
                       f"{self.expr(s.value)};")

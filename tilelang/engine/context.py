@@ -218,10 +218,11 @@ def _vector_width(extents, body, num_threads: int = 1) -> int:
     element the loop touches, limited by the innermost extent."""
     from ..ir.visitor import collect
 
-    sizes = [n.buffer.dtype.bytes for n in collect(body, lambda n: isinstance(
+    dtypes = [n.buffer.dtype for n in collect(body, lambda n: isinstance(
         n, (ir.Load, ir.Store)) and n.buffer.scope in MEMORY)]
-    if not sizes:
-        return 1
+    if not dtypes or any(d.bits < 8 for d in dtypes):
+        return 1  # packed sub-byte elements are accessed one at a time
+    sizes = [d.bytes for d in dtypes]
     vec = 16 // min(sizes)
     inner = extents[-1]
     while vec > 1 and inner % vec:

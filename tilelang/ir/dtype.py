@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE"]
+__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE",
+           "PACKED_GLOBAL"]
 
 # name -> (kind, bits); kind: f = float, i = signed int, u = unsigned int, b = bool, h = handle
 _KINDS = {
@@ -34,12 +35,19 @@ _KINDS = {
     "int1": ("i", 1), "uint1": ("u", 1),
     "float4_e2m1fn": ("f", 4), "float6_e2m3fn": ("f", 6), "float6_e3m2fn": ("f", 6),
     "float8_e8m0fnu": ("f", 8),
+    # the reference's FP4 staging type of sm_100 tcgen05 shared memory: one E2M1 value per
+    # byte; a tag only (no conversions, no buffers here)
+    "float4_e2m1_unpacked": ("f", 8),
 }
 
 # Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
 STORABLE = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "handle"})
+
+# Sub-byte element types of global tensors (kernel parameters), packed two to a byte as torch
+# byte tensors carry them (jit/packed.py); element loads and stores address one nibble.
+PACKED_GLOBAL = frozenset({"float4_e2m1fn"})
 
 # Spellings accepted for dtypes (strings); "half" is deliberately not one (the reference rejects it).
 DTYPE_ALIASES = {
@@ -54,10 +62,12 @@ DTYPE_ALIASES = {
     # accumulator issue tf32 mma); so T.tfloat32 is T.float32.
     "tfloat32": "float32", "custom[tfloat32]": "float32",
     "e4m3_float8": "float8_e4m3", "e5m2_float8": "float8_e5m2",
+    "custom[float4_e2m1_unpacked]8": "float4_e2m1_unpacked",
 }
 
 # The text of a dtype, where it is not its name: the torch / reference spelling.
-_TEXT = {"float8_e4m3": "float8_e4m3fn"}
+_TEXT = {"float8_e4m3": "float8_e4m3fn",
+         "float4_e2m1_unpacked": "custom[float4_e2m1_unpacked]8"}
 
 _C_NAMES = {
     # 64-bit integers by their <cstdint> names: the header's functions (mbarriers, TMA) take
@@ -66,6 +76,7 @@ _C_NAMES = {
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
     "uint64": "uint64_t", "float16": "half_t", "bfloat16": "bfloat16_t",
     "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
+    "float4_e2m1fn": "fp4_e2_t",
     "handle": "void*", "void": "void",
 }
 
@@ -75,6 +86,7 @@ _NUMPY = {
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
     # No numpy type: the interpreter keeps these in float32 and rounds on every store.
     "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
+    "float4_e2m1fn": np.float32,
     # a pointer (an address) is a 64-bit integer
     "handle": np.int64,
 }
@@ -91,7 +103,8 @@ _TORCH_NAMES = {
 # DLPack type codes (tvm_ffi.dtype.type_code)
 _TYPE_CODES = {"i": 0, "u": 1, "f": 2, "h": 3, "b": 6, "v": 0}
 _SPECIAL_CODES = {"bfloat16": 4, "float8_e4m3": 10, "float8_e5m2": 12, "float8_e8m0fnu": 14,
-                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17}
+                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17,
+                  "float4_e2m1_unpacked": 131}  # a TVM custom type code
 
 
 def canonical_dtype_name(value) -> str:
@@ -249,10 +262,10 @@ class DType(str):
         return self.base == "float4_e2m1fn"
 
     def is_float4_e2m1_unpacked(self) -> bool:
-        return False
+        return self.base == "float4_e2m1_unpacked"
 
     def is_float4(self) -> bool:
-        return self.base == "float4_e2m1fn"
+        return self.base in ("float4_e2m1fn", "float4_e2m1_unpacked")
 
     # ----- conversions to other type systems -----------------------------------------------
     @property
@@ -430,8 +443,17 @@ def _bf16(a32: np.ndarray) -> np.ndarray:
     return out
 
 
+# float4_e2m1fn (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives): no inf and no NaN;
+# conversions saturate and NaN converts to +6, as CUDA's float -> e2m1 conversion does
+FP4_E2M1 = (1, 0, 6.0, True)
+
+
 def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
-    mbits, emin, fmax, saturate = FP8_FORMATS[name]
+    return _minifloat(a32, FP8_FORMATS[name])
+
+
+def _minifloat(a32: np.ndarray, fmt) -> np.ndarray:
+    mbits, emin, fmax, saturate = fmt
     x = a32.astype(np.float64)
     mag = np.abs(x)
     finite = np.isfinite(mag)
@@ -448,7 +470,8 @@ def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
 
 def round_to(arr, dtype) -> np.ndarray:
     """Round float32 values to the nearest value of a narrow float dtype (bfloat16,
-    float8_e4m3, float8_e5m2); other dtypes return the values as float32 unchanged."""
+    float8_e4m3, float8_e5m2, float4_e2m1fn); other dtypes return the values as float32
+    unchanged."""
     dt = DType(dtype)
     a, scalar = as_array(arr)
     a32 = a.astype(np.float32, copy=False)
@@ -456,6 +479,8 @@ def round_to(arr, dtype) -> np.ndarray:
         out = _bf16(a32)
     elif dt.name in FP8_FORMATS:
         out = _fp8(a32, dt.name)
+    elif dt.name == "float4_e2m1fn":
+        out = _minifloat(np.where(np.isnan(a32), np.float32(FP4_E2M1[2]), a32), FP4_E2M1)
     else:
         out = a32
     return out[()] if scalar else out

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import hooks
-from .dtype import DType, round_to
+from .dtype import PACKED_GLOBAL, DType, round_to
 
 __all__ = [
     "Node", "Expr", "Var", "Const", "Binary", "Compare", "Logical", "Unary", "Select", "Cast",
@@ -250,8 +250,9 @@ class Buffer(ExprOps, Node):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
-        if not self.dtype.storable:
-            _refuse_element_type(self.dtype)
+        if not self.dtype.storable and not (scope == "global" and
+                                            self.dtype.base in PACKED_GLOBAL):
+            _refuse_element_type(self.dtype, scope)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
         # a view (`T.Tensor(shape, dtype, X.data)` in a kernel) names the buffer whose
@@ -340,11 +341,21 @@ class Buffer(ExprOps, Node):
     __str__ = __repr__
 
 
-def _refuse_element_type(dtype: DType):
-    why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
-           "supported (yet): store the values packed in uint8 / int8 and unpack them with "
-           "shifts and masks" if dtype.bits < 8 else
-           f"{dtype} has no storage type in this compiler (yet)")
+def _refuse_element_type(dtype: DType, scope: str):
+    if dtype.base in PACKED_GLOBAL:
+        why = (f"{dtype} elements are stored only in global tensors (kernel parameters, packed "
+               f"two to a byte), not in {scope} memory (yet): convert them to a wider type "
+               "(e.g. float16) where they are loaded")
+    elif dtype.is_float4_e2m1_unpacked():
+        why = ("it is the reference's staging type of FP4 tcgen05 operands in shared memory "
+               "(sm_100), a backend this TileLang does not have; load float4_e2m1fn values "
+               "from a global tensor and convert them")
+    elif dtype.bits < 8:
+        why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
+               "supported (yet): store the values packed in uint8 / int8 and unpack them with "
+               "shifts and masks")
+    else:
+        why = f"{dtype} has no storage type in this compiler (yet)"
     raise hooks.error(NotImplementedError, f"a buffer of {dtype} elements is not supported: "
                                            f"{why}; see docs/compatibility.md")
 

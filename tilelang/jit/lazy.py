@@ -159,9 +159,9 @@ def _rebuild(ret, outs, values):
 def _check_dyn(fname, checks, values):
     for name, positions in checks:
         first = None
-        for i, what, d, pname in positions:
+        for i, what, d, pname, dtype in positions:
             v = values[i]
-            actual = int(v.shape[d]) if what == "shape" else int(A.strides_of(v)[d])
+            actual = A.arg_shape(v, dtype)[d] if what == "shape" else A.arg_strides(v, dtype)[d]
             if first is None:
                 first = (actual, f"{pname}.{what}[{d}]")
             elif actual != first[0]:

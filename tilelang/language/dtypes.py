@@ -4,7 +4,8 @@ reference's conversion tables.
 Every name is a `DType` (a `str` too, see tilelang/ir/dtype.py): scalars (`float16`,
 `bfloat16`, `int8`, `uint`, `tfloat32`, `float8_e4m3fn`, ...), vectors (`float16x2`,
 `int8x4`, ...; lanes 2 to 64) and the types that have no buffer storage here but are valid
-values (`int4`, `uint4`, `float4_e2m1fn`, `float8_e8m0fnu`). `tfloat32` is `float32` (a
+values (`int4`, `uint4`, `float8_e8m0fnu`; `float4_e2m1fn` is stored in global tensors only,
+packed two to a byte: tilelang/jit/packed.py). `tfloat32` is `float32` (a
 float32 `T.gemm` already computes in TF32); `float8_e4m3` is `float8_e4m3fn` (the E4M3 of
 NVIDIA GPUs).
 
@@ -31,7 +32,7 @@ _SCALARS = {
     # no storage here (sub-byte, or no CUDA type in this compiler): values only
     "int4": "int4", "uint4": "uint4", "float4_e2m1fn": "float4_e2m1fn",
     "float8_e8m0fnu": "float8_e8m0fnu", "float6_e2m3fn": "float6_e2m3fn",
-    "float6_e3m2fn": "float6_e3m2fn",
+    "float6_e3m2fn": "float6_e3m2fn", "float4_e2m1_unpacked": "float4_e2m1_unpacked",
 }
 _VECTOR_BASES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
@@ -111,8 +112,9 @@ def is_float4_e2m1fn(value) -> bool:
 
 
 def is_float4_e2m1_unpacked(value) -> bool:
-    """Whether `value` is the reference's byte-per-value FP4 staging type (never here)."""
-    return False
+    """Whether `value` is the reference's byte-per-value FP4 staging type (a tag here: no
+    buffers of it, as it stages tcgen05 operands of sm_100)."""
+    return dtype(value).is_float4_e2m1_unpacked()
 
 
 def is_float4(value) -> bool:
