@@ -34,6 +34,11 @@ _KINDS = {
     "int1": ("i", 1), "uint1": ("u", 1),
     "float4_e2m1fn": ("f", 4), "float6_e2m3fn": ("f", 6), "float6_e3m2fn": ("f", 6),
     "float8_e8m0fnu": ("f", 8),
+    # 8-bit floats of other encodings than NVIDIA's E4M3 / E5M2 (the "fnuz" ones of AMD GPUs
+    # have another exponent bias, so they are types of their own), and the reference's
+    # byte-per-value FP4 staging type
+    "float8_e4m3fnuz": ("f", 8), "float8_e5m2fnuz": ("f", 8), "float8_e3m4": ("f", 8),
+    "float8_e4m3b11fnuz": ("f", 8), "float4_e2m1_unpacked": ("f", 8),
 }
 
 # Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
@@ -46,8 +51,8 @@ DTYPE_ALIASES = {
     "float": "float32", "double": "float64", "int": "int32", "long": "int64", "short": "int16",
     "uint": "uint32", "ulong": "uint64", "fp16": "float16", "bf16": "bfloat16",
     "fp32": "float32", "fp64": "float64",
-    "float8_e4m3fn": "float8_e4m3", "float8_e4m3fnuz": "float8_e4m3", "e4m3": "float8_e4m3",
-    "float8_e5m2fnuz": "float8_e5m2", "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
+    "float8_e4m3fn": "float8_e4m3", "e4m3": "float8_e4m3",
+    "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
     "boolean": "bool",
     # TF32 is float32 storage that tensor cores read with a 10-bit mantissa, which is what a
     # float32 T.gemm already does (the reference too: float32 operands with a float32
@@ -86,6 +91,7 @@ _TORCH_NAMES = {
     "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
     # what torch stores the reference's sub-byte types in (its `as_torch()`)
     "int4": "int8", "uint4": "uint8", "float8_e8m0fnu": "float8_e8m0fnu",
+    "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
 }
 
 # DLPack type codes (tvm_ffi.dtype.type_code)
@@ -249,10 +255,10 @@ class DType(str):
         return self.base == "float4_e2m1fn"
 
     def is_float4_e2m1_unpacked(self) -> bool:
-        return False
+        return self.base == "float4_e2m1_unpacked"
 
     def is_float4(self) -> bool:
-        return self.base == "float4_e2m1fn"
+        return self.base in ("float4_e2m1fn", "float4_e2m1_unpacked")
 
     # ----- conversions to other type systems -----------------------------------------------
     @property

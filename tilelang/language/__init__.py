@@ -6,6 +6,8 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
+# the class of kernel expressions (`isinstance(v, T.PrimExpr)`, annotations)
+from ..ir.nodes import Expr as PrimExpr
 from .alloc import (alloc_barrier, alloc_buffer, alloc_fragment, alloc_global, alloc_local,
                     alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref

@@ -31,11 +31,15 @@ _SCALARS = {
     # no storage here (sub-byte, or no CUDA type in this compiler): values only
     "int4": "int4", "uint4": "uint4", "float4_e2m1fn": "float4_e2m1fn",
     "float8_e8m0fnu": "float8_e8m0fnu", "float6_e2m3fn": "float6_e2m3fn",
-    "float6_e3m2fn": "float6_e3m2fn",
+    "float6_e3m2fn": "float6_e3m2fn", "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e3m4": "float8_e3m4",
+    "float8_e4m3b11fnuz": "float8_e4m3b11fnuz", "float4_e2m1_unpacked": "float4_e2m1_unpacked",
 }
 _VECTOR_BASES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-                 "tfloat32", "float4_e2m1fn")
+                 "float16", "float32", "float64", "float8_e3m4", "float8_e4m3",
+                 "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                 "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
+                 "float4_e2m1fn", "tfloat32")
 _LANES = (2, 4, 8, 16, 32, 64)
 
 _all_dtypes = list(_SCALARS)
@@ -111,8 +115,8 @@ def is_float4_e2m1fn(value) -> bool:
 
 
 def is_float4_e2m1_unpacked(value) -> bool:
-    """Whether `value` is the reference's byte-per-value FP4 staging type (never here)."""
-    return False
+    """Whether `value` is the reference's byte-per-value FP4 staging type."""
+    return dtype(value).is_float4_e2m1_unpacked()
 
 
 def is_float4(value) -> bool:

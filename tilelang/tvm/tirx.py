@@ -5,16 +5,19 @@
     val_bf16 = tirx.reinterpret(T.bfloat16, bits.astype(T.uint16))
 
 Each name builds the same expression as its T counterpart (`T.reinterpret`, `T.Select`,
-`T.Cast`, `T.min`, ...); `PrimExpr` is the class of kernel expressions (for annotations and
+`T.Cast`, `T.min`, ...; `And` / `Or` / `Not` / `all` / `any` the logical `and` / `or` / `not`
+of a kernel body); `PrimExpr` is the class of kernel expressions (for annotations and
 isinstance checks). `IndexMap.from_func(f)` wraps an index function (`map_indices`).
 """
 
 from __future__ import annotations
 
+import sys as _sys
+
 from ..ir import nodes as _ir
 from ..ir.dtype import DType as _DType
 
-__all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
+__all__ = ["PrimExpr", "Var", "And", "Or", "Not", "all", "any", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
            "decl_buffer", "Cast",
            "Select", "Min", "Max", "reinterpret", "if_then_else", "floordiv", "floormod",
            "truncdiv", "truncmod", "IndexMap"]
@@ -146,3 +149,42 @@ class IndexMap:
 
     def __repr__(self):
         return f"IndexMap({getattr(self.func, '__name__', self.func)})"
+
+
+def And(a, b):  # noqa: N802 - TVM's name
+    """`a and b` of two kernel conditions."""
+    return _ir.logical_and(a, b)
+
+
+def Or(a, b):  # noqa: N802 - TVM's name
+    """`a or b` of two kernel conditions."""
+    return _ir.logical_or(a, b)
+
+
+def Not(a):  # noqa: N802 - TVM's name
+    """`not a` of a kernel condition."""
+    return _ir.logical_not(a)
+
+
+def all(*conds):  # noqa: A001 - TVM's name
+    """The conjunction of one or more conditions (`tirx.all(a < b, b < c)`)."""
+    if not conds:
+        raise ValueError("tirx.all needs at least one condition")
+    out = conds[0]
+    for c in conds[1:]:
+        out = _ir.logical_and(out, c)
+    return _ir.logical_and(out, True) if len(conds) == 1 else out
+
+
+def any(*conds):  # noqa: A001 - TVM's name
+    """The disjunction of one or more conditions."""
+    if not conds:
+        raise ValueError("tirx.any needs at least one condition")
+    out = conds[0]
+    for c in conds[1:]:
+        out = _ir.logical_or(out, c)
+    return _ir.logical_or(out, False) if len(conds) == 1 else out
+
+
+# `tvm.tirx.expr` (where TVM defines the expression classes) is this module too
+expr = _sys.modules[__name__]
