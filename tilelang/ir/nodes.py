@@ -116,6 +116,9 @@ class ExprOps:
 
 
 class Expr(ExprOps, Node):
+    """A kernel expression (`T.PrimExpr`): a typed value of the kernel being traced; Python
+    operators on it build larger expressions."""
+
     __slots__ = ()
     dtype: DType
 
