@@ -108,3 +108,26 @@ def test_derived_dims_dyn_and_strided_annotation_statements():
         copy_dyn(view, out)
         torch.testing.assert_close(out, view)
     assert copy_dyn.trace_count == 2  # phase 1 + one specialisation for both widths
+
+
+@tilelang.jit(target="cpu")
+def plus_one_and_ramp(A):
+    m = T.dynamic("m")
+    A: T.Tensor[[m], T.float32]
+    B = T.empty([m], T.float32)
+    C = T.empty([m + 1], T.float32)
+    with T.Kernel(1, threads=1):
+        for i in T.serial(m):
+            B[i] = A[i] + 1.0
+        for i in T.serial(m + 1):
+            C[i] = T.cast(i, T.float32)
+    return B, C
+
+
+def test_several_outputs_come_back_as_a_list():
+    a = torch.randn(13)
+    outputs = plus_one_and_ramp(a)
+    assert isinstance(outputs, list) and len(outputs) == 2
+    b, c = outputs
+    torch.testing.assert_close(b, a + 1.0)
+    assert c.tolist() == [float(i) for i in range(14)]

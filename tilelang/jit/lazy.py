@@ -151,9 +151,10 @@ class Specialization:
 def _rebuild(ret, outs, values):
     if isinstance(ret, tuple) and ret and ret[0] in ("out", "in"):
         return outs[ret[1]] if ret[0] == "out" else values[ret[1]]
-    kind, items = ret
-    built = [_rebuild(r, outs, values) for r in items]
-    return tuple(built) if kind == "tuple" else built
+    _, items = ret
+    # several results come back as a list, tuple or list in the body alike (the reference's
+    # kernels return a list; `b, c = kernel(a)` unpacks either)
+    return [_rebuild(r, outs, values) for r in items]
 
 
 def _check_dyn(fname, checks, values):
