@@ -903,6 +903,10 @@ def compare(op: str, a, b) -> Expr:
     ea, eb = cast_to(ea, dt), cast_to(eb, dt)
     if isinstance(ea, Const) and isinstance(eb, Const):
         return const(bool(_CMP_FOLD[op](ea.value, eb.value)))
+    if ea is eb and isinstance(ea, Var) and dt.is_int:
+        # an integer symbol against itself (`assert M == M_` where both are one dynamic
+        # size) is decided now, not left as a runtime check
+        return const(op in ("eq", "le", "ge"))
     return Compare(op, ea, eb)
 
 

@@ -414,6 +414,12 @@ class LazyJIT:
             for d, dim in enumerate(derived[i].shape):
                 if dim.kind == "const" and dim.name in consts and dim.name not in sources:
                     sources[dim.name] = (i, d)
+        # a T.const met only as a stride (`T.StridedTensor[[N, M], [S0, S1], ...]`) takes the
+        # argument's stride, as the reference does
+        for i in sorted(derived):
+            for d, dim in enumerate(derived[i].strides or ()):
+                if dim.kind == "const" and dim.name in consts and dim.name not in sources:
+                    sources[dim.name] = (i, d, "stride")
         return derived, sources
 
     # ---- specialisation (phase 2) -----------------------------------------------------------
@@ -431,13 +437,13 @@ class LazyJIT:
             if src is None:
                 raise error(TypeError, f"T.const {name!r} has no value: no tensor annotation "
                                        f"has {name} as a dimension; pass {name}=... by keyword")
-            i, d = src
+            i, d = src[:2]
             v = values[i]
             if v is MISSING:
                 raise error(TypeError, f"T.const {name!r} is taken from parameter "
                                        f"{params[i].name!r} (dim {d}), which was not given; "
                                        f"pass a tensor for it or {name}=... by keyword")
-            return int(v.shape[d])
+            return int(A.strides_of(v)[d] if src[2:] == ("stride",) else v.shape[d])
 
         def annotate_hook(name, prev, annotation):
             i = pending.get(id(prev))
