@@ -130,3 +130,18 @@ def test_buffers_of_amd_float8_types_are_refused_with_the_users_line():
             with T.Kernel(1, threads=8):
                 pass
     assert "test_frontend_builder_names.py" in str(info.value)
+
+
+def test_torch_storage_of_sub_byte_types():
+    from tilelang.language.dtypes import resolve_torch_storage_dtype
+
+    assert resolve_torch_storage_dtype(T.float16) == T.float16
+    assert resolve_torch_storage_dtype("int4") == T.int8
+    packed = getattr(torch, "float4_e2m1fn_x2", None)
+    assert T.float4_e2m1fn.as_torch() is (packed if packed is not None else torch.int8)
+    if packed is not None:
+        assert T.float4_e2m1fnx2.as_torch() is packed
+        assert T.dtype(packed) == T.float4_e2m1fnx2
+        assert resolve_torch_storage_dtype(T.float4_e2m1fn) == T.float4_e2m1fnx2
+    with pytest.raises(ValueError, match="no torch counterpart"):
+        T.float4_e2m1fnx4.as_torch()

@@ -129,6 +129,8 @@ def canonical_dtype_name(value) -> str:
         for ours, theirs in _TORCH_NAMES.items():
             if theirs == tname and ours in STORABLE:
                 return ours
+        if tname == "float4_e2m1fn_x2":  # torch's packed pair of FP4 values
+            return "float4_e2m1fnx2"
         tname = DTYPE_ALIASES.get(tname, tname)
         if tname in _KINDS:
             return tname
@@ -245,6 +247,12 @@ class DType(str):
             return None
         import torch
 
+        if self.base == "float4_e2m1fn" and self.lanes <= 2:
+            # FP4 is stored two values a byte: torch's float4_e2m1fn_x2 where torch has it
+            # (the reference's storage dtype), else int8 bytes for a single value
+            packed = getattr(torch, "float4_e2m1fn_x2", None)
+            if packed is not None or self.lanes == 1:
+                return packed if packed is not None else torch.int8
         tname = _TORCH_NAMES.get(self.base)
         t = getattr(torch, tname, None) if tname is not None and self.lanes == 1 else None
         if t is None:

@@ -101,6 +101,12 @@ def __getattr__(name):
     return value
 
 
+def resolve_torch_storage_dtype(value) -> dtype:
+    """The dtype of the torch tensors that hold `value` (`int4` -> `int8`, `float4_e2m1fn` ->
+    `float4_e2m1fnx2`, other types themselves)."""
+    return dtype(dtype(value).as_torch())
+
+
 def get_tvm_dtype(value) -> dtype:
     """The dtype of any spelling (string, torch/numpy dtype, Python type, dtype)."""
     return dtype(value)
@@ -140,6 +146,7 @@ def validate_gemm_ab_dtypes(a_dtype, b_dtype, *, a_in_tmem=False, allow_f8f6f4_m
                      f"A={a_dtype}, B={b_dtype}")
 
 
-__all__ = list(_all_dtypes) + ["dtype", "AnyDType", "get_tvm_dtype", "is_float4_e2m1fn",
+__all__ = list(_all_dtypes) + ["dtype", "AnyDType", "get_tvm_dtype",
+                               "resolve_torch_storage_dtype", "is_float4_e2m1fn",
                                "is_float4_e2m1_unpacked", "is_float4", "is_f8f6f4_family",
                                "validate_gemm_ab_dtypes"]
