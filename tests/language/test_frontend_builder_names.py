@@ -145,3 +145,40 @@ def test_torch_storage_of_sub_byte_types():
         assert resolve_torch_storage_dtype(T.float4_e2m1fn) == T.float4_e2m1fnx2
     with pytest.raises(ValueError, match="no torch counterpart"):
         T.float4_e2m1fnx4.as_torch()
+
+
+def _let_offset():
+    @T.prim_func
+    def shifted(A: T.Tensor((64,), T.float32), B: T.Tensor((16,), T.float32)):
+        with T.Kernel(4, threads=4) as bx:
+            offset = T.int32()
+            T.let(offset, bx * 16 + 3)
+            k = T.int32()
+            for i in T.Parallel(4):
+                B[bx * 4 + i] = A[offset + i] + T.let(k, i, k * 2)  # the expression form
+    return shifted
+
+
+def test_let_binds_a_symbol_for_the_rest_of_the_scope():
+    a = torch.randn(64)
+    b = torch.full((16,), float("nan"))
+    tilelang.compile(_let_offset(), target="cpu")(a, b)
+    expected = torch.stack([a[blk * 16 + 3 + i] + 2 * i for blk in range(4) for i in range(4)])
+    torch.testing.assert_close(b, expected)
+
+
+@requires_compiler
+def test_let_builds_for_sm90():
+    assert "__global__" in tilelang.compile(_let_offset(), target=SM90).get_kernel_source()
+
+
+def test_let_binds_a_symbol_once():
+    with pytest.raises(ValueError, match="already bound") as info:
+        @T.prim_func
+        def twice(A: T.Tensor((4,), T.int32)):
+            with T.Kernel(1, threads=1):
+                v = T.int32()
+                T.let(v, 1)
+                T.let(v, 2)
+                A[0] = v
+    assert "test_frontend_builder_names.py" in str(info.value)
