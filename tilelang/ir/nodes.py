@@ -709,6 +709,9 @@ def const(value, dtype=None) -> Const:
     return Const(_convert_scalar(value, dtype), dtype)
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _convert_scalar(value, dtype: DType):
     """Convert a Python scalar to the value domain of `dtype` (C conversion semantics)."""
     if dtype.is_bool:
@@ -729,6 +732,11 @@ def _convert_scalar(value, dtype: DType):
         if dtype.name == "float16":
             return float(np.float16(value))
         if dtype.name == "float32":
+            if math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+                # a finite literal float32 cannot hold is an error, not a silent infinity
+                # (as the reference's FloatImm)
+                raise ValueError(f"Literal value {value} exceeds maximum of float32 "
+                                 f"(±{_FLOAT32_MAX:.7g})")
             return float(np.float32(value))
         if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2"):
             return float(round_to(np.array([value], np.float32), dtype)[0])
