@@ -182,3 +182,30 @@ def test_let_binds_a_symbol_once():
                 T.let(v, 2)
                 A[0] = v
     assert "test_frontend_builder_names.py" in str(info.value)
+
+
+def _unrolled(factor):
+    @T.prim_func
+    def fill(A: T.Tensor((20,), T.float32)):
+        with T.Kernel(1, threads=1):
+            for i in T.unroll(0, 20, unroll_factor=factor):
+                A[i] = i * 2.0
+    return fill
+
+
+def test_unroll_factor_keeps_the_results():
+    a = torch.full((20,), float("nan"))
+    tilelang.compile(_unrolled(4), target="cpu")(a)
+    assert a.tolist() == [i * 2.0 for i in range(20)]
+
+
+@requires_compiler
+def test_unroll_factor_is_the_cuda_pragma():
+    src = tilelang.compile(_unrolled(4), target=SM90).get_kernel_source()
+    assert "#pragma unroll 4\n" in src
+
+
+def test_unroll_factor_must_be_positive():
+    with pytest.raises(ValueError, match="unroll_factor") as info:
+        _unrolled(0)
+    assert "test_frontend_builder_names.py" in str(info.value)

@@ -94,6 +94,36 @@ class Kernel:
         self.names = None
         self.n_bound = len(grid)
 
+    # an implicit launch: opened by a TVM-style `for bx in T.thread_binding(n, "blockIdx.x")`
+    # outside any T.Kernel; each axis takes the extent of its first binding (widen_axis)
+    implicit = False
+
+    def widen_axis(self, kind, dim, extent):
+        """Launch `extent` blocks / threads along `dim` (an implicit launch's first binding
+        of that axis)."""
+        bound = self.__dict__.setdefault("implicit_bound", set())
+        if (kind, dim) in bound:
+            return
+        bound.add((kind, dim))
+        if kind == "thread":
+            dims = list(self.threads) + [1] * (dim + 1 - len(self.threads))
+            dims[dim] = extent
+            block = _normalize_threads(dims)
+            if block[0] * block[1] * block[2] > 1024:
+                raise error(ValueError, f"a block has at most 1024 threads, got {dims}")
+            problem = ir.launch_limit_problem(tuple(dims), ir.BLOCK_LIMITS, "threads=")
+            if problem:
+                raise error(ValueError, f"T.thread_binding {problem}")
+            self.threads = tuple(dims)
+            self.thread_vars += tuple(ir.Var(n) for n in
+                                      _THREAD_NAMES[len(self.thread_vars):len(dims)])
+        else:
+            grid = list(self.grid) + [1] * (dim + 1 - len(self.grid))
+            grid[dim] = _grid_extent(extent, dim)
+            self.grid = tuple(grid)
+            self.block_vars += tuple(ir.Var(n) for n in
+                                     _BLOCK_NAMES[len(self.block_vars):len(grid)])
+
     def set_names(self, names):
         self.names = names
 

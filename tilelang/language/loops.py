@@ -244,7 +244,14 @@ Serial = serial
 
 def unroll(start, stop=None, step=None, *, explicit=False, unroll_factor=None,
            annotations=None):
-    """A sequential loop the compiler unrolls."""
+    """A sequential loop the compiler unrolls (by `unroll_factor` iterations at a time when
+    given: `#pragma unroll n` on CUDA)."""
+    if unroll_factor is not None:
+        if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or \
+                unroll_factor < 1:
+            raise error(ValueError, f"T.unroll unroll_factor must be a positive int, got "
+                                    f"{unroll_factor!r}")
+        annotations = {**(annotations or {}), "unroll_factor": unroll_factor}
     return _sequential(start, stop, step, annotations, "unroll", _Unroll, _SteppedUnroll)
 
 
@@ -417,14 +424,16 @@ class _ThreadBinding(LoopSpec):
 
         b = current_builder(what="T.thread_binding")
         if not b.in_kernel():
-            raise error(NotImplementedError, "T.thread_binding is supported inside `with "
-                                             "T.Kernel(...)` only, where it names a launch "
-                                             "index; launch the threads with T.Kernel")
+            raise error(NotImplementedError, "`v = T.thread_binding(...)` outside `with "
+                                             "T.Kernel(...)`: bind launch indices with `for "
+                                             "v in T.thread_binding(...)` loops or T.Kernel")
         kernel = _kernel_obj()
         kind, dim = _LAUNCH_AXES[self.axis]
+        start, extent, _ = self.dims[0]
+        if kernel.implicit:
+            kernel.widen_axis(kind, dim, extent)
         extents = kernel.threads if kind == "thread" else kernel.grid
         launched = extents[dim] if dim < len(extents) else 1
-        start, extent, _ = self.dims[0]
         same = (extent == launched if isinstance(extent, int) and isinstance(launched, int)
                 else ir.structural_equal(ir.as_expr(extent), ir.as_expr(launched)))
         if not same:
@@ -438,7 +447,18 @@ class _ThreadBinding(LoopSpec):
         return var if isinstance(start, int) and start == 0 else ir.binary("add", var, start)
 
     def trace(self, names):
-        yield self.index()
+        b = current_builder(what="T.thread_binding")
+        if b.in_kernel():
+            yield self.index()
+            return
+        # TVM-style launch: the loop nest of bindings outside T.Kernel is the kernel, each
+        # axis launched at the extent of its binding
+        from .kernel import Kernel
+
+        launch = Kernel(1, threads=1)
+        launch.implicit = True
+        with launch:
+            yield self.index()
 
     def __tl_bind__(self, name):
         # `tx = T.thread_binding(0, n, thread="threadIdx.x")` binds the rest of the scope to
