@@ -182,7 +182,8 @@ class LazyJIT:
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__qualname__ = getattr(func, "__qualname__", self.__name__)
         self.__doc__ = func.__doc__
-        self.__wrapped__ = func
+        # no `__wrapped__`: a jitted kernel is not the plain function (pytest does not
+        # collect a kernel named `test_*` as a test, as with the reference's JIT object)
         self.func = LazyFunc(self)
         self._params = None
         self._plans: dict = {}
