@@ -209,3 +209,21 @@ def test_unroll_factor_must_be_positive():
     with pytest.raises(ValueError, match="unroll_factor") as info:
         _unrolled(0)
     assert "test_frontend_builder_names.py" in str(info.value)
+
+
+def test_func_attr_records_attributes_of_the_function():
+    @T.prim_func
+    def marked(A: T.Tensor((4,), T.float32)):
+        T.func_attr({"tir.noalias": True, "my.note": 3})
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                A[i] = 1.0
+
+    assert marked.attrs["tir.noalias"] is True and marked.attrs["my.note"] == 3
+    a = torch.zeros(4)
+    tilelang.compile(marked, target="cpu")(a)
+    assert a.tolist() == [1.0] * 4
+    with pytest.raises(TypeError, match="dict"):
+        @T.prim_func
+        def bad(A: T.Tensor((4,), T.float32)):
+            T.func_attr(["tir.noalias"])

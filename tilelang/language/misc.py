@@ -594,6 +594,18 @@ def device_assert(cond, msg=""):
     emit(ir.Assert, ir.as_expr(cond), str(msg))
 
 
+def func_attr(attrs):
+    """`T.func_attr({"tir.noalias": True, ...})`: attributes of the function being traced
+    (`func.attrs`); they record facts about it and change nothing in its code."""
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise error(TypeError, f"T.func_attr takes a dict of str keys, got {attrs!r}")
+    b = current_builder(what="T.func_attr")
+    reserved = [k for k in attrs if k.endswith("_hook")]
+    if reserved:
+        raise error(ValueError, f"T.func_attr: {reserved[0]!r} is reserved")
+    b.attrs.update(attrs)
+
+
 def let(var, value, body=None):
     """`v = T.int32(); T.let(v, expr)`: bind the symbol `v` to `expr` for the statements that
     follow in this scope (a kernel-side `v = expr` that names an existing symbol). With
@@ -607,11 +619,10 @@ def let(var, value, body=None):
 
         return substitute(ir.as_expr(body), {var: value})
     b = current_builder(what="T.let")
-    bound = b.attrs.setdefault("let_bound_vars", set())
-    if id(var) in bound:
+    if id(var) in b.let_bound:
         raise error(ValueError, f"T.let: {var.name} is already bound in this kernel; a symbol "
                                 "is bound once (make another with T.int32())")
-    bound.add(id(var))
+    b.let_bound.add(id(var))
     b.frame.items.append(("let", var, value, current_loc()))
 
 
