@@ -227,3 +227,26 @@ def test_func_attr_records_attributes_of_the_function():
         @T.prim_func
         def bad(A: T.Tensor((4,), T.float32)):
             T.func_attr(["tir.noalias"])
+
+
+def _from_the_end():
+    @T.prim_func
+    def tail(A: T.Tensor((16,), T.float32), B: T.Tensor((8,), T.float32)):
+        with T.Kernel(2, threads=2) as bx:
+            tx = T.get_thread_binding()
+            for i in T.serial(2):
+                B[bx * 4 + tx * 2 + i] = A[-(bx * 4 + tx * 2 + i) - 1]  # always negative
+    return tail
+
+
+def test_an_index_negative_in_every_iteration_counts_from_the_end():
+    a = torch.randn(16)
+    b = torch.full((8,), float("nan"))
+    tilelang.compile(_from_the_end(), target="cpu")(a, b)
+    torch.testing.assert_close(b, a.flip(0)[:8])
+
+
+@requires_compiler
+def test_an_index_negative_in_every_iteration_builds_for_sm90():
+    src = tilelang.compile(_from_the_end(), target=SM90).get_kernel_source()
+    assert "A[" in src and "A[-" not in src

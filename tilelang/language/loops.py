@@ -62,8 +62,8 @@ class LoopSpec:
         loc = current_loc()
         vars_ = [ir.Var(n, _var_dtype(*dim, self.kind))
                  for n, dim in zip(self._names(names), self.dims)]
-        for v in vars_:
-            b.push("for", loop_kind=self.kind, var=v)
+        for v, dim in zip(vars_, self.dims):
+            b.push("for", loop_kind=self.kind, var=v, bounds=dim)
         b.loop_kinds.append("ir")
         yield vars_[0] if len(vars_) == 1 else tuple(vars_)
         b.loop_kinds.pop()
@@ -193,7 +193,7 @@ class _SymbolicStepLoop(LoopSpec):
         trips = ir.binary("max", ir.binary("floordiv", ir.binary(
             "sub", ir.binary("add", span, step), toward_zero), step), 0)
         counter = ir.Var(b.fresh_name("k"), ir.as_expr(trips).dtype)
-        b.push("for", loop_kind=self.kind, var=counter)
+        b.push("for", loop_kind=self.kind, var=counter, bounds=(0, trips, 1))
         b.loop_kinds.append("ir")
         name = names[0] if isinstance(names, tuple) and names else names
         name = name if isinstance(name, str) and name != "_" else "i"
