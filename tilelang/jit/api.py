@@ -114,6 +114,8 @@ def _is_kernel_style(func) -> bool:
     finder.visit(fn)
     # `A: T.Tensor[...]` annotating a parameter in the body (the kernel may open its
     # `T.Kernel` in a macro it calls)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # e.g. a lambda's line
+        return finder.found
     params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
     annotates_param = any(isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
                           and st.target.id in params and st.value is None for st in fn.body)
