@@ -42,11 +42,14 @@ def _provably_negative(index) -> bool:
         if bounds is None:
             continue
         start, extent, step = bounds
-        if step == 1:
-            analyzer.bind(f.data["var"], start, extent)
-        elif isinstance(start, int) and isinstance(extent, int) and extent > 0:
-            last = start + (extent - 1) * step
-            analyzer.bind_range(f.data["var"], min(start, last), max(start, last))
+        var = f.data["var"]
+        if isinstance(start, int) and isinstance(extent, int):
+            if extent > 0:  # the bounds in the variable's type (an int64 loop past 2^31)
+                last = start + (extent - 1) * step
+                analyzer.bind_range(var, ir.const(min(start, last), var.dtype),
+                                    ir.const(max(start, last), var.dtype))
+        elif step == 1:
+            analyzer.bind(var, start, extent)
     return analyzer.prove(ir.compare("lt", index, ir.const(0, index.dtype)))
 
 
