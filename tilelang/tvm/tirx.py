@@ -166,24 +166,23 @@ def Not(a):  # noqa: N802 - TVM's name
     return _ir.logical_not(a)
 
 
-def all(*conds):  # noqa: A001 - TVM's name
-    """The conjunction of one or more conditions (`tirx.all(a < b, b < c)`)."""
+def _fold(combine, conds, name, identity):
     if not conds:
-        raise ValueError("tirx.all needs at least one condition")
+        raise ValueError(f"tirx.{name} needs at least one condition")
     out = conds[0]
     for c in conds[1:]:
-        out = _ir.logical_and(out, c)
-    return _ir.logical_and(out, True) if len(conds) == 1 else out
+        out = combine(out, c)
+    return combine(out, identity) if len(conds) == 1 else out  # one condition: as a bool
+
+
+def all(*conds):  # noqa: A001 - TVM's name
+    """The conjunction of one or more conditions (`tirx.all(a < b, b < c)`)."""
+    return _fold(_ir.logical_and, conds, "all", True)
 
 
 def any(*conds):  # noqa: A001 - TVM's name
     """The disjunction of one or more conditions."""
-    if not conds:
-        raise ValueError("tirx.any needs at least one condition")
-    out = conds[0]
-    for c in conds[1:]:
-        out = _ir.logical_or(out, c)
-    return _ir.logical_or(out, False) if len(conds) == 1 else out
+    return _fold(_ir.logical_or, conds, "any", False)
 
 
 # `tvm.tirx.expr` (where TVM defines the expression classes) is this module too
