@@ -84,3 +84,25 @@ def test_launch_thread_errors_are_located(name, extent, match):
             with T.Kernel(1, threads=64):
                 O[T.launch_thread(name, extent)] = 1
     assert "test_kernel_frame.py" in str(e.value)
+
+
+@pytest.mark.parametrize("threads", [0, -32, (128, 0), [32, 1, -2], (1, 2, 3, 4), 32.0])
+def test_non_positive_or_malformed_thread_extents_are_located_errors(threads):
+    with pytest.raises(ValueError, match="threads") as info:
+        @T.prim_func
+        def empty_block(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=threads):
+                A[0] = 1.0
+    assert "test_kernel_frame.py" in str(info.value)
+
+
+def test_thread_extents_keep_the_named_dimensions():
+    @T.prim_func
+    def two_d(A: T.Tensor((8, 4), "float32")):
+        with T.Kernel(1, threads=(4, 8)):
+            tx, ty = T.get_thread_bindings()[:2]
+            A[ty, tx] = tx + ty * 10.0
+
+    a = torch.zeros(8, 4)
+    tilelang.compile(two_d, target="cpu")(a)
+    assert a.tolist() == [[x + y * 10.0 for x in range(4)] for y in range(8)]

@@ -356,7 +356,8 @@ class CudaPrinter:
         stop = simplify(ir.binary("add", s.start, ir.binary("mul", s.extent, s.step))
                         if s.step != 1 else ir.binary("add", s.start, s.extent), self.analyzer)
         if s.kind == "unroll":
-            self.emit("#pragma unroll")
+            factor = s.annotation("unroll_factor")
+            self.emit(f"#pragma unroll {factor}" if factor else "#pragma unroll")
         elif s.kind == "serial" and s.annotation("no_unroll"):
             self.emit("#pragma unroll 1")
         cmp = "<" if s.step > 0 else ">"

@@ -35,9 +35,11 @@ _KINDS = {
     "int1": ("i", 1), "uint1": ("u", 1),
     "float4_e2m1fn": ("f", 4), "float6_e2m3fn": ("f", 6), "float6_e3m2fn": ("f", 6),
     "float8_e8m0fnu": ("f", 8),
-    # the reference's FP4 staging type of sm_100 tcgen05 shared memory: one E2M1 value per
-    # byte; a tag only (no conversions, no buffers here)
-    "float4_e2m1_unpacked": ("f", 8),
+    # 8-bit floats of other encodings than NVIDIA's E4M3 / E5M2 (the "fnuz" ones of AMD GPUs
+    # have another exponent bias, so they are types of their own), and the reference's
+    # byte-per-value FP4 staging type
+    "float8_e4m3fnuz": ("f", 8), "float8_e5m2fnuz": ("f", 8), "float8_e3m4": ("f", 8),
+    "float8_e4m3b11fnuz": ("f", 8), "float4_e2m1_unpacked": ("f", 8),
 }
 
 # Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
@@ -54,8 +56,8 @@ DTYPE_ALIASES = {
     "float": "float32", "double": "float64", "int": "int32", "long": "int64", "short": "int16",
     "uint": "uint32", "ulong": "uint64", "fp16": "float16", "bf16": "bfloat16",
     "fp32": "float32", "fp64": "float64",
-    "float8_e4m3fn": "float8_e4m3", "float8_e4m3fnuz": "float8_e4m3", "e4m3": "float8_e4m3",
-    "float8_e5m2fnuz": "float8_e5m2", "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
+    "float8_e4m3fn": "float8_e4m3", "e4m3": "float8_e4m3",
+    "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
     "boolean": "bool",
     # TF32 is float32 storage that tensor cores read with a 10-bit mantissa, which is what a
     # float32 T.gemm already does (the reference too: float32 operands with a float32
@@ -98,6 +100,7 @@ _TORCH_NAMES = {
     "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
     # what torch stores the reference's sub-byte types in (its `as_torch()`)
     "int4": "int8", "uint4": "uint8", "float8_e8m0fnu": "float8_e8m0fnu",
+    "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
 }
 
 # DLPack type codes (tvm_ffi.dtype.type_code)
@@ -136,6 +139,8 @@ def canonical_dtype_name(value) -> str:
         for ours, theirs in _TORCH_NAMES.items():
             if theirs == tname and ours in STORABLE:
                 return ours
+        if tname == "float4_e2m1fn_x2":  # torch's packed pair of FP4 values
+            return "float4_e2m1fnx2"
         tname = DTYPE_ALIASES.get(tname, tname)
         if tname in _KINDS:
             return tname
@@ -252,6 +257,12 @@ class DType(str):
             return None
         import torch
 
+        if self.base == "float4_e2m1fn" and self.lanes <= 2:
+            # FP4 is stored two values a byte: torch's float4_e2m1fn_x2 where torch has it
+            # (the reference's storage dtype), else int8 bytes for a single value
+            packed = getattr(torch, "float4_e2m1fn_x2", None)
+            if packed is not None or self.lanes == 1:
+                return packed if packed is not None else torch.int8
         tname = _TORCH_NAMES.get(self.base)
         t = getattr(torch, tname, None) if tname is not None and self.lanes == 1 else None
         if t is None:

@@ -116,6 +116,9 @@ class ExprOps:
 
 
 class Expr(ExprOps, Node):
+    """A kernel expression (`T.PrimExpr`): a typed value of the kernel being traced; Python
+    operators on it build larger expressions."""
+
     __slots__ = ()
     dtype: DType
 
@@ -734,6 +737,9 @@ def const(value, dtype=None) -> Const:
     return Const(_convert_scalar(value, dtype), dtype)
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _convert_scalar(value, dtype: DType):
     """Convert a Python scalar to the value domain of `dtype` (C conversion semantics)."""
     if dtype.is_bool:
@@ -754,6 +760,11 @@ def _convert_scalar(value, dtype: DType):
         if dtype.name == "float16":
             return float(np.float16(value))
         if dtype.name == "float32":
+            if math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+                # a finite literal float32 cannot hold is an error, not a silent infinity
+                # (as the reference's FloatImm)
+                raise ValueError(f"Literal value {value} exceeds maximum of float32 "
+                                 f"(±{_FLOAT32_MAX:.7g})")
             return float(np.float32(value))
         if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2"):
             return float(round_to(np.array([value], np.float32), dtype)[0])
@@ -928,7 +939,9 @@ def compare(op: str, a, b) -> Expr:
     ea, eb = cast_to(ea, dt), cast_to(eb, dt)
     if isinstance(ea, Const) and isinstance(eb, Const):
         return const(bool(_CMP_FOLD[op](ea.value, eb.value)))
-    if ea is eb and dt.is_int:  # an integer compared with itself (not so for NaN floats)
+    if ea is eb and dt.is_int:
+        # an integer compared with itself (not so for NaN floats; `assert M == M_` where both
+        # are one dynamic size) is decided now, not left as a runtime check
         return const(op in ("eq", "le", "ge"))
     return Compare(op, ea, eb)
 

@@ -6,6 +6,8 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
+# the class of kernel expressions (`isinstance(v, T.PrimExpr)`, annotations)
+from ..ir.nodes import Expr as PrimExpr
 from .alloc import (alloc_barrier, alloc_buffer, alloc_cluster_barrier, alloc_fragment,
                     alloc_global, alloc_local, alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref
@@ -35,7 +37,7 @@ from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_de
 from .misc import (__ldg, access_ptr, address_of, annotate_compile_flags, annotate_l2_hit_ratio,
                    annotate_layout, annotate_pass_configs,
                    annotate_min_blocks_per_sm, annotate_padding, annotate_restrict_buffers,
-                   annotate_safe_value, assume,
+                   annotate_safe_value, assume, func_attr, let,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,

@@ -588,6 +588,38 @@ def device_assert(cond, msg=""):
     emit(ir.Assert, ir.as_expr(cond), str(msg))
 
 
+def func_attr(attrs):
+    """`T.func_attr({"tir.noalias": True, ...})`: attributes of the function being traced
+    (`func.attrs`); they record facts about it and change nothing in its code."""
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise error(TypeError, f"T.func_attr takes a dict of str keys, got {attrs!r}")
+    b = current_builder(what="T.func_attr")
+    reserved = [k for k in attrs if k.endswith("_hook")]
+    if reserved:
+        raise error(ValueError, f"T.func_attr: {reserved[0]!r} is reserved")
+    b.attrs.update(attrs)
+
+
+def let(var, value, body=None):
+    """`v = T.int32(); T.let(v, expr)`: bind the symbol `v` to `expr` for the statements that
+    follow in this scope (a kernel-side `v = expr` that names an existing symbol). With
+    `body`, the expression `body` with `v` standing for `value`."""
+    if not isinstance(var, ir.Var):
+        raise error(TypeError, f"T.let binds a symbol such as `T.int32()`, got "
+                               f"{type(var).__name__} {var!r}")
+    value = ir.cast_to(ir.as_expr(value), var.dtype)
+    if body is not None:
+        from ..ir.visitor import substitute
+
+        return substitute(ir.as_expr(body), {var: value})
+    b = current_builder(what="T.let")
+    if id(var) in b.let_bound:
+        raise error(ValueError, f"T.let: {var.name} is already bound in this kernel; a symbol "
+                                "is bound once (make another with T.int32())")
+    b.let_bound.add(id(var))
+    b.frame.items.append(("let", var, value, current_loc()))
+
+
 def assume(cond):
     """Promise that `cond` holds from here to the end of the enclosing block (at function
     level: in every kernel launched after it). The compiler may rely on it: bounds guards it
