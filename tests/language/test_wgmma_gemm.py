@@ -91,3 +91,7 @@ requires_compiler = pytest.mark.skipif(
 def test_builds_for_sm90a(kw):
     compile_cuda(tilelang.lower(wgmma_gemm_tiles(130, 70, 96, **kw), target="cuda -arch=sm_90a"),
                  "sm_90a")
+
+
+def test_printed_as_written():
+    assert "T.wgmma_gemm(A_s, B_s, C)" in wgmma_gemm_tiles(64, 64, 32).script()
