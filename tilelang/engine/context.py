@@ -182,6 +182,19 @@ class KernelContext:
         part = gemm_sm90.eligible(g, M, N, num_warps, self)
         if part is not None:
             return (gemm_sm90, part)
+        if g.require_wgmma:
+            obstacle = gemm_sm90.hardware_obstacle(g, M, num_warps, self)
+            if obstacle:
+                from ..errors import located
+
+                a, b, c = g.A.buffer, g.B.buffer, g.C.buffer
+                raise located(ValueError)(
+                    f"T.wgmma_gemm() requires Hopper WGMMA lowering, but {obstacle} (A {a.name}: "
+                    f"{a.scope} {a.dtype}, B {b.name}: {b.scope} {b.dtype}, C {c.name}: "
+                    f"{c.scope} {c.dtype}, M={M}, N={N}); use T.gemm to let the compiler "
+                    "choose the instruction", g.loc)
+            self.note(f"T.wgmma_gemm {g.A.buffer.name} x {g.B.buffer.name}: this compiler's "
+                      "wgmma path does not take these operands; using mma.sync")
         part = gemm_sm80.partition(g, M, N, num_warps, self)
         return None if part is None else (gemm_sm80, part)
 

@@ -603,6 +603,8 @@ class Gemm(Stmt):
     clear_accum: Any = False
     k_pack: int = 1
     wg_wait: int = 0
+    # `T.wgmma_gemm`: wgmma or a located error where the reference also has no wgmma
+    require_wgmma: bool = False
 
     def operands(self) -> tuple:
         """The regions the gemm reads besides its accumulator."""

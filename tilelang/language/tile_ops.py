@@ -17,11 +17,13 @@ _SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "local.fragment": 2, "
                "local.var": 2}
 
 
-def _check_tile_context(what: str):
+def _check_tile_context(what: str, elementwise: bool = False):
+    """The builder of the enclosing kernel; a tile op (not `elementwise`, i.e. not a one-element
+    form such as `T.copy(A[i, j], B[i, j])`) may not be inside a T.Parallel loop."""
     b = current_builder(what=what)
     if not b.in_kernel():
         raise error(RuntimeError, f"{what} must be inside `with T.Kernel(...)`")
-    for f in b.frames:
+    for f in () if elementwise else b.frames:
         if f.kind == "for" and f.data.get("loop_kind") == "parallel":
             raise error(ValueError, "[Tilelang Semantic Check] Only elementwise operations are "
                                     f"allowed inside a parallel loop. Got a tile-op {what}")
@@ -151,8 +153,9 @@ def _shapes_equal(a, b):
 def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None,
          loop_layout=None, **kwargs):
     """Copy (with conversion to dst's dtype) between global, shared and fragment tiles."""
-    _check_tile_context("T.copy")
     pair = pair_regions(src, dst)
+    # one element to one element is an assignment, allowed inside T.Parallel as in the reference
+    _check_tile_context("T.copy", elementwise=pair is None)
     if pair is None:
         s_buf, s_idx = _start_point(src)
         d_buf, d_idx = _start_point(dst)
@@ -450,21 +453,26 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
          clear_accum=False, k_pack=1, wg_wait=0, mbar=None, use_wgmma=None, **kwargs):
     """`C += op(A) @ op(B)` on tiles (`C = ...` with clear_accum=True); C accumulates in its
     own dtype."""
-    _check_tile_context("T.gemm")
-    a, b, c = _gemm_regions("T.gemm", [(x, name, _GEMM_SCOPES)
+    _gemm("T.gemm", A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait)
+
+
+def _gemm(what, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait,
+          require_wgmma=False):
+    _check_tile_context(what)
+    a, b, c = _gemm_regions(what, [(x, name, _GEMM_SCOPES)
                                        for x, name in ((A, "A"), (B, "B"), (C, "C"))])
     problem = gemm_dtype_problem(a.buffer.dtype, b.buffer.dtype, c.buffer.dtype)
     if problem:
-        raise error(TypeError, f"T.gemm: {problem}")
+        raise error(TypeError, f"{what}: {problem}")
     if a.buffer.dtype.name == "float64" and "local.fragment" in (a.buffer.scope, b.buffer.scope):
         # the CUDA-core gemm (codegen/gemm_sm80.py) reads both operands from shared memory;
         # one rule for both targets
         raise error(NotImplementedError, "T.gemm on float64 operands takes A and B from shared "
                                          "memory; copy the register operand to a shared tile")
-    _check_gemm_shapes("T.gemm", _oriented(_gemm_shape(a, "A"), transpose_A),
+    _check_gemm_shapes(what, _oriented(_gemm_shape(a, "A"), transpose_A),
                        _oriented(_gemm_shape(b, "B"), transpose_B), _gemm_shape(c, "C"))
     emit(ir.Gemm, a, b, c, bool(transpose_A), bool(transpose_B),
-         *_gemm_options(policy, clear_accum, k_pack, wg_wait))
+         *_gemm_options(policy, clear_accum, k_pack, wg_wait), require_wgmma=require_wgmma)
 
 
 def gemm_sp(A_sparse, E, B, C, transpose_A=False, transpose_E=False, transpose_B=False,
@@ -533,9 +541,15 @@ def gemm_v1(*args, **kwargs):
 gemm_v2 = gemm_v1
 
 
-def wgmma_gemm(*args, **kwargs):
-    """`T.gemm`; on sm_90a it uses wgmma whenever the warp partition allows."""
-    gemm(*args, **kwargs)
+def wgmma_gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+               clear_accum=False, annotations=None):
+    """`T.gemm` on wgmma, issued without waiting: C is complete after `T.wait_wgmma(0)` (the
+    compiler still waits before C is touched if the program does not). A gemm wgmma cannot do
+    (a target other than sm_90a, M not a multiple of 64 rows per warpgroup, threads not whole
+    warpgroups, B not in shared memory) is a located error when compiled for CUDA, where
+    `T.gemm` would use mma.sync; the CPU interpreter computes it as `T.gemm`."""
+    _gemm("T.wgmma_gemm", A, B, C, transpose_A, transpose_B, policy, clear_accum, 1, -1,
+          require_wgmma=True)
 
 
 # ---- reductions and scans ---------------------------------------------------------------------
