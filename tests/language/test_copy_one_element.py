@@ -60,3 +60,15 @@ def test_builds_for_sm90a():
                          target="cuda -arch=sm_90a")
     assert "-99" in src
     compile_cuda(src, "sm_90a")
+
+
+@pytest.mark.skipif(toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+                    reason="no CUDA compiler (NVRTC or nvcc) installed")
+@pytest.mark.parametrize("src_dtype,dst_dtype", [(T.float16, T.float32), (T.float32, T.float16),
+                                                 (T.float16, T.bfloat16)])
+def test_converting_copies_build_for_sm90a(src_dtype, dst_dtype):
+    # the cast loop's indices name other loop variables (pair_conversions once asked a
+    # symbolic equality for a Python bool there)
+    src = tilelang.lower(parallel_element_copy(50, 40, 64, 64, src_dtype, dst_dtype),
+                         target="cuda -arch=sm_90a")
+    compile_cuda(src, "sm_90a")
