@@ -120,7 +120,8 @@ def test_a_converting_copy_in_a_role_is_spread_over_the_roles_threads_in_vectors
     loop = role[role.index("for (int h0"):]
     assert re.search(r"tl::copy_vec<16>\(\(&Y_vec\[0\]\), \(&Y\[", loop), loop
     assert loop.count("tl::named_barrier_sync(2, 64)") == 2, loop
-    assert "tl::cast<float>(Y_vec[" in loop
+    # converted two at a time (pair_conversions)
+    assert "__bfloat1622float2(__halves2bfloat162(Y_vec[" in loop, loop
 
 
 def test_each_role_synchronises_its_own_threads():

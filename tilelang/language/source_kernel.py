@@ -64,6 +64,9 @@ def _as_device_functions(source: str) -> str:
         lines += [f'#pragma push_macro("{macro}")', f"#undef {macro}"]
     lines += ["#define __global__ __device__", "#define __launch_bounds__(...)",
               "#define __cluster_dims__(...)", "#define __maxnreg__(...)", source.rstrip()]
+    # undefine before restoring: where the name was no macro to begin with (NVRTC's
+    # `__global__` is a keyword), popping restores nothing and the stand-in would stay
+    lines += [f"#undef {macro}" for macro in _AS_DEVICE_FUNCTIONS]
     lines += [f'#pragma pop_macro("{macro}")' for macro in reversed(_AS_DEVICE_FUNCTIONS)]
     return "\n".join(lines) + "\n"
 
