@@ -205,5 +205,35 @@ def test_product_over_threads_on_the_gpu(n, dtype):
     a = (1 + 0.05 * torch.randn(n, device="cuda")).to(tdt)
     c = torch.full((1,), float("nan"), device="cuda", dtype=tdt)
     kernel(a, c)
-    torch.testing.assert_close(c.float(), a.double().prod().float().reshape(1),
-                               rtol=2e-2, atol=1e-3)
+    # every product rounded to the type, in the kernel's order: bit-exact (a 128-value
+    # bfloat16 product drifts a few percent from the exact one, so closeness to that proves
+    # little and fails at random)
+    assert c.cpu().item() == _product_in_combine_order(a.cpu()).item()
+
+
+def _product_in_combine_order(a):
+    """The product the kernel computes: a power-of-two group combines in the warp-shuffle tree
+    order (ranks i and i + n/2 first, within warps of 32 then across them), others fold in rank
+    order; each product rounded to a's type, as on the GPU."""
+    def tree(vals):
+        if len(vals) == 1:
+            return vals[0]
+        return tree(vals[0::2]) * tree(vals[1::2])
+
+    vals = list(a)
+    n = len(vals)
+    if n & (n - 1):
+        out = vals[0]
+        for v in vals[1:]:
+            out = out * v
+        return out
+    lanes = min(n, 32)
+    return tree([tree(vals[w * lanes:(w + 1) * lanes]) for w in range(n // lanes)])
+
+
+def test_combine_order_emulation_matches_the_interpreter():
+    for n in (8, 32, 128, 6):
+        a = (1 + 0.05 * torch.randn(n)).to(torch.bfloat16)
+        c = torch.full((1,), float("nan"), dtype=torch.bfloat16)
+        tilelang.compile(_product_over_threads(n, "bfloat16"), target="cpu")(a, c)
+        assert c.item() == _product_in_combine_order(a).item(), n

@@ -26,7 +26,9 @@ _SOURCE_MARKERS = ("\n", "__global__", 'extern "C"', "#include")
 _CUDA_SUFFIXES = (".cu", ".cuh", ".cuda", ".cpp", ".cc", ".c")
 # a __global__ function becomes a device function the generated kernel calls; attributes only
 # a __global__ function may carry are dropped (the generated kernel has its own launch bounds)
-_AS_DEVICE_FUNCTIONS = ("__global__", "__launch_bounds__", "__cluster_dims__", "__maxnreg__")
+# a launch hint with its arguments (one level of nested parentheses)
+_LAUNCH_HINT = re.compile(r"\b(?:__launch_bounds__|__cluster_dims__|__maxnreg__)\s*"
+                          r"\((?:[^()]|\([^()]*\))*\)")
 
 
 def load_cuda_source(source_code_or_path) -> str:
@@ -59,16 +61,13 @@ def kernel_names(source: str) -> list:
 
 
 def _as_device_functions(source: str) -> str:
-    lines = []
-    for macro in _AS_DEVICE_FUNCTIONS:
-        lines += [f'#pragma push_macro("{macro}")', f"#undef {macro}"]
-    lines += ["#define __global__ __device__", "#define __launch_bounds__(...)",
-              "#define __cluster_dims__(...)", "#define __maxnreg__(...)", source.rstrip()]
-    # undefine before restoring: where the name was no macro to begin with (NVRTC's
-    # `__global__` is a keyword), popping restores nothing and the stand-in would stay
-    lines += [f"#undef {macro}" for macro in _AS_DEVICE_FUNCTIONS]
-    lines += [f'#pragma pop_macro("{macro}")' for macro in reversed(_AS_DEVICE_FUNCTIONS)]
-    return "\n".join(lines) + "\n"
+    """The user's source with its kernels turned into device functions the generated kernel
+    calls: `__global__` becomes `__device__` and the launch hints (`__launch_bounds__(...)`,
+    `__cluster_dims__(...)`, `__maxnreg__(...)`) go, by rewriting the text (NVRTC has no
+    `#pragma push_macro`, so macros could not be restored after it)."""
+    text = re.sub(r"\b__global__\b", "__device__", source)
+    text = _LAUNCH_HINT.sub("", text)
+    return text.rstrip() + "\n"
 
 
 def _entry_arguments(params) -> list:
