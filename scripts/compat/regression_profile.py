@@ -53,34 +53,27 @@ def _profile_call(fn):
 def worker(perf_py, path, out_dir, label):
     rp = _load(perf_py)
     records = []
-    base_time = rp._time_gpu
 
-    def time_and_profile(fn, *a, **kw):
-        ms = base_time(fn, *a, **kw)
-        try:
-            host_us, kernels = _profile_call(fn)
-        except Exception as e:  # noqa: BLE001 - profiling is best effort
-            host_us, kernels = None, [("profiler failed", str(e)[:100])]
-        records.append({"ms": ms, "host_us": host_us, "kernels": kernels})
-        return ms
+    def profiled(timer, own=False):
+        """`timer` (fn, ...) -> ms, also recording one profiled call of `fn`."""
+        def timed(fn, *a, **kw):
+            ms = timer(fn, *a, **kw)
+            try:
+                host_us, kernels = _profile_call(fn)
+            except Exception as e:  # noqa: BLE001 - profiling is best effort
+                host_us, kernels = None, [("profiler failed", str(e)[:100])]
+            row = {"ms": ms, "host_us": host_us, "kernels": kernels}
+            if own:
+                row["own_timer"] = kw.get("backend", "event")
+            records.append(row)
+            return ms
+        return timed
 
-    rp._time_gpu = time_and_profile
+    rp._time_gpu = profiled(rp._time_gpu)
     # functions that time themselves with the module-level `tilelang.profiler.do_bench(fn, ...)`
     # (each implementation's own CUPTI timer): keep its number, profile one call of `fn` too
     prof_mod = importlib.import_module("tilelang.profiler")
-    own_bench = prof_mod.do_bench
-
-    def own_bench_and_profile(fn, *a, **kw):
-        ms = own_bench(fn, *a, **kw)
-        try:
-            host_us, kernels = _profile_call(fn)
-        except Exception as e:  # noqa: BLE001 - profiling is best effort
-            host_us, kernels = None, [("profiler failed", str(e)[:100])]
-        records.append({"ms": ms, "own_timer": kw.get("backend", "event"), "host_us": host_us,
-                        "kernels": kernels})
-        return ms
-
-    prof_mod.do_bench = own_bench_and_profile
+    prof_mod.do_bench = profiled(prof_mod.do_bench, own=True)
     built = []
     jk = importlib.import_module("tilelang.jit.kernel")
 
