@@ -40,8 +40,10 @@ def test_silent_unless_enabled(records, monkeypatch):
     assert not records.records
 
 
-def test_environment_variable_turns_compile_phases_on(records, monkeypatch):
+def test_environment_variable_turns_compile_phases_on(records, monkeypatch, tmp_path):
     monkeypatch.setenv("TILELANG_JIT_DIAGNOSTICS", "1")
+    # a fresh kernel cache: a kernel found on disk (an earlier run's) skips the compile phase
+    monkeypatch.setenv("TILELANG_CACHE_DIR", str(tmp_path))
 
     @T.prim_func
     def diag_probe(A: T.Tensor((32,), T.float32)):
