@@ -20,10 +20,7 @@ import tilelang.language as T  # noqa: E402
 import tilelang.testing  # noqa: E402
 from tilelang.autotuner import AutoTuner, autotune  # noqa: E402
 from tilelang.runtime import compile_cuda, toolkit  # noqa: E402
-
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
+from device_params import DEVICES
 
 
 requires_compiler = pytest.mark.skipif(

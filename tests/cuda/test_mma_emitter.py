@@ -12,13 +12,11 @@ import tilelang.testing
 from tilelang.cuda.intrinsics import get_swizzle_layout
 from tilelang.cuda.intrinsics.macro.mma_macro_generator import TensorCoreIntrinEmitter
 from tilelang.runtime import toolkit
+from device_params import DEVICES
 
 requires_compiler = pytest.mark.skipif(
     toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
     reason="no CUDA compiler (NVRTC or nvcc) installed")
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
          "int8": torch.int8, "int32": torch.int32}

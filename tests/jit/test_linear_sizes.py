@@ -7,10 +7,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
+from device_params import DEVICES
 
 
 def _kernel(extent_of):

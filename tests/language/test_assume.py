@@ -7,13 +7,9 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.runtime import toolkit
+from device_params import DEVICES
 
-HAS_COMPILER = toolkit.nvrtc_backend() is not None or toolkit.nvcc_path() is not None
 SM90 = "cuda -arch=sm_90a"
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 
 
 def _window(assume):

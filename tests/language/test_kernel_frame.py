@@ -7,14 +7,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
-
-
-def _target(device):
-    return "cpu" if device == "cpu" else "cuda"
+from device_params import DEVICES, target_of as _target
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -6,12 +6,7 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.runtime import toolkit
-
-HAS_COMPILER = toolkit.nvrtc_backend() is not None or toolkit.nvcc_path() is not None
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
+from device_params import HAS_COMPILER, DEVICES
 
 
 def _kernel(dtype, n, buffer_form=False):

@@ -7,12 +7,8 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.runtime import toolkit
+from device_params import HAS_COMPILER, DEVICES
 
-HAS_COMPILER = toolkit.nvrtc_backend() is not None or toolkit.nvcc_path() is not None
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 OPS = {"add2": (T.add2, lambda a, b, c: a + b), "sub2": (T.sub2, lambda a, b, c: a - b),
        "mul2": (T.mul2, lambda a, b, c: a * b), "max2": (T.max2, lambda a, b, c: torch.maximum(a, b)),
        "min2": (T.min2, lambda a, b, c: torch.minimum(a, b)),

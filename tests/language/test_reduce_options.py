@@ -12,12 +12,8 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.runtime import toolkit
+from device_params import HAS_COMPILER, DEVICES
 
-HAS_COMPILER = toolkit.nvrtc_backend() is not None or toolkit.nvcc_path() is not None
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
          "float64": torch.float64}
 

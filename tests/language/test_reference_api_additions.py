@@ -16,14 +16,12 @@ import tilelang
 import tilelang.language as T
 from tilelang.errors import KernelError
 from tilelang.runtime import compile_cuda, toolkit
+from device_params import DEVICES
 
 requires_compiler = pytest.mark.skipif(
     toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
     reason="no CUDA compiler (NVRTC or nvcc) installed")
 
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 
 SM90 = "cuda -arch=sm_90a"
 

@@ -8,16 +8,7 @@ import torch
 import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
-from tilelang.runtime import toolkit
-
-HAS_COMPILER = toolkit.nvrtc_backend() is not None or toolkit.nvcc_path() is not None
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
-
-
-def _target(device):
-    return "cpu" if device == "cpu" else "cuda"
+from device_params import HAS_COMPILER, DEVICES, target_of as _target
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -7,12 +7,8 @@ import torch
 
 import tilelang
 import tilelang.language as T
-from tilelang.runtime import toolkit
+from device_params import HAS_COMPILER, DEVICES
 
-HAS_COMPILER = toolkit.nvrtc_backend() is not None or toolkit.nvcc_path() is not None
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 LOADS = {32: T.ldg32, 64: T.ldg64, 128: T.ldg128, 256: T.ldg256}
 STORES = {32: T.stg32, 64: T.stg64, 128: T.stg128, 256: T.stg256}
 SHARED_LOADS = {32: T.lds32, 64: T.lds64, 128: T.lds128}
