@@ -154,8 +154,9 @@ def _starts_addressable(region: ir.BufferRegion, buf: ir.Buffer, k_major: bool) 
         return True
     if k_major:  # rows are M (or N), columns are K
         quanta = (8, k_step(buf.dtype))
-    else:        # rows are K, columns are M (or N)
-        quanta = (k_step(buf.dtype), L.swizzle_mode(buf.shape, buf.dtype.bits) * 8 // buf.dtype.bits)
+    else:        # rows are K, columns are M (or N): whole atoms of the swizzle's width
+        atom = L.swizzle_mode(buf.shape, buf.dtype.bits) * 8 // buf.dtype.bits
+        quanta = (k_step(buf.dtype), atom)
     analyzer = Analyzer()
     return all(analyzer.is_divisible(s, q) for s, q in zip((row_start, col_start), quanta))
 

@@ -75,7 +75,8 @@ def _paired(loop: ir.For, body, analyzer):
     offsets = []
     for indices in (body.indices, load.indices):
         linear = analyzer.detect_linear(indices[-1], v)
-        if linear is None or linear[0] != 1 or any(any(x is v for x in free_vars(i)) for i in indices[:-1]):
+        if linear is None or linear[0] != 1 or \
+                any(any(x is v for x in free_vars(i)) for i in indices[:-1]):
             return None
         offsets.append(linear[1])
     p = ir.Var("vp", v.dtype)
