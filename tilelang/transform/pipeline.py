@@ -16,6 +16,12 @@ global→shared copies that depend only on the loop variable and loop-invariant 
         rest of the body, reading stage k % S
     wait_group(0)
 
+A body that is one branch on a block-uniform condition after lets (`if BlockMask[by, bx, k]:
+copies; gemm`, analysis/uniform.py) is pipelined the same way with the condition evaluated
+for each iteration it touches: the copies issued for iteration j run under `if cond(j)`, the
+rest of the body under `if cond(k)`; a skipped iteration leaves its stage and commit group
+empty, so the group counts and the stage of every iteration are those of the unguarded loop.
+
 Each copy destination gets a leading stage dimension (`S` buffers in one allocation). Issued
 gather nests carry the annotation ("async_gather", True): partition_parallel lowers them to
 cp.async with zero-fill where it can prove the vector width, else to synchronous stores, which
@@ -35,6 +41,7 @@ from .analysis.gather import ASYNC_GATHER, gather_parts
 from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
 from .analysis.scopes import is_global_to_shared
+from .analysis.uniform import uniform_guard
 from .pass_config import PassConfigKey
 
 VOID = ir.DType("void")
@@ -53,8 +60,9 @@ class Pipeliner:
                         loop.annotations, loc=loop.loc)
         if stages < 1 or loop.step != 1:
             return serial
-        items = flatten(loop.body)
         written = written_buffers(loop.body)
+        guard = uniform_guard(loop.body, self.ctx.kernel, written)
+        items = guard.items if guard else flatten(loop.body)
         lets = {it.var: it for it in items if isinstance(it, tuple)}
         producers = []
         for idx, st in enumerate(items):
@@ -72,7 +80,10 @@ class Pipeliner:
         if not producers:
             return serial
         if stages == 1:
-            return self._single_stage(loop, items, producers) or serial
+            return (None if guard else self._single_stage(loop, items, producers)) or serial
+        cond_lets = lets_needed([guard.cond], lets, written) if guard else []
+        if cond_lets is None:
+            return serial
         mapping = {}
         for _, st, _ in producers:
             b = _destination(st)
@@ -100,15 +111,29 @@ class Pipeliner:
                 for let in reversed(deps):
                     stmt = ir.LetStmt(let.var, substitute(let.value, sub), stmt, loc=let.loc)
                 out.append(stmt)
-            return ir.Seq(tuple(out))
+            if guard is None:
+                return ir.Seq(tuple(out))
+            # a skipped iteration loads nothing; its stage and commit group stay empty
+            stmt = ir.If(substitute(guard.cond, {k: iter_expr}), ir.Seq(tuple(out)), None,
+                         loc=guard.loc)
+            for let in reversed(cond_lets):
+                stmt = ir.LetStmt(let.var, substitute(let.value, {k: iter_expr}), stmt,
+                                  loc=let.loc)
+            return stmt
 
         producer_ids = {id(st) for _, st, _ in producers}
         rest = [it for it in items if not (not isinstance(it, tuple) and id(it) in producer_ids)]
-        under_gemm = self._issue_under_gemm(rest)
+        # a gemm left running under a branch would be waited for in the next iteration's
+        # branch, which may not run (wgmma_wait.py): the plain order under a guard
+        under_gemm = guard is None and self._issue_under_gemm(rest)
         if under_gemm:
             rest = [ir.with_fields(it, wg_wait=-1) if isinstance(it, ir.Gemm) else it
                     for it in rest]
         stage_k = ir.binary("floormod", ir.binary("sub", k, start), S)
+        if guard is not None:
+            n_lets = len(guard.lets)  # lets are never producers: rest starts with them
+            rest = rest[:n_lets] + [ir.If(guard.cond, rebuild(rest[n_lets:]), None,
+                                          loc=guard.loc)]
         body_rest = Rebuffer(mapping, stage_k).visit(rebuild(rest))
         s = ir.Var("s")
         prologue = ir.For(s, ir.const(0), ir.const(S - 1), "unroll", ir.Seq((
@@ -129,7 +154,9 @@ class Pipeliner:
         n_gathers = sum(1 for _, st, _ in producers if not isinstance(st, ir.Copy))
         self.ctx.note(f"pipelined loop over {k.name}: {S} stages, {len(producers)} async "
                       f"copies ({', '.join(b.name for b in mapping)})"
-                      + (f", {n_gathers} of them gathers" if n_gathers else ""))
+                      + (f", {n_gathers} of them gathers" if n_gathers else "")
+                      + (", under a block-uniform branch (skipped iterations load nothing)"
+                         if guard else ""))
         return ir.Seq((prologue, main, drain))
 
     def _single_stage(self, loop, items, producers):
