@@ -6,7 +6,6 @@ are skipped. Checked by running the producer and consumer regions the pass emits
 abstract machine (mbarrier phases, TMA loads landing at arbitrary times, random
 interleavings of the two roles), and in the generated CUDA; `@gpu` tests compare with torch."""
 
-import random
 import re
 
 import numpy as np
@@ -16,147 +15,8 @@ import tilelang
 import tilelang.language as T
 from tilelang.ir import nodes as ir
 
-from transform_helpers import (BK, SM90, eval_with_memory, guarded_gemm, nodes, requires_gpu,
-                               run_passes)
-
-
-class _Barriers:
-    """mbarriers by (name, slot): arrivals and transaction bytes of the current phase, and
-    phases completed (a wait on parity P passes once a phase of parity P has completed,
-    which a fresh barrier reports for P = 1)."""
-
-    def __init__(self, counts):
-        self.counts = counts  # name -> expected arrivals
-        self.done, self.arrived, self.tx = {}, {}, {}
-
-    def _check(self, key):
-        assert self.arrived.get(key, 0) <= self.counts[key[0]], f"too many arrivals on {key}"
-        if self.arrived.get(key, 0) == self.counts[key[0]] and self.tx.get(key, 0) == 0:
-            self.done[key] = self.done.get(key, 0) + 1
-            self.arrived[key] = 0
-
-    def arrive(self, key, n=1, tx=0):
-        self.arrived[key] = self.arrived.get(key, 0) + n
-        self.tx[key] = self.tx.get(key, 0) + tx
-        self._check(key)
-
-    def complete_tx(self, key, nbytes):
-        self.tx[key] -= nbytes
-        assert self.tx[key] >= 0
-        self._check(key)
-
-    def passes(self, key, parity):
-        return self.done.get(key, 0) % 2 != parity
-
-
-class _Machine:
-    """The producer thread and (one for all) the consumer threads, run as coroutines."""
-
-    def __init__(self, memory, consumers, seed):
-        self.memory = memory
-        self.bars = _Barriers({"full_bar": 1, "empty_bar": consumers})
-        self.consumers = consumers
-        self.rng = random.Random(seed)
-        self.in_flight = []      # (barrier key, stage key, iteration, bytes)
-        self.content = {}        # stage key -> iteration whose tile landed there
-        self.reads = []          # (ko, buffer, slot) of every gemm operand read
-
-    def _slot(self, addr, env, local):
-        load = addr.args[0]
-        idx = tuple(int(eval_with_memory(i, env, {**self.memory, **local}))
-                    for i in load.indices)
-        return load.buffer, idx[0]
-
-    def role(self, stmt, env):
-        local = {}
-        yield from self._run(stmt, dict(env), local)
-
-    def _run(self, s, env, local):
-        ev = lambda e: eval_with_memory(e, env, {**self.memory, **local})  # noqa: E731
-        if isinstance(s, ir.Seq):
-            for x in s.stmts:
-                yield from self._run(x, env, local)
-        elif isinstance(s, ir.Attr):
-            yield from self._run(s.body, env, local)
-        elif isinstance(s, ir.LetStmt):
-            yield from self._run(s.body, {**env, s.var: ev(s.value)}, local)
-        elif isinstance(s, ir.Allocate):
-            local[s.buffer.name] = np.array([ev(s.init)])
-            yield from self._run(s.body, env, local)
-        elif isinstance(s, ir.Store):
-            assert s.buffer.name in local, f"unexpected store to {s.buffer.name}"
-            local[s.buffer.name][0] = ev(s.value)
-        elif isinstance(s, ir.If):
-            if ev(s.cond):
-                yield from self._run(s.then_body, env, local)
-            elif s.else_body is not None:
-                yield from self._run(s.else_body, env, local)
-        elif isinstance(s, ir.For):
-            if s.kind == "parallel":
-                return  # the accumulator's fill and store: registers, no ring traffic
-            start, n = ev(s.start), ev(s.extent)
-            for i in range(start, start + n):
-                yield from self._run(s.body, {**env, s.var: i}, local)
-        elif isinstance(s, ir.Gemm):
-            for region in (s.A, s.B):
-                key = (region.buffer.name, int(ev(region.region[0][0])))
-                assert not any(f[1] == key for f in self.in_flight), f"{key} read in flight"
-                self.reads.append((env[self.loop_var], key[0], key[1], self.content.get(key)))
-            yield
-        elif isinstance(s, ir.Evaluate) and ir.is_extern_call(s.value):
-            name, args = s.value.args[0], s.value.args[1:]
-            if name == "tl::mbarrier_wait":
-                buf, slot = self._slot(args[0], env, local)
-                parity = ev(args[1])
-                while not self.bars.passes((buf.name, slot), parity):
-                    yield "blocked"
-            elif name == "tl::mbarrier_arrive_expect_tx":
-                buf, slot = self._slot(args[0], env, local)
-                self.bars.arrive((buf.name, slot), 1, ev(args[1]))
-            elif name == "tl::mbarrier_arrive":
-                buf, slot = self._slot(args[0], env, local)
-                self.bars.arrive((buf.name, slot), self.consumers)
-            elif name == "tl::tma_load":
-                bar, bslot = self._slot(args[1], env, local)
-                dst, dslot = self._slot(args[2], env, local)
-                coords = [ev(c) for c in args[3:]]
-                ko = coords[0] // BK if dst.name == "As" else coords[1] // BK
-                nbytes = int(np.prod(dst.shape[1:])) * dst.dtype.bytes
-                self.in_flight.append(((bar.name, bslot), (dst.name, dslot), ko, nbytes))
-            elif name in ("tl::fence_proxy_async",):
-                pass
-            else:
-                raise AssertionError(f"unexpected call {name}")
-            yield
-        else:
-            raise AssertionError(f"unexpected statement {type(s).__name__}")
-
-    def land_one(self):
-        bar, key, ko, nbytes = self.in_flight.pop(self.rng.randrange(len(self.in_flight)))
-        self.content[key] = ko
-        self.bars.complete_tx(bar, nbytes)
-
-    def run(self, producer, consumer, loop_var, env):
-        self.loop_var = loop_var
-        roles = {"p": self.role(producer, env), "c": self.role(consumer, env)}
-        blocked = set()
-        while roles:
-            choices = [r for r in roles if r not in blocked] + (["land"] if self.in_flight
-                                                                else [])
-            assert choices, "deadlock: both roles wait and no load is in flight"
-            pick = self.rng.choice(choices)
-            if pick == "land":
-                self.land_one()
-                blocked.clear()
-                continue
-            try:
-                if next(roles[pick]) == "blocked":
-                    blocked.add(pick)
-                else:
-                    blocked.clear()
-            except StopIteration:
-                del roles[pick]
-        assert not self.in_flight, "loads still in flight at the end"
+from mbarrier_machine import MbarrierMachine
+from transform_helpers import BK, SM90, guarded_gemm, nodes, requires_gpu, run_passes
 
 
 def _regions(kernel):
@@ -175,13 +35,14 @@ def test_tma_ring_stays_in_step_when_iterations_are_skipped(stages, mask):
     (loop,) = nodes(consumer, ir.For, lambda f: f.kind == "serial")
     tx = k.thread_vars[0]
     memory = {"Mask": np.array([c == "1" for c in mask])}
-    expected = sorted((ko, name, n % stages, ko) for n, ko in
+    tile = {"As": lambda ko: (0, ko * BK), "Bs": lambda ko: (ko * BK, 0)}  # source starts
+    expected = sorted((ko, name, n % stages, tile[name](ko)) for n, ko in
                       enumerate(i for i in range(iters) if mask[i] == "1")
                       for name in ("As", "Bs"))
     for seed in range(6):
-        m = _Machine(memory, 128, seed)
-        m.run(ir.Seq((ir.If(ir.compare("eq", tx, 128), producer, None),)), consumer,
-              loop.var, {tx: 128})
+        m = MbarrierMachine(memory, {"full_bar": 1, "empty_bar": 128}, seed, loop.var)
+        m.run([(ir.If(ir.compare("eq", tx, 128), producer, None), {tx: 128}),
+               (consumer, {tx: 0})])
         assert sorted(m.reads) == expected
 
 
