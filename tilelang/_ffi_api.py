@@ -1,7 +1,8 @@
-"""`tilelang._ffi_api`: the reference's private TVM FFI namespace, importable because some of
-its test programs import it. This TileLang has no FFI; the one function given here is the
-implementation behind a public method (`Layout_repeat(layout, dim, factor)` is
-`layout.repeat(dim, factor)`). Any other name raises AttributeError."""
+"""`tilelang._ffi_api`: in the reference, the functions its C++ library registers through the
+TVM FFI; some of its test programs import the module at the top. This TileLang has no C++
+library: the one function given here is the implementation behind a public method
+(`Layout_repeat(layout, dim, factor)` is `layout.repeat(dim, factor)`), and every other name is
+an AttributeError saying why."""
 
 from __future__ import annotations
 
@@ -13,5 +14,8 @@ def Layout_repeat(layout, dim, factor):  # noqa: N802 - the reference's FFI name
 
 
 def __getattr__(name):
-    raise AttributeError(f"tilelang._ffi_api.{name} is the reference's private TVM FFI, which "
-                         "this TileLang does not have; see docs/compatibility.md")
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"tilelang._ffi_api.{name}: the reference's C++ (TVM FFI) functions are "
+                         "not part of this pure-Python TileLang (tcgen05 / sm_100 descriptors "
+                         "belong to a backend it does not have); see docs/compatibility.md")

@@ -20,6 +20,7 @@ docs/compatibility.md.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -106,6 +107,23 @@ class Environment:
         return _flag("TILELANG_AUTO_TUNING_DISABLE_CACHE")
 
     TILELANG_JIT_DIAGNOSTICS = EnvVar("TILELANG_JIT_DIAGNOSTICS", "0")
+    # seconds an nvcc run may take (empty or 0: no limit); NVRTC compiles in this process
+    # and is not bounded by it
+    TILELANG_COMPILE_TIMEOUT_SECONDS = EnvVar("TILELANG_COMPILE_TIMEOUT_SECONDS", "")
+
+    def get_compile_timeout_seconds(self) -> float | None:
+        """TILELANG_COMPILE_TIMEOUT_SECONDS as a number of seconds; None for no limit."""
+        text = str(self.TILELANG_COMPILE_TIMEOUT_SECONDS).strip()
+        if not text:
+            return None
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(f"TILELANG_COMPILE_TIMEOUT_SECONDS must be empty or a finite "
+                             f"number of seconds >= 0 (0: no limit), got {text!r}")
+        return seconds or None
 
     def is_jit_diagnostics_enabled(self) -> bool:
         return str(self.TILELANG_JIT_DIAGNOSTICS).strip().lower() in ("1", "true", "yes", "on")

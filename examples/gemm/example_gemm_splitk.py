@@ -13,7 +13,8 @@ Choosing the split: enough blocks to fill the GPU once (1024x1024 in 128x256 til
 tiles; split 4 makes 128 blocks for 132 SMs) and no more, because every extra slice adds a
 full tile of atomics. With `vector_atomics=True` the accumulator is first staged in shared
 memory and each thread adds 4 consecutive floats with one `T.atomic_addx4` (a single
-vector reduction on sm_90) instead of 4 scalar atomics; that needs N % 4 == 0 and
+vector reduction on sm_90) instead of the 2 pairs the gemm's register layout gives it
+(`T.atomic_add` of the fragment adds each pair with one 2-wide atomic); that needs N % 4 == 0 and
 block_M * block_N * 4 bytes of shared memory on top of the pipeline.
 
 With `cluster_sum=True` (sm_90) the split_k slices of a tile form a thread block cluster and

@@ -140,7 +140,8 @@ def ref_program(q, k, v, block_indices, block_size, rows=slice(None)):
 
 # (batch, heads, kv_heads, seq_len, dim, block_size, selected_blocks, config)
 SIZES = {
-    "small": (1, 32, 2, 100, 64, 16, 3, dict()),
+    # 16 x 16 score tiles: two warps, so that each owns whole 16 x 8 mma tiles
+    "small": (1, 32, 2, 100, 64, 16, 3, dict(threads=64)),
     "medium": (2, 32, 2, 1000, 128, 32, 8, dict()),
     "bench": (1, 64, 4, 8192, 128, 64, 16, dict()),
 }

@@ -351,3 +351,37 @@ def test_blackwell_constructs_name_their_backend(construct):
             with T.Kernel(1, threads=128):
                 getattr(T, construct)((128, 128), "float32")
     assert "test_reference_modules.py" in str(info.value)
+
+
+# ---- TILELANG_COMPILE_TIMEOUT_SECONDS ------------------------------------------------------
+def test_compile_timeout_setting(monkeypatch):
+    from tilelang.env import env
+
+    for unlimited in (None, "", " ", "0"):
+        if unlimited is None:
+            monkeypatch.delenv("TILELANG_COMPILE_TIMEOUT_SECONDS", raising=False)
+        else:
+            monkeypatch.setenv("TILELANG_COMPILE_TIMEOUT_SECONDS", unlimited)
+        assert env.get_compile_timeout_seconds() is None
+    monkeypatch.setenv("TILELANG_COMPILE_TIMEOUT_SECONDS", "2.5")
+    assert env.get_compile_timeout_seconds() == 2.5
+    for bad in ("soon", "nan", "inf", "-1"):
+        monkeypatch.setenv("TILELANG_COMPILE_TIMEOUT_SECONDS", bad)
+        with pytest.raises(ValueError, match=f"TILELANG_COMPILE_TIMEOUT_SECONDS .* got '{bad}'"):
+            env.get_compile_timeout_seconds()
+
+
+def test_nvcc_is_stopped_after_the_compile_timeout(monkeypatch, tmp_path):
+    from tilelang.contrib import nvcc
+
+    # an "nvcc" that does not finish within the limit
+    slow = tmp_path / "nvcc"
+    slow.write_text("#!/bin/sh\nexec sleep 60\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(nvcc, "get_nvcc_compiler", lambda: str(slow))
+    monkeypatch.setenv("TILELANG_COMPILE_TIMEOUT_SECONDS", "0.3")
+    with pytest.raises(RuntimeError, match="NVCC compilation timed out after 0.3 seconds") as info:
+        nvcc.compile_cuda("__global__ void k() {}", "cubin", arch="sm_90a")
+    message = str(info.value)
+    assert f"Command: {slow}" in message and "-arch=sm_90a" in message
+    assert "__global__ void k() {}" in message  # the source

@@ -195,19 +195,21 @@ def cp_async_mbarrier(N, chunks=4):
     return main
 
 
-def thread_allreduce(rows, R, dtype="float32", op="sum", K=256, skip_odd=False):
+def thread_allreduce(rows, R, dtype="float32", op="sum", K=256, skip_odd=False, over_x=False):
     """out[r] = the reduction (sum, max or prod) of A[r, :] by a block of (rows, R) threads:
     each thread folds K/R elements, then T.tvm_thread_allreduce over threadIdx.y (the
-    reference's gemv idiom). With `skip_odd`, odd threads contribute the identity."""
+    reference's gemv idiom). With `skip_odd`, odd threads contribute the identity. With
+    `over_x`, the block is (R, rows) and the reduction runs over threadIdx.x (consecutive
+    lanes: warp shuffles)."""
     combine = {"sum": (lambda x, y: x + y, 0), "max": (lambda x, y: T.max(x, y), -1e30),
                "prod": (lambda x, y: x * y, 1)}[op]
     fn, ident = combine
 
     @T.prim_func
     def main(A: T.Tensor((rows, K), dtype), out: T.Tensor((rows,), dtype)):
-        with T.Kernel(1, threads=(rows, R)):
-            tn = T.get_thread_binding(0)
-            tk = T.get_thread_binding(1)
+        with T.Kernel(1, threads=(R, rows) if over_x else (rows, R)):
+            tn = T.get_thread_binding(1 if over_x else 0)
+            tk = T.get_thread_binding(0 if over_x else 1)
             acc = T.alloc_local((1,), dtype)
             acc[0] = T.cast(ident, dtype)
             for k in T.serial(K // R):
@@ -353,17 +355,19 @@ def block_tma_gemm(M, N, K, bm=128, bn=128, bk=32, stages=2):
     return main
 
 
-def two_sized_roles(M, H, hidden_block=128, hc=4):
+def two_sized_roles(M, H, hidden_block=128, hc=4, y_dtype="float32"):
     """Tile operations in roles of different sizes (the reference's mHC pre block): block-wide
     row sums of X into a fragment and through shared memory; then 32 threads run a row
     softmax of a hc x hc tile (fragments, reductions), while the other 64 threads stream rows
     of Y through shared memory and mix them with the block-wide weights.
 
     out0[b, i, j] = softmax_j(w[b, i * hc + j]),  w[b, k] = 2 * sum(X[b, k, :])
-    out1[b, h] = sum_i w[b, i] * Y[b, i, h]"""
+    out1[b, h] = sum_i w[b, i] * Y[b, i, h]
+
+    `y_dtype` other than float32: Y is converted as it is copied into the float32 tile."""
 
     @T.prim_func
-    def main(X: T.Tensor((M, hc * hc, 8), "float32"), Y: T.Tensor((M, hc, H), "float32"),
+    def main(X: T.Tensor((M, hc * hc, 8), "float32"), Y: T.Tensor((M, hc, H), y_dtype),
              out0: T.Tensor((M, hc, hc), "float32"), out1: T.Tensor((M, H), "float32")):
         with T.Kernel(M, threads=96) as b:
             w = T.alloc_fragment((hc * hc,), "float32")

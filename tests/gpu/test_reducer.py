@@ -71,3 +71,25 @@ def test_per_thread_contributions():
     o = _poisoned(1)
     k(A, o)
     torch.testing.assert_close(o, A.sum().reshape(1), rtol=1e-5, atol=1e-5)
+
+
+_BITWISE = {"bitand": torch.bitwise_and, "bitor": torch.bitwise_or,
+            "bitxor": torch.bitwise_xor}
+
+
+@pytest.mark.parametrize("M,N", [(32, 128), (70, 300), (257, 1000)])
+@pytest.mark.parametrize("op", sorted(_BITWISE))
+@pytest.mark.parametrize("start", [None, 0x5A5A5A5A])
+@pytest.mark.parametrize("configs", [None, BASELINE], ids=["partials", "atomics"])
+def test_rows_v2_bitwise(M, N, op, start, configs):
+    k = tilelang.compile(R.rows_v2(M, N, op=op, start=start, dtype="int32"), target="cuda",
+                         pass_configs=configs)
+    A = torch.randint(0, 2**31 - 1, (M, N), device="cuda", dtype=torch.int32)
+    o = torch.full((M,), -7, device="cuda", dtype=torch.int32)
+    k(A, o)
+    want = A[:, 0].clone()
+    for j in range(1, N):
+        want = _BITWISE[op](want, A[:, j])
+    if start is not None:
+        want = _BITWISE[op](want, torch.tensor(start, device="cuda", dtype=torch.int32))
+    assert torch.equal(o, want)

@@ -111,10 +111,13 @@ def test_cp_async_mbarrier(n, chunks):
     torch.testing.assert_close(b, a + 1)
 
 
+@pytest.mark.parametrize("over_x", [False, True], ids=["over_y", "over_lanes"])
 @pytest.mark.parametrize("op", ["sum", "max"])
-@pytest.mark.parametrize("rows,R_", [(8, 4), (2, 32)])
-def test_thread_allreduce(op, rows, R_):
-    k = tilelang.compile(R.thread_allreduce(rows, R_, "float32", op, K=256), target="cuda")
+@pytest.mark.parametrize("rows,R_", [(8, 4), (2, 32), (3, 16)])
+def test_thread_allreduce(op, rows, R_, over_x):
+    # over_lanes: threadIdx.x reduced by warp shuffles
+    k = tilelang.compile(R.thread_allreduce(rows, R_, "float32", op, K=256, over_x=over_x),
+                         target="cuda")
     a = torch.randn(rows, 256, device="cuda")
     out = _poisoned(rows)
     k(a, out)
@@ -147,16 +150,19 @@ def test_block_level_tma_in_pipelined_loop(M, N, K):
 
 # ---- tile operations in roles of different thread ranges ------------------------------------
 
+@pytest.mark.parametrize("y_dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("M,H", [(7, 300), (64, 1024)])
-def test_a_warp_and_two_warps(M, H):
-    k = tilelang.compile(R.two_sized_roles(M, H), target="cuda")
+def test_a_warp_and_two_warps(M, H, y_dtype):
+    # bfloat16: Y converted by the 64-thread role as it is copied into its float32 tile
+    k = tilelang.compile(R.two_sized_roles(M, H, y_dtype=y_dtype), target="cuda")
     X = torch.randn(M, 16, 8, device="cuda")
-    Y = torch.randn(M, 4, H, device="cuda")
+    Y = torch.randn(M, 4, H, device="cuda").to(getattr(torch, y_dtype))
     out0, out1 = _poisoned(M, 4, 4), _poisoned(M, H)
     k(X, Y, out0, out1)
     w = 2 * X.sum(2)
     torch.testing.assert_close(out0, torch.softmax(w.view(M, 4, 4), -1))
-    torch.testing.assert_close(out1, (w[:, :4, None] * Y).sum(1), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out1, (w[:, :4, None] * Y.float()).sum(1), rtol=1e-4,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("reduce_threads", [128, 64])

@@ -230,3 +230,29 @@ def test_cast_takes_both_argument_orders():
     tilelang.compile(kernel, target="cpu")(x, y, z)
     assert torch.equal(y, torch.ceil(torch.log2(x)).int())
     assert torch.equal(z, (x * 4).int())
+
+
+def test_float4_unpacked_is_a_tag():
+    dt = T.float4_e2m1_unpacked
+    assert (dt.bits, int(dt.type_code), str(dt), dt.lanes) == (8, 131, "custom[float4_e2m1_unpacked]8", 1)
+    assert dt.is_float4() and dt.is_float4_e2m1_unpacked() and not dt.is_float4_e2m1fn()
+    assert dt != T.float4_e2m1fn and T.dtype("custom[float4_e2m1_unpacked]8") is dt
+    assert not T.float4_e2m1fn.is_float4_e2m1_unpacked()
+    assert not hasattr(T, "float4_e2m1_unpackedx2")
+    from tilelang.language import dtypes
+
+    assert dtypes.is_float4_e2m1_unpacked("custom[float4_e2m1_unpacked]8")
+    assert not dtypes.is_float4_e2m1_unpacked(T.float4_e2m1fn)
+    with pytest.raises(NotImplementedError, match="sm_100") as info:
+        @T.prim_func
+        def kernel(A: T.Tensor((64,), T.float4_e2m1fn)):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((64,), T.float4_e2m1_unpacked)  # noqa: F841
+    assert "test_dtype_compat.py" in str(info.value)
+
+
+def test_ffi_api_names_are_explained():
+    from tilelang import _ffi_api
+
+    with pytest.raises(AttributeError, match="TVM FFI"):
+        _ffi_api.get_tcgen5_instr_desc

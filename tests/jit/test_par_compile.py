@@ -59,3 +59,37 @@ def test_lazy_par_compile_placeholders_and_reuse():
         torch.testing.assert_close(axpy(x, y, cfg["a"]), x * cfg["a"] + y)
         torch.testing.assert_close(k(x, y), x * cfg["a"] + y)
     assert axpy.trace_count == 3  # the calls hit the par_compiled kernels
+
+
+def _scale(factor):
+    @T.prim_func
+    def scale(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.float32)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = A[i] * factor
+    return scale
+
+
+def test_top_level_par_compile_of_prim_funcs_in_order():
+    kernels = tilelang.par_compile([_scale(f) for f in (1.0, 2.0, 3.0)], target="cpu",
+                                   num_workers=2)
+    a = torch.randn(64)
+    for factor, kernel in zip((1.0, 2.0, 3.0), kernels):
+        b = torch.full((64,), float("nan"))
+        kernel(a, b)
+        torch.testing.assert_close(b, a * factor)
+
+
+def test_top_level_par_compile_with_out_idx_and_ignore_error():
+    @T.prim_func
+    def bad(A: T.Tensor((4,), T.float32)):
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                A[i] = A[i + 8]  # refused when compiled (and has no parameter 1)
+
+    with pytest.warns(UserWarning):
+        kernels = tilelang.par_compile([_scale(2.0), bad], out_idx=[1], target="cpu",
+                                       ignore_error=True)
+    a = torch.randn(64)
+    torch.testing.assert_close(kernels[0](a), a * 2.0)
+    assert kernels[1] is None

@@ -1,7 +1,7 @@
 """A grid extent of 0 is an error, as in the reference (its issue 1993): a size that makes a
 dynamic grid empty raises at the call, before anything runs (nothing is written), on the
-interpreter and on CUDA alike; a grid that is empty whatever the sizes is a located error
-when the kernel is compiled."""
+interpreter and on CUDA alike; a grid that is empty whatever the sizes compiles, and every
+call of it raises so."""
 
 import pytest
 import torch
@@ -57,10 +57,33 @@ def test_second_grid_axis_of_zero_raises(device):
         k(torch.zeros((0, 4), device=device))
 
 
-def test_grid_empty_whatever_the_sizes_is_a_located_error():
-    with pytest.raises(ValueError, match="grid extent 0 must be positive") as info:
+def _static_empty_grid():
+    @T.prim_func
+    def kernel(out: T.Tensor((4,), "float32")):
+        with T.Kernel(T.ceildiv(0, 128), threads=32):
+            out[0] = T.float32(1.0)
+    return kernel
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_grid_empty_whatever_the_sizes_compiles_and_every_call_raises(device):
+    # as in the reference: the kernel builds, and each call is refused before anything runs
+    kernel = tilelang.compile(_static_empty_grid(), target=device)
+    out = torch.zeros(4, device=device)
+    with pytest.raises(ValueError, match="grid extent 0 along x launches no blocks"):
+        kernel(out)
+    assert out.cpu().tolist() == [0.0] * 4
+
+
+def test_grid_empty_whatever_the_sizes_builds_for_sm90a():
+    assert "__global__" in tilelang.compile(_static_empty_grid(),
+                                            target="cuda -arch=sm_90a").get_kernel_source()
+
+
+def test_negative_grid_extent_is_a_located_error():
+    with pytest.raises(ValueError, match="grid extent 0 must not be negative, got -1") as info:
         @T.prim_func
         def kernel(out: T.Tensor((4,), "float32")):
-            with T.Kernel(T.ceildiv(0, 128), threads=32):
+            with T.Kernel(-1, threads=32):
                 out[0] = T.float32(1.0)
     assert "test_zero_grid.py" in str(info.value)

@@ -117,3 +117,23 @@ def test_sources_written_for_the_reference_may_use_its_short_type_names():
             y[tx] = T.call_extern("uint32", "twice", x[tx])
 
     assert "twice(x[tx])" in tilelang.compile(k, target="cuda -arch=sm_90a").get_kernel_source()
+
+
+def test_tvm_tirx_call_extern_and_a_sleep_the_interpreter_skips():
+    """`tirx.call_extern("void", "__nanosleep", 100)` as a statement: CUDA's sleep in the
+    generated code; the interpreter, which has no clock, runs on."""
+    from tilelang.tvm import tirx
+
+    @T.prim_func
+    def k(A: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            if tx == 0:
+                tirx.call_extern("void", "__nanosleep", 100)
+            A[tx] = tx
+
+    src = tilelang.lower(k, target="cuda -arch=sm_90a")
+    assert "__nanosleep(100);" in src
+    a = torch.full((32,), -1, dtype=torch.int32)
+    tilelang.compile(k, target="cpu")(a)
+    assert torch.equal(a, torch.arange(32, dtype=torch.int32))

@@ -62,10 +62,13 @@ def test_dependent_kernels_run_in_order_on_the_interpreter(n):
 def test_pdl_calls_in_the_cuda_source_of_each_kernel():
     src = tilelang.compile(two_kernels(100), target=SM90).get_kernel_source()
     first, second = src.split("__global__")[1:3]
-    assert "tl::pdl_trigger();" in first and "tl::pdl_sync" not in first
-    assert "tl::pdl_sync();" in second and "tl::pdl_trigger" not in second
+    trigger, wait = "cudaTriggerProgrammaticLaunchCompletion()", "cudaGridDependencySynchronize()"
+    assert trigger in first and wait not in first
+    assert wait in second and trigger not in second
     # the wait comes before the dependent kernel reads B
-    assert second.index("tl::pdl_sync") < second.index("B[")
+    assert second.index(wait) < second.index("B[")
+    # what the waiting kernel reads was written while it ran: no __restrict__ there
+    assert "__restrict__" in first and "__restrict__" not in second
 
 
 def test_pdl_builds_for_sm80_where_it_is_a_no_op():

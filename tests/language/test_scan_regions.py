@@ -59,3 +59,35 @@ def test_region_shapes_must_match():
             with T.Kernel(1, threads=32):
                 s = T.alloc_shared((8, 16), "float32")
                 T.cumsum(src=s[0:8, 0:8], dst=s[0:8, 0:4])
+
+
+def test_scan_annotations_are_kept_and_printed():
+    @T.prim_func
+    def f(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            s = T.alloc_fragment((32,), "float32")
+            T.copy(A, s)
+            T.cumsum(s, annotations={"test.scan": "cumsum", "n": 2})
+            T.cummax(s, annotations={"test.scan": "cummax"})
+            T.copy(s, B)
+
+    lines = f.script().splitlines()
+    assert 'n=2, test.scan="cumsum")' in next(x for x in lines if "T.cumsum(" in x)
+    assert 'test.scan="cummax")' in next(x for x in lines if "T.cummax(" in x)
+    a = torch.randn(32)
+    b = torch.full((32,), float("nan"))
+    tilelang.compile(f, target="cpu")(a, b)
+    torch.testing.assert_close(b, torch.cummax(torch.cumsum(a, 0), 0).values)
+    tilelang.lower(f, target="cuda -arch=sm_90a")
+
+
+def test_scan_annotations_must_be_a_dict():
+    from tilelang.errors import KernelError
+
+    with pytest.raises(KernelError, match="annotations must be a dict"):
+        @T.prim_func
+        def f(A: T.Tensor((32,), "float32")):
+            with T.Kernel(1, threads=32):
+                s = T.alloc_fragment((32,), "float32")
+                T.copy(A, s)
+                T.cumsum(s, annotations=["x"])

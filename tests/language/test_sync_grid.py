@@ -1,4 +1,4 @@
-"""T.sync_grid: a cooperative launch with a zero-filled counter per call; on the interpreter
+"""T.sync_grid: cooperative_groups' grid barrier in a cooperative launch; on the interpreter
 the blocks run side by side."""
 
 import sys
@@ -24,13 +24,13 @@ def test_interpreter(N, blocks):
     torch.testing.assert_close(b, a / a.sum(), rtol=1e-5, atol=1e-7)
 
 
-def test_cooperative_launch_and_zeroed_counter():
+def test_cooperative_launch_of_the_cooperative_groups_barrier():
     k = tilelang.compile(R.grid_normalise(1000, 8), target="cuda -arch=sm_90a")
     launch, = k.adapter.module.kernels
-    assert launch.cooperative
-    counter = k.adapter.module.workspaces[k.adapter.module.zeroed[0]]
-    assert counter.dtype.name == "uint32"
-    assert "tl::grid_sync((&grid_sync_counter[0]))" in k.get_kernel_source()
+    assert launch.cooperative and not k.adapter.module.workspaces
+    src = k.get_kernel_source()
+    assert "#include <cooperative_groups.h>" in src
+    assert src.count("cooperative_groups::this_grid().sync();") == 1
 
 
 @pytest.mark.skipif(toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,

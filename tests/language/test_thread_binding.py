@@ -8,6 +8,11 @@ import torch
 
 import tilelang
 import tilelang.language as T
+from tilelang.runtime import toolkit
+
+requires_compiler = pytest.mark.skipif(
+    toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+    reason="no CUDA compiler (NVRTC or nvcc) installed")
 
 
 def scaled_plus_lane(M, N, bx_threads, by_threads, start=0):
@@ -86,12 +91,63 @@ def test_a_binding_that_does_not_match_the_launch_is_a_located_error(build):
     assert "test_thread_binding.py" in str(info.value)
 
 
-def test_outside_a_kernel_is_an_error():
-    with pytest.raises(NotImplementedError, match="inside `with T.Kernel"):
+def tvm_style_launch(M=19, N=5):
+    """The launch written as TVM-style binding loops outside any T.Kernel (a 2-D grid of
+    one-dimensional blocks); rows past M are guarded."""
+    @T.prim_func
+    def kernel(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        for by in T.thread_binding(N, thread="blockIdx.y"):
+            for bx in T.thread_binding(T.ceildiv(M, 8), thread="blockIdx.x"):
+                for tx in T.thread_binding(8, thread="threadIdx.x"):
+                    if bx * 8 + tx < M:
+                        B[bx * 8 + tx, by] = A[bx * 8 + tx, by] * 3.0 + tx
+    return kernel
+
+
+def expected_tvm_style(a):
+    rows = torch.arange(a.shape[0]).remainder(8).to(a.dtype)
+    return a * 3.0 + rows[:, None]
+
+
+def test_binding_loops_outside_a_kernel_are_the_launch():
+    a = torch.randn(19, 5)
+    b = torch.full_like(a, float("nan"))
+    tilelang.compile(tvm_style_launch(), target="cpu")(a, b)
+    torch.testing.assert_close(b, expected_tvm_style(a))
+
+
+@requires_compiler
+def test_binding_loops_outside_a_kernel_build_for_sm90():
+    src = tilelang.compile(tvm_style_launch(), target="cuda -arch=sm_90a").get_kernel_source()
+    assert "__launch_bounds__(8)" in src and "blockIdx.y" in src
+
+
+def test_binding_assignment_outside_a_kernel_is_an_error():
+    with pytest.raises(NotImplementedError, match="outside `with T.Kernel") as info:
         @T.prim_func
         def kernel(A: T.Tensor((128,), "float32")):
-            for tx in T.thread_binding(0, 128, thread="threadIdx.x"):
-                A[tx] = 1.0
+            tx = T.thread_binding(0, 128, thread="threadIdx.x")
+            A[tx] = 1.0
+    assert "test_thread_binding.py" in str(info.value)
+
+
+def test_a_second_binding_of_a_launched_axis_must_match_it():
+    with pytest.raises(ValueError, match="cover the launched extent") as info:
+        @T.prim_func
+        def kernel(A: T.Tensor((128,), "float32")):
+            for tx in T.thread_binding(128, thread="threadIdx.x"):
+                for tx2 in T.thread_binding(64, thread="threadIdx.x"):
+                    A[tx + tx2] = 1.0
+    assert "test_thread_binding.py" in str(info.value)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_binding_loops_outside_a_kernel_on_the_gpu():
+    a = torch.randn(37, 3, device="cuda")
+    b = torch.full_like(a, float("nan"))
+    tilelang.compile(tvm_style_launch(37, 3), target="cuda")(a, b)
+    torch.testing.assert_close(b.cpu(), expected_tvm_style(a.cpu()))
 
 
 @pytest.mark.gpu

@@ -189,8 +189,47 @@ def test_match_ffs_fns():
     assert (o[:, 3] == 7).all() and (o[:, 4] == 9).all()
     if toolkit.nvrtc_backend() or toolkit.nvcc_path():
         src = tilelang.lower(_match_kernel(), target=SM80)
-        assert "__ffsll(" in src and "__fns(" in src and "tl::match_any(" in src
+        assert "__ffsll(" in src and "__fns(" in src
+        # 32-bit values: CUDA's intrinsics themselves (match_all's predicate dropped)
+        assert "__match_any_sync(" in src and src.count("__match_all_sync(") == 2
+        assert "tl::match_" not in src
         compile_cuda(src, "sm_80")
+
+
+@pytest.mark.parametrize("dtype,native", [("int32", True), ("uint32", True), ("int64", True),
+                                          ("float32", True), ("float64", True),
+                                          ("int16", False), ("float16", False),
+                                          ("bfloat16", False)])
+def test_shuffles_and_matches_call_cuda_directly_where_it_takes_the_type(dtype, native):
+    @T.prim_func
+    def f(A: T.Tensor((32,), dtype), O: T.Tensor((32, 4), dtype), M: T.Tensor((32,), "int32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            O[tx, 0] = T.shfl_sync(A[tx], 3)
+            O[tx, 1] = T.shfl_xor(A[tx], 1)
+            O[tx, 2] = T.shfl_down(A[tx], 2)
+            O[tx, 3] = T.shfl_up(A[tx], 2)
+            M[tx] = T.cast(T.match_any_sync(A[tx]), "int32")
+
+    src = tilelang.lower(f, target=SM80)
+    for fn in ("shfl_sync", "shfl_xor", "shfl_down", "shfl_up"):
+        cuda = "__shfl_sync(" if fn == "shfl_sync" else f"__{fn}_sync("
+        assert (cuda in src) == native and (f"tl::{fn}(" in src) == (not native)
+    assert ("__match_any_sync(" in src) == native
+    if toolkit.nvrtc_backend() or toolkit.nvcc_path():
+        compile_cuda(src, "sm_80")
+    a = torch.arange(32).to(getattr(torch, dtype) if dtype != "uint32" else torch.int64)
+    if dtype == "uint32":
+        return  # torch has no uint32 arithmetic to check against: built only
+    o = torch.zeros(32, 4, dtype=a.dtype)
+    m = torch.zeros(32, dtype=torch.int32)
+    tilelang.compile(f, target="cpu")(a, o, m)
+    lane = torch.arange(32)
+    assert torch.equal(o[:, 0], a[torch.full((32,), 3)])
+    assert torch.equal(o[:, 1], a[lane ^ 1])
+    assert torch.equal(o[:, 2], a[torch.where(lane + 2 < 32, lane + 2, lane)])
+    assert torch.equal(o[:, 3], a[torch.where(lane >= 2, lane - 2, lane)])
+    assert torch.equal(m.long() & 0xFFFFFFFF, (1 << lane).long())
 
 
 @pytest.mark.parametrize("mask,base,offset,expect", [(0b1011000, 0, 1, 3), (0b1011000, 4, 1, 4),

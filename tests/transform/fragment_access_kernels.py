@@ -246,6 +246,50 @@ def register_gemm(M=64, N=64, K=64, bk=32, a_reg=False, b_reg=True, trans_A=Fals
     return gemm, inputs, reference
 
 
+def windowed_reads(M=32, N=32, K=128, window=8, rows=29, dtype="float16", threads=128):
+    """A register gemm operand read window by window in a serial loop (`x[i, w * 8 + j]`, j
+    a T.Parallel variable of extent 8, w serial), as deepseek_mhc's pre kernel sums squares
+    beside its gemm: the loop follows the operand's layout with the dim split at the window
+    (each thread's slots of window w at a fixed offset), no shared memory round trip. A short
+    serial loop is unrolled first (constant window offsets: the same layouts). `rows` < M:
+    the last rows of the tile are out of range."""
+
+    @T.prim_func
+    def windows(X: T.Tensor((rows, K), dtype), W: T.Tensor((N, K), dtype),
+                out: T.Tensor((rows, N), "float32"), sq: T.Tensor((rows, window), "float32")):
+        with T.Kernel(1, threads=threads):
+            X_s = T.alloc_shared((M, K), dtype)
+            W_s = T.alloc_shared((N, K), dtype)
+            x = T.alloc_fragment((M, K), dtype)
+            acc = T.alloc_fragment((M, N), "float32")
+            part = T.alloc_fragment((M, window), "float32")
+            T.clear(acc)
+            T.clear(part)
+            T.copy(X[0, 0], X_s)
+            T.copy(W, W_s)
+            T.copy(X_s, x)
+            for w in T.serial(K // window):
+                for i, j in T.Parallel(M, window):
+                    part[i, j] += T.cast(x[i, w * window + j], "float32") * (w + 1)
+            T.gemm(x, W_s, acc, transpose_B=True)
+            T.copy(acc, out[0, 0])
+            T.copy(part, sq[0, 0])
+
+    tdt = getattr(torch, dtype)
+
+    def inputs(gen, device):
+        return [_randn(gen, (rows, K), tdt, device), _randn(gen, (N, K), tdt, device),
+                torch.empty(rows, N, device=device), torch.empty(rows, window, device=device)]
+
+    def reference(ins):
+        x, w = ins[0].double(), ins[1].double()
+        weights = torch.arange(1, K // window + 1, dtype=torch.float64).repeat_interleave(window)
+        return {2: x @ w.T,
+                3: (x * weights.to(x.device)).reshape(rows, K // window, window).sum(1)}
+
+    return windows, inputs, reference
+
+
 def staged_row_reads(M=64, N=64, K=32, threads=128):
     """A gemm accumulator read at a runtime row inside T.Parallel (`acc[k, j]`, k serial):
     no register layout holds a whole dim of it per thread, so the loop reads a shared copy."""
@@ -319,6 +363,11 @@ CASES = {
     "gemm_rs_transA": lambda: register_gemm(a_reg=True, b_reg=False, trans_A=True),
     "gemm_rr_bf16_trans": lambda: register_gemm(a_reg=True, b_reg=True, trans_A=True,
                                                 trans_B=True, dtype="bfloat16"),
+    "windowed_reads": windowed_reads,
+    "windowed_reads_tf32": lambda: windowed_reads(dtype="float32", window=4),
+    "windowed_reads_unrolled": lambda: windowed_reads(dtype="float32", window=8, K=64),
+    # fp16 operands hold 2 columns per thread: a window of 4 moves to other threads
+    "windowed_reads_spread": lambda: windowed_reads(window=4),
     "staged_row_reads": staged_row_reads,
     "replicated_write": replicated_write,
 }

@@ -15,11 +15,13 @@ from tilelang import layout as L
 from tilelang.ir import nodes as ir
 from tilelang.runtime.compiler import compile_cuda
 from tilelang.transform.analysis import fragment_access as FA
+from tilelang.transform.analysis.fragment_ops import split_dim
 
 from fragment_access_kernels import CASES
 from transform_helpers import SM80, SM90, nodes, requires_compiler, run_passes
 
-STAGED = {"staged_row_reads": ["acc_shared"], "replicated_write": ["col_shared"]}
+STAGED = {"staged_row_reads": ["acc_shared"], "replicated_write": ["col_shared"],
+          "windowed_reads_spread": ["x_shared"]}
 
 
 def _run_on_interpreter(name):
@@ -133,3 +135,49 @@ def test_transposed_register_operands_are_the_transposed_maps():
 def test_staging_is_reported():
     k = tilelang.compile(CASES["staged_row_reads"]()[0], target=SM90)
     assert "acc is read in a T.Parallel loop" in k.get_host_source()
+
+
+def _coords(frag):
+    t, v = np.arange(frag.num_threads)[:, None], np.arange(frag.num_values)[None, :]
+    return np.stack([np.broadcast_to(c, (t.size, v.size)) for c in frag._coords_array(t, v)])
+
+
+@pytest.mark.parametrize("frag", [L.mma_a_fragment(32, 256, 2, 2, 32),
+                                  L.mma_a_fragment(64, 64, 2, 2, 16),
+                                  L.mma_b_fragment(32, 64, 2, 2, 16)], ids=["tf32", "a16", "b16"])
+@pytest.mark.parametrize("period", [2, 4, 8, 32])
+def test_a_split_dim_holds_the_same_elements_in_the_same_slots(frag, period):
+    split = split_dim(frag, 1, period)
+    assert split is not None and split.shape == (frag.shape[0], frag.shape[1] // period, period)
+    split.check()
+    a, b = _coords(frag), _coords(split)  # same (thread, value) -> the same element
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1] * period + b[2])
+
+
+def test_a_split_dim_refuses_what_modes_cannot_express():
+    # one thread mode walking 3 columns at a time: a period of 4 cuts its moves unevenly
+    frag = L.Fragment((2, 12), [(4, (0, 3))], [(2, (1, 0)), (3, (0, 1))])
+    assert split_dim(frag, 1, 4) is None
+    assert split_dim(frag, 1, 5) is None  # not a divisor of the dim
+    assert split_dim(frag, 1, 12) is not None
+
+
+@pytest.mark.parametrize("name", ["windowed_reads", "windowed_reads_tf32",
+                                  "windowed_reads_unrolled"])
+def test_a_window_at_a_serial_offset_follows_the_operand_layout(name):
+    """x[i, w * n + j]: the loop takes x's layout split at the window, and the partial sums
+    its projection (each thread adds the values it holds), not a staged copy of x."""
+    x, ctx = _layout(name, "x", SM90)
+    part = {b.name: lay for b, lay in ctx.layouts.items()}["part"]
+    n = part.shape[1]
+    split = split_dim(x, 1, n)
+    assert FA.dims_only_in_values(split, [1])
+    assert L.fragment_equal(part, split.project([0, 2]))
+
+
+def test_a_windows_registers_are_indexed_by_one_multiple_of_the_serial_variable():
+    src = tilelang.lower(CASES["windowed_reads_tf32"]()[0], target=SM90)
+    body = src[src.index("for (int w = 0; w < 32; ++w)"):]
+    body = body[:body.index("tl::gemm_rs")]
+    # window w of 4 columns is 2 slots per thread (rows g and g + 8 of its column): x[w * 2 + v]
+    assert "x[w * 2 + v" in body and "_shared" not in body, body

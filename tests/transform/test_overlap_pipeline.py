@@ -54,7 +54,7 @@ def test_flash_example_fa3_schedule(causal):
     loop = _steady_loop(src)
     order = [m.group(0) for m in re.finditer(
         r"wgmma_gemm_ss<[^>]*-1(?:, true)?>|wgmma_gemm_rs<[^>]*-1(?:, true)?>|wgmma_wait_in_place<\d>|"
-        r"acc_s_cast\[[^]]*\] = |exp2\(acc_s|mbarrier_arrive\(\(&[KV]_shared_empty|"
+        r"acc_s_cast\[[^]]*\] = |store_pair\(\(&acc_s_cast|exp2\(acc_s|mbarrier_arrive\(\(&[KV]_shared_empty|"
         r"acc_o\[[^]]*\] = acc_o\[[^]]*\] \* rescale", loop)]
     squeezed = [o for i, o in enumerate(order) if i == 0 or o != order[i - 1]]
     kinds = [("ss" if "gemm_ss" in s else "rs" if "gemm_rs" in s else

@@ -48,14 +48,32 @@ def test_reading_the_sums_back_waits_for_the_writes():
 
 
 def test_row_major_tile_is_one_box():
-    src = tilelang.lower(scaled_add(200, 384, swizzle=False), target=SM90)
+    src = tilelang.lower(scaled_add(200, 384, swizzle="row_major"), target=SM90)
     assert [int(a[2]) for a in _adds(src)] == [0]
+
+
+@pytest.mark.parametrize("shape,dtype,swizzled", [((64, 128), "float32", True),
+                                                  ((16, 16), "float32", True),
+                                                  ((64, 64), "bfloat16", True),
+                                                  ((64, 64), "uint64", False),
+                                                  ((4, 64), "float32", False)])
+def test_an_unannotated_tile_gets_the_swizzle(shape, dtype, swizzled):
+    """As on the reference: the tile a TMA add reads is swizzled unless annotated (16/32-bit
+    elements, whole 8-row groups, rows of at least 32 bytes), the same layout as
+    make_swizzled_layout; otherwise row-major."""
+    bm, bn = shape
+    auto = tilelang.lower(scaled_add(200, 384, bm, bn, dtype=dtype, swizzle=False),
+                          target=SM90)
+    annotated = tilelang.lower(scaled_add(200, 384, bm, bn, dtype=dtype,
+                                          swizzle=True if swizzled else "row_major"),
+                               target=SM90)
+    assert auto == annotated
+    assert "tma_store_add" in auto
 
 
 @pytest.mark.parametrize("why,kwargs,target,configs", [
     ("sm_80 has no TMA", {}, SM80, None),
     ("TMA turned off", {}, SM90, {"tl.disable_tma_lower": True}),
-    ("a type the TMA unit does not add", dict(dtype="float64"), SM90, None),
     ("not asked for", dict(use_tma=False), SM90, None),
 ])
 def test_element_wise_fallback(why, kwargs, target, configs, capsys):
@@ -68,6 +86,16 @@ def test_element_wise_fallback(why, kwargs, target, configs, capsys):
 def test_fallback_says_why(capsys):
     tilelang.compile(scaled_add(200, 384), target=SM80, verbose=True)
     assert "element-wise atomics (TMA needs sm_90a" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "int16", "float32x2"])
+def test_a_type_the_tma_unit_does_not_add_is_an_error(dtype):
+    from tilelang.errors import KernelError
+
+    with pytest.raises(KernelError, match=f"TMA atomic add does not support dtype {dtype}; "
+                                          "supported scalar dtypes") as e:
+        scaled_add(200, 384, dtype=dtype)
+    assert "tma_reduce_kernels.py" in str(e.value)
 
 
 @requires_compiler
@@ -150,3 +178,20 @@ def test_cluster_sum_before_hopper_is_a_located_error():
     with pytest.raises(ValueError, match="needs thread block clusters .* not sm_80") as e:
         tilelang.lower(cluster_split_k(200, 136, 256, 2), target=SM80)
     assert "tma_reduce_kernels.py" in str(e.value)
+
+
+def test_tiles_of_different_types_are_an_error():
+    import tilelang.language as T
+    from tilelang.errors import KernelError
+
+    @T.prim_func
+    def f(Y: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 64), "float16")
+            T.fill(S, 1)
+            T.atomic_add(Y[0:64, 0:64], S, use_tma=True)
+
+    with pytest.raises(KernelError, match="requires matching dtypes, but got float16 and "
+                                          "float32") as e:
+        tilelang.lower(f, target=SM90)
+    assert "test_tma_reduce.py" in str(e.value)

@@ -90,3 +90,96 @@ def test_on_the_gpu(M, N, dtype):
     k(a, b, c)
     tol = 1e-3 if dtype == "float32" else 3e-2
     torch.testing.assert_close(c.double(), want, rtol=tol, atol=tol * 8)
+
+
+def tile_atomic(M, N, bm=64, bn=64):
+    """C += A tile by tile: a shared tile added into global memory with the tile form of
+    T.atomic_add (the dK / dV epilogue of attention backward kernels)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            s = T.alloc_shared((bm, bn), "float32")
+            T.copy(A[by * bm, bx * bn], s)
+            T.atomic_add(C[by * bm, bx * bn], s)
+    return main
+
+
+def test_tile_atomic_from_shared_adds_four_at_a_time():
+    assert set(_atomics(tile_atomic(128, 128), SM90)) == {"atomic_addx4"}
+
+
+def test_tile_atomic_interpreter():
+    a, c = torch.randn(100, 72), torch.randn(100, 72)
+    want = c + a
+    tilelang.compile(tile_atomic(100, 72), target="cpu")(a, c)
+    torch.testing.assert_close(c, want)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("M,N", [(128, 128), (100, 72)])
+def test_tile_atomic_on_the_gpu(M, N):
+    a, c = torch.randn(M, N, device="cuda"), torch.randn(M, N, device="cuda")
+    want = c + a
+    tilelang.compile(tile_atomic(M, N), target="cuda")(a, c)
+    torch.testing.assert_close(c, want)
+
+
+def ragged_rows_atomic(M, N, rows, bm=64, bn=64):
+    """C[:rows] += A[:rows] @ B^T with the row bound known only at run time (`rows`, a
+    varlen sequence's end): each pair of lanes shares its row, so the guard stays around the
+    2-wide atomic."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 64), "float16"), B: T.Tensor((N, 64), "float16"),
+             C: T.Tensor((M, N), "float32"), R: T.Tensor((1,), "int32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            a = T.alloc_shared((bm, 64), "float16")
+            b = T.alloc_shared((bn, 64), "float16")
+            acc = T.alloc_fragment((bm, bn), "float32")
+            T.copy(A[by * bm, 0], a)
+            T.copy(B[bx * bn, 0], b)
+            T.gemm(a, b, acc, transpose_B=True, clear_accum=True)
+            for i, j in T.Parallel(bm, bn):
+                if by * bm + i < R[0]:
+                    T.atomic_add(C[by * bm + i, bx * bn + j], acc[i, j])
+    return main
+
+
+def test_lane_invariant_guard_keeps_pairs():
+    src = tilelang.lower(ragged_rows_atomic(128, 128, 100), target=SM90)
+    assert set(re.findall(r"tl::(atomic_add\w*)\(", src)) == {"atomic_addx2"}
+    # the guard is the group's: it reads no lane index, outside the lane loop
+    guard = re.search(r"if \((.*R\[0\])\)", src).group(1)
+    assert "vi" not in guard, guard
+
+
+@requires_compiler
+def test_guarded_pairs_build():
+    compile_cuda(tilelang.lower(ragged_rows_atomic(128, 128, 100), target=SM90), "sm_90a",
+                 name="vector_atomics_guarded")
+
+
+def test_ragged_rows_interpreter():
+    a, b = torch.randn(128, 64).half(), torch.randn(128, 64).half()
+    c = torch.randn(128, 128)
+    want = c.clone()
+    want[:100] += a[:100].float() @ b.float().T
+    tilelang.compile(ragged_rows_atomic(128, 128, 100), target="cpu")(
+        a, b, c, torch.tensor([100], dtype=torch.int32))
+    torch.testing.assert_close(c, want, rtol=1e-3, atol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("rows", [100, 128, 1])
+def test_ragged_rows_on_the_gpu(rows):
+    a = torch.randn(128, 64, device="cuda").half()
+    b = torch.randn(128, 64, device="cuda").half()
+    c = torch.randn(128, 128, device="cuda")
+    want = c.clone()
+    want[:rows] += a[:rows].float() @ b.float().T
+    tilelang.compile(ragged_rows_atomic(128, 128, rows), target="cuda")(
+        a, b, c, torch.tensor([rows], dtype=torch.int32, device="cuda"))
+    torch.testing.assert_close(c, want, rtol=1e-3, atol=1e-2)

@@ -56,6 +56,15 @@ def test_a_warp_and_two_warps_on_the_interpreter():
     torch.testing.assert_close(out1, (w[:, :4, None] * Y).sum(1), rtol=1e-4, atol=1e-4)
 
 
+def test_a_converting_copy_in_a_role_on_the_interpreter():
+    M, H = 3, 300
+    X, Y = torch.randn(M, 16, 8), torch.randn(M, 4, H).bfloat16()
+    out0, out1 = _nan(M, 4, 4), _nan(M, H)
+    _interp(R.two_sized_roles(M, H, y_dtype="bfloat16"), X, Y, out0, out1)
+    w = 2 * X.sum(2)
+    torch.testing.assert_close(out1, (w[:, :4, None] * Y.float()).sum(1), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("reduce_threads", [128, 64])
 def test_gemm_and_reduce_roles_on_the_interpreter(reduce_threads):
     M, N, K, bm = 100, 72, 96, 64
@@ -91,6 +100,7 @@ def test_two_consumers_and_a_producer_on_the_interpreter():
 @requires_compiler
 @pytest.mark.parametrize("make,targets", [
     (lambda: R.two_sized_roles(3, 300), (SM90, SM80)),
+    (lambda: R.two_sized_roles(3, 300, y_dtype="bfloat16"), (SM90, SM80)),
     (lambda: R.gemm_and_reduce_roles(100, 72, 96), (SM90, SM80)),
     (lambda: R.gemm_and_reduce_roles(100, 72, 96, reduce_threads=64), (SM90, SM80)),
     (lambda: R.ws_tile_roles(200), (SM90, SM80)),
@@ -99,6 +109,19 @@ def test_two_consumers_and_a_producer_on_the_interpreter():
 def test_builds(make, targets):
     for target in targets:
         compile_cuda(tilelang.lower(make(), target=target), target.split("=")[1])
+
+
+def test_a_converting_copy_in_a_role_is_spread_over_the_roles_threads_in_vectors():
+    """bfloat16 rows copied into a float32 tile by a 64-thread role: each thread loads 8
+    elements at once (16 bytes) and converts them, one barrier before and after the copy,
+    none per element."""
+    src = tilelang.lower(R.two_sized_roles(3, 512, y_dtype="bfloat16"), target=SM90)
+    role = _role_bodies(src)[(32, 64)]
+    loop = role[role.index("for (int h0"):]
+    assert re.search(r"tl::copy_vec<16>\(\(&Y_vec\[0\]\), \(&Y\[", loop), loop
+    assert loop.count("tl::named_barrier_sync(2, 64)") == 2, loop
+    # converted two at a time (pair_conversions)
+    assert "__bfloat1622float2(__halves2bfloat162(Y_vec[" in loop, loop
 
 
 def test_each_role_synchronises_its_own_threads():

@@ -5,13 +5,16 @@ import tilelang.language as T
 
 
 def scaled_add(M, N, bm=64, bn=128, dtype="float32", swizzle=True, use_tma=True, threads=128):
-    """Y[tile] += 2 * X[tile] through a shared tile, one tile per block."""
+    """Y[tile] += 2 * X[tile] through a shared tile, one tile per block (`swizzle`: True
+    annotates the swizzled layout, "row_major" the row-major one, False none)."""
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
             S = T.alloc_shared((bm, bn), dtype)
-            if swizzle:
+            if swizzle == "row_major":
+                T.annotate_layout({S: tilelang.layout.make_linear_layout(S)})
+            elif swizzle:
                 T.annotate_layout({S: tilelang.layout.make_swizzled_layout(S)})
             F = T.alloc_fragment((bm, bn), dtype)
             T.copy(X[by * bm, bx * bn], F)

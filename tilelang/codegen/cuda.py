@@ -14,7 +14,7 @@ import re
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
-from ..ir.dtype import DType
+from ..ir.dtype import PACKED_GLOBAL, DType
 from ..ir.printer import Namer
 from .intrinsics import render_call
 
@@ -26,6 +26,13 @@ _CMP_C = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 BUILTIN_INDEX = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y",
                  "blockIdx.z"}
+
+
+def _scalar_packed_access(b: ir.Buffer, dt: DType):
+    """Elements of a packed sub-byte buffer are accessed one at a time (vector widths are 1
+    for them: engine/context.py)."""
+    if dt.lanes > 1:
+        raise AssertionError(f"codegen: a {dt} access of the packed {b.dtype} buffer {b.name}")
 
 
 def ctype(dt: DType) -> str:
@@ -54,6 +61,8 @@ def float_literal(value: float, dt: DType) -> str:
             text = f"({text})"
     if dt.name in ("float32", "float64"):
         return text
+    if dt.base in PACKED_GLOBAL:  # a plain struct (tl/common.cuh): converted, not constructed
+        return f"tl::cast<{dt.ctype}>({text})"
     return f"{dt.ctype}({text})"
 
 
@@ -88,7 +97,8 @@ def c_identifier(name: str) -> str:
 class CudaPrinter:
     """Prints one kernel; `names` keeps C identifiers unique and readable."""
 
-    def __init__(self, analyzer: Analyzer = None, fast_math: bool = False):
+    def __init__(self, analyzer: Analyzer = None, fast_math: bool = False, sm: int = 0):
+        self.sm = sm  # the target's compute capability (90 for sm_90a); 0 when unknown
         self.names = Namer(c_identifier)
         self.names.used.update(RESERVED)
         self.lines: list[str] = []
@@ -208,7 +218,8 @@ class CudaPrinter:
                 return f"tl::cast<bool>({self.expr(e.value)})"
             return f"({inner} != 0)"
         if src.name in ("float16", "bfloat16") or dst.name in ("float16", "bfloat16") or \
-                src.is_float8 or dst.is_float8:
+                src.is_float8 or dst.is_float8 or src.base in PACKED_GLOBAL or \
+                dst.base in PACKED_GLOBAL:
             return f"tl::cast<{ctype(dst)}>({self.expr(e.value)})"
         return f"(({ctype(dst)}){inner})"
 
@@ -217,6 +228,9 @@ class CudaPrinter:
         if b in self.scalar_buffers:
             return self.name(b)
         idx = self.flat_index(b, e.indices)
+        if b.dtype.base in PACKED_GLOBAL:
+            _scalar_packed_access(b, e.dtype)
+            return f"tl::fp4_load({self.name(b)}, {idx})"
         if e.dtype.lanes > 1:
             return f"(*({ctype(e.dtype)}*)({self.name(b)} + {idx}))"
         return f"{self.name(b)}[{idx}]"
@@ -265,6 +279,10 @@ class CudaPrinter:
             self.emit(f"{self.name(b)} = {self.expr(s.value)};")
             return
         idx = self.flat_index(b, s.indices)
+        if b.dtype.base in PACKED_GLOBAL:
+            _scalar_packed_access(b, s.value.dtype)
+            self.emit(f"tl::fp4_store({self.name(b)}, {idx}, {self.expr(s.value)});")
+            return
         if s.value.dtype.lanes > 1:
             self.emit(f"*({ctype(s.value.dtype)}*)({self.name(b)} + {idx}) = "
                       f"{self.expr(s.value)};")
@@ -309,8 +327,11 @@ class CudaPrinter:
             self.emit(f"{ctype(b.dtype)} {self.name(b)}{init};")
         else:
             n = b.numel()
-            align = " __align__(16)" if b.dtype.bytes * (n if isinstance(n, int) else 1) \
-                >= 16 else ""
+            # a register array may be moved by one vector access (tl::copy_vec of its whole
+            # size): aligned to its size (a power of two), at most 16 bytes
+            size = b.dtype.bytes * (n if isinstance(n, int) else 1)
+            width = 16 if size >= 16 else size if size & (size - 1) == 0 else 0
+            align = f" __align__({width})" if width > b.dtype.bytes else ""
             self.emit(f"{ctype(b.dtype)} {self.name(b)}[{self.expr(n)}]{align};")
         self.stmt(s.body)
 
@@ -335,7 +356,8 @@ class CudaPrinter:
         stop = simplify(ir.binary("add", s.start, ir.binary("mul", s.extent, s.step))
                         if s.step != 1 else ir.binary("add", s.start, s.extent), self.analyzer)
         if s.kind == "unroll":
-            self.emit("#pragma unroll")
+            factor = s.annotation("unroll_factor")
+            self.emit(f"#pragma unroll {factor}" if factor else "#pragma unroll")
         elif s.kind == "serial" and s.annotation("no_unroll"):
             self.emit("#pragma unroll 1")
         cmp = "<" if s.step > 0 else ">"

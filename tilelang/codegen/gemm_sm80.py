@@ -28,11 +28,22 @@ def _err(loc, msg):
 
 
 def partition(g: ir.Gemm, M, N, num_warps, ctx):
-    """(warp_m, warp_n, copies): a warp grid over the tile; when the tile has fewer mma atoms
-    than the block has warps, a smaller grid whose work the remaining warps duplicate."""
+    """(warp_m, warp_n, copies): a grid of all the block's warps over the tile, each warp owning
+    whole 16 x 8 mma atoms (copies 1). A tile no such grid covers is an error, as in the
+    reference, which would otherwise leave rows or columns unwritten (its issue 2537) --
+    except on the CUDA cores and for `T.gemm_sp`, where a smaller grid computes the tile and
+    the remaining warps duplicate its work."""
     from ..transform.layout_inference import warp_partition
 
-    for used in range(num_warps, 0, -1):
+    part = warp_partition(M, N, num_warps, g.policy)
+    if part is not None:
+        return (part[0], part[1], 1)
+    if not isinstance(g, ir.GemmSp) and not uses_fma(g, ctx):
+        _err(g.loc, f"No valid warp partition for T.gemm: M={M}, N={N} cannot be evenly "
+                    f"covered by {num_warps} warps (policy={g.policy}). Each warp must own a "
+                    f"multiple of 16 rows and 8 columns of the {M}x{N} tile; adjust `threads` "
+                    "or the block tile shape")
+    for used in range(num_warps - 1, 0, -1):
         if num_warps % used:
             continue
         part = warp_partition(M, N, used, g.policy)

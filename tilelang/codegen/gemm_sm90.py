@@ -96,6 +96,23 @@ def _slice_fits_atoms(g: ir.Gemm, wn: int) -> bool:
     return wn % atom == 0 or atom % wn == 0
 
 
+def hardware_obstacle(g: ir.Gemm, M, num_warps, ctx):
+    """Why no wgmma can compute gemm `g` at all (the conditions of the instruction, not of this
+    backend's choices, which may still fall back to mma.sync), or None."""
+    if not ctx.target.is_hopper:
+        return f"the target is {ctx.target.arch}, wgmma needs sm_90a"
+    if ctx.wgmma_disabled:
+        return "TL_DISABLE_WGMMA is set"
+    threads = ctx.group[0] if ctx.group is not None else 32 * num_warps
+    if threads % 128:
+        return f"{threads} threads are not whole warpgroups of 128"
+    if M % 64:
+        return f"M={M} is not a multiple of the 64 rows of a warpgroup's wgmma"
+    if g.B.buffer.scope not in ("shared", "shared.dyn"):
+        return f"B ({g.B.buffer.name}) is in {g.B.buffer.scope}; wgmma reads B from shared memory"
+    return None
+
+
 def eligible(g: ir.Gemm, M, N, num_warps, ctx):
     if not ctx.target.is_hopper or ctx.wgmma_disabled:
         return None

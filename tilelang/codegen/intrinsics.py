@@ -33,6 +33,16 @@ _WARP_REDUCE_OPS = {"warp_reduce_sum": "SumOp", "warp_reduce_max": "MaxOp",
                     "warp_reduce_bitor": "BitOrOp"}
 
 
+# warp shuffles: the CUDA intrinsic of each, called directly on the types it takes as they are
+# (others go through tl/reduce.cuh, which moves 8/16-bit values in 32-bit registers)
+_SHUFFLES = {"shfl_xor": "__shfl_xor_sync", "shfl_down": "__shfl_down_sync",
+             "shfl_up": "__shfl_up_sync", "shfl_sync": "__shfl_sync"}
+_WARP_NATIVE = ("int32", "uint32", "int64", "uint64", "float32", "float64")
+
+# programmatic dependent launch: T.pdl_trigger / T.pdl_sync
+_PDL = {"pdl_trigger": "cudaTriggerProgrammaticLaunchCompletion",
+        "pdl_sync": "cudaGridDependencySynchronize"}
+
 # warp and block votes: (CUDA intrinsic, result zero-extended to 64 bits)
 _VOTES = {"any_sync": ("__any_sync", False), "all_sync": ("__all_sync", False),
           "ballot_sync": ("__ballot_sync", True), "activemask": ("__activemask", True),
@@ -132,9 +142,11 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::warp_allreduce<tl::{_WARP_REDUCE_OPS[op]}, 31u>({p.expr(c.args[0])})"
     if op == "fast_exp":
         return f"tl::fast_exp({p.expr(c.args[0])})"
-    if op in ("shfl_xor", "shfl_down", "shfl_up", "shfl_sync"):
+    if op in _SHUFFLES:
         v, off, width = (p.expr(a) for a in c.args)
-        return f"tl::{op}({v}, {off}, {width})"
+        if c.args[0].dtype.name in _WARP_NATIVE:  # CUDA's own overloads, full-warp mask
+            return f"{_SHUFFLES[op]}(0xffffffffu, {v}, {off}, {width})"
+        return f"tl::{op}({v}, {off}, {width})"  # 8/16-bit types travel in 32-bit words
     if op == "sync_threads":
         if c.args:  # a named barrier for part of the block (the reference's helper name)
             return f"tl::__sync_thread_partial({p.expr(c.args[0])}, {p.expr(c.args[1])})"
@@ -143,11 +155,18 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::__named_barrier_arrive({p.expr(c.args[0])}, {p.expr(c.args[1])})"
     if op == "sync_warp":
         return "__syncwarp()"
-    if op in ("pdl_trigger", "pdl_sync"):
-        return f"tl::{op}()"
+    if op in _PDL:
+        # CUDA's device API from sm_90 on (griddepcontrol); before it, no-ops in tl/barrier.cuh
+        return f"{_PDL[op]}()" if p.sm >= 90 else f"tl::{op}()"
     if op in ("match_any_sync", "match_all_sync"):
+        mask, v = (p.expr(a) for a in c.args)
+        if c.args[1].dtype.name in _WARP_NATIVE:
+            if op == "match_any_sync":
+                return f"__match_any_sync({mask}, {v})"
+            # the predicate output is dropped (T.match_all_sync returns the mask alone)
+            return f"[&] {{ int pred_; return __match_all_sync({mask}, {v}, &pred_); }}()"
         fn = "tl::match_any" if op == "match_any_sync" else "tl::match_all"
-        return f"{fn}({p.expr(c.args[0])}, {p.expr(c.args[1])})"
+        return f"{fn}({mask}, {v})"  # 8/16-bit types compared as 32-bit words
     if op == "ffs":
         x = c.args[0]
         if x.dtype.bits == 64:

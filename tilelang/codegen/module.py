@@ -7,16 +7,18 @@ from __future__ import annotations
 import re
 
 from ..ir import nodes as ir
+from ..ir.visitor import any_node
 from ..transform.pass_config import PassConfigKey
 from .cuda import CudaPrinter, c_identifier, ctype
 from .launch import CudaModuleSource, KernelLaunch, signature_params
 
 
-def _param_decl(p, printer) -> str:
+def _param_decl(p, printer, restrict=True) -> str:
     if hasattr(p, "box"):  # a TMA descriptor
         return f"const __grid_constant__ tl::TensorMap {printer.name(p.param)}"
     if isinstance(p, ir.Buffer):
-        return f"{ctype(p.dtype)}* __restrict__ {printer.name(p)}"
+        qualifier = " __restrict__" if restrict else ""
+        return f"{ctype(p.dtype)}*{qualifier} {printer.name(p)}"
     if p.dtype.is_handle:
         return f"void* {printer.name(p)}"
     return f"{ctype(p.dtype)} {printer.name(p)}"
@@ -25,12 +27,16 @@ def _param_decl(p, printer) -> str:
 def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma=()) -> str:
     fast = ctx.flag(PassConfigKey.TL_ENABLE_FAST_MATH) and not ctx.flag(
         PassConfigKey.TL_DISABLE_FAST_MATH)
-    p = CudaPrinter(fast_math=fast)
+    p = CudaPrinter(fast_math=fast, sm=ctx.target.sm or 0)
     for v, g in zip(k.block_vars, k.grid):
         p.analyzer.bind(v, 0, g)
     for v, t in zip(k.thread_vars, k.threads):
         p.analyzer.bind(v, 0, t)
-    decls = [_param_decl(x, p) for x in params + symbols + workspaces + list(tma)]
+    # A kernel that waits for the previous one of its stream (T.pdl_sync) reads what that one
+    # wrote while it ran: __restrict__ would let its loads go through the read-only cache
+    # (ld.global.nc) or move above the wait.
+    restrict = not any_node(k.body, lambda n: isinstance(n, ir.Call) and n.op == "pdl_sync")
+    decls = [_param_decl(x, p, restrict) for x in params + symbols + workspaces + list(tma)]
     threads = k.num_threads
     min_blocks = k.attr("min_blocks_per_sm")  # T.annotate_min_blocks_per_sm
     bounds = f"{threads}, {min_blocks}" if min_blocks else \
@@ -123,6 +129,8 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     if any(ctx.uses_wgmma for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm90.cuh"\n')
     parts.append('#include "tl/tile_copy.cuh"\n')
+    if any(launch.cooperative for launch in launches):  # T.sync_grid's grid barrier
+        parts.append('#include <cooperative_groups.h>\n')
     parts += imported + kernels
     zeroed = func.attrs.get("zeroed_workspaces") or ()
     zeroed_idx = tuple(i for i, w in enumerate(workspaces) if any(w is z for z in zeroed))

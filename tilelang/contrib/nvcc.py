@@ -1,6 +1,7 @@
 """`tilelang.contrib.nvcc`: CUDA toolkit and compute-capability queries, as the reference
 offers them to programs (`nvcc.get_target_compute_version()`, `parse_compute_version("9.0")`,
-`have_tensorcore(...)`, `get_cuda_version()`, `compile_cuda(code, "cubin", arch=...)`).
+`have_tensorcore(...)`, `get_cuda_version()`, `compile_cuda(code, "cubin", arch=...)`, which
+stops nvcc after TILELANG_COMPILE_TIMEOUT_SECONDS when that is set).
 
 Compute versions are strings "major.minor" ("9.0"); a target is anything `tilelang.compile`
 accepts (`"cuda -arch=sm_90a"`, a `Target`) or an object with an `arch` attribute / `.attrs`
@@ -15,12 +16,14 @@ import subprocess
 import tempfile
 import warnings
 
+from ..env import env
 from ..runtime import toolkit
 
 __all__ = ["compile_cuda", "find_cuda_path", "get_cuda_version", "get_target_compute_version",
            "parse_compute_version", "get_target_arch", "have_fp16", "have_int8",
            "have_tensorcore", "have_cudagraph", "have_bf16", "have_fp8", "have_tma",
-           "is_hopper", "have_pdl", "have_mbarrier", "get_nvcc_compiler"]
+           "is_hopper", "have_pdl", "have_mbarrier", "get_nvcc_compiler",
+           "get_nvcc_subprocess_env"]
 
 
 def find_cuda_path() -> str:
@@ -196,8 +199,37 @@ def compile_cuda(code: str, target_format: str = "ptx", arch=None, options=None,
         cmd = [get_nvcc_compiler(), *opts, "-o", out, src]
         if verbose:
             print(" ".join(cmd))
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            raise RuntimeError(f"nvcc failed ({' '.join(cmd)}):\n{p.stdout}{p.stderr}")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=get_nvcc_subprocess_env())
+        timeout = _get_compile_timeout_seconds()
+        try:
+            log, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            try:
+                log, _ = proc.communicate()  # reap it
+            except Exception:  # noqa: BLE001 - what it printed is best effort
+                log = exc.output
+            raise RuntimeError(
+                f"NVCC compilation timed out after {timeout:g} seconds "
+                f"(TILELANG_COMPILE_TIMEOUT_SECONDS).\nCommand: {' '.join(cmd)}\n"
+                f"Source:\n{code}\nOutput:\n{_text(log)}") from exc
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc failed ({' '.join(cmd)}):\n{_text(log)}")
         with open(out, "rb") as f:
             return f.read()
+
+
+def get_nvcc_subprocess_env() -> dict | None:
+    """The environment of nvcc's process (None: this process's)."""
+    return None
+
+
+def _get_compile_timeout_seconds() -> float | None:
+    return env.get_compile_timeout_seconds()
+
+
+def _text(output) -> str:
+    if output is None:
+        return ""
+    return output.decode(errors="replace") if isinstance(output, bytes) else str(output)

@@ -182,6 +182,19 @@ class KernelContext:
         part = gemm_sm90.eligible(g, M, N, num_warps, self)
         if part is not None:
             return (gemm_sm90, part)
+        if g.require_wgmma:
+            obstacle = gemm_sm90.hardware_obstacle(g, M, num_warps, self)
+            if obstacle:
+                from ..errors import located
+
+                a, b, c = g.A.buffer, g.B.buffer, g.C.buffer
+                raise located(ValueError)(
+                    f"T.wgmma_gemm() requires Hopper WGMMA lowering, but {obstacle} (A {a.name}: "
+                    f"{a.scope} {a.dtype}, B {b.name}: {b.scope} {b.dtype}, C {c.name}: "
+                    f"{c.scope} {c.dtype}, M={M}, N={N}); use T.gemm to let the compiler "
+                    "choose the instruction", g.loc)
+            self.note(f"T.wgmma_gemm {g.A.buffer.name} x {g.B.buffer.name}: this compiler's "
+                      "wgmma path does not take these operands; using mma.sync")
         part = gemm_sm80.partition(g, M, N, num_warps, self)
         return None if part is None else (gemm_sm80, part)
 
@@ -218,10 +231,11 @@ def _vector_width(extents, body, num_threads: int = 1) -> int:
     element the loop touches, limited by the innermost extent."""
     from ..ir.visitor import collect
 
-    sizes = [n.buffer.dtype.bytes for n in collect(body, lambda n: isinstance(
+    dtypes = [n.buffer.dtype for n in collect(body, lambda n: isinstance(
         n, (ir.Load, ir.Store)) and n.buffer.scope in MEMORY)]
-    if not sizes:
-        return 1
+    if not dtypes or any(d.bits < 8 for d in dtypes):
+        return 1  # packed sub-byte elements are accessed one at a time
+    sizes = [d.bytes for d in dtypes]
     vec = 16 // min(sizes)
     inner = extents[-1]
     while vec > 1 and inner % vec:

@@ -61,6 +61,8 @@ def make_fast_call(adapter, plan, slow):
     module = adapter.module
     if module.zeroed or any(k.cooperative for k in module.kernels):
         return None  # cooperative launches and zero-filled workspaces: the general path
+    if any(p.packed for p in plan.params):
+        return None  # byte tensors carrying sub-byte elements: sizes counted by jit/args.py
     layout = ArgLayout(adapter.param_types)  # params, symbols, workspaces, TMA maps
     # torch's own accessor when it has one: one C call instead of a Python wrapper around it
     raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or current_stream_handle

@@ -23,6 +23,7 @@ from ..transform.layout_inference import infer_layouts
 from ..transform.lower_copy import lower_copies
 from ..transform.lower_elementwise import lower_elementwise_tile_ops
 from ..transform.lower_tile_ops import lower_tile_ops
+from ..transform.pair_conversions import pair_conversions
 from ..transform.parallel_copies import recognise_parallel_copies
 from ..transform.partition_parallel import partition_parallel_loops
 from ..transform.pass_config import PassConfigKey
@@ -77,6 +78,7 @@ PASSES = [
     ("insert_sync", insert_barriers),                          # __syncthreads where needed
     ("defer_store_waits", defer_store_waits),                  # sm_90a: TMA store waits late
     ("simplify", simplify_kernel),                             # readable indices
+    ("pair_conversions", _on_body(pair_conversions)),          # two casts per instruction
 ]
 
 # Before a kernel reaches PASSES, on the traced PrimFunc, in this order (module: where it runs).

@@ -145,6 +145,7 @@ class Builder:
         self.symbols: dict = {}  # T.const / T.dyn names -> Var or int
         self.negative_points: dict = {}  # id(Load) -> (Load, [(dim, index < 0 as written)])
         self.names_used: dict = {}
+        self.let_bound: set = set()  # ids of the symbols T.let has bound (each once)
 
     # ---- activation ----------------------------------------------------------------------
     def __enter__(self):

@@ -197,10 +197,15 @@ def _trace_prim_func(func, scope: dict):
     params = []
     for pname, p in sig.parameters.items():
         ann = hints.get(pname, inspect.Parameter.empty)
-        value = param_from_annotation(pname, ann)
+        code = func.__code__
+        from ..errors import KernelError, SourceLoc
+        try:
+            value = param_from_annotation(pname, ann)
+        except KernelError as err:
+            if err.loc is None:  # e.g. an element type without storage: point at the def
+                err.loc = SourceLoc(code.co_filename, code.co_firstlineno)
+            raise err.with_traceback(None) from None
         if value is None:
-            code = func.__code__
-            from ..errors import SourceLoc
 
             raise located(TypeError)(
                 f"parameter {pname!r} of @T.prim_func {func.__name__} needs an annotation such "

@@ -8,6 +8,8 @@
 #include "tl/common.cuh"
 #include "tl/math.cuh"
 #include "tl/copy.cuh"
+#include "tl/wide_access.cuh"
+#include "tl/random.cuh"
 #include "tl/ldmatrix.cuh"
 #include "tl/mma.cuh"
 #include "tl/ptx_compat.cuh"

@@ -18,14 +18,16 @@ import numpy as np
 
 from ..errors import user_facing
 from ..ir import nodes as ir
+from ..ir.dtype import PACKED_GLOBAL
 from ..ir.visitor import collect
 from .evaluate import eval_int
 from .execute import Program
 from .intrinsics import is_modeled_extern
-from .numerics import NARROW_FLOATS, const_value, poison_value
+from .numerics import NARROW_FLOATS, const_value, pack_fp4, poison_value, unpack_fp4
 
 __all__ = ["CPUAdapter"]
 
+RANDOM_STREAM_CALLS = "tl::rng_"  # the header calls of T.rng_* (language/random.py)
 _DEVICE_FN = re.compile(r"__device__[^;{(]*?\b(\w+)\s*\(")
 _UNSIGNED_VIEW = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
 
@@ -36,6 +38,11 @@ def _reject_injected_cuda(func: ir.PrimFunc):
                                and is_modeled_extern(n.args[0])))
     if externs:
         names = sorted({str(c.args[0]) for c in externs if c.args})
+        if any(n.startswith(RANDOM_STREAM_CALLS) for n in names):
+            raise NotImplementedError(
+                f"kernel {func.name} draws random numbers (T.rng_init / T.rng_rand / "
+                "T.rng_rand_float): the random streams (Philox, tl/random.cuh) run on the GPU "
+                "only; the CPU interpreter has no generator")
         raise NotImplementedError(
             f"kernel {func.name} contains injected CUDA (T.call_extern of "
             f"{', '.join(f'`{n}`' for n in names)}) and runs only on the GPU; the CPU "
@@ -74,7 +81,7 @@ class CPUAdapter:
                 arr, back = _to_numpy(a, p)
                 bufs[p] = arr
                 if back:
-                    writeback.append((a, arr))
+                    writeback.append((a, arr, p.dtype.base in PACKED_GLOBAL))
             elif p.dtype.is_handle:
                 env[p] = a
             else:
@@ -93,12 +100,15 @@ class CPUAdapter:
             shape = tuple(eval_int(s, sizes) for s in w.shape)
             bufs[w] = np.full(shape, poison_value(w.dtype), w.dtype.numpy)
         self.program.run(bufs, env)
-        for tensor, arr in writeback:
+        for tensor, arr, packed in writeback:
             import torch
 
             # through a detached view, as a GPU kernel writes memory: autograd does not see it
             # (a leaf that requires grad may be an argument)
-            tensor.detach().copy_(torch.from_numpy(arr).to(tensor.dtype))
+            if packed:  # float4_e2m1fn elements, two to a byte
+                tensor.detach().view(torch.uint8).copy_(torch.from_numpy(pack_fp4(arr)))
+            else:
+                tensor.detach().copy_(torch.from_numpy(arr).to(tensor.dtype))
 
     @staticmethod
     def _null_buffer(p: ir.Buffer):
@@ -128,6 +138,11 @@ def _to_numpy(a, p: ir.Buffer):
         raise ValueError(f"parameter {p.name} is on {a.device}; the CPU interpreter needs CPU "
                          "tensors")
     t = a.detach()
+    if dt.base in PACKED_GLOBAL:
+        if t.dtype.itemsize != 1:
+            raise TypeError(f"parameter {p.name}: {dt} elements come packed in a tensor of "
+                            f"one-byte elements (int8 / uint8), got a tensor of {a.dtype}")
+        return unpack_fp4(t.view(torch.uint8).numpy()), True
     if dt.name in NARROW_FLOATS:
         return t.float().numpy(), True
     if dt.name in _UNSIGNED_VIEW:

@@ -25,13 +25,13 @@ from ..ir.thread_range import interval, role_of, thread_set, warp_aligned
 from ..ir.visitor import any_node, substitute
 from .evaluate import ExprCompiler
 from .address import array_at_address
-from .intrinsics import compile_call
+from .intrinsics import CLUSTER_SYNC_CALLS, compile_call
 from .lanes import EMPTY, Ctx, LaneSpace, collapse, fail, mask_and, mask_andnot, mask_or
 from .memory import LocalStore, store_array
 from .numerics import NARROW_FLOATS, const_value, poison_value
 from .printing import compile_print
-from .roles import Barriers, Role, collective_ok, run_concurrently, run_grid
-from .tileops import compile_tile_op, uniform_int, uniform_value
+from .roles import Barriers, Role, collective_ok, run_clusters, run_concurrently, run_grid
+from .tileops import compile_tile_op, rank_in_cluster, uniform_int, uniform_value
 
 __all__ = ["Program"]
 
@@ -53,6 +53,7 @@ class Program(ExprCompiler):
         self._aranges: dict = {}
         self._thread = None  # (thread var, thread count) of the kernel being compiled (1-D)
         self._index_lets: dict = {}  # let var -> its index arithmetic (no memory reads)
+        self.statement_loc = None  # the location of the call statement being compiled
         self.body = self.stmt(func.body)
 
     # ---- entry -------------------------------------------------------------------------------
@@ -248,6 +249,8 @@ class Program(ExprCompiler):
     def _s_Evaluate(self, s):
         e = s.value
         if isinstance(e, ir.Call):
+            # calls compiled as statements of their own (interp/wide_access.py) report here
+            self.statement_loc = s.loc
             fn = compile_call(self, e, want_value=False)
         else:
             fn = self.expr(e)
@@ -559,7 +562,14 @@ class Program(ExprCompiler):
         barrier_inits = [v for k, v in s.attrs if k == "barrier_init"]
         local_views = [v for k, v in s.attrs if k == "local_view"]
         grid_sync = any_node(s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
-                             and n.args[0] == "tl::grid_sync")
+                             and n.args[0] == ir.GRID_SYNC)
+        # blocks that wait for their cluster's peers run side by side, cluster by cluster
+        cluster_waits = cluster != (1, 1, 1) and any_node(
+            s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
+            and n.args[0] in CLUSTER_SYNC_CALLS)
+        if grid_sync and cluster_waits:
+            raise NotImplementedError("the CPU interpreter runs T.sync_grid or cluster barriers "
+                                      "in a kernel, not both")
 
         def f(hctx, mask):
             hctx.mask = mask
@@ -600,11 +610,24 @@ class Program(ExprCompiler):
             if grid_sync:
                 run_grid(ctx, blocks, start_block, body)
                 return mask
+            if cluster_waits:
+                run_clusters(ctx, _clusters(blocks, cluster), start_block, body)
+                return mask
             for bx, by, bz in blocks:
                 start_block(ctx, bx, by, bz)
                 body(ctx, None)
             return mask
         return f
+
+
+def _clusters(blocks, dims):
+    """The blocks grouped by cluster (consecutive blocks along each dimension), each as
+    (rank in the cluster, block), clusters in launch order."""
+    groups: dict = {}
+    for block in blocks:
+        key = tuple(b // c for b, c in zip(block, dims))
+        groups.setdefault(key, []).append((rank_in_cluster(block, dims), block))
+    return list(groups.values())
 
 
 def _with_cond(s, lets):

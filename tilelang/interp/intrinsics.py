@@ -20,6 +20,7 @@ from .ieee import IEEE_OPS, compile_ieee
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
 from .ptx import PTX_CALLS
+from .wide_access import WIDE_ACCESS, compile_wide_access
 from .numerics import NARROW_FLOATS, const_value, convert, reinterpret_bits, round_to
 
 __all__ = ["compile_call", "MATH_UNARY", "is_modeled_extern"]
@@ -73,7 +74,8 @@ _NO_OPS = frozenset({"sync_threads", "named_barrier_arrive", "sync_warp", "comme
                      # the interpreter runs a program's kernels one after the other, which
                      # is what a programmatic dependent launch waits for
                      "pdl_trigger", "pdl_sync"})
-_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or"}
+_ATOMICS = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_or": "or",
+            "atomic_and": "and", "atomic_xor": "xor"}
 
 
 def _scalar(v):
@@ -488,9 +490,21 @@ _ORDERING_CALLS = ("tl::fence_proxy_async", "tl::tma_store_arrive", "tl::cp_asyn
 _ORDERING_PREFIXES = ("tl::tma_store_wait<", "tl::tma_store_wait_complete<", "tl::wgmma_wait<",
                       "tl::cp_async_wait<")
 _CP_ASYNC = ("tl::cp_async<", "tl::cp_async_zfill<")
+# CUDA functions a kernel may call by name that change nothing the interpreter models (a
+# sleep; fences, which its one-at-a-time execution already honours)
+_CUDA_NO_EFFECT = ("__nanosleep", "__threadfence", "__threadfence_block",
+                   "__threadfence_system")
 
 
-_GRID_SYNC = "tl::grid_sync"
+_GRID_SYNC = ir.GRID_SYNC
+# the cluster barrier (arrive, wait or both) and the block's rank in its cluster
+CLUSTER_BARRIER_CALLS = {"tl::cluster_arrive": (True, False),
+                         "tl::cluster_arrive_relaxed": (True, False),
+                         "tl::cluster_wait": (False, True), "tl::cluster_sync": (True, True)}
+_CLUSTER_RANK = "tl::cluster_ctarank"
+_REMOTE_ARRIVE = "tl::mbarrier_arrive_remote"
+# calls after which a block may depend on its cluster's peers (they run side by side)
+CLUSTER_SYNC_CALLS = tuple(CLUSTER_BARRIER_CALLS) + (_REMOTE_ARRIVE,)
 
 
 def is_modeled_extern(name: str) -> bool:
@@ -498,7 +512,27 @@ def is_modeled_extern(name: str) -> bool:
     T.mbarrier_wait_parity, T.ptx_cp_async, T.fence_proxy_async, ...) rather than rejecting
     the kernel."""
     return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
-        name.startswith(_ORDERING_PREFIXES + _CP_ASYNC)
+        name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC) or \
+        bool(WIDE_ACCESS.match(name)) or \
+        name in CLUSTER_BARRIER_CALLS or name in (_CLUSTER_RANK, _REMOTE_ARRIVE)
+
+
+def _cluster_barrier(name):
+    arrive, wait = CLUSTER_BARRIER_CALLS[name]
+    what = "T." + name[4:]
+
+    def f(ctx):
+        if ctx.space is not ctx.thread_space:
+            raise fail(ctx, NotImplementedError, f"{what} inside T.Parallel")
+        barrier = ctx.cluster_barrier
+        if barrier is None:  # not a cluster kernel: a cluster of one block
+            return None
+        if arrive:
+            barrier.arrive(ctx, what)
+        if wait:
+            barrier.wait(ctx, what)
+        return None
+    return f
 
 
 def _pointee(c, ptr, what):
@@ -565,11 +599,19 @@ def _library_call(c, e, name):
 
     if name.startswith(_CP_ASYNC):
         return _cp_async(c, e, name)
+    if WIDE_ACCESS.match(name):
+        return compile_wide_access(c, e, name)
     if name == _GRID_SYNC:
         def grid_sync(ctx):
             ctx.grid_barrier.sync(ctx)
         return grid_sync
-    if name not in _MBARRIER_CALLS:
+    if name in CLUSTER_BARRIER_CALLS:
+        return _cluster_barrier(name)
+    if name == _CLUSTER_RANK:
+        from .tileops import cluster_rank
+
+        return lambda ctx: np.int32(cluster_rank(ctx))
+    if name not in _MBARRIER_CALLS + (_REMOTE_ARRIVE,):
         zero = np.int32(0)
         return lambda ctx: zero
     ptr = e.args[1]
@@ -595,6 +637,20 @@ def _library_call(c, e, name):
             active_par = np.broadcast_to(parity, (n,))[sel]
             for i in np.unique(active_idx):
                 wait(ctx, buf, int(i), active_par[active_idx == i], what)
+            return None
+        if name == _REMOTE_ARRIVE:  # on the same barrier of the cluster's block of that rank
+            if ctx.cluster_barrier is None:
+                raise fail(ctx, RuntimeError, "T.mbarrier_arrive(bar, cta_id) outside a "
+                                              "T.ClusterKernel")
+            n = ctx.nthreads
+            ranks = np.broadcast_to(np.asarray(farg(ctx), np.int64), (n,))
+            slots = np.broadcast_to(np.asarray(idx, np.int64), (n,))
+            if mask is not None:
+                active = np.broadcast_to(mask, (n,))
+                ranks, slots = ranks[active], slots[active]
+            pairs, counts = np.unique(np.stack([ranks, slots]), axis=1, return_counts=True)
+            for (rank, i), lanes in zip(pairs.T.tolist(), counts.tolist()):
+                ctx.cluster_barrier.peer(ctx, rank).arrive(ctx, buf, i, lanes)
             return None
         for i, lanes in per_lane(ctx, mask, idx):
             if name in ("tl::mbarrier_expect_tx", "tl::mbarrier_arrive_expect_tx"):

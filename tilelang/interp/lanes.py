@@ -130,7 +130,7 @@ class Ctx:
 
     __slots__ = ("env", "bufs", "mask", "space", "brk", "loc", "block", "cluster", "threads",
                  "nthreads", "thread_ids", "safe", "thread_space", "func_name", "role",
-                 "barriers", "sched", "part", "grid", "grid_barrier")
+                 "barriers", "sched", "part", "grid", "grid_barrier", "cluster_barrier")
 
     def __init__(self, env, bufs, space, func_name=""):
         self.env = env
@@ -153,6 +153,7 @@ class Ctx:
         self.part = 0  # this role's index in `sched`
         self.grid = None  # (scheduler, this block's index) when blocks run side by side
         self.grid_barrier = None  # roles.GridBarrier of T.sync_grid
+        self.cluster_barrier = None  # roles.ClusterBarrier of the block's cluster
 
     def clone(self):
         """A context for a role that runs side by side with its siblings: its own variables
@@ -161,7 +162,7 @@ class Ctx:
                 self.func_name)
         for name in ("thread_space", "loc", "block", "cluster", "threads", "nthreads",
                      "thread_ids", "safe", "role", "barriers", "sched", "part", "grid",
-                     "grid_barrier"):
+                     "grid_barrier", "cluster_barrier"):
             setattr(c, name, getattr(self, name))
         c.mask = self.mask
         c.brk = list(self.brk)

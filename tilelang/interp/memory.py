@@ -29,7 +29,8 @@ def scope_name(buf) -> str:
     """The scope as users write it (`shared`, `fragment`, `local`, `global`)."""
     return _SCOPE_NAMES.get(buf.scope, buf.scope)
 
-_ATOMIC_UFUNC = {"add": np.add, "max": np.fmax, "min": np.fmin, "or": np.bitwise_or}
+_ATOMIC_UFUNC = {"add": np.add, "max": np.fmax, "min": np.fmin, "or": np.bitwise_or,
+                "and": np.bitwise_and, "xor": np.bitwise_xor}
 
 
 def _oob(idx, shape):

@@ -24,9 +24,28 @@ from ..ir.dtype import FP8_FORMATS as _FP8
 from ..ir.dtype import as_array as _as_array, c_contiguous as _contig
 
 __all__ = ["round_to", "convert", "tf32", "to_storage", "poison_value", "reinterpret_bits",
-           "const_value", "NARROW_FLOATS"]
+           "const_value", "NARROW_FLOATS", "pack_fp4", "unpack_fp4"]
 
-NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2"})
+NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float4_e2m1fn"})
+
+# the value of each float4_e2m1fn code (sign in bit 3)
+_FP4_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                        -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
+
+
+def unpack_fp4(packed: np.ndarray) -> np.ndarray:
+    """float32 values of the float4_e2m1fn elements packed in a uint8 array, two to a byte
+    (even index in the low nibble): the last dimension doubles."""
+    lo, hi = _FP4_VALUES[packed & 0xF], _FP4_VALUES[packed >> 4]
+    return np.stack([lo, hi], axis=-1).reshape(packed.shape[:-1] + (2 * packed.shape[-1],))
+
+
+def pack_fp4(values: np.ndarray) -> np.ndarray:
+    """The inverse of `unpack_fp4`: uint8 bytes of float4_e2m1fn values (rounded first)."""
+    v = round_to(np.asarray(values, np.float32), DType("float4_e2m1fn"))
+    codes = np.searchsorted(_FP4_VALUES[:8], np.abs(v)).astype(np.uint8)
+    codes |= np.signbit(v).astype(np.uint8) << 3
+    return codes[..., 0::2] | (codes[..., 1::2] << 4)
 
 def tf32(arr) -> np.ndarray:
     """float32 -> TF32 (10 explicit mantissa bits), round to nearest, ties away from zero, as

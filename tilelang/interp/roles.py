@@ -331,3 +331,78 @@ def run_grid(ctx, blocks, start_block, body):
         return part
 
     sched.run([make(k, b) for k, b in enumerate(blocks)], ctx.func_name)
+
+
+# ---- thread block clusters (T.cluster_arrive / T.cluster_wait / remote mbarrier arrivals) ------
+
+
+class ClusterBarrier:
+    """The cluster barrier of one cluster (`barrier.cluster`): a block's arrival counts once
+    all its threads arrive; a wait returns once every block of the cluster has arrived in the
+    block's current phase. Also the directory of the blocks' mbarriers, for arrivals from
+    peers (`T.mbarrier_arrive(bar, cta_id)`)."""
+
+    def __init__(self, nblocks):
+        self.nblocks, self.arrived, self.generation = nblocks, 0, 0
+        self.peers = {}  # rank -> Barriers of the block, once it has started
+        self.phase = {}  # block index in the scheduler -> the generation it arrived in
+
+    def arrive(self, ctx, what):
+        if ctx.mask is not None:
+            raise fail(ctx, RuntimeError, f"{what} reached by only some threads of the block "
+                                          "(every thread of the cluster takes part; the kernel "
+                                          "would hang on the GPU)")
+        _, index = ctx.grid
+        if index in self.phase:
+            raise fail(ctx, RuntimeError, f"{what}: this block arrived twice on the cluster "
+                                          "barrier without a T.cluster_wait in between")
+        self.phase[index] = self.generation
+        self.arrived += 1
+        if self.arrived == self.nblocks:
+            self.arrived, self.generation = 0, self.generation + 1
+
+    def wait(self, ctx, what):
+        sched, index = ctx.grid
+        if index not in self.phase:
+            raise fail(ctx, RuntimeError, f"{what} without a T.cluster_arrive before it")
+        gen = self.phase.pop(index)
+        if self.generation > gen:
+            return
+        saved = ctx.part
+        ctx.part = index
+        try:
+            sched.block(ctx, lambda: self.generation > gen,
+                        lambda: f"{what}: {self.arrived} of {self.nblocks} blocks of the "
+                                "cluster arrived")
+        finally:
+            ctx.part = saved
+
+    def peer(self, ctx, rank):
+        if rank not in self.peers:
+            raise fail(ctx, RuntimeError, f"an arrival on a barrier of block {rank} of the "
+                                          "cluster, which has not started (or does not exist): "
+                                          "T.cluster_sync() after T.alloc_cluster_barrier "
+                                          "orders the peers' arrivals after its initialisation")
+        return self.peers[rank]
+
+
+def run_clusters(ctx, clusters, start_block, body):
+    """Run the blocks of each cluster side by side (one coroutine each), as the GPU keeps a
+    cluster's blocks resident together; clusters one after the other. `clusters` lists each
+    cluster's blocks as (rank, (bx, by, bz))."""
+    for members in clusters:
+        sched = RoleScheduler(len(members))
+        barrier = ClusterBarrier(len(members))
+
+        def make(k, rank, block):
+            sub = ctx.clone()
+
+            def part():
+                start_block(sub, *block)
+                barrier.peers[rank] = sub.barriers
+                sub.grid, sub.cluster_barrier = (sched, k), barrier
+                sub.sched, sub.part = sched, k  # mbarrier waits block on the peers too
+                body(sub, None)
+            return part
+
+        sched.run([make(k, rank, b) for k, (rank, b) in enumerate(members)], ctx.func_name)

@@ -425,10 +425,15 @@ def _cumsum(c, s):
 _TILE_ATOMIC = {"add": np.add, "max": np.fmax, "min": np.fmin}
 
 
-def cluster_rank(ctx) -> int:
-    """The block's rank in its cluster (x fastest, as %cluster_ctarank)."""
-    (bx, by, bz), (cx, cy, cz) = ctx.block, ctx.cluster
+def rank_in_cluster(block, dims) -> int:
+    """The rank of `block` in its cluster of `dims` blocks (x fastest, as %cluster_ctarank)."""
+    (bx, by, bz), (cx, cy, cz) = block, dims
     return ((bz % cz) * cy + by % cy) * cx + bx % cx
+
+
+def cluster_rank(ctx) -> int:
+    """The running block's rank in its cluster."""
+    return rank_in_cluster(ctx.block, ctx.cluster)
 
 
 def _atomic_tile(c, s):

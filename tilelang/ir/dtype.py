@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE"]
+__all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE",
+           "PACKED_GLOBAL"]
 
 # name -> (kind, bits); kind: f = float, i = signed int, u = unsigned int, b = bool, h = handle
 _KINDS = {
@@ -34,6 +35,11 @@ _KINDS = {
     "int1": ("i", 1), "uint1": ("u", 1),
     "float4_e2m1fn": ("f", 4), "float6_e2m3fn": ("f", 6), "float6_e3m2fn": ("f", 6),
     "float8_e8m0fnu": ("f", 8),
+    # 8-bit floats of other encodings than NVIDIA's E4M3 / E5M2 (the "fnuz" ones of AMD GPUs
+    # have another exponent bias, so they are types of their own), and the reference's
+    # byte-per-value FP4 staging type
+    "float8_e4m3fnuz": ("f", 8), "float8_e5m2fnuz": ("f", 8), "float8_e3m4": ("f", 8),
+    "float8_e4m3b11fnuz": ("f", 8), "float4_e2m1_unpacked": ("f", 8),
 }
 
 # Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
@@ -41,23 +47,29 @@ STORABLE = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "handle"})
 
+# Sub-byte element types of global tensors (kernel parameters), packed two to a byte as torch
+# byte tensors carry them (jit/packed.py); element loads and stores address one nibble.
+PACKED_GLOBAL = frozenset({"float4_e2m1fn"})
+
 # Spellings accepted for dtypes (strings); "half" is deliberately not one (the reference rejects it).
 DTYPE_ALIASES = {
     "float": "float32", "double": "float64", "int": "int32", "long": "int64", "short": "int16",
     "uint": "uint32", "ulong": "uint64", "fp16": "float16", "bf16": "bfloat16",
     "fp32": "float32", "fp64": "float64",
-    "float8_e4m3fn": "float8_e4m3", "float8_e4m3fnuz": "float8_e4m3", "e4m3": "float8_e4m3",
-    "float8_e5m2fnuz": "float8_e5m2", "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
+    "float8_e4m3fn": "float8_e4m3", "e4m3": "float8_e4m3",
+    "e5m2": "float8_e5m2", "uchar": "uint8", "char": "int8",
     "boolean": "bool",
     # TF32 is float32 storage that tensor cores read with a 10-bit mantissa, which is what a
     # float32 T.gemm already does (the reference too: float32 operands with a float32
     # accumulator issue tf32 mma); so T.tfloat32 is T.float32.
     "tfloat32": "float32", "custom[tfloat32]": "float32",
     "e4m3_float8": "float8_e4m3", "e5m2_float8": "float8_e5m2",
+    "custom[float4_e2m1_unpacked]8": "float4_e2m1_unpacked",
 }
 
 # The text of a dtype, where it is not its name: the torch / reference spelling.
-_TEXT = {"float8_e4m3": "float8_e4m3fn"}
+_TEXT = {"float8_e4m3": "float8_e4m3fn",
+         "float4_e2m1_unpacked": "custom[float4_e2m1_unpacked]8"}
 
 _C_NAMES = {
     # 64-bit integers by their <cstdint> names: the header's functions (mbarriers, TMA) take
@@ -66,6 +78,7 @@ _C_NAMES = {
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
     "uint64": "uint64_t", "float16": "half_t", "bfloat16": "bfloat16_t",
     "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
+    "float4_e2m1fn": "fp4_e2_t",
     "handle": "void*", "void": "void",
 }
 
@@ -75,6 +88,7 @@ _NUMPY = {
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
     # No numpy type: the interpreter keeps these in float32 and rounds on every store.
     "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
+    "float4_e2m1fn": np.float32,
     # a pointer (an address) is a 64-bit integer
     "handle": np.int64,
 }
@@ -86,12 +100,14 @@ _TORCH_NAMES = {
     "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
     # what torch stores the reference's sub-byte types in (its `as_torch()`)
     "int4": "int8", "uint4": "uint8", "float8_e8m0fnu": "float8_e8m0fnu",
+    "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
 }
 
 # DLPack type codes (tvm_ffi.dtype.type_code)
 _TYPE_CODES = {"i": 0, "u": 1, "f": 2, "h": 3, "b": 6, "v": 0}
 _SPECIAL_CODES = {"bfloat16": 4, "float8_e4m3": 10, "float8_e5m2": 12, "float8_e8m0fnu": 14,
-                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17}
+                  "float6_e2m3fn": 15, "float6_e3m2fn": 16, "float4_e2m1fn": 17,
+                  "float4_e2m1_unpacked": 131}  # a TVM custom type code
 
 
 def canonical_dtype_name(value) -> str:
@@ -123,6 +139,8 @@ def canonical_dtype_name(value) -> str:
         for ours, theirs in _TORCH_NAMES.items():
             if theirs == tname and ours in STORABLE:
                 return ours
+        if tname == "float4_e2m1fn_x2":  # torch's packed pair of FP4 values
+            return "float4_e2m1fnx2"
         tname = DTYPE_ALIASES.get(tname, tname)
         if tname in _KINDS:
             return tname
@@ -239,6 +257,12 @@ class DType(str):
             return None
         import torch
 
+        if self.base == "float4_e2m1fn" and self.lanes <= 2:
+            # FP4 is stored two values a byte: torch's float4_e2m1fn_x2 where torch has it
+            # (the reference's storage dtype), else int8 bytes for a single value
+            packed = getattr(torch, "float4_e2m1fn_x2", None)
+            if packed is not None or self.lanes == 1:
+                return packed if packed is not None else torch.int8
         tname = _TORCH_NAMES.get(self.base)
         t = getattr(torch, tname, None) if tname is not None and self.lanes == 1 else None
         if t is None:
@@ -249,10 +273,10 @@ class DType(str):
         return self.base == "float4_e2m1fn"
 
     def is_float4_e2m1_unpacked(self) -> bool:
-        return False
+        return self.base == "float4_e2m1_unpacked"
 
     def is_float4(self) -> bool:
-        return self.base == "float4_e2m1fn"
+        return self.base in ("float4_e2m1fn", "float4_e2m1_unpacked")
 
     # ----- conversions to other type systems -----------------------------------------------
     @property
@@ -373,11 +397,17 @@ _ATOMIC_RMW = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "u
 ATOMIC_DTYPES = {
     "atomic_add": _ATOMIC_RMW, "atomic_max": _ATOMIC_RMW, "atomic_min": _ATOMIC_RMW,
     "atomic_or": ("int32", "int64", "uint32", "uint64"),
+    "atomic_and": ("int32", "int64", "uint32", "uint64"),
+    "atomic_xor": ("int32", "int64", "uint32", "uint64"),
     "atomic_addx2": ("float16", "bfloat16", "float32"),
     "atomic_addx4": ("float16", "bfloat16", "float32"),
     "atomic_load": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
     "atomic_store": ("int16", "uint16", "float16", "bfloat16") + _ATOMIC_RMW[2:],
 }
+
+# Element types the TMA unit adds (cp.reduce.async.bulk.tensor .add: .f16 .bf16 .f32 .s32 .u32
+# .u64): T.atomic_add(..., use_tma=True) takes only these, as on the reference.
+TMA_ADD_DTYPES = ("float16", "bfloat16", "float32", "int32", "uint32", "uint64")
 
 
 def gemm_dtype_problem(a: DType, b: DType, c: DType):
@@ -424,8 +454,17 @@ def _bf16(a32: np.ndarray) -> np.ndarray:
     return out
 
 
+# float4_e2m1fn (values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives): no inf and no NaN;
+# conversions saturate and NaN converts to +6, as CUDA's float -> e2m1 conversion does
+FP4_E2M1 = (1, 0, 6.0, True)
+
+
 def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
-    mbits, emin, fmax, saturate = FP8_FORMATS[name]
+    return _minifloat(a32, FP8_FORMATS[name])
+
+
+def _minifloat(a32: np.ndarray, fmt) -> np.ndarray:
+    mbits, emin, fmax, saturate = fmt
     x = a32.astype(np.float64)
     mag = np.abs(x)
     finite = np.isfinite(mag)
@@ -442,7 +481,8 @@ def _fp8(a32: np.ndarray, name: str) -> np.ndarray:
 
 def round_to(arr, dtype) -> np.ndarray:
     """Round float32 values to the nearest value of a narrow float dtype (bfloat16,
-    float8_e4m3, float8_e5m2); other dtypes return the values as float32 unchanged."""
+    float8_e4m3, float8_e5m2, float4_e2m1fn); other dtypes return the values as float32
+    unchanged."""
     dt = DType(dtype)
     a, scalar = as_array(arr)
     a32 = a.astype(np.float32, copy=False)
@@ -450,6 +490,8 @@ def round_to(arr, dtype) -> np.ndarray:
         out = _bf16(a32)
     elif dt.name in FP8_FORMATS:
         out = _fp8(a32, dt.name)
+    elif dt.name == "float4_e2m1fn":
+        out = _minifloat(np.where(np.isnan(a32), np.float32(FP4_E2M1[2]), a32), FP4_E2M1)
     else:
         out = a32
     return out[()] if scalar else out

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import hooks
-from .dtype import DType, round_to
+from .dtype import PACKED_GLOBAL, DType, round_to
 
 __all__ = [
     "Node", "Expr", "Var", "Const", "Binary", "Compare", "Logical", "Unary", "Select", "Cast",
@@ -116,6 +116,9 @@ class ExprOps:
 
 
 class Expr(ExprOps, Node):
+    """A kernel expression (`T.PrimExpr`): a typed value of the kernel being traced; Python
+    operators on it build larger expressions."""
+
     __slots__ = ()
     dtype: DType
 
@@ -212,7 +215,7 @@ class Load(Expr):
 
 # Calls that have an effect beyond their value: never deduplicated, hoisted or dropped.
 SIDE_EFFECT_CALLS = frozenset({
-    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_addx2", "atomic_addx4", "atomic_store",
+    "atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and", "atomic_xor", "atomic_addx2", "atomic_addx4", "atomic_store",
     "atomic_load", "call_extern", "shfl_xor", "shfl_down", "shfl_up", "shfl_sync",
     "sync_threads", "named_barrier_arrive", "sync_warp", "print", "device_assert", "barrier_arrive", "barrier_wait",
     "call_packed", "ptx", "set_max_nreg", "wait_wgmma", "fence_proxy_async",
@@ -220,6 +223,11 @@ SIDE_EFFECT_CALLS = frozenset({
     "warp_reduce_bitor",
     "pdl_trigger", "pdl_sync",
 })
+
+# The CUDA call of T.sync_grid (a `call_extern`): codegen includes <cooperative_groups.h> for a
+# kernel launched cooperatively; the interpreter runs the blocks of a kernel making it side by
+# side.
+GRID_SYNC = "cooperative_groups::this_grid().sync"
 
 
 # =============================================================================================
@@ -245,8 +253,9 @@ class Buffer(ExprOps, Node):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
-        if not self.dtype.storable:
-            _refuse_element_type(self.dtype)
+        if not self.dtype.storable and not (scope == "global" and
+                                            self.dtype.base in PACKED_GLOBAL):
+            _refuse_element_type(self.dtype, scope)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
         # a view (`T.Tensor(shape, dtype, X.data)` in a kernel) names the buffer whose
@@ -335,11 +344,21 @@ class Buffer(ExprOps, Node):
     __str__ = __repr__
 
 
-def _refuse_element_type(dtype: DType):
-    why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
-           "supported (yet): store the values packed in uint8 / int8 and unpack them with "
-           "shifts and masks" if dtype.bits < 8 else
-           f"{dtype} has no storage type in this compiler (yet)")
+def _refuse_element_type(dtype: DType, scope: str):
+    if dtype.base in PACKED_GLOBAL:
+        why = (f"{dtype} elements are stored only in global tensors (kernel parameters, packed "
+               f"two to a byte), not in {scope} memory (yet): convert them to a wider type "
+               "(e.g. float16) where they are loaded")
+    elif dtype.is_float4_e2m1_unpacked():
+        why = ("it is the reference's staging type of FP4 tcgen05 operands in shared memory "
+               "(sm_100), a backend this TileLang does not have; load float4_e2m1fn values "
+               "from a global tensor and convert them")
+    elif dtype.bits < 8:
+        why = (f"{dtype} is a sub-byte type ({dtype.bits} bits); packed sub-byte storage is not "
+               "supported (yet): store the values packed in uint8 / int8 and unpack them with "
+               "shifts and masks")
+    else:
+        why = f"{dtype} has no storage type in this compiler (yet)"
     raise hooks.error(NotImplementedError, f"a buffer of {dtype} elements is not supported: "
                                            f"{why}; see docs/compatibility.md")
 
@@ -584,6 +603,8 @@ class Gemm(Stmt):
     clear_accum: Any = False
     k_pack: int = 1
     wg_wait: int = 0
+    # `T.wgmma_gemm`: wgmma or a located error where the reference also has no wgmma
+    require_wgmma: bool = False
 
     def operands(self) -> tuple:
         """The regions the gemm reads besides its accumulator."""
@@ -623,6 +644,7 @@ class CumSum(Stmt):
     dim: int
     reverse: bool = False
     kind: str = "sum"  # sum | max
+    annotations: tuple = ()  # (key, value) pairs the user gave (printed; no lowering options)
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
@@ -717,6 +739,9 @@ def const(value, dtype=None) -> Const:
     return Const(_convert_scalar(value, dtype), dtype)
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _convert_scalar(value, dtype: DType):
     """Convert a Python scalar to the value domain of `dtype` (C conversion semantics)."""
     if dtype.is_bool:
@@ -737,6 +762,11 @@ def _convert_scalar(value, dtype: DType):
         if dtype.name == "float16":
             return float(np.float16(value))
         if dtype.name == "float32":
+            if math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+                # a finite literal float32 cannot hold is an error, not a silent infinity
+                # (as the reference's FloatImm)
+                raise ValueError(f"Literal value {value} exceeds maximum of float32 "
+                                 f"(±{_FLOAT32_MAX:.7g})")
             return float(np.float32(value))
         if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2"):
             return float(round_to(np.array([value], np.float32), dtype)[0])
@@ -911,7 +941,9 @@ def compare(op: str, a, b) -> Expr:
     ea, eb = cast_to(ea, dt), cast_to(eb, dt)
     if isinstance(ea, Const) and isinstance(eb, Const):
         return const(bool(_CMP_FOLD[op](ea.value, eb.value)))
-    if ea is eb and dt.is_int:  # an integer compared with itself (not so for NaN floats)
+    if ea is eb and dt.is_int:
+        # an integer compared with itself (not so for NaN floats; `assert M == M_` where both
+        # are one dynamic size) is decided now, not left as a runtime check
         return const(op in ("eq", "le", "ge"))
     return Compare(op, ea, eb)
 

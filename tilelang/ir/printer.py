@@ -338,7 +338,7 @@ class Printer:
             extra += f", policy=T.GemmWarpPolicy.{s.policy}"
         if not (isinstance(s.clear_accum, bool) and not s.clear_accum):
             extra += f", clear_accum={self.expr(s.clear_accum)}"
-        name, operands = "gemm", (s.A, s.B, s.C)
+        name, operands = ("wgmma_gemm" if s.require_wgmma else "gemm"), (s.A, s.B, s.C)
         if isinstance(s, ir.GemmSp):
             name, operands = "gemm_sp", (s.A, s.E, s.B, s.C)
         self.line(ind, f"T.{name}({', '.join(self.region(r) for r in operands)}{extra})")
@@ -351,8 +351,10 @@ class Printer:
                        f"dim={s.dim}{extra})")
 
     def s_CumSum(self, s, ind):
+        extra = "".join(f", {k}={v!r}" if not isinstance(v, str) else f', {k}="{v}"'
+                        for k, v in s.annotations)
         self.line(ind, f"T.cum{s.kind}({self.name(s.src)}, {self.name(s.dst)}, dim={s.dim}, "
-                       f"reverse={s.reverse})")
+                       f"reverse={s.reverse}{extra})")
 
     def s_AtomicTile(self, s, ind):
         src = self.region(s.src) if isinstance(s.src, ir.BufferRegion) else self.expr(s.src)

@@ -20,6 +20,7 @@ from typing import Any, Optional
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 from ..language.types import DynSpec, HandleType, Tensor, TensorSpec
+from . import packed
 
 MISSING = type("MISSING", (), {"__repr__": lambda self: "<missing>"})()
 
@@ -68,6 +69,26 @@ def strides_of(value) -> tuple:
         out.append(acc)
         acc *= int(s)
     return tuple(reversed(out))
+
+
+def is_packed_arg(value, dtype) -> bool:
+    """Whether `value` is a byte tensor carrying packed sub-byte `dtype` elements."""
+    return dtype is not None and type(value) is not TensorSpec and \
+        packed.holds_packed(getattr(value, "dtype", None), dtype)
+
+
+def arg_shape(value, dtype) -> tuple:
+    """The argument's shape in elements of the parameter's `dtype` (see jit/packed.py)."""
+    if is_packed_arg(value, dtype):
+        return packed.logical_shape(value.shape, dtype)
+    return tuple(value.shape)
+
+
+def arg_strides(value, dtype) -> tuple:
+    """The argument's strides in elements of the parameter's `dtype`."""
+    if is_packed_arg(value, dtype):
+        return packed.logical_strides(strides_of(value), dtype)
+    return strides_of(value)
 
 
 def describe(value) -> str:
@@ -187,6 +208,16 @@ class TensorAnnot:
             return key
         n = len(self.shape)
         cs, cst = self._const_shape, self._const_strides
+        if fixed_dtype is not None and packed.pack_factor(fixed_dtype) > 1:
+            def packed_key(v):
+                # byte tensors carry the sub-byte elements: the key holds the logical sizes
+                if not is_packed_arg(v, fixed_dtype):
+                    return key(v)
+                shape = arg_shape(v, fixed_dtype)
+                if len(shape) != n:
+                    return ("mismatch", fixed_dtype, shape)
+                st = arg_strides(v, fixed_dtype) if cst else ()
+                return (fixed_dtype,) + tuple(shape[i] for i in cs) + tuple(st[i] for i in cst)
 
         def key(v):
             try:
@@ -208,6 +239,8 @@ class TensorAnnot:
                 for i in cst:
                     parts.append(st[i])
             return tuple(parts)
+        if fixed_dtype is not None and packed.pack_factor(fixed_dtype) > 1:
+            return packed_key
         return key
 
     @property
@@ -233,14 +266,15 @@ class TensorAnnot:
         if not is_tensor_like(value):
             raise TypeError(f"{fname}: parameter {p!r} expects a tensor ({self.spelling}), got "
                             f"{describe(value)}")
-        shape = tuple(value.shape)
+        shape = arg_shape(value, self.dtype)
         if self.shape is not None and len(shape) != len(self.shape):
             raise ValueError(f"{fname}: parameter {p!r} expects a {len(self.shape)}-D tensor "
                              f"({self.spelling}), got {describe(value)}")
-        dt = as_dtype(value.dtype)
         # A `T.Tensor(shape, dtype)` placeholder given to compile()/par_compile() stands for
         # the shape; a fixed annotation dtype wins over its dtype (the reference accepts
-        # float32 placeholders for a float16 annotation). Real tensors must match.
+        # float32 placeholders for a float16 annotation). Real tensors must match; byte
+        # tensors carry sub-byte elements (jit/packed.py).
+        dt = self.dtype if is_packed_arg(value, self.dtype) else as_dtype(value.dtype)
         if self.dtype is not None and dt is not self.dtype and type(value) is not TensorSpec:
             raise ValueError(f"{fname}: parameter {p!r} expects dtype {self.dtype.name} "
                              f"({self.spelling}), got {describe(value)}")
@@ -249,7 +283,7 @@ class TensorAnnot:
                 raise ValueError(f"{fname}: parameter {p!r} expects shape[{i}] == {d.value} "
                                  f"({self.spelling}), got {describe(value)}")
         if self.strides is not None:
-            st = strides_of(value)
+            st = arg_strides(value, self.dtype)
             for i, d in enumerate(self.strides):
                 if d.kind == "static" and int(st[i]) != d.value:
                     raise ValueError(f"{fname}: parameter {p!r} expects stride[{i}] == "
@@ -267,8 +301,8 @@ class TensorAnnot:
             shape_v, stride_v, dt = None, None, self.dtype
         else:
             self.check(value, fname)
-            shape_v = tuple(int(s) for s in value.shape)
-            stride_v = strides_of(value) if self.strides is not None else None
+            shape_v = arg_shape(value, self.dtype)
+            stride_v = arg_strides(value, self.dtype) if self.strides is not None else None
             dt = self.dtype if self.dtype is not None else as_dtype(value.dtype)
         if self.shape is None:
             return ir.Buffer(self.pname, shape_v, dt, "global")

@@ -70,8 +70,9 @@ def lower(func, target="auto", target_host=None, pass_configs=None, **kwargs) ->
 
 
 def _is_kernel_style(func) -> bool:
-    """A function whose own body (not a nested def) opens `with T.Kernel(...)`, or whose
-    signature carries tensor annotations, is a kernel; anything else is a factory."""
+    """A function whose own body (not a nested def) opens `with T.Kernel(...)`, calls
+    T.const / T.empty, annotates a parameter (`A: T.Tensor[...]`), or whose signature carries
+    tensor annotations, is a kernel; anything else is a factory."""
     from ..language.types import DynSpec, TensorSpec
 
     try:
@@ -111,7 +112,14 @@ def _is_kernel_style(func) -> bool:
 
     finder = Finder()
     finder.visit(fn)
-    return finder.found
+    # `A: T.Tensor[...]` annotating a parameter in the body (the kernel may open its
+    # `T.Kernel` in a macro it calls)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # e.g. a lambda's line
+        return finder.found
+    params = {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+    annotates_param = any(isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+                          and st.target.id in params and st.value is None for st in fn.body)
+    return finder.found or annotates_param
 
 
 def _freeze(value):
@@ -162,9 +170,10 @@ class JITFactory:
         return self.compile(*args, **kwargs).get_kernel_source()
 
     def par_compile(self, configs, num_workers=None, ignore_error=False):
-        from .parallel import par_compile
+        from .parallel import par_compile_factory
 
-        return par_compile(self, configs, num_workers=num_workers, ignore_error=ignore_error)
+        return par_compile_factory(self, configs, num_workers=num_workers,
+                                   ignore_error=ignore_error)
 
     def __repr__(self):
         return f"<tilelang.jit factory {self.func.__qualname__}>"

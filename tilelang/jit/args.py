@@ -14,6 +14,7 @@ from typing import Optional
 
 from ..ir import nodes as ir
 from ..ir.dtype import DType
+from . import packed
 
 
 @dataclass
@@ -26,6 +27,8 @@ class ParamInfo:
     strides: Optional[tuple] = None
     buffer: Optional[ir.Buffer] = None
     var: Optional[ir.Var] = None
+    # sub-byte elements, passed packed in a byte tensor (jit/packed.py)
+    packed: bool = False
 
 
 def normalize_out_idx(out_idx, n_params: int, params) -> list:
@@ -71,7 +74,7 @@ class CallPlan:
         for i, p in enumerate(func.params):
             if isinstance(p, ir.Buffer):
                 self.params.append(ParamInfo(i, p.name, "buffer", p.dtype, p.shape, p.strides,
-                                             buffer=p))
+                                             buffer=p, packed=packed.pack_factor(p.dtype) > 1))
             else:
                 self.params.append(ParamInfo(i, p.name, "scalar", p.dtype, var=p))
         if out_idx is None:
@@ -173,7 +176,8 @@ class CallPlan:
             if a.dim() != len(p.shape):
                 self._fail(ValueError, p, f"ndim mismatch, expected {len(p.shape)}, got "
                                           f"{a.dim()} (shape {tuple(a.shape)})")
-            if not _dtype_matches(a.dtype, p.dtype):
+            if not _dtype_matches(a.dtype, p.dtype) and not (
+                    p.packed and packed.holds_packed(a.dtype, p.dtype)):
                 self._fail(ValueError, p, f"dtype mismatch, expected {p.dtype}, got "
                                           f"{str(a.dtype).replace('torch.', '')}")
             dev = a.device
@@ -193,8 +197,8 @@ class CallPlan:
         for p in self.inputs:
             if p.kind == "buffer" and full[p.index] is not None:
                 a = full[p.index]
-                self._check_shape(p, a, symbols)
-                self._check_index_range(p, a.shape, a.stride())
+                shape, strides = self._check_shape(p, a, symbols)
+                self._check_index_range(p, shape, strides)
         self.check_assumptions(symbols)
         if device is None:
             device = tensor_device if tensor_device is not None else (
@@ -205,10 +209,23 @@ class CallPlan:
             for p in self.outputs:
                 shape = tuple(eval_shape_expr(s, symbols) for s in p.shape)
                 self._check_index_range(p, shape, _row_major_strides(shape))
-                t = torch.empty(shape, dtype=p.dtype.torch, device=device)
+                if p.packed:
+                    t = self._packed_output(p, shape, device)
+                else:
+                    t = torch.empty(shape, dtype=p.dtype.torch, device=device)
                 full[p.index] = t
                 outputs.append(t)
         return full, symbols, outputs, device
+
+    def _packed_output(self, p: ParamInfo, shape, device):
+        """An output of sub-byte elements: a uint8 tensor holding them packed."""
+        k = packed.pack_factor(p.dtype)
+        if not shape or shape[-1] % k:
+            self._fail(ValueError, p, f"an output of {p.dtype} elements is allocated packed, "
+                                      f"{k} to a byte: its last dimension must be a multiple of "
+                                      f"{k}, got shape {shape}")
+        return _torch().empty(shape[:-1] + (shape[-1] // k,), dtype=_torch().uint8,
+                              device=device)
 
     def _check_scalar(self, p: ParamInfo, a):
         torch = _torch()
@@ -248,6 +265,9 @@ class CallPlan:
             if kind == "scalar":
                 symbols[var] = int(a)
                 continue
+            p = self.params[idx]
+            if p.packed:  # sizes in elements, not bytes
+                a = _LogicalSizes(*_arg_sizes(p, a))
             if kind == "linear":
                 dim, coef, const = d
                 extent = int(a.shape[dim])
@@ -299,23 +319,27 @@ class CallPlan:
                        f"T.dynamic(..., \"int64\")")
 
     def _check_shape(self, p: ParamInfo, a, symbols):
+        """Tensor `a`'s sizes against p's; returns them (shape, strides), in elements of p's
+        type."""
+        shape, strides = _arg_sizes(p, a)
         for d, s in enumerate(p.shape):
             expect = eval_shape_expr(s, symbols)
-            if int(a.shape[d]) != expect:
+            if int(shape[d]) != expect:
                 name = s.name if isinstance(s, ir.Var) else str(s)
                 extra = f" (= {name})" if not isinstance(s, int) else ""
                 self._fail(ValueError, p, f"shape[{d}] mismatch: expected {expect}{extra}, got "
-                                          f"{a.shape[d]} (shape {tuple(a.shape)})")
+                                          f"{shape[d]} (shape {tuple(shape)})")
         if p.strides is not None:
             for d, s in enumerate(p.strides):
                 expect = eval_shape_expr(s, symbols)
-                if a.shape[d] != 1 and int(a.stride(d)) != expect:
+                if shape[d] != 1 and int(strides[d]) != expect:
                     self._fail(ValueError, p, f"strides[{d}] mismatch: expected {expect}, got "
-                                              f"{a.stride(d)}")
-        elif not _is_row_major(a):
+                                              f"{strides[d]}")
+        elif not _is_row_major(shape, strides):
             self._fail(ValueError, p, f"must be contiguous (row-major), got strides "
-                                      f"{tuple(a.stride())}; call .contiguous() or annotate "
+                                      f"{tuple(strides)}; call .contiguous() or annotate "
                                       "the parameter with T.StridedTensor")
+        return shape, strides
 
 
 def _vars_of(e) -> list:
@@ -382,11 +406,31 @@ def _symbol_values(cond, symbols) -> str:
     return ", ".join(f"{v.name} = {n}" for v, n in names.items())
 
 
-def _is_row_major(t) -> bool:
-    if t.numel() == 0:  # no element is addressed: any strides do (as torch's is_contiguous)
+def _arg_sizes(p: ParamInfo, a):
+    """(shape, strides) of tensor `a` in elements of parameter p's type: a byte tensor that
+    carries packed sub-byte elements counts them (jit/packed.py)."""
+    if p.packed and packed.holds_packed(a.dtype, p.dtype):
+        return packed.logical_shape(a.shape, p.dtype), packed.logical_strides(a.stride(), p.dtype)
+    return a.shape, a.stride()
+
+
+class _LogicalSizes:
+    """A tensor's sizes in elements, read as `_bind_symbols` reads a tensor's."""
+
+    __slots__ = ("shape", "strides")
+
+    def __init__(self, shape, strides):
+        self.shape, self.strides = shape, strides
+
+    def stride(self, d):
+        return self.strides[d]
+
+
+def _is_row_major(shape, strides) -> bool:
+    if any(int(n) == 0 for n in shape):  # no element is addressed: any strides do (as torch)
         return True
     expected = 1
-    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+    for size, stride in zip(reversed(shape), reversed(strides)):
         if size != 1 and stride != expected:
             return False
         expected *= size

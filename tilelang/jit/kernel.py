@@ -20,8 +20,8 @@ from .target import (DEFAULT_CUDA_ARCH, Target, device_arch, gpu_available, pars
 
 
 def check_launch_limits(func: ir.PrimFunc):
-    """A located error for a T.Kernel whose static grid no GPU can launch (both targets
-    refuse it, so that they accept the same programs), or the first error the trace deferred
+    """A located error for a T.Kernel whose static grid is past CUDA's limits (both targets
+    refuse it, so that they accept the same programs; an extent of 0 is refused per call), or the first error the trace deferred
     to compilation (frontend.builder.defer_error)."""
     from ..errors import located
     from ..ir.visitor import collect
@@ -30,7 +30,10 @@ def check_launch_limits(func: ir.PrimFunc):
     if deferred:  # found while tracing (frontend.builder.defer_error)
         raise deferred[0]
     for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
-        problem = ir.launch_limit_problem(tuple(ir.int_value(g) for g in k.grid))
+        # a static extent of 0 compiles, and every call is refused at launch (the reference
+        # compiles it too: its issue 1993), like a size-dependent extent that comes out as 0
+        grid = tuple(ir.int_value(g) for g in k.grid)
+        problem = ir.launch_limit_problem(tuple(None if g == 0 else g for g in grid))
         if problem:
             raise located(ValueError)(f"T.Kernel {problem}; launch fewer blocks (loop inside "
                                       "each block, or use T.Persistent)", k.loc)

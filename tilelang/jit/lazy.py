@@ -151,17 +151,18 @@ class Specialization:
 def _rebuild(ret, outs, values):
     if isinstance(ret, tuple) and ret and ret[0] in ("out", "in"):
         return outs[ret[1]] if ret[0] == "out" else values[ret[1]]
-    kind, items = ret
-    built = [_rebuild(r, outs, values) for r in items]
-    return tuple(built) if kind == "tuple" else built
+    _, items = ret
+    # several results come back as a list, tuple or list in the body alike (the reference's
+    # kernels return a list; `b, c = kernel(a)` unpacks either)
+    return [_rebuild(r, outs, values) for r in items]
 
 
 def _check_dyn(fname, checks, values):
     for name, positions in checks:
         first = None
-        for i, what, d, pname in positions:
+        for i, what, d, pname, dtype in positions:
             v = values[i]
-            actual = int(v.shape[d]) if what == "shape" else int(A.strides_of(v)[d])
+            actual = A.arg_shape(v, dtype)[d] if what == "shape" else A.arg_strides(v, dtype)[d]
             if first is None:
                 first = (actual, f"{pname}.{what}[{d}]")
             elif actual != first[0]:
@@ -181,7 +182,8 @@ class LazyJIT:
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__qualname__ = getattr(func, "__qualname__", self.__name__)
         self.__doc__ = func.__doc__
-        self.__wrapped__ = func
+        # no `__wrapped__`: a jitted kernel is not the plain function (pytest does not
+        # collect a kernel named `test_*` as a test, as with the reference's JIT object)
         self.func = LazyFunc(self)
         self._params = None
         self._plans: dict = {}
@@ -413,6 +415,12 @@ class LazyJIT:
             for d, dim in enumerate(derived[i].shape):
                 if dim.kind == "const" and dim.name in consts and dim.name not in sources:
                     sources[dim.name] = (i, d)
+        # a T.const met only as a stride (`T.StridedTensor[[N, M], [S0, S1], ...]`) takes the
+        # argument's stride, as the reference does
+        for i in sorted(derived):
+            for d, dim in enumerate(derived[i].strides or ()):
+                if dim.kind == "const" and dim.name in consts and dim.name not in sources:
+                    sources[dim.name] = (i, d, "stride")
         return derived, sources
 
     # ---- specialisation (phase 2) -----------------------------------------------------------
@@ -430,13 +438,13 @@ class LazyJIT:
             if src is None:
                 raise error(TypeError, f"T.const {name!r} has no value: no tensor annotation "
                                        f"has {name} as a dimension; pass {name}=... by keyword")
-            i, d = src
+            i, d = src[:2]
             v = values[i]
             if v is MISSING:
                 raise error(TypeError, f"T.const {name!r} is taken from parameter "
                                        f"{params[i].name!r} (dim {d}), which was not given; "
                                        f"pass a tensor for it or {name}=... by keyword")
-            return int(v.shape[d])
+            return int(A.strides_of(v)[d] if src[2:] == ("stride",) else v.shape[d])
 
         def annotate_hook(name, prev, annotation):
             i = pending.get(id(prev))

@@ -94,7 +94,8 @@ class _Hooks:
             for what, dims in (("shape", v.shape), ("stride", v.strides or ())):
                 for d, s in enumerate(dims):
                     if isinstance(s, ir.Var):
-                        groups.setdefault(s.name, []).append((i, what, d, params[i].name))
+                        groups.setdefault(s.name, []).append((i, what, d, params[i].name,
+                                                              v.dtype))
         return [(n, pos) for n, pos in groups.items() if len(pos) > 1]
 
 
@@ -161,13 +162,16 @@ def _annotated_buffer(fname, pname, annotation, value, plan_annot, const_sources
     if given and not A.is_tensor_like(value):
         raise error(TypeError, f"{fname}: parameter {pname!r} expects a tensor ({spelling}), got "
                                f"{A.describe(value)}")
-    actual_shape = tuple(int(s) for s in value.shape) if given else None
+    fixed = spec.dtype if isinstance(spec.dtype, DType) else None
+    # in elements of the annotated type (a byte tensor carries sub-byte ones: jit/packed.py)
+    actual_shape = A.arg_shape(value, fixed) if given else None
     if given and len(actual_shape) != len(spec.shape):
         raise error(ValueError, f"{fname}: parameter {pname!r} expects a {len(spec.shape)}-D "
                                 f"tensor ({spelling}), got {A.describe(value)}")
-    if isinstance(spec.dtype, DType):
-        dt = spec.dtype
-        if given and A.as_dtype(value.dtype) is not dt and type(value) is not TensorSpec:
+    if fixed is not None:
+        dt = fixed
+        if given and not A.is_packed_arg(value, dt) and A.as_dtype(value.dtype) is not dt \
+                and type(value) is not TensorSpec:
             raise error(ValueError, f"{fname}: parameter {pname!r} expects dtype {dt.name} "
                                     f"({spelling}), got {A.describe(value)}")
     elif given:
@@ -213,7 +217,7 @@ def _annotated_buffer(fname, pname, annotation, value, plan_annot, const_sources
     shape = [entry(e, d, actual_shape, "shape") for d, e in enumerate(spec.shape)]
     strides = None
     if spec.strides is not None:
-        actual_st = A.strides_of(value) if given else None
+        actual_st = A.arg_strides(value, fixed) if given else None
         strides = [entry(e, d, actual_st, "stride") for d, e in enumerate(spec.strides)]
     return ir.Buffer(pname, shape, dt, "global", strides)
 

@@ -84,7 +84,7 @@ def run_parallel(configs, elaborate, build, num_workers=None, ignore_error=False
     return results
 
 
-def par_compile(factory, configs, num_workers=None, ignore_error=False):
+def par_compile_factory(factory, configs, num_workers=None, ignore_error=False):
     """`JITFactory.par_compile`: configs are dicts of the factory's keyword arguments (or
     tuples of positional ones); kernels land in the factory's cache like `factory(**cfg)`."""
     from .api import _freeze
@@ -108,3 +108,18 @@ def par_compile(factory, configs, num_workers=None, ignore_error=False):
             return factory._cache.setdefault(key, kernel)
 
     return run_parallel(configs, elaborate, build, num_workers, ignore_error)
+
+
+def par_compile(funcs, out_idx=None, execution_backend=None, target=None, target_host=None,
+                verbose=None, pass_configs=None, compile_flags=None, num_workers=None,
+                ignore_error=False) -> list:
+    """`tilelang.par_compile(funcs, ...)`: compile PrimFuncs (e.g. from `fn.get_tir(...)`) in a
+    thread pool with the options of `tilelang.compile`; the kernels in the order given (None
+    for a failure when `ignore_error`)."""
+    from .api import compile as compile_one
+
+    options = dict(out_idx=out_idx, target=target or "auto", target_host=target_host,
+                   execution_backend=execution_backend or "auto", verbose=bool(verbose),
+                   pass_configs=pass_configs, compile_flags=compile_flags)
+    return run_parallel(funcs, lambda func: func, lambda func: compile_one(func, **options),
+                        num_workers, ignore_error)

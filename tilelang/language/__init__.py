@@ -6,13 +6,15 @@ This module only re-exports; each name lives in the submodule of its kind.
 # ruff: noqa: F401, E402
 from ..frontend.trace import prim_func
 from ..ir.dtype import DType as dtype
-from .alloc import (alloc_barrier, alloc_buffer, alloc_fragment, alloc_global, alloc_local,
-                    alloc_shared, alloc_tmem, alloc_var)
+# the class of kernel expressions (`isinstance(v, T.PrimExpr)`, annotations)
+from ..ir.nodes import Expr as PrimExpr
+from .alloc import (alloc_barrier, alloc_buffer, alloc_cluster_barrier, alloc_fragment,
+                    alloc_global, alloc_local, alloc_shared, alloc_tmem, alloc_var)
 from .indexing import Ref
 from .kernel import (ClusterKernel, Kernel, get_block_binding, get_block_bindings, get_block_extent,
                      get_block_extents, get_lane_idx, get_thread_binding, get_thread_bindings,
                      get_thread_extent, get_thread_extents, get_warp_group_idx, get_warp_idx,
-                     get_warp_idx_sync, shuffle_elect)
+                     get_warp_idx_sync, launch_thread, shuffle_elect)
 from .loops import (Parallel, Persistent, Pipelined, Serial, grid, parallel, serial,
                     thread_binding, unroll, vectorized)
 from .macro import Var, macro
@@ -35,7 +37,7 @@ from .misc import (all_of, annotate_consumer_reg_alloc, annotate_producer_reg_de
 from .misc import (__ldg, access_ptr, address_of, annotate_compile_flags, annotate_l2_hit_ratio,
                    annotate_layout, annotate_pass_configs,
                    annotate_min_blocks_per_sm, annotate_padding, annotate_restrict_buffers,
-                   annotate_safe_value, assume,
+                   annotate_safe_value, assume, func_attr, let,
                    call_extern, call_intrin, comment, dec_max_nreg, device_assert,
                    disable_warp_group_reg_alloc, evaluate, import_source, inc_max_nreg,
                    no_set_max_nreg, print, ptx, set_max_nreg, shfl_down, shfl_sync, shfl_up,
@@ -54,8 +56,12 @@ from .views import reshape, view
 from .vectors import (Broadcast, Ramp, abs2, add2, extract_lane, fma2, max2, min2, mul2,
                       sub2)
 from .ptx import ptx_ldmatrix, ptx_mma
+from .source_kernel import CUDASourceCodeKernel
+from .random import rng_init, rng_rand, rng_rand_float
+from .wide_access import (ldg32, ldg64, ldg128, ldg256, lds32, lds64, lds128, stg32, stg64,
+                          stg128, stg256, sts32, sts64, sts128)
 from .tile_ops import (GemmWarpPolicy, async_copy, atomic_add, atomic_addx2, atomic_addx4,
-                       atomic_load, atomic_max, atomic_min, atomic_or, atomic_store,
+                       atomic_load, copy_cluster, atomic_max, atomic_min, atomic_or, atomic_store,
                        c2d_im2col, clear, copy, cummax, cumsum, fill, gemm, gemm_sp, gemm_v1,
                        gemm_v2, im2col, reduce, reduce_absmax, reduce_abssum, reduce_bitand,
                        reduce_bitor, reduce_bitxor, reduce_max, reduce_min, reduce_sum,
@@ -67,6 +73,8 @@ from .types import (Buffer, FragmentBuffer, LocalBuffer, SharedBuffer, StridedTe
                     short, symbolic, uint8, uint16, uint32, uint64)
 from .types import float_ as float
 from .misc import pdl_sync, pdl_trigger
+from .misc import (block_rank_in_cluster, cluster_arrive, cluster_arrive_relaxed, cluster_sync,
+                   cluster_wait)
 from .math import (fast_rcp, ieee_add, ieee_fdiv, ieee_fmaf, ieee_frcp, ieee_frsqrt, ieee_fsqrt,
                    ieee_mul, ieee_sub)
 from .types import int_ as int

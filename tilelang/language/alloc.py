@@ -145,6 +145,13 @@ def alloc_barrier(arrive_count=1):
     return buf
 
 
+def alloc_cluster_barrier(arrive_count=1):
+    """`T.alloc_barrier` whose barriers the other blocks of a cluster arrive on
+    (`T.mbarrier_arrive(bar, cta_id)`); call `T.cluster_sync()` after it so that the peers see
+    them initialised."""
+    return alloc_barrier(arrive_count)
+
+
 def alloc_tmem(*args, **kwargs):
     """Blackwell tensor memory (not supported on sm_80/sm_90: raises a located error)."""
     from .backends import absent_backend

@@ -4,7 +4,8 @@ reference's conversion tables.
 Every name is a `DType` (a `str` too, see tilelang/ir/dtype.py): scalars (`float16`,
 `bfloat16`, `int8`, `uint`, `tfloat32`, `float8_e4m3fn`, ...), vectors (`float16x2`,
 `int8x4`, ...; lanes 2 to 64) and the types that have no buffer storage here but are valid
-values (`int4`, `uint4`, `float4_e2m1fn`, `float8_e8m0fnu`). `tfloat32` is `float32` (a
+values (`int4`, `uint4`, `float8_e8m0fnu`; `float4_e2m1fn` is stored in global tensors only,
+packed two to a byte: tilelang/jit/packed.py). `tfloat32` is `float32` (a
 float32 `T.gemm` already computes in TF32); `float8_e4m3` is `float8_e4m3fn` (the E4M3 of
 NVIDIA GPUs).
 
@@ -31,11 +32,15 @@ _SCALARS = {
     # no storage here (sub-byte, or no CUDA type in this compiler): values only
     "int4": "int4", "uint4": "uint4", "float4_e2m1fn": "float4_e2m1fn",
     "float8_e8m0fnu": "float8_e8m0fnu", "float6_e2m3fn": "float6_e2m3fn",
-    "float6_e3m2fn": "float6_e3m2fn",
+    "float6_e3m2fn": "float6_e3m2fn", "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e3m4": "float8_e3m4",
+    "float8_e4m3b11fnuz": "float8_e4m3b11fnuz", "float4_e2m1_unpacked": "float4_e2m1_unpacked",
 }
 _VECTOR_BASES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "float8_e4m3", "float8_e4m3fn", "float8_e5m2",
-                 "tfloat32", "float4_e2m1fn")
+                 "float16", "float32", "float64", "float8_e3m4", "float8_e4m3",
+                 "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                 "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
+                 "float4_e2m1fn", "tfloat32")
 _LANES = (2, 4, 8, 16, 32, 64)
 
 _all_dtypes = list(_SCALARS)
@@ -97,6 +102,12 @@ def __getattr__(name):
     return value
 
 
+def resolve_torch_storage_dtype(value) -> dtype:
+    """The dtype of the torch tensors that hold `value` (`int4` -> `int8`, `float4_e2m1fn` ->
+    `float4_e2m1fnx2`, other types themselves)."""
+    return dtype(dtype(value).as_torch())
+
+
 def get_tvm_dtype(value) -> dtype:
     """The dtype of any spelling (string, torch/numpy dtype, Python type, dtype)."""
     return dtype(value)
@@ -111,8 +122,9 @@ def is_float4_e2m1fn(value) -> bool:
 
 
 def is_float4_e2m1_unpacked(value) -> bool:
-    """Whether `value` is the reference's byte-per-value FP4 staging type (never here)."""
-    return False
+    """Whether `value` is the reference's byte-per-value FP4 staging type (a tag here: no
+    buffers of it, as it stages tcgen05 operands of sm_100)."""
+    return dtype(value).is_float4_e2m1_unpacked()
 
 
 def is_float4(value) -> bool:
@@ -136,6 +148,7 @@ def validate_gemm_ab_dtypes(a_dtype, b_dtype, *, a_in_tmem=False, allow_f8f6f4_m
                      f"A={a_dtype}, B={b_dtype}")
 
 
-__all__ = list(_all_dtypes) + ["dtype", "AnyDType", "get_tvm_dtype", "is_float4_e2m1fn",
+__all__ = list(_all_dtypes) + ["dtype", "AnyDType", "get_tvm_dtype",
+                               "resolve_torch_storage_dtype", "is_float4_e2m1fn",
                                "is_float4_e2m1_unpacked", "is_float4", "is_f8f6f4_family",
                                "validate_gemm_ab_dtypes"]

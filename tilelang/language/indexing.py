@@ -17,7 +17,40 @@ def _normalize_index(buffer: ir.Buffer, dim: int, index):
         return ir.binary("add", index, buffer.shape[dim])
     if isinstance(index, ir.Unary) and index.op == "neg":
         return ir.binary("add", index, buffer.shape[dim])
+    if isinstance(index, ir.Expr) and index.dtype.is_int and _provably_negative(index):
+        # `A[-i - 1]` in a loop over i >= 0: negative for every iteration, so it counts from
+        # the end as a constant would (the reference's LegalizeNegativeIndex)
+        return ir.binary("add", index, buffer.shape[dim])
     return index
+
+
+def _provably_negative(index) -> bool:
+    """Whether `index` is negative for every value of the enclosing loop and launch
+    variables (bounds known where the subscript is written)."""
+    b = current_builder(required=False)
+    if b is None or not b.in_kernel():
+        return False
+    from ..arith import Analyzer
+
+    analyzer = Analyzer()
+    kernel = b.kernel.data["kernel"]
+    for var, extent in list(zip(kernel.thread_vars, kernel.threads)) + \
+            list(zip(kernel.block_vars, kernel.grid)):
+        analyzer.bind(var, 0, extent)
+    for f in b.frames:
+        bounds = f.data.get("bounds") if f.kind == "for" else None
+        if bounds is None:
+            continue
+        start, extent, step = bounds
+        var = f.data["var"]
+        if isinstance(start, int) and isinstance(extent, int):
+            if extent > 0:  # the bounds in the variable's type (an int64 loop past 2^31)
+                last = start + (extent - 1) * step
+                analyzer.bind_range(var, ir.const(min(start, last), var.dtype),
+                                    ir.const(max(start, last), var.dtype))
+        elif step == 1:
+            analyzer.bind(var, start, extent)
+    return analyzer.prove(ir.compare("lt", index, ir.const(0, index.dtype)))
 
 
 def _index_expr(value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, error
 from ..ir import nodes as ir
+from .reducer import check_epochs
 
 _BLOCK_NAMES = ("bx", "by", "bz")
 _THREAD_NAMES = ("tx", "ty", "tz")
@@ -14,8 +15,10 @@ def _grid_extent(value, axis):
         raise error(TypeError, f"T.Kernel grid extent {axis} must be an int or a size "
                                f"expression, got {value!r}")
     if isinstance(value, int):
-        if value <= 0:
-            raise error(ValueError, f"T.Kernel grid extent {axis} must be positive, got {value}")
+        # 0 is a kernel every call of which is refused (as in the reference: its issue 1993)
+        if value < 0:
+            raise error(ValueError, f"T.Kernel grid extent {axis} must not be negative, "
+                                    f"got {value}")
         return value
     e = ir.as_expr(value)
     if isinstance(e, ir.Const):
@@ -47,6 +50,23 @@ def _cluster_dims(value, grid):
     return None if size == 1 else dims
 
 
+def _normalize_threads(threads) -> list:
+    """`threads=` of T.Kernel as a 3-D block [x, y, z]: 128 threads when omitted, an int or a
+    list/tuple of 1 to 3 extents, each a positive int (an empty block is an error, never a
+    launch that runs nothing)."""
+    if threads is None:
+        threads = 128
+    dims = list(threads) if isinstance(threads, (list, tuple)) else [threads]
+    if not 1 <= len(dims) <= 3:
+        raise error(ValueError, f"T.Kernel threads= takes 1 to 3 extents, got {threads!r}")
+    for t in dims:
+        if isinstance(t, bool) or not isinstance(t, int):
+            raise error(ValueError, f"T.Kernel threads= must be ints, got {threads!r}")
+        if t <= 0:
+            raise error(ValueError, f"T.Kernel threads must be positive, got {threads!r}")
+    return dims + [1] * (3 - len(dims))
+
+
 class Kernel:
     """`with T.Kernel(gx, gy, gz, threads=128) as (bx, by, bz):` — one launch of a grid of
     thread blocks; the body describes what one block does."""
@@ -61,18 +81,11 @@ class Kernel:
         # a grid past CUDA's limits is an error when the kernel is compiled (jit/kernel.py),
         # not here: the reference traces such programs (tilelang.tools.Analyzer analyses
         # them without a launch)
-        if threads is None:
-            threads = 128
-        if isinstance(threads, (list, tuple)):
-            threads = tuple(threads)
-        else:
-            threads = (threads,)
-        if not 1 <= len(threads) <= 3 or not all(isinstance(t, int) and t > 0 for t in threads):
-            raise error(ValueError, f"threads= must be a positive int or a tuple of 1-3 positive "
-                                    f"ints, got {threads!r}")
-        total = 1
-        for t in threads:
-            total *= t
+        given = len(threads) if isinstance(threads, (list, tuple)) else 1
+        block = _normalize_threads(threads)
+        # the launch keeps the dimensions the program named (its thread variables)
+        threads = tuple(block[:given])
+        total = block[0] * block[1] * block[2]
         if total > 1024:
             raise error(ValueError, f"a block has at most 1024 threads, got {total}")
         problem = ir.launch_limit_problem(threads, ir.BLOCK_LIMITS, "threads=")
@@ -83,6 +96,36 @@ class Kernel:
         self.cluster_dims = _cluster_dims(cluster_dims, self.grid)
         self.names = None
         self.n_bound = len(grid)
+
+    # an implicit launch: opened by a TVM-style `for bx in T.thread_binding(n, "blockIdx.x")`
+    # outside any T.Kernel; each axis takes the extent of its first binding (widen_axis)
+    implicit = False
+
+    def widen_axis(self, kind, dim, extent):
+        """Launch `extent` blocks / threads along `dim` (an implicit launch's first binding
+        of that axis)."""
+        bound = self.__dict__.setdefault("implicit_bound", set())
+        if (kind, dim) in bound:
+            return
+        bound.add((kind, dim))
+        if kind == "thread":
+            dims = list(self.threads) + [1] * (dim + 1 - len(self.threads))
+            dims[dim] = extent
+            block = _normalize_threads(dims)
+            if block[0] * block[1] * block[2] > 1024:
+                raise error(ValueError, f"a block has at most 1024 threads, got {dims}")
+            problem = ir.launch_limit_problem(tuple(dims), ir.BLOCK_LIMITS, "threads=")
+            if problem:
+                raise error(ValueError, f"T.thread_binding {problem}")
+            self.threads = tuple(dims)
+            self.thread_vars += tuple(ir.Var(n) for n in
+                                      _THREAD_NAMES[len(self.thread_vars):len(dims)])
+        else:
+            grid = list(self.grid) + [1] * (dim + 1 - len(self.grid))
+            grid[dim] = _grid_extent(extent, dim)
+            self.grid = tuple(grid)
+            self.block_vars += tuple(ir.Var(n) for n in
+                                     _BLOCK_NAMES[len(self.block_vars):len(grid)])
 
     def set_names(self, names):
         self.names = names
@@ -119,6 +162,7 @@ class Kernel:
             return False
         b.kernels.pop()
         frame, body = b.pop("kernel")
+        check_epochs(frame.data, body)
         attrs = list(frame.data["attrs"])
         if self.prelude:
             attrs.append(("prelude", self.prelude))
@@ -184,6 +228,29 @@ def get_block_extent(dim: int = 0):
     """The grid size along `dim` (1 for dimensions not launched)."""
     k = _kernel_obj()
     return k.grid[dim] if dim < len(k.grid) else 1
+
+
+def launch_thread(name: str, extent):
+    """`T.launch_thread("threadIdx.x", n)` inside a T.Kernel: the thread (or block, for
+    "blockIdx.*") index along that axis, which the kernel must already launch with extent
+    `n` (the reference's TIR binding; a T.Kernel launches every axis itself)."""
+    axes = {"x": 0, "y": 1, "z": 2}
+    kind, _, axis = str(name).partition(".")
+    if kind not in ("threadIdx", "blockIdx") or axis not in axes:
+        raise error(ValueError, f"T.launch_thread takes 'threadIdx.x/y/z' or 'blockIdx.x/y/z', "
+                                f"got {name!r}")
+    b = current_builder(what="T.launch_thread")
+    if not b.in_kernel():
+        raise error(NotImplementedError, "T.launch_thread outside `with T.Kernel(...)` is not "
+                                         "supported: launch the kernel with T.Kernel")
+    dim = axes[axis]
+    threads = kind == "threadIdx"
+    have = (get_thread_extents() if threads else get_block_extents())[dim]
+    if not ir.structural_equal(ir.as_expr(have), ir.as_expr(extent)):
+        raise error(ValueError, f"T.launch_thread({name!r}, {extent}): the enclosing T.Kernel "
+                                f"launches {name} with extent {have}; a different extent is not "
+                                "supported")
+    return get_thread_binding(dim) if threads else get_block_binding(dim)
 
 
 def get_thread_extents() -> list:

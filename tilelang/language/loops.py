@@ -62,8 +62,8 @@ class LoopSpec:
         loc = current_loc()
         vars_ = [ir.Var(n, _var_dtype(*dim, self.kind))
                  for n, dim in zip(self._names(names), self.dims)]
-        for v in vars_:
-            b.push("for", loop_kind=self.kind, var=v)
+        for v, dim in zip(vars_, self.dims):
+            b.push("for", loop_kind=self.kind, var=v, bounds=dim)
         b.loop_kinds.append("ir")
         yield vars_[0] if len(vars_) == 1 else tuple(vars_)
         b.loop_kinds.pop()
@@ -172,10 +172,71 @@ class _Pipelined(LoopSpec):
                 raise error(ValueError, "Pipelined loop cannot be nested inside a parallel loop")
 
 
+class _SymbolicStepLoop(LoopSpec):
+    """A sequential loop whose step is a kernel expression (its sign unknown when tracing):
+    a counter `k` over the trip count, the loop variable `start + k * step` bound by a let.
+    The trip count is ceil((stop - start) / step) for either sign of the step, 0 when the
+    range is empty."""
+
+    def __init__(self, start, stop, step, kind, annotations=()):
+        super().__init__([], annotations)
+        self.start, self.stop, self.step, self.kind = start, stop, step, kind
+
+    def trace(self, names):
+        b = current_builder(what=f"a T.{self.kind} loop")
+        self.check_context(b)
+        loc = current_loc()
+        step = ir.as_expr(self.step)
+        toward_zero = ir.select(ir.compare("gt", step, ir.const(0, step.dtype)),
+                                ir.const(1, step.dtype), ir.const(-1, step.dtype))
+        span = ir.binary("sub", self.stop, self.start)
+        trips = ir.binary("max", ir.binary("floordiv", ir.binary(
+            "sub", ir.binary("add", span, step), toward_zero), step), 0)
+        counter = ir.Var(b.fresh_name("k"), ir.as_expr(trips).dtype)
+        b.push("for", loop_kind=self.kind, var=counter, bounds=(0, trips, 1))
+        b.loop_kinds.append("ir")
+        name = names[0] if isinstance(names, tuple) and names else names
+        name = name if isinstance(name, str) and name != "_" else "i"
+        yield b.let(b.fresh_name(name), ir.as_expr(
+            ir.binary("add", self.start, ir.binary("mul", counter, step))))
+        b.loop_kinds.pop()
+        _, body = b.pop("for")
+        b.emit(ir.For(counter, ir.const(0, counter.dtype), ir.as_expr(trips), self.kind, body,
+                      1, self.annotations, loc=loc))
+
+
+class _SteppedSerial(LoopSpec):
+    """A sequential loop of a constant step other than 1 (a plain loop nest, not one of the
+    reference's IR-builder frames: see tilelang/tvm/script/ir_builder/base.py)."""
+
+    kind = "serial"
+
+
+class _SteppedUnroll(_SteppedSerial):
+    kind = "unroll"
+
+
+def _sequential(start, stop, step, annotations, kind, unit_step_cls, stepped_cls):
+    """T.serial / T.unroll: a loop of step 1 (a frame), a constant step, or a symbolic one."""
+    what = f"T.{kind}"
+    annotations = tuple((annotations or {}).items())
+    if isinstance(step, ir.Const):
+        step = step.value
+    if step is None or (isinstance(step, int) and not isinstance(step, bool) and step == 1):
+        return unit_step_cls(_range_dims(start, stop, step, what), annotations)
+    if isinstance(step, int) or not isinstance(step, (ir.Expr, ir.Buffer)):
+        return stepped_cls(_range_dims(start, stop, step, what), annotations)
+    if stop is None:
+        start, stop = 0, start
+    return _SymbolicStepLoop(_int_or_expr(start, f"{what} start"),
+                             _int_or_expr(stop, f"{what} stop"),
+                             _int_or_expr(step, f"{what} step"), kind, annotations)
+
+
 def serial(start, stop=None, step=None, *, annotations=None, unroll_factor=None):
-    """A sequential loop (`range` in a kernel body means the same)."""
-    return _Serial(_range_dims(start, stop, step, "T.serial"),
-                   tuple((annotations or {}).items()))
+    """A sequential loop (`range` in a kernel body means the same). The step may be a kernel
+    expression (of either sign)."""
+    return _sequential(start, stop, step, annotations, "serial", _Serial, _SteppedSerial)
 
 
 Serial = serial
@@ -183,9 +244,15 @@ Serial = serial
 
 def unroll(start, stop=None, step=None, *, explicit=False, unroll_factor=None,
            annotations=None):
-    """A sequential loop the compiler unrolls."""
-    return _Unroll(_range_dims(start, stop, step, "T.unroll"),
-                   tuple((annotations or {}).items()))
+    """A sequential loop the compiler unrolls (by `unroll_factor` iterations at a time when
+    given: `#pragma unroll n` on CUDA)."""
+    if unroll_factor is not None:
+        if isinstance(unroll_factor, bool) or not isinstance(unroll_factor, int) or \
+                unroll_factor < 1:
+            raise error(ValueError, f"T.unroll unroll_factor must be a positive int, got "
+                                    f"{unroll_factor!r}")
+        annotations = {**(annotations or {}), "unroll_factor": unroll_factor}
+    return _sequential(start, stop, step, annotations, "unroll", _Unroll, _SteppedUnroll)
 
 
 def vectorized(start, stop=None, step=None, **_):
@@ -357,14 +424,16 @@ class _ThreadBinding(LoopSpec):
 
         b = current_builder(what="T.thread_binding")
         if not b.in_kernel():
-            raise error(NotImplementedError, "T.thread_binding is supported inside `with "
-                                             "T.Kernel(...)` only, where it names a launch "
-                                             "index; launch the threads with T.Kernel")
+            raise error(NotImplementedError, "`v = T.thread_binding(...)` outside `with "
+                                             "T.Kernel(...)`: bind launch indices with `for "
+                                             "v in T.thread_binding(...)` loops or T.Kernel")
         kernel = _kernel_obj()
         kind, dim = _LAUNCH_AXES[self.axis]
+        start, extent, _ = self.dims[0]
+        if kernel.implicit:
+            kernel.widen_axis(kind, dim, extent)
         extents = kernel.threads if kind == "thread" else kernel.grid
         launched = extents[dim] if dim < len(extents) else 1
-        start, extent, _ = self.dims[0]
         same = (extent == launched if isinstance(extent, int) and isinstance(launched, int)
                 else ir.structural_equal(ir.as_expr(extent), ir.as_expr(launched)))
         if not same:
@@ -378,7 +447,18 @@ class _ThreadBinding(LoopSpec):
         return var if isinstance(start, int) and start == 0 else ir.binary("add", var, start)
 
     def trace(self, names):
-        yield self.index()
+        b = current_builder(what="T.thread_binding")
+        if b.in_kernel():
+            yield self.index()
+            return
+        # TVM-style launch: the loop nest of bindings outside T.Kernel is the kernel, each
+        # axis launched at the extent of its binding
+        from .kernel import Kernel
+
+        launch = Kernel(1, threads=1)
+        launch.implicit = True
+        with launch:
+            yield self.index()
 
     def __tl_bind__(self, name):
         # `tx = T.thread_binding(0, n, thread="threadIdx.x")` binds the rest of the scope to

@@ -2,7 +2,7 @@
 
 A macro body is rewritten like a kernel body. Parameters annotated `T.Ref` receive a
 reference to the caller's variable or buffer element: assigning to the parameter stores
-through it. Recursion, several return values and macros passed as arguments are plain Python.
+through it. A variable returned by a macro comes back as its value (a snapshot). Recursion, several return values and macros passed as arguments are plain Python.
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ Var = ir.Var
 
 def _is_var(x) -> bool:
     return isinstance(x, ir.Buffer) and x.scope == "local.var"
+
+
+def _value_of(result):
+    """A macro returns values, as the reference's does: a variable (`return T.alloc_var(...)`)
+    comes back as its value at the return, not as the variable itself."""
+    if not _is_var(result):
+        return result
+    return current_builder().let(result.name, ir.Load(result, (ir.const(0),), result.dtype))
 
 
 class Macro:
@@ -56,7 +64,10 @@ class Macro:
                     bound.arguments[name] = current_builder().let(
                         name, ir.Load(value, (ir.const(0),), value.dtype))
             args, kwargs = bound.args, bound.kwargs
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
+        if isinstance(result, tuple):
+            return tuple(_value_of(r) for r in result)
+        return _value_of(result)
 
     def __repr__(self):
         return f"<T.macro {self.func.__qualname__}>"

@@ -183,8 +183,46 @@ div = truncdiv
 indexdiv, indexmod = floordiv, floormod
 
 
-def cast(value, dtype):
-    """Convert to `dtype` (C conversion: float to int truncates)."""
+# the reference's PTX-style rounding modifiers of T.cast ("" is the conversion's default)
+_VALID_CAST_ROUNDING_MODES = {"", "rn", "rz", "rp", "rm", "rs"}
+# the targets of stochastic rounding, as its error messages name them
+_RS_TARGETS = {"float16": "FP16", "bfloat16": "BF16", "float8_e4m3": "FP8",
+               "float8_e5m2": "FP8", "float4_e2m1fn": "FP4"}
+
+
+def cast(value, dtype, round: str = "", sat: bool = True, rbits=None):  # noqa: A002
+    """Convert to `dtype` (C conversion: float to int truncates; to a narrower float: round to
+    nearest even, float8 saturating to its largest finite value).
+
+    `round`, `sat` and `rbits` are the reference's PTX-style rounding options, checked as it
+    checks them. As in the reference, "rn", "rz", "rp" and "rm" are reserved (the conversion
+    rounds as it always does) and `sat` matters only with "rs". `round="rs"` (stochastic
+    rounding with the random bits `rbits`, PTX `cvt.rs`) needs sm_100a, which this TileLang
+    does not target: a located error."""
+    if round not in _VALID_CAST_ROUNDING_MODES:
+        raise error(ValueError, f"Invalid round '{round}'. Must be one of: "
+                                f"{sorted(_VALID_CAST_ROUNDING_MODES)}")
+    if not isinstance(sat, bool):
+        raise error(ValueError, f"Invalid sat '{sat}'. Must be a bool (True for satfinite, "
+                                "False for no saturation)")
+    if round == "rs" and rbits is None:
+        raise error(ValueError, "rbits is required when round='rs' (stochastic rounding)")
+    if round != "rs" and rbits is not None:
+        raise error(ValueError, "rbits is only valid with round='rs' (stochastic rounding)")
+    if round == "rs":
+        dst = DType(dtype)
+        src = ir.as_expr(value).dtype
+        tag = _RS_TARGETS.get(dst.name)
+        if src.name != "float32" or tag is None:
+            raise error(ValueError, f"T.cast(round='rs'): stochastic rounding converts float32 "
+                                    f"to float16, bfloat16, float8 or float4_e2m1fn, not {src} "
+                                    f"to {dst}")
+        if not sat:
+            raise error(ValueError, f"T.cast(round='rs', sat=False): sat=false is not "
+                                    f"supported for stochastic rounding f32 -> {tag.lower()}")
+        raise error(NotImplementedError, f"T.cast(round='rs'): Stochastic rounding f32-to-{tag} "
+                                         "requires sm_100a (PTX cvt.rs), a target this TileLang "
+                                         "does not have (sm_80 / sm_90 and the CPU interpreter)")
     return ir.cast_to(value, dtype)
 
 
@@ -243,11 +281,44 @@ def reinterpret(value, dtype=None):
     if isinstance(value, (str, DType)) and dtype is not None and not isinstance(dtype, (str,
                                                                                         DType)):
         value, dtype = dtype, value  # reference order: T.reinterpret(dtype, value)
-    e = ir.as_expr(value)
     dt = DType(dtype)
+    from .vectors import Vector, VectorVar
+
+    if isinstance(value, (Vector, VectorVar)) or dt.lanes > 1:
+        return _reinterpret_lanes(value, dt)
+    e = ir.as_expr(value)
     if dt.bits * dt.lanes != e.dtype.bits * e.dtype.lanes:
         raise error(ValueError, f"T.reinterpret: {e.dtype} and {dt} differ in width")
     return ir.Call("reinterpret", (e,), dt)
+
+
+def _reinterpret_lanes(value, dt: DType):
+    """The bits of a vector (`T.ldg64(...)`, `T.float16x2(a, b)`) or scalar as `dt`: a vector
+    of dt's lanes (a scalar for one lane). Lanes of one width are reinterpreted one by one;
+    otherwise the bits are regrouped in memory order (two float16 lanes make one 32-bit lane,
+    the first in the low half)."""
+    from ..ir import bits as ir_bits
+    from .vectors import Vector, VectorVar
+
+    if isinstance(value, VectorVar):
+        value = value.value()
+    lanes = value.lanes if isinstance(value, Vector) else (ir.as_expr(value),)
+    if any(x.dtype.lanes != 1 for x in lanes):
+        raise error(NotImplementedError, "T.reinterpret of a vector-typed expression: give "
+                                         "its lanes as a vector (T.ldg64(...), T.float32x2(a, b))")
+    src_bits = sum(x.dtype.bits for x in lanes)
+    base = DType(dt.base) if dt.lanes > 1 else dt
+    if src_bits != base.bits * dt.lanes:
+        raise error(ValueError, f"T.reinterpret: {len(lanes)} x {lanes[0].dtype} "
+                                f"({src_bits} bits) and {dt} differ in width")
+    if all(x.dtype.bits == base.bits for x in lanes):
+        out = tuple(x if x.dtype is base else ir.Call("reinterpret", (x,), base) for x in lanes)
+    else:
+        try:
+            out = ir_bits.unpack_words(ir_bits.pack_words(lanes), base)
+        except (TypeError, ValueError) as e:
+            raise error(TypeError, f"T.reinterpret: {e}") from None
+    return out[0] if len(out) == 1 else Vector(out)
 
 
 def fast_exp(x):

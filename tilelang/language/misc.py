@@ -289,23 +289,17 @@ def sync_global():
 
 def sync_grid():
     """Grid-wide barrier: every thread of every block of the kernel waits here until all have
-    arrived, and their earlier global-memory writes are visible after it. The kernel is
-    launched cooperatively (all blocks resident at once: a grid larger than the GPU holds is
-    a launch error), with a zero-initialised counter allocated per call. Every thread of the
-    block must reach it. On the CPU interpreter the blocks of such a kernel run side by side."""
+    arrived, and their earlier global-memory writes are visible after it
+    (`cooperative_groups::this_grid().sync()`). The kernel is launched cooperatively (all
+    blocks resident at once: a grid larger than the GPU holds is a launch error). Every thread
+    of the block must reach it. On the CPU interpreter the blocks of such a kernel run side by
+    side."""
     b = current_builder(what="T.sync_grid")
     if not b.in_kernel():
         raise error(RuntimeError, "T.sync_grid must be inside `with T.Kernel(...)`")
-    counter = b.kernel.data.get("grid_counter")
-    if counter is None:
-        counter = ir.Buffer("grid_sync_counter", (1,), DType("uint32"), "global")
-        b.workspaces.append(counter)
-        b.attrs.setdefault("zeroed_workspaces", []).append(counter)
-        b.kernel.data["grid_counter"] = counter
+    if ("cooperative", True) not in b.kernel.data["attrs"]:
         b.kernel.data["attrs"].append(("cooperative", True))
-    _sync_call("tl::grid_sync", ir.Call("address_of", (ir.Load(counter, (ir.const(0),),
-                                                                counter.dtype),),
-                                        DType("handle")))
+    _sync_call(ir.GRID_SYNC)
 
 
 def _shfl(op, value, delta, width):
@@ -594,6 +588,38 @@ def device_assert(cond, msg=""):
     emit(ir.Assert, ir.as_expr(cond), str(msg))
 
 
+def func_attr(attrs):
+    """`T.func_attr({"tir.noalias": True, ...})`: attributes of the function being traced
+    (`func.attrs`); they record facts about it and change nothing in its code."""
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise error(TypeError, f"T.func_attr takes a dict of str keys, got {attrs!r}")
+    b = current_builder(what="T.func_attr")
+    reserved = [k for k in attrs if k.endswith("_hook")]
+    if reserved:
+        raise error(ValueError, f"T.func_attr: {reserved[0]!r} is reserved")
+    b.attrs.update(attrs)
+
+
+def let(var, value, body=None):
+    """`v = T.int32(); T.let(v, expr)`: bind the symbol `v` to `expr` for the statements that
+    follow in this scope (a kernel-side `v = expr` that names an existing symbol). With
+    `body`, the expression `body` with `v` standing for `value`."""
+    if not isinstance(var, ir.Var):
+        raise error(TypeError, f"T.let binds a symbol such as `T.int32()`, got "
+                               f"{type(var).__name__} {var!r}")
+    value = ir.cast_to(ir.as_expr(value), var.dtype)
+    if body is not None:
+        from ..ir.visitor import substitute
+
+        return substitute(ir.as_expr(body), {var: value})
+    b = current_builder(what="T.let")
+    if id(var) in b.let_bound:
+        raise error(ValueError, f"T.let: {var.name} is already bound in this kernel; a symbol "
+                                "is bound once (make another with T.int32())")
+    b.let_bound.add(id(var))
+    b.frame.items.append(("let", var, value, current_loc()))
+
+
 def assume(cond):
     """Promise that `cond` holds from here to the end of the enclosing block (at function
     level: in every kernel launched after it). The compiler may rely on it: bounds guards it
@@ -723,12 +749,48 @@ def mbarrier_arrive_expect_tx(bar=None, nbytes=None, *, mbarrier=None, tx=None):
 
 
 def mbarrier_arrive(bar=None, cta_id=None, *, mbarrier=None):
-    """Arrive on an mbarrier (`mbarrier=` is the reference's keyword). `cta_id` (arriving on
-    a peer block's barrier of a cluster) is not supported."""
-    if cta_id is not None:
-        raise error(NotImplementedError, "T.mbarrier_arrive(..., cta_id=...) (arriving on a "
-                                         "cluster peer's barrier) is not supported")
-    barrier_arrive(bar, mbarrier=mbarrier)
+    """Arrive on an mbarrier (`mbarrier=` is the reference's keyword); with `cta_id`, on the
+    same barrier of block `cta_id` of the cluster (sm_90; `T.alloc_cluster_barrier`, made
+    visible to the peers by a `T.cluster_sync()` after the allocation)."""
+    if cta_id is None:
+        barrier_arrive(bar, mbarrier=mbarrier)
+        return
+    bar = _one_barrier(bar, mbarrier, "T.mbarrier_arrive")
+    rank = ir.as_expr(cta_id)
+    if not rank.dtype.is_int:
+        raise error(TypeError, f"T.mbarrier_arrive: cta_id must be an integer, got {rank.dtype}")
+    _sync_call("tl::mbarrier_arrive_remote", _barrier_ptr(bar, "T.mbarrier_arrive"),
+               ir.cast_to(rank, "uint32"))
+
+
+# ---- thread block clusters (sm_90): every thread of every block of the cluster takes part ----
+
+def cluster_arrive():
+    """Arrive on the cluster barrier (`barrier.cluster.arrive.release`): this block's memory
+    accesses so far are ordered before what the cluster's blocks do after their
+    `T.cluster_wait()`."""
+    _sync_call("tl::cluster_arrive")
+
+
+def cluster_arrive_relaxed():
+    """`T.cluster_arrive` without the release ordering (`barrier.cluster.arrive.relaxed`)."""
+    _sync_call("tl::cluster_arrive_relaxed")
+
+
+def cluster_wait():
+    """Wait until every thread of every block of the cluster has arrived
+    (`barrier.cluster.wait.acquire`)."""
+    _sync_call("tl::cluster_wait")
+
+
+def cluster_sync():
+    """`T.cluster_arrive()` then `T.cluster_wait()`: a barrier over the whole cluster."""
+    _sync_call("tl::cluster_sync")
+
+
+def block_rank_in_cluster():
+    """This block's rank in its cluster (`%cluster_ctarank`: x fastest; 0 without clusters)."""
+    return ir.Call("call_extern", ("tl::cluster_ctarank",), DType("int32"))
 
 
 def mbarrier_wait_parity(bar=None, parity=None, *, mbarrier=None):

@@ -8,9 +8,12 @@
 
 combines `acc[0]` of every thread that differs from this one only in the listed thread
 indices (here `tk`, threadIdx.y) and stores the result in `out[0]` of each of them. It is
-expanded where it is written: each thread stores its value in a shared scratch array, then
-folds its group's entries in index order (the barriers between are inserted like any other);
-the CPU interpreter runs the same statements.
+expanded where it is written: over threadIdx.x alone when its extent divides the warp (the
+group is consecutive lanes of one warp), a butterfly of warp shuffles (`T.shfl_xor`);
+otherwise each thread stores its value in a shared scratch array, then combines its group's
+entries in the order of the reference's warp-shuffle tree (a power-of-two group; others fold
+in index order), so that rounding comes out the same; the barriers between are inserted like
+any other, and the CPU interpreter runs the same statements.
 """
 
 from __future__ import annotations
@@ -130,6 +133,22 @@ def tvm_thread_allreduce(size, value, cond, dst, *thread_vars, dtype=None):
     dt = red.identity.dtype
     v = ir.select(ir.as_expr(cond), ir.cast_to(value, dt), red.identity)
     b = current_builder()
+    lanes = extents[0]
+    if reduced == [0] and lanes <= 32 and 32 % lanes == 0:
+        # the group is `lanes` consecutive lanes of one warp (threadIdx.x): a butterfly of
+        # warp shuffles leaves the combined value in every lane, no shared memory
+        acc = ir.Buffer("allreduce_acc", (1,), dt, "local")
+        b.declare_local(acc)
+        emit(ir.Store, acc, (ir.const(0),), v)
+        offset = lanes // 2
+        while offset >= 1:
+            mine = ir.Load(acc, (ir.const(0),), dt)
+            other = ir.Call("shfl_xor", (mine, ir.const(offset), ir.const(lanes)), dt)
+            emit(ir.Store, acc, (ir.const(0),), red.combine(mine, other))
+            offset //= 2
+        emit(ir.Store, dst.buffer, dst.indices,
+             ir.cast_to(ir.Load(acc, (ir.const(0),), dt), dst.buffer.dtype))
+        return EMITTED
     scratch = ir.Buffer("allreduce_scratch", (math.prod(extents),), dt, "shared.dyn")
     b.declare_block_buffer(scratch)
     emit(ir.Store, scratch, (tid,), v)
@@ -147,15 +166,40 @@ def tvm_thread_allreduce(size, value, cond, dst, *thread_vars, dtype=None):
 
     acc = ir.Buffer("allreduce_acc", (1,), dt, "local")
     b.declare_local(acc)
-    emit(ir.Store, acc, (ir.const(0),), member(ir.const(0)))
-    r = ir.Var("r")
-    body = ir.Store(acc, (ir.const(0),), red.combine(ir.Load(acc, (ir.const(0),), dt),
-                                                      member(ir.binary("add", r, 1))))
-    if total > 1:
+    if total & (total - 1) == 0:
+        emit(ir.Store, acc, (ir.const(0),), _shuffle_tree(red, member, total))
+    else:
+        emit(ir.Store, acc, (ir.const(0),), member(ir.const(0)))
+        r = ir.Var("r")
+        body = ir.Store(acc, (ir.const(0),), red.combine(ir.Load(acc, (ir.const(0),), dt),
+                                                          member(ir.binary("add", r, 1))))
         emit(ir.For, r, ir.const(0), ir.const(total - 1), "serial", body)
     emit(ir.Store, dst.buffer, dst.indices,
          ir.cast_to(ir.Load(acc, (ir.const(0),), dt), dst.buffer.dtype))
     return EMITTED
+
+
+def _shuffle_tree(red: CommReducer, member, total: int):
+    """The group's values combined in the order of the reference's warp-shuffle reduction
+    (a power-of-two group): within each warp of 32 ranks, rank i takes rank i + 16, then
+    i + 8, ... i + 1; then the warps' results the same way. Rounding (bfloat16 products, float
+    sums) then comes out as there, and as torch's tree reductions on the GPU, not as a
+    left-to-right fold would."""
+    lanes = min(total, 32)
+
+    def tree(leaf, first, stride, n):
+        # the values leaf(first), leaf(first + stride), ... (n of them) after the shuffle
+        # steps of offsets n/2 * stride, ..., stride: rank j ends up combined with j + n/2
+        # * stride first, so the two interleaved halves reduce separately
+        if n == 1:
+            return leaf(first)
+        return red.combine(tree(leaf, first, 2 * stride, n // 2),
+                           tree(leaf, first + stride, 2 * stride, n // 2))
+
+    def warp(w):
+        return tree(lambda r: member(ir.const(w * lanes + r)), 0, 1, lanes)
+
+    return tree(warp, 0, 1, total // lanes)
 
 
 __all__ = ["CommReducer", "comm_reducer", "attr", "tvm_thread_allreduce", "EMITTED"]

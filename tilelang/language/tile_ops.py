@@ -9,18 +9,21 @@ from __future__ import annotations
 
 from ..frontend.builder import current_builder, current_loc, defer_error, emit, error
 from ..ir import nodes as ir
-from ..ir.dtype import ATOMIC_DTYPES, gemm_dtype_problem
+from ..ir.dtype import ATOMIC_DTYPES, TMA_ADD_DTYPES, gemm_dtype_problem
 from .indexing import written_negative
+from .reducer import note_legacy_use
 
 _SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "local.fragment": 2, "local": 2,
                "local.var": 2}
 
 
-def _check_tile_context(what: str):
+def _check_tile_context(what: str, elementwise: bool = False):
+    """The builder of the enclosing kernel; a tile op (not `elementwise`, i.e. not a one-element
+    form such as `T.copy(A[i, j], B[i, j])`) may not be inside a T.Parallel loop."""
     b = current_builder(what=what)
     if not b.in_kernel():
         raise error(RuntimeError, f"{what} must be inside `with T.Kernel(...)`")
-    for f in b.frames:
+    for f in () if elementwise else b.frames:
         if f.kind == "for" and f.data.get("loop_kind") == "parallel":
             raise error(ValueError, "[Tilelang Semantic Check] Only elementwise operations are "
                                     f"allowed inside a parallel loop. Got a tile-op {what}")
@@ -150,8 +153,9 @@ def _shapes_equal(a, b):
 def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None,
          loop_layout=None, **kwargs):
     """Copy (with conversion to dst's dtype) between global, shared and fragment tiles."""
-    _check_tile_context("T.copy")
     pair = pair_regions(src, dst)
+    # one element to one element is an assignment, allowed inside T.Parallel as in the reference
+    _check_tile_context("T.copy", elementwise=pair is None)
     if pair is None:
         s_buf, s_idx = _start_point(src)
         d_buf, d_idx = _start_point(dst)
@@ -231,6 +235,82 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     emit(ir.TmaCopy, src_r, dst_r, bar, leader_scope_threads, None, eviction_policy)
 
 
+def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=None,
+                 eviction_policy=None, coalesced_width=None, annotations=None,
+                 loop_layout=None):
+    """A global -> shared tile copy in a `T.ClusterKernel` whose blocks in `cluster_mask`
+    (bit r: the block of rank r in the cluster) all receive the tile of the lowest-ranked of
+    them, as the reference's TMA multicast does; blocks outside the mask copy their own tile.
+    The source coordinates are those the leader computes (its block indices in place of each
+    receiver's). Here each block loads the leader's tile itself: the same data, without the
+    multicast's saving in global-memory traffic. Without `cluster_mask` it is `T.copy`.
+    SM-to-SM copies between shared memories (`dst_block=`, `remote_barrier=`) are not
+    supported."""
+    _check_tile_context("T.copy_cluster")
+    ann = dict(annotations or {})
+    dst_block = ann.pop("dst_block", dst_block)
+    cluster_mask = ann.pop("cluster_mask", cluster_mask)
+    remote_barrier = ann.pop("barrier", remote_barrier)
+    eviction_policy = ann.pop("eviction_policy", eviction_policy)
+    coalesced_width = ann.pop("coalesced_width", coalesced_width)
+    if ann:
+        raise error(ValueError, f"T.copy_cluster: unknown annotations {sorted(ann)}")
+    if dst_block is not None or remote_barrier is not None:
+        raise error(NotImplementedError, "T.copy_cluster(..., dst_block=/remote_barrier=): "
+                                         "copies into another block's shared memory "
+                                         "(distributed shared memory) are not supported")
+    if cluster_mask is None:
+        copy(src, dst, coalesced_width=coalesced_width, eviction_policy=eviction_policy,
+             loop_layout=loop_layout)
+        return
+    b = current_builder(what="T.copy_cluster")
+    kernel = b.kernel.data["kernel"]
+    dims = kernel.cluster_dims or (1, 1, 1)
+    size = dims[0] * dims[1] * dims[2]
+    if isinstance(cluster_mask, bool) or not isinstance(cluster_mask, int) or \
+            not 0 < cluster_mask < (1 << size):
+        raise error(ValueError, f"T.copy_cluster: cluster_mask must be a non-zero int of "
+                                f"{size} bits (the cluster's blocks), got {cluster_mask!r}")
+    pair = pair_regions(src, dst, "T.copy_cluster")
+    if pair is None or pair[0].buffer.scope != "global" or \
+            pair[1].buffer.scope not in ("shared", "shared.dyn"):
+        raise error(ValueError, "T.copy_cluster(..., cluster_mask=...) copies a global tile "
+                                "into shared memory")
+    src_r, dst_r = pair
+    leader = (cluster_mask & -cluster_mask).bit_length() - 1
+    leader_at = (leader % dims[0], leader // dims[0] % dims[1], leader // (dims[0] * dims[1]))
+    # each block index of a receiver, as the leader's: its cluster's origin plus the leader's
+    # position in it
+    block_vars = kernel.block_vars + (ir.const(0),) * (3 - len(kernel.block_vars))
+    at = [ir.binary("floormod", v, d) for v, d in zip(block_vars, dims)]
+    rank = ir.binary("add", ir.binary("mul", ir.binary("add", ir.binary("mul", at[2], dims[1]),
+                                                           at[1]), dims[0]), at[0])
+    receives = ir.compare("ne", ir.binary("bitand", ir.binary("shr", ir.const(cluster_mask),
+                                                              rank), 1), 0)
+    from ..ir.visitor import substitute
+
+    as_leader = {v: ir.select(receives, ir.binary("add", ir.binary("sub", v, a), la), v)
+                 for v, a, la, d in zip(kernel.block_vars, at, leader_at, dims) if d > 1}
+    lets = {}
+    for frame in b.frames:
+        for item in frame.items:
+            if isinstance(item, tuple) and item[0] == "let":
+                lets[item[1]] = item[2]
+
+    def leaders(e):
+        e = ir.as_expr(e)
+        for _ in range(len(lets) + 1):  # lets of lets, innermost last
+            inlined = substitute(e, lets)
+            if inlined is e:
+                break
+            e = inlined
+        return substitute(e, as_leader)
+
+    region = tuple((leaders(start), extent) for start, extent in src_r.region)
+    copy(ir.BufferRegion(src_r.buffer, region), dst_r, coalesced_width=coalesced_width,
+         eviction_policy=eviction_policy, loop_layout=loop_layout)
+
+
 def async_copy(src, dst, **kwargs):
     """`T.copy` of global memory into shared memory (the only copy cp.async makes; anything
     else is an error, as in the reference). Here it completes before the next statement: the
@@ -292,6 +372,7 @@ def fill(buffer, value):
         region = ir.BufferRegion(buffer.buffer, tuple((i, 1) for i in buffer.indices))
     else:
         _check_tile_start(region, None, "T.fill")
+    note_legacy_use(region.buffer, "T.fill (or T.clear) of")
     emit(ir.Fill, region, ir.cast_to(value, region.buffer.dtype))
 
 
@@ -372,21 +453,26 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Sq
          clear_accum=False, k_pack=1, wg_wait=0, mbar=None, use_wgmma=None, **kwargs):
     """`C += op(A) @ op(B)` on tiles (`C = ...` with clear_accum=True); C accumulates in its
     own dtype."""
-    _check_tile_context("T.gemm")
-    a, b, c = _gemm_regions("T.gemm", [(x, name, _GEMM_SCOPES)
+    _gemm("T.gemm", A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait)
+
+
+def _gemm(what, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait,
+          require_wgmma=False):
+    _check_tile_context(what)
+    a, b, c = _gemm_regions(what, [(x, name, _GEMM_SCOPES)
                                        for x, name in ((A, "A"), (B, "B"), (C, "C"))])
     problem = gemm_dtype_problem(a.buffer.dtype, b.buffer.dtype, c.buffer.dtype)
     if problem:
-        raise error(TypeError, f"T.gemm: {problem}")
+        raise error(TypeError, f"{what}: {problem}")
     if a.buffer.dtype.name == "float64" and "local.fragment" in (a.buffer.scope, b.buffer.scope):
         # the CUDA-core gemm (codegen/gemm_sm80.py) reads both operands from shared memory;
         # one rule for both targets
         raise error(NotImplementedError, "T.gemm on float64 operands takes A and B from shared "
                                          "memory; copy the register operand to a shared tile")
-    _check_gemm_shapes("T.gemm", _oriented(_gemm_shape(a, "A"), transpose_A),
+    _check_gemm_shapes(what, _oriented(_gemm_shape(a, "A"), transpose_A),
                        _oriented(_gemm_shape(b, "B"), transpose_B), _gemm_shape(c, "C"))
     emit(ir.Gemm, a, b, c, bool(transpose_A), bool(transpose_B),
-         *_gemm_options(policy, clear_accum, k_pack, wg_wait))
+         *_gemm_options(policy, clear_accum, k_pack, wg_wait), require_wgmma=require_wgmma)
 
 
 def gemm_sp(A_sparse, E, B, C, transpose_A=False, transpose_E=False, transpose_B=False,
@@ -455,9 +541,15 @@ def gemm_v1(*args, **kwargs):
 gemm_v2 = gemm_v1
 
 
-def wgmma_gemm(*args, **kwargs):
-    """`T.gemm`; on sm_90a it uses wgmma whenever the warp partition allows."""
-    gemm(*args, **kwargs)
+def wgmma_gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+               clear_accum=False, annotations=None):
+    """`T.gemm` on wgmma, issued without waiting: C is complete after `T.wait_wgmma(0)` (the
+    compiler still waits before C is touched if the program does not). A gemm wgmma cannot do
+    (a target other than sm_90a, M not a multiple of 64 rows per warpgroup, threads not whole
+    warpgroups, B not in shared memory) is a located error when compiled for CUDA, where
+    `T.gemm` would use mma.sync; the CPU interpreter computes it as `T.gemm`."""
+    _gemm("T.wgmma_gemm", A, B, C, transpose_A, transpose_B, policy, clear_accum, 1, -1,
+          require_wgmma=True)
 
 
 # ---- reductions and scans ---------------------------------------------------------------------
@@ -542,13 +634,16 @@ def reduce(src, dst, reduce_type="sum", dim=-1, clear=True, batch=1, nan_propaga
     _reduce(reduce_type, src, dst, dim, clear, nan_propagate, batch)
 
 
-def _scan(kind, src, dst, dim, reverse):
+def _scan(kind, src, dst, dim, reverse, annotations=None):
     name = f"T.cum{kind}"
+    if annotations is not None and not isinstance(annotations, dict):
+        raise error(TypeError, f"{name}: annotations must be a dict, got {annotations!r}")
+    notes = tuple(sorted((str(k), v) for k, v in (annotations or {}).items()))
     _check_tile_context(name)
     if dst is None:
         dst = src
     if isinstance(src, ir.BufferRegion) or isinstance(dst, ir.BufferRegion):
-        _scan_regions(kind, src, dst, dim, reverse, name)
+        _scan_regions(kind, src, dst, dim, reverse, name, annotations)
         return
     for x in (src, dst):
         if not isinstance(x, ir.Buffer):
@@ -559,10 +654,10 @@ def _scan(kind, src, dst, dim, reverse):
     if not _shapes_equal(src.shape, dst.shape):
         raise error(ValueError, f"{name}: dst shape {list(dst.shape)} must equal src shape "
                                 f"{list(src.shape)}")
-    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind)
+    emit(ir.CumSum, src, dst, dim % nd, bool(reverse), kind, notes)
 
 
-def _scan_regions(kind, src, dst, dim, reverse, name):
+def _scan_regions(kind, src, dst, dim, reverse, name, annotations):
     """A scan of a region (`big[0:M, 0:N]`): through a tile of the region's shape in the
     source's memory (copied in, scanned, copied out)."""
     from .alloc import alloc_fragment, alloc_shared
@@ -578,20 +673,21 @@ def _scan_regions(kind, src, dst, dim, reverse, name):
     alloc = alloc_fragment if scope == "local.fragment" else alloc_shared
     tile = alloc(shape, regions[0].buffer.dtype)
     copy(regions[0], tile)
-    _scan(kind, tile, tile, dim, reverse)
+    _scan(kind, tile, tile, dim, reverse, annotations)
     copy(tile, regions[1])
 
 
 def cumsum(src, dst=None, dim=0, reverse=False, annotations=None):
     """Inclusive prefix sum along `dim` (default 0); `reverse=True` gives suffix sums. `src`
-    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` are accepted (no
-    lowering options exist here)."""
-    _scan("sum", src, dst, dim, reverse)
+    and `dst` are tiles or regions of tiles (`big[0:M, 0:N]`); `annotations` (a dict) are kept
+    and printed by `.script()` (no lowering options exist here)."""
+    _scan("sum", src, dst, dim, reverse, annotations)
 
 
 def cummax(src, dst=None, dim=0, reverse=False, annotations=None):
-    """Inclusive running maximum along `dim`; `reverse=True` runs from the end."""
-    _scan("max", src, dst, dim, reverse)
+    """Inclusive running maximum along `dim`; `reverse=True` runs from the end (annotations:
+    as T.cumsum)."""
+    _scan("max", src, dst, dim, reverse, annotations)
 
 
 # ---- atomics ----------------------------------------------------------------------------------
@@ -617,6 +713,16 @@ def _check_atomic_dtype(name, target):
                                f"atomics exist for {', '.join(ATOMIC_DTYPES[name])}")
 
 
+def _check_tma_add_dtype(dst):
+    buf = getattr(dst, "buffer", dst)
+    dt = getattr(buf, "dtype", None)
+    if dt is not None and dt.name not in TMA_ADD_DTYPES:
+        raise error(TypeError, f"TMA atomic add does not support dtype {dt}; supported scalar "
+                               f"dtypes are {', '.join(TMA_ADD_DTYPES)} "
+                               f"(T.atomic_add into {getattr(buf, 'name', 'a value')} with "
+                               "use_tma=True)")
+
+
 _MEMORY_ORDERS = ("relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst")
 _LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
 _STORE_ORDERS = ("relaxed", "release", "seq_cst")
@@ -636,6 +742,8 @@ def _atomic(op, dst, value, memory_order=None, return_prev=False, use_tma=False)
     b = current_builder(what=f"T.atomic_{op}")
     if not b.in_kernel():
         raise error(RuntimeError, f"T.atomic_{op} must be inside `with T.Kernel(...)`")
+    if use_tma:
+        _check_tma_add_dtype(dst)
     _check_atomic_dtype(f"atomic_{op}", dst)
     elem = _element(dst)
     tile_value = isinstance(value, (ir.Buffer, ir.BufferRegion)) and not (

@@ -420,6 +420,30 @@ class Fragment:
         return Fragment(self.shape, self.thread_modes + ((n, (0,) * self.ndim),),
                         self.value_modes, name=self.name)
 
+    def repeat(self, repeats, repeat_on_thread: bool = False,
+               lower_dim_first: bool = True) -> "Fragment":
+        """The fragment tiled `repeats[d]` times along each dim d (the shape grows by that factor).
+
+        The copies are told apart by a repeat index: new registers (`value + num_values * r`,
+        the default) or, with `repeat_on_thread`, new threads (`thread + num_threads * r`).
+        `r` counts the copies with the last dim fastest (`lower_dim_first`, the default) or the
+        first dim fastest."""
+        if isinstance(repeats, int):
+            repeats = (repeats,)
+        repeats = tuple(int(r) for r in repeats)
+        if len(repeats) != self.ndim or any(r < 1 for r in repeats):
+            raise ValueError(f"Fragment.repeat needs one positive count per dim ({self.ndim}), "
+                             f"got {list(repeats)}")
+        dims = range(self.ndim - 1, -1, -1) if lower_dim_first else range(self.ndim)
+        # each copy sits one whole tile further along its dim
+        new_modes = tuple(
+            (repeats[d], tuple(self.shape[d] if e == d else 0 for e in range(self.ndim)))
+            for d in dims if repeats[d] > 1)
+        shape = tuple(s * r for s, r in zip(self.shape, repeats))
+        if repeat_on_thread:
+            return Fragment(shape, self.thread_modes + new_modes, self.value_modes)
+        return Fragment(shape, self.thread_modes, self.value_modes + new_modes)
+
     def _spans(self, modes, dim):
         dim = dim % self.ndim
         out, prefix = [], 1

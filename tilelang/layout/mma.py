@@ -17,6 +17,7 @@ from __future__ import annotations
 from .fragment import Fragment
 
 __all__ = ["mma_accumulator", "mma_a_fragment", "mma_b_fragment", "wgmma_accumulator",
+           "make_gemm_fragment_8x8", "make_gemm_fragment_8x8_transposed",
            "wgmma_a_fragment", "mma_k_tile"]
 
 # per element width: (k per mma, A elements per thread per k tile, A value modes within one
@@ -57,6 +58,19 @@ def _atom(table, elem_bits):
 def _need(cond, msg):
     if not cond:
         raise ValueError(msg)
+
+
+def make_gemm_fragment_8x8() -> Fragment:
+    """One 8 × 8 matrix of 16-bit elements over a warp, as ldmatrix/stmatrix (non-transposed)
+    hold it: thread 4*row + col // 2 holds the pair (row, col), (row, col + 1) in values 0, 1
+    (HARDWARE.md §1: g = row, q = col // 2)."""
+    return Fragment((8, 8), [(4, (0, 2)), (8, (1, 0))], [(2, (0, 1))], name="gemm8x8")
+
+
+def make_gemm_fragment_8x8_transposed() -> Fragment:
+    """The transpose of `make_gemm_fragment_8x8` (the .trans ldmatrix/stmatrix form): thread
+    4*col + row // 2 holds (row, col), (row + 1, col) in values 0, 1."""
+    return Fragment((8, 8), [(4, (2, 0)), (8, (0, 1))], [(2, (1, 0))], name="gemm8x8_trans")
 
 
 def mma_accumulator(M: int, N: int, warp_m: int, warp_n: int) -> Fragment:

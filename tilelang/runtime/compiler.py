@@ -216,10 +216,14 @@ def _run_nvcc(source: str, fname: str, opts: list[str]):
         with open(src, "w") as f:
             f.write(source)
         cmd = [toolkit.nvcc_path(), *opts, "-o", out, src]
+        from ..env import env
+
+        timeout = env.get_compile_timeout_seconds() or 1800
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return False, "nvcc timed out after 1800 s", b""
+            return False, (f"nvcc timed out after {timeout:g} s (TILELANG_COMPILE_TIMEOUT_SECONDS "
+                           "sets the limit)"), b""
         log = (p.stdout + p.stderr).replace(src, fname + ".cu").strip()
         if p.returncode != 0 or not os.path.exists(out):
             return False, log or f"nvcc exited with status {p.returncode}", b""

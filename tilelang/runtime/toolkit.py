@@ -93,6 +93,11 @@ def include_dirs() -> list[str]:
     cuda = cuda_include_dir()
     if cuda:
         dirs.append(cuda)
+        # CUDA 13 keeps libcu++ (<cuda/std/...>, which <cooperative_groups.h> includes) here;
+        # nvcc searches it by itself, NVRTC only when told
+        cccl = os.path.join(cuda, "cccl")
+        if os.path.isdir(cccl):
+            dirs.append(cccl)
     return dirs
 
 

@@ -135,8 +135,9 @@ def _dtype_line() -> str:
     return ("- **dtypes** — " + ", ".join(f"`T.{n}`" for n in scalars) + "; vectors of 2 to 64 "
             "lanes as `T.float16x2`, `T.int8x4`, ... Each is a `str` of its name "
             "(`T.float16 == \"float16\"`); `T.float32(x)` casts, `T.float32(0)` is a constant, "
-            "`.as_torch()` gives the torch dtype. `T.tfloat32` is `T.float32`; `T.int4`, "
-            "`T.uint4`, `T.float4_e2m1fn`, `T.float8_e8m0fnu` are values only (no buffers).")
+            "`.as_torch()` gives the torch dtype. `T.tfloat32` is `T.float32`; `T.float4_e2m1fn` "
+            "is the element type of global tensors only (passed as byte tensors, two values "
+            "to a byte); `T.int4`, `T.uint4`, `T.float8_e8m0fnu` are values only (no buffers).")
 
 
 def render() -> str:

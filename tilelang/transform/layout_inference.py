@@ -20,7 +20,9 @@ strongest first, as in the reference (docs/layouts.md):
   5. parallel loops: a loop takes the layout of the fragment (written ones first) under which
      the fewest others need staging; fragments indexed by loop variables get the loop's
      layout or its projection, dims indexed by a value the iteration does not own (a serial
-     loop's variable) value modes of their own;
+     loop's variable) value modes of their own; a window of a dim at a serial variable's
+     multiple (x[i, jj * 4 + j]) is that dim split at the window
+     (`fragment_access.window_view`), its outer part indexed by jj;
   6. anything left: the default element-wise layout (dims indexed by serial variables in
      value modes).
 Conflicts between 1-3 raise a located error naming both.
@@ -428,15 +430,19 @@ class LayoutSolver:
     def _loop_from_fragment(self, info, buf, extents):
         """(loop layout, iteration map, owner) under which `buf`'s layout serves the access
         directly, or None."""
-        frag = self.layouts[buf]
-        if frag.num_threads != self.T:
+        if self.layouts[buf].num_threads != self.T:
             return None
-        kinds = info.kinds(buf)
+        # a window at a runtime offset (x[i, jj * 4 + j]): the fragment with that dim split
+        view = FA.window_view(buf, self.layouts[buf], info.accesses[buf], info.vars, extents)
+        frag = view.layout
+        kinds = FA.classify(view, view.indices, info.vars)
         pairs = FA.var_dims(kinds)
         if any(k == FA.MIXED for k, _ in kinds) or \
-                any(buf.shape[d] != extents[p] for d, p in pairs):
+                any(view.shape[d] != extents[p] for d, p in pairs):
             # acc[i + 32, j], or a loop over part of a dim (T.fill(acc[0:32, :], 0)): the
             # loop runs over the fragment's elements, each iteration where its element is
+            if view.layout is not self.layouts[buf]:
+                return None
             im = FA.shifted_access(buf, kinds, info.vars, extents)
             return None if im is None else (frag, im, None)
         fixed = [d for d, (k, _) in enumerate(kinds) if k == FA.FIXED]
@@ -448,7 +454,7 @@ class LayoutSolver:
             return None
         dims = [d for d, _ in pairs]
         try:
-            proj = frag.project(dims) if len(dims) < buf.ndim else frag
+            proj = frag.project(dims) if len(dims) < len(view.shape) else frag
         except ValueError:
             return None
         order = sorted(range(len(pairs)), key=lambda k: pairs[k][1])
@@ -599,6 +605,30 @@ class LayoutSolver:
                 out.append(b)
         return out
 
+    def _tma_add_sources(self) -> list:
+        """Shared tiles that `T.atomic_add(..., use_tma=True)` adds on sm_90a (constraint 6,
+        before row-major): the swizzle the reference gives them, which the TMA unit reads
+        (transform/tma_reduce.py) and which spreads the threads' writes of the tile over the
+        banks. 16- and 32-bit tiles of whole 8-row groups with rows of at least 32 bytes; others
+        stay row-major (a 64-bit tile's swizzle is not one a tensor map encodes)."""
+        from ..ir.visitor import collect
+        from .pass_config import PassConfigKey
+
+        if not self.ctx.target.is_hopper or self.ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
+            return []
+        out = []
+        for s in collect(self.kernel.body, lambda n: isinstance(n, ir.AtomicTile)
+                         and n.use_tma and not n.cluster_sum
+                         and isinstance(n.src, ir.BufferRegion)):
+            S = s.src.buffer
+            if S.scope not in SHARED or S.ndim != 2 or not all(isinstance(d, int)
+                                                              for d in S.shape):
+                continue
+            rows, cols = S.shape
+            if S.dtype.bits in (16, 32) and rows % 8 == 0 and cols * S.dtype.bits // 8 >= 32:
+                out.append(S)
+        return out
+
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
@@ -628,6 +658,9 @@ class LayoutSolver:
                 self.assign(buf, self.default_fragment(buf), "the default element-wise "
                             "layout", loc)
             self.propagate()
+        for buf in self._tma_add_sources():
+            if buf not in self.layouts:
+                self.layouts[buf] = L.make_swizzled_layout(buf)
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)

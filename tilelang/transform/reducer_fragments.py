@@ -10,16 +10,16 @@ Guarantees: no "reducer" kernel attribute remains, and every reducer takes one o
   T.Parallel nest of constant extents: each thread accumulates its own partial of the elements
   its iterations touch, with plain register updates, and the finalize combines the partials
   across threads once. The reducer becomes a fragment (`ctx.reducer_partials` maps it to its
-  op); each contribution becomes `r[idx] = r[idx] op x` inside `Attr("reducer_update", r)`,
+  op: add, max, min, bitand, bitor, bitxor); each contribution becomes `r[idx] = r[idx] op x` inside `Attr("reducer_update", r)`,
   which tells layout inference that the store accumulates (the loop need not write every copy
   of the element, and must not reach it through shared memory) and partition_parallel that one
   thread per iteration contributes (a replicated loop layout runs an iteration on several
   threads, see `contribute_once`); the finalize marker stays, and lower_tile_ops combines the
   copies of every element there (shuffles within a warp, shared memory across warps:
   lower_reduce.ReduceLowering.combine_replicas), after which each copy holds the total. A
-  sum's start value other than zero is kept aside (in the fragment `<r>_start`, each copy
-  filled with it) while the partials start at zero, and added once after the combine: started
-  at the value, every copy would count it once.
+  sum's (or xor's) start value other than zero is kept aside (in the fragment `<r>_start`,
+  each copy filled with it) while the partials start at zero, and combined once after the
+  combine: started at the value, every copy would count it once.
 
   Chosen only when, in program order (a loop body walked twice: its end meets its start),
   every contribution happens after a fill of the whole reducer and before its finalize, each
@@ -44,11 +44,15 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.thread_range import role_group
 from ..ir.visitor import Mutator, Visitor, collect
-from ..language.reducer import FINALIZE
+from ..language.reducer import FINALIZE, REDUCER_ATOMICS
 from .analysis import fragment_access as FA
 from .analysis.reductions import KIND, UPDATE, combine
 from .pass_config import PassConfigKey
 
+
+# ops for which a start value held by every copy would count once per copy (max, min, bitand
+# and bitor are idempotent: the copies may all start at it)
+_COUNTS_START = ("add", "bitxor")
 
 # program-order states of one reducer
 _START, _OPEN, _FINAL, _MIXED = "start", "open", "final", "mixed"
@@ -63,7 +67,7 @@ def _update_target(s):
     if not isinstance(s, ir.Evaluate):
         return None
     c = s.value
-    if isinstance(c, ir.Call) and c.op in ("atomic_add", "atomic_max", "atomic_min") and \
+    if isinstance(c, ir.Call) and c.op in REDUCER_ATOMICS and \
             c.args and isinstance(c.args[0], ir.Load):
         return c.args[0].buffer, c.args[0].indices, c.args[1]
     return None
@@ -212,11 +216,12 @@ def _fits(kernel, buf) -> bool:
 
 
 def _parallel_copy(dst, src, loc, combine_with=None):
-    """for idx in T.Parallel(shape): dst[idx] = src[idx] (or dst[idx] + src[idx])."""
+    """for idx in T.Parallel(shape): dst[idx] = src[idx] (or combined with dst[idx] by
+    reduction kind `combine_with`)."""
     vars_ = [ir.Var(n) for n in "ijklmn"[:dst.ndim]]
     value = ir.Load(src, tuple(vars_), src.dtype)
     if combine_with:
-        value = ir.binary("add", ir.Load(dst, tuple(vars_), dst.dtype), value)
+        value = combine(combine_with, ir.Load(dst, tuple(vars_), dst.dtype), value)
     body = ir.Store(dst, tuple(vars_), value, loc=loc)
     for v, e in reversed(list(zip(vars_, dst.shape))):
         body = ir.For(v, ir.const(0), ir.const(e), "parallel", body, loc=loc)
@@ -253,7 +258,7 @@ class _ToPartials(Mutator):
             marker = ir.Attr(FINALIZE, self.new, s.body, loc=s.loc)
             if self.start is None:
                 return marker
-            return ir.Seq((marker, _parallel_copy(self.new, self.start, s.loc, True)),
+            return ir.Seq((marker, _parallel_copy(self.new, self.start, s.loc, KIND[self.op])),
                           loc=s.loc)
         return self.generic(s)
 
@@ -285,7 +290,7 @@ def lower_reducers(kernel: ir.Kernel, ctx) -> ir.Kernel:
         new = ir.Buffer(buf.name, buf.shape, buf.dtype, "local.fragment", loc=buf.loc)
         fills = collect(body, lambda n: isinstance(n, ir.Fill) and n.dst.buffer is buf)
         start = None
-        if op == "add" and any(not _is_zero(f.value) for f in fills):
+        if op in _COUNTS_START and any(not _is_zero(f.value) for f in fills):
             start = ir.Buffer(f"{buf.name}_start", buf.shape, buf.dtype, "local.fragment",
                               loc=buf.loc)
             allocs.append(start)

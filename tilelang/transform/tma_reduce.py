@@ -10,6 +10,10 @@ Expects: tile IR after layout inference and pipelining, in which the only `Atomi
 nodes left are shared→global adds with use_tma=True and cluster sums (lower_elementwise.py
 lowered the others), the shared tile's layout in `ctx.layouts`.
 
+Rejects (located errors, as the reference does) a use_tma=True add between tiles of different
+element types (trace time: an element type the TMA unit does not add). A target without TMA
+falls back (the reference rejects it).
+
 Guarantees: on sm_90a (TMA not disabled by pass config), when the global buffer is static,
 contiguous, of rank <= 5 with 16-byte rows and the same float type (float32, float16,
 bfloat16, int32, uint32, uint64: the types the TMA unit adds) as the tile, the tile is 2-D (rows x columns, columns along the global innermost
@@ -31,14 +35,14 @@ from __future__ import annotations
 
 from ..errors import located
 from ..ir import nodes as ir
+from ..ir.dtype import TMA_ADD_DTYPES
 from ..ir.thread_range import InRoleGroups
 from ..ir.visitor import Mutator
 from .analysis.tile_loops import atomic_as_loop, store_as_loop
 from .pass_config import PassConfigKey
 from .analysis.tma_plan import rows_16_byte_aligned, tma_tile_stores
 
-# the element types of cp.reduce.async.bulk.tensor .add (PTX ISA: .f32 .f16 .bf16 .u32 .s32 .u64)
-_TYPES = ("float32", "float16", "bfloat16", "int32", "uint32", "uint64")
+_TYPES = TMA_ADD_DTYPES
 
 
 def tma_reduce(s: ir.AtomicTile, ctx, read_back: bool = False, op: str = "tl::tma_store_add"):
@@ -111,6 +115,17 @@ def cluster_sum(s: ir.AtomicTile, ctx, read_back: bool):
                              ir.Seq((fence, *rest))),), None
 
 
+def _check_tma_dtypes(s: ir.AtomicTile):
+    """What the reference rejects in a `use_tma=True` add rather than falling back: tiles of
+    different element types (an element type the TMA unit does not add: when traced). Unlike
+    the reference, a target without TMA (sm_80) falls back to element-wise atomics."""
+    if s.use_tma and s.src.buffer.dtype is not s.dst.buffer.dtype:
+        raise located(TypeError)(
+            f"TMA atomic add between buffer {s.src.buffer.name} and {s.dst.buffer.name} "
+            f"requires matching dtypes, but got {s.src.buffer.dtype} and "
+            f"{s.dst.buffer.dtype}", s.loc)
+
+
 def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
     from ..ir.visitor import collect
 
@@ -122,6 +137,7 @@ def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
         def visit_AtomicTile(self, s):
             if s.cluster_sum:
                 return self.cluster_sum(s)
+            _check_tma_dtypes(s)
             stmts, reason = tma_reduce(s, ctx, read_back=s.dst.buffer in loaded)
             if stmts is None:
                 ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: "

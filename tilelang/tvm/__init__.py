@@ -9,7 +9,8 @@ unchanged. Provided: `DataType` (the dtype class itself, as in the reference, wh
 is a `tvm.DataType`), `te.var`, `tirx` (expression builders: `const`, `reinterpret`, `Select`,
 `Cast`, `Min`, `Max`, `PrimExpr`, `IndexMap`, ...), `testing` (pytest helpers), `target`
 (`Target`), `transform` (`PassContext`), `error` (`TVMError`, `InternalError`), `arith`
-(`Analyzer`) and `ir` (`structural_equal`, `Range`). Any other
+(`Analyzer`), `ir` (`structural_equal`, `Range`) and `script.ir_builder.base.IRBuilderFrame`
+(what `isinstance(T.serial(n), IRBuilderFrame)` asks). Any other
 name raises an AttributeError that says so (see docs/compatibility.md)."""
 
 from __future__ import annotations
@@ -54,7 +55,12 @@ class _TE:
 
 te = _TE()
 
-_SUBMODULES = ("tirx", "testing", "target", "transform", "error", "arith", "ir")
+_SUBMODULES = ("tirx", "testing", "target", "transform", "error", "arith", "ir", "script")
+# modules below those that reference programs import by their full dotted name, and the
+# stand-in module behind each (`tvm.tirx.expr` holds the expression classes `tvm.tirx`
+# re-exports, so it is `tvm.tirx` itself)
+_NESTED_MODULES = {"tirx.expr": "tirx", "script.ir_builder": "script.ir_builder",
+                   "script.ir_builder.base": "script.ir_builder.base"}
 
 
 def __getattr__(name):
@@ -63,7 +69,8 @@ def __getattr__(name):
     raise AttributeError(
         f"tvm.{name} is not available: this TileLang has no TVM underneath and provides only "
         "tvm.DataType, tvm.te.var, tvm.tirx, tvm.testing, tvm.target, tvm.transform, "
-        "tvm.error, tvm.arith and tvm.ir for reference programs; see "
+        "tvm.error, tvm.arith, tvm.ir and tvm.script.ir_builder.base.IRBuilderFrame for "
+        "reference programs; see "
         "docs/compatibility.md")
 
 
@@ -74,3 +81,5 @@ def register_as_tvm(sys_modules) -> None:
     sys_modules["tvm"] = this
     for sub in _SUBMODULES:
         sys_modules[f"tvm.{sub}"] = importlib.import_module(f"{__name__}.{sub}")
+    for sub, standin in _NESTED_MODULES.items():
+        sys_modules[f"tvm.{sub}"] = importlib.import_module(f"{__name__}.{standin}")

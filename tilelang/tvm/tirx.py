@@ -5,7 +5,8 @@
     val_bf16 = tirx.reinterpret(T.bfloat16, bits.astype(T.uint16))
 
 Each name builds the same expression as its T counterpart (`T.reinterpret`, `T.Select`,
-`T.Cast`, `T.min`, ...); `PrimExpr` is the class of kernel expressions (for annotations and
+`T.Cast`, `T.min`, ...; `And` / `Or` / `Not` / `all` / `any` the logical `and` / `or` / `not`
+of a kernel body); `PrimExpr` is the class of kernel expressions (for annotations and
 isinstance checks). `IndexMap.from_func(f)` wraps an index function (`map_indices`).
 `stmt_functor.substitute(expr, {var: value})` replaces variables.
 """
@@ -13,15 +14,16 @@ isinstance checks). `IndexMap.from_func(f)` wraps an index function (`map_indice
 from __future__ import annotations
 
 import types as _types
+import sys as _sys
 
 from ..ir import nodes as _ir
 from ..ir.dtype import DType as _DType
 from ..ir.visitor import substitute as _substitute
 
-__all__ = ["PrimExpr", "Var", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
+__all__ = ["PrimExpr", "Var", "And", "Or", "Not", "all", "any", "Buffer", "BufferLoad", "Call", "IntImm", "FloatImm", "const",
            "decl_buffer", "Cast",
            "Select", "Min", "Max", "reinterpret", "if_then_else", "floordiv", "floormod",
-           "truncdiv", "truncmod", "IndexMap", "stmt_functor"]
+           "truncdiv", "truncmod", "call_extern", "IndexMap", "stmt_functor"]
 
 PrimExpr = _ir.Expr
 Buffer = _ir.Buffer
@@ -129,6 +131,13 @@ def truncmod(a, b):
     return _f(a, b)
 
 
+def call_extern(dtype, func_name, *args, span=None):
+    """A call of the device function `func_name` (T.call_extern)."""
+    from ..language.misc import call_extern as _call
+
+    return _call(dtype, func_name, *args)
+
+
 class IndexMap:
     """An index function (`IndexMap.from_func(lambda i, j: (i // 2, j))`): `map_indices`
     applies it to concrete indices (ints) or expressions."""
@@ -154,3 +163,39 @@ class IndexMap:
 
 stmt_functor = _types.SimpleNamespace(substitute=_substitute)
 stmt_functor.__doc__ = "`substitute(expr, {var: value})`: variables (by identity) replaced."
+def And(a, b):  # noqa: N802 - TVM's name
+    """`a and b` of two kernel conditions."""
+    return _ir.logical_and(a, b)
+
+
+def Or(a, b):  # noqa: N802 - TVM's name
+    """`a or b` of two kernel conditions."""
+    return _ir.logical_or(a, b)
+
+
+def Not(a):  # noqa: N802 - TVM's name
+    """`not a` of a kernel condition."""
+    return _ir.logical_not(a)
+
+
+def _fold(combine, conds, name, identity):
+    if not conds:
+        raise ValueError(f"tirx.{name} needs at least one condition")
+    out = conds[0]
+    for c in conds[1:]:
+        out = combine(out, c)
+    return combine(out, identity) if len(conds) == 1 else out  # one condition: as a bool
+
+
+def all(*conds):  # noqa: A001 - TVM's name
+    """The conjunction of one or more conditions (`tirx.all(a < b, b < c)`)."""
+    return _fold(_ir.logical_and, conds, "all", True)
+
+
+def any(*conds):  # noqa: A001 - TVM's name
+    """The disjunction of one or more conditions."""
+    return _fold(_ir.logical_or, conds, "any", False)
+
+
+# `tvm.tirx.expr` (where TVM defines the expression classes) is this module too
+expr = _sys.modules[__name__]

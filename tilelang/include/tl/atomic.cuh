@@ -1,7 +1,8 @@
 // tl/atomic.cuh — atomic read-modify-write, load and store with C++ memory orders.
 //
 //   tl::atomic_add(T* p, V v, MemoryOrder o = relaxed) -> old *p   (v converted to T)
-//   tl::atomic_max / atomic_min (same signature); tl::atomic_or (32/64-bit integers)
+//   tl::atomic_max / atomic_min (same signature)
+//   tl::atomic_or / atomic_and / atomic_xor (same signature; 32/64-bit integers)
 //       T = float, double, half_t, bfloat16_t, int, unsigned, long long, unsigned long long
 //   tl::atomic_addx2(T* dst, const T* src) / atomic_addx4     2 or 4 consecutive elements
 //       (half_t, bfloat16_t, float; also value forms with __half2, __nv_bfloat162, float2,
@@ -82,6 +83,10 @@ TL_ATOM_ORDERED_(atom_min_s64, "min.s64", long long, "l")
 TL_ATOM_ORDERED_(atom_min_u64, "min.u64", unsigned long long, "l")
 TL_ATOM_ORDERED_(atom_or_b32, "or.b32", unsigned, "r")
 TL_ATOM_ORDERED_(atom_or_b64, "or.b64", unsigned long long, "l")
+TL_ATOM_ORDERED_(atom_and_b32, "and.b32", unsigned, "r")
+TL_ATOM_ORDERED_(atom_and_b64, "and.b64", unsigned long long, "l")
+TL_ATOM_ORDERED_(atom_xor_b32, "xor.b32", unsigned, "r")
+TL_ATOM_ORDERED_(atom_xor_b64, "xor.b64", unsigned long long, "l")
 #undef TL_ATOM_ORDERED_
 
 template <class T> inline constexpr bool is_i32_v = is_integral_v<T> && sizeof(T) == 4;
@@ -206,21 +211,26 @@ TL_ATOMIC_MINMAX_(atomic_max, true)
 TL_ATOMIC_MINMAX_(atomic_min, false)
 #undef TL_ATOMIC_MINMAX_
 
-// Bitwise OR of a 32- or 64-bit integer; returns the old value.
-template <class T, class V>
-TL_DEVICE T atomic_or(T* p, V val, MemoryOrder o = MemoryOrder::relaxed) {
-  static_assert(detail::is_i32_v<T> || detail::is_i64_v<T>,
-                "tl::atomic_or: 32- or 64-bit integers only");
-  if constexpr (detail::is_i32_v<T>) {
-    unsigned* q = reinterpret_cast<unsigned*>(p);
-    if (o == MemoryOrder::relaxed) return (T)atomicOr(q, (unsigned)(T)val);
-    return (T)detail::atom_or_b32(q, (unsigned)(T)val, o);
-  } else {
-    unsigned long long* q = reinterpret_cast<unsigned long long*>(p);
-    if (o == MemoryOrder::relaxed) return (T)atomicOr(q, (unsigned long long)(T)val);
-    return (T)detail::atom_or_b64(q, (unsigned long long)(T)val, o);
+// Bitwise OR / AND / XOR of a 32- or 64-bit integer; returns the old value.
+#define TL_ATOMIC_BITWISE_(NAME, OP, BUILTIN)                                                 \
+  template <class T, class V>                                                                 \
+  TL_DEVICE T NAME(T* p, V val, MemoryOrder o = MemoryOrder::relaxed) {                       \
+    static_assert(detail::is_i32_v<T> || detail::is_i64_v<T>,                                 \
+                  "tl::" #NAME ": 32- or 64-bit integers only");                              \
+    if constexpr (detail::is_i32_v<T>) {                                                      \
+      unsigned* q = reinterpret_cast<unsigned*>(p);                                           \
+      if (o == MemoryOrder::relaxed) return (T)BUILTIN(q, (unsigned)(T)val);                  \
+      return (T)detail::atom_##OP##_b32(q, (unsigned)(T)val, o);                              \
+    } else {                                                                                  \
+      unsigned long long* q = reinterpret_cast<unsigned long long*>(p);                       \
+      if (o == MemoryOrder::relaxed) return (T)BUILTIN(q, (unsigned long long)(T)val);        \
+      return (T)detail::atom_##OP##_b64(q, (unsigned long long)(T)val, o);                    \
+    }                                                                                         \
   }
-}
+TL_ATOMIC_BITWISE_(atomic_or, or, atomicOr)
+TL_ATOMIC_BITWISE_(atomic_and, and, atomicAnd)
+TL_ATOMIC_BITWISE_(atomic_xor, xor, atomicXor)
+#undef TL_ATOMIC_BITWISE_
 
 // ---- loads and stores with an order ------------------------------------------------------------
 template <class T>

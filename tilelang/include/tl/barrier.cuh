@@ -28,7 +28,8 @@
 //   tl::named_barrier_sync(id, n)   bar.sync id, n   (n threads, a multiple of 32; id 1..15,
 //                                   0 is __syncthreads)
 //   tl::named_barrier_arrive(id, n) bar.arrive id, n
-//   tl::cluster_arrive() / cluster_wait() / cluster_sync()  barrier.cluster                sm_90
+//   tl::cluster_arrive() / cluster_arrive_relaxed() / cluster_wait() / cluster_sync()
+//                                   barrier.cluster                                      sm_90
 //   tl::cluster_ctarank(), tl::cluster_size()                                              sm_90
 //   tl::grid_sync(counter)          all blocks of a cooperative launch (counter: zeroed uint32)
 //
@@ -175,6 +176,9 @@ TL_DEVICE void fence_mbarrier_init() {
 TL_DEVICE void cluster_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
+TL_DEVICE void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
 TL_DEVICE void cluster_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
@@ -257,3 +261,12 @@ TL_DEVICE void pdl_sync() {
 }
 
 }  // namespace tl
+
+// The CUDA runtime's device-side names of the two PDL instructions, which kernels for sm_90
+// call (as the reference's do): nvcc declares them, NVRTC does not, so they are given here.
+#if defined(__CUDACC_RTC__)
+static __device__ __forceinline__ void cudaTriggerProgrammaticLaunchCompletion() {
+  tl::pdl_trigger();
+}
+static __device__ __forceinline__ void cudaGridDependencySynchronize() { tl::pdl_sync(); }
+#endif

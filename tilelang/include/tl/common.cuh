@@ -5,13 +5,17 @@
 //   TL_SM90 / TL_SM90A                1 when compiling device code for sm_90+ / sm_90a
 //   half_t, bfloat16_t, fp8_e4_t, fp8_e5_t   (global and in tl::) = __half, __nv_bfloat16,
 //                                     __nv_fp8_e4m3, __nv_fp8_e5m2
+//   fp4_e2_t                          one float4_e2m1fn value (low nibble of a byte);
+//                                     tl::fp4_load / tl::fp4_store address one value of a
+//                                     tensor packed two to a byte (even index: low nibble)
 //   int8_t..uint64_t                  (NVRTC has no <cstdint>; defined here under __CUDACC_RTC__)
 //   tl::bit_cast<To>(x)               same-size reinterpretation
 //   tl::cast<To>(x)                   value conversion between every scalar type (round to
 //                                     nearest even; fp8 saturates to the largest finite value)
 //   tl::vec<T, N>                     N elements of T, aligned for one vector access;
 //                                     elementwise + - * /, tl::broadcast<T, N>(x)
-//   packed conversions                float2 <-> half2 / bfloat162, float2 -> fp8x2
+//   packed conversions                float2 <-> half2 / bfloat162, float2 -> fp8x2;
+//                                     tl::store_pair(dst, pair) stores a pair's two values
 //   tl::device_assert(cond, msg)      prints and traps when cond is false
 //   tl::TensorMap                     the 128-byte CUtensorMap, for __grid_constant__ params
 #pragma once
@@ -77,6 +81,12 @@ using half_t = __half;
 using bfloat16_t = __nv_bfloat16;
 using fp8_e4_t = __nv_fp8_e4m3;
 using fp8_e5_t = __nv_fp8_e5m2;
+// float4_e2m1fn (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+// negatives; no inf, no NaN). Our own type, not cuda_fp4.h's, so that every supported
+// toolkit compiles it; conversions are tl::cast.
+struct fp4_e2_t {
+  unsigned char bits;  // the code in the low nibble
+};
 
 namespace tl {
 
@@ -84,6 +94,7 @@ using ::half_t;
 using ::bfloat16_t;
 using ::fp8_e4_t;
 using ::fp8_e5_t;
+using ::fp4_e2_t;
 
 // ---- minimal type traits (NVRTC has no <type_traits> without the CCCL headers) ------------
 template <class A, class B> struct is_same { static constexpr bool value = false; };
@@ -134,6 +145,20 @@ TL_DEVICE float to_float(half_t x) { return __half2float(x); }
 TL_DEVICE float to_float(bfloat16_t x) { return __bfloat162float(x); }
 TL_DEVICE float to_float(fp8_e4_t x) { return (float)x; }
 TL_DEVICE float to_float(fp8_e5_t x) { return (float)x; }
+TL_DEVICE float to_float(fp4_e2_t x) {
+  const float magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  float m = magnitude[x.bits & 7];
+  return (x.bits & 8) ? -m : m;
+}
+// Round to nearest (ties to even code), saturate to +-6; NaN becomes +6 (CUDA's conversion).
+// Compared in double: every float and double source rounds once.
+TL_DEVICE fp4_e2_t to_fp4(double x) {
+  if (x != x) return fp4_e2_t{7};
+  double a = x < 0 ? -x : x;
+  unsigned char code = a <= 0.25 ? 0 : a < 0.75 ? 1 : a <= 1.25 ? 2 : a < 1.75 ? 3
+                     : a <= 2.5 ? 4 : a < 3.5 ? 5 : a <= 5.0 ? 6 : 7;
+  return fp4_e2_t{(unsigned char)(code | (signbit(x) ? 8 : 0))};
+}
 template <class T, enable_if_t<is_integral_v<T>, int> = 0>
 TL_DEVICE float to_float(T x) { return (float)x; }
 
@@ -179,6 +204,8 @@ TL_DEVICE To cast(From x) {
     return detail::to_half(x);
   } else if constexpr (is_same_v<To, bfloat16_t>) {
     return detail::to_bf16(x);
+  } else if constexpr (is_same_v<To, fp4_e2_t>) {
+    return detail::to_fp4(detail::to_double(x));
   } else if constexpr (is_fp8_v<To>) {
     if constexpr (is_same_v<From, double>) return To(x);
     else if constexpr (is_same_v<From, half_t> || is_same_v<From, bfloat16_t>) return To(x);
@@ -195,6 +222,36 @@ TL_DEVICE To cast(From x) {
       return (To)detail::to_float(x);  // C semantics: truncate toward zero
     }
   }
+}
+
+// The two values of a packed conversion's result (lower index first) into dst[0], dst[1].
+template <class T, class Pair>
+TL_DEVICE void store_pair(T* dst, Pair pair) {
+  static_assert(sizeof(Pair) == 2 * sizeof(T), "tl::store_pair: a pair of two T");
+  struct two { T v[2]; };
+  two t = bit_cast<two>(pair);
+  dst[0] = t.v[0];
+  dst[1] = t.v[1];
+}
+
+// ---- float4_e2m1fn elements of a global tensor, two to a byte --------------------------------
+TL_DEVICE fp4_e2_t fp4_load(const fp4_e2_t* base, int64_t i) {
+  unsigned char byte = reinterpret_cast<const unsigned char*>(base)[i >> 1];
+  return fp4_e2_t{(unsigned char)((i & 1) ? byte >> 4 : byte & 15)};
+}
+// Writes one nibble atomically, so that threads storing the two values of one byte both land:
+// compare-and-swap of the aligned 32-bit word holding it, its other bits unchanged (allocations
+// are 256-byte aligned, so the word lies inside the tensor's allocation).
+TL_DEVICE void fp4_store(fp4_e2_t* base, int64_t i, fp4_e2_t v) {
+  uintptr_t byte = reinterpret_cast<uintptr_t>(base) + (uintptr_t)(i >> 1);
+  unsigned int* word = reinterpret_cast<unsigned int*>(byte & ~(uintptr_t)3);
+  unsigned int shift = (unsigned int)((byte & 3) * 8 + ((i & 1) ? 4 : 0));
+  unsigned int bits = (unsigned int)(v.bits & 15) << shift, mask = 15u << shift;
+  unsigned int seen = *word, expected;
+  do {
+    expected = seen;
+    seen = atomicCAS(word, expected, (expected & ~mask) | bits);
+  } while (seen != expected);
 }
 
 // ---- packed conversions ---------------------------------------------------------------------

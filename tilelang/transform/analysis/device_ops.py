@@ -64,6 +64,9 @@ DEVICE_OPS = (
     DeviceOp("tl::cp_async_wait", E.QUIET),
     DeviceOp("tl::copy_zfill", E.WRITES_FIRST),
     DeviceOp("tl::copy_vec", E.WRITES_FIRST),
+    # T.lds*/T.sts* (tl/wide_access.cuh): (words, shared src) and (shared dst, words...)
+    DeviceOp("tl::load_shared", E.WRITES_FIRST),
+    DeviceOp("tl::store_shared", E.WRITES_FIRST),
 )
 del E
 
@@ -99,7 +102,8 @@ def may_release(name: str) -> bool:
 # ---- calls the IR has as operations of their own (ir.Call.op) ------------------------------
 
 # update one element, may return it
-ATOMIC_RMW = ("atomic_add", "atomic_max", "atomic_min", "atomic_or")
+ATOMIC_RMW = ("atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and",
+              "atomic_xor")
 ATOMIC_VECTOR_ADD = ("atomic_addx2", "atomic_addx4")     # add 2 or 4 consecutive elements
 # operations that write the element their first argument loads (as well as reading it)
 ATOMIC_UPDATES = ATOMIC_RMW + ATOMIC_VECTOR_ADD + ("atomic_store",)

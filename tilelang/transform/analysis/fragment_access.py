@@ -19,6 +19,11 @@ depend on the thread (reads), and, for writes, whether every copy of a written e
 written (a replicated fragment stays consistent). FIXED dims that are not constants are
 enumerated at coordinate 0: the layout must keep them in value modes of their own, and the
 register slot then moves by `fixed_offset` with the runtime index.
+
+A window of a dim read at a runtime offset (`x[i, jj * 4 + j]`, j a loop variable of extent
+4, jj a serial loop's) is the same: `window_view` splits the dim at the largest period dividing
+the runtime part (x seen as (M, K / 4, 4), indexed [i, jj, j]), and the access is served when
+the split layout holds the outer dim in value modes of its own.
 """
 
 from __future__ import annotations
@@ -29,9 +34,18 @@ import numpy as np
 
 from ...ir import nodes as ir
 from ...ir.visitor import collect
+from .fragment_ops import split_dim
 from .numeric import eval_index
 
 VAR, UNIT, FIXED, MIXED = "var", "unit", "fixed", "mixed"
+
+
+class View:
+    """A fragment access seen through `window_view`: `shape`, `layout` and `indices` of the
+    fragment with its windowed dims split (the original ones where none is)."""
+
+    def __init__(self, shape, layout, indices):
+        self.shape, self.layout, self.indices = tuple(shape), layout, tuple(indices)
 
 
 def _vars_in(e) -> list:
@@ -92,6 +106,17 @@ def fixed_offset(frag, dims, coords):
     for d, x in zip(dims, coords):
         modes = sorted(((m.strides[d], m.extent, p) for m, p in zip(frag.value_modes, pref)
                         if m.extent > 1 and m.strides[d]), key=lambda t: t[0])
+        # modes consecutive both along the dim and in the value index are one digit
+        # (slot offset x * 2, not x % 2 * 2 + x // 2 * 4)
+        merged = []
+        for stride, extent, index_stride in modes:
+            if merged:
+                s0, e0, i0 = merged[-1]
+                if stride == s0 * e0 and index_stride == i0 * e0:
+                    merged[-1] = (s0, e0 * extent, i0)
+                    continue
+            merged.append((stride, extent, index_stride))
+        modes = merged
         expect = 1
         for k, (stride, extent, index_stride) in enumerate(modes):
             if stride != expect:
@@ -187,6 +212,48 @@ def shifted_access(buf, kinds, loop_vars, extents, analyzer=None):
     return IterMap(tuple(dim_of), tuple(offset), tuple(modular))
 
 
+def window_view(buf, frag, indices, loop_vars, extents, analyzer=None) -> View:
+    """`buf[indices]` laid out as `frag`, with every MIXED dim indexed `c * var + rest` (var
+    one loop variable, c a positive constant, rest free of the loop variables: a serial
+    loop's variable scaled, or the constant it became when unrolled) split at the largest
+    period P < the dim's extent dividing it that `rest` is a multiple of and the window
+    (c * (extent - 1) < P) fits in: indexed (rest // P, c * var). A dim stays as it is when the split layout
+    cannot express it or spreads its outer part over threads (then the window's position
+    decides which threads hold it)."""
+    from ...arith import Analyzer
+
+    shape, layout, out = list(buf.shape), frag, list(indices)
+    kinds = classify(buf, indices, loop_vars)
+    an = None
+    for d in reversed(range(len(indices))):  # splitting d leaves the dims before it in place
+        kind, idx = kinds[d]
+        if kind != MIXED:
+            continue
+        an = an or analyzer or Analyzer()
+        found = None
+        for k, v in enumerate(loop_vars):
+            lin = an.detect_linear(idx, v)
+            if lin is not None and isinstance(lin[0], int) and lin[0] >= 1:
+                found = k, v, lin
+                break
+        if found is None:
+            continue
+        k, v, (coef, rest) = found
+        if any(id(x) in {id(u) for u in loop_vars} for x in _vars_in(rest)):
+            continue
+        window = coef * (extents[k] - 1) + 1
+        period = next((p for p in range(shape[d] - 1, window - 1, -1)
+                       if shape[d] % p == 0 and an.is_divisible(rest, p)), None)
+        split = None if period is None else split_dim(layout, d, period)
+        if split is None or not dims_only_in_values(split, [d]):
+            continue  # the window's position would move it to other threads
+        inner = v if coef == 1 else ir.binary("mul", v, coef)
+        layout = split
+        shape[d:d + 1] = [shape[d] // period, period]
+        out[d:d + 1] = [ir.binary("floordiv", rest, period), inner]
+    return View(shape, layout, out)
+
+
 class LoopGrid:
     """Every (thread, value) slot of a loop layout with the loop coordinates it runs and
     whether it runs at all (guards of a rounded-up layout or of an IterMap)."""
@@ -218,11 +285,13 @@ class Served:
     """How a loop layout serves one fragment access: `slots[v]` is the register slot of value
     v (the same for every thread that runs it; -1 where no thread does); `fixed` the runtime
     FIXED dims, whose slot offset is `fixed_offset(layout, fixed, indices)`; `owners` (T, V)
-    whether the thread runs value v of this access in range."""
+    whether the thread runs value v of this access in range; `view` the access as served
+    (`window_view`): `fixed` are dims of it, their offset taken with its layout and indices."""
 
     slots: np.ndarray
     fixed: tuple
     owners: np.ndarray
+    view: View
 
 
 def _element_slots(grid: LoopGrid, buf, frag, indices, fixed):
@@ -266,7 +335,9 @@ def serve(grid: LoopGrid, buf, frag, indices, write: bool) -> Served | None:
     docstring), else None. Iterations whose index falls outside `buf` are ignored: a program
     may guard them in the body, and one that does not reads undefined values on every target
     (the interpreter raises)."""
-    kinds = classify(buf, indices, grid.vars)
+    view = window_view(buf, frag, indices, grid.vars, grid.extents)
+    frag, indices = view.layout, view.indices
+    kinds = classify(view, indices, grid.vars)
     fixed = runtime_fixed_dims(kinds)
     if fixed and not dims_only_in_values(frag, fixed):
         return None
@@ -274,7 +345,7 @@ def serve(grid: LoopGrid, buf, frag, indices, write: bool) -> Served | None:
         return None
     if frag.num_threads != grid.layout.num_threads:
         return None
-    got = _element_slots(grid, buf, frag, indices, fixed)
+    got = _element_slots(grid, view, frag, indices, fixed)
     if got is None:
         return None
     safe, inr, slot, owns = got
@@ -284,9 +355,9 @@ def serve(grid: LoopGrid, buf, frag, indices, write: bool) -> Served | None:
     per_v = col.max(axis=0) if col.size else np.zeros(0, np.int64)
     if not np.all((col == per_v[None, :]) | ~inr):
         return None
-    if write and not _covers_every_copy(frag, buf, safe, inr):
+    if write and not _covers_every_copy(frag, view, safe, inr):
         return None
-    return Served(per_v, tuple(fixed), inr)
+    return Served(per_v, tuple(fixed), inr, view)
 
 
 def _covers_every_copy(frag, buf, elem, inr) -> bool:

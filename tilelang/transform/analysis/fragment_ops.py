@@ -3,7 +3,8 @@
 replicated fragment of a block-level scalar, dims permuted (transposed register operands,
 accesses in another dim order) and a lower-rank map placed in a fragment whose other dims are
 held whole by every thread (dims indexed by a serial loop variable); per-value tables written
-as affine functions of a fragment's value digits."""
+as affine functions of a fragment's value digits; a dim split in two (a window of a dim
+read at a runtime multiple of the window's size)."""
 
 from __future__ import annotations
 
@@ -108,6 +109,43 @@ def place_dims(base: Fragment, dims, shape, fixed=()) -> Fragment:
         if shape[d] > 1:
             values.append((shape[d], tuple(int(k == d) for k in range(nd))))
     return Fragment(tuple(shape), spread(base.thread_modes), values)
+
+
+def split_dim(frag: Fragment, dim: int, period: int) -> Fragment | None:
+    """The same map over the shape with dim `dim` (extent n) replaced by (n // period,
+    period): element (.., q, r, ..) is element (.., q * period + r, ..). A mode moving along
+    the dim by a multiple of `period` moves the outer dim; one moving by less moves the inner
+    dim, and is split in two where its extent crosses the period (the thread or value index
+    keeps its digits: a mode of extent a * b is the modes a, b). None when the inner moves
+    could carry into the outer dim (their largest sum reaches `period`), or the layout
+    covers more than its shape."""
+    n = frag.shape[dim]
+    if period < 1 or n % period or frag.guard_dims:
+        return None
+
+    def at(strides, outer, inner):
+        return strides[:dim] + (outer, inner) + strides[dim + 1:]
+
+    out, reach = ([], []), 0  # reach: the largest sum of inner moves
+    for modes, dst in zip((frag.thread_modes, frag.value_modes), out):
+        for m in modes:
+            s, e = m.strides[dim], m.extent
+            if s % period == 0:  # includes modes not moving along the dim
+                dst.append((e, at(m.strides, s // period, 0)))
+                continue
+            inner = e
+            if s * e > period:
+                if period % s or e % (period // s):
+                    return None
+                inner = period // s
+            dst.append((inner, at(m.strides, 0, s)))
+            if inner < e:
+                dst.append((e // inner, at(m.strides, 1, 0)))
+            reach += s * (inner - 1)
+    if reach >= period:
+        return None
+    shape = frag.shape[:dim] + (n // period, period) + frag.shape[dim + 1:]
+    return Fragment(shape, out[0], out[1])
 
 
 def value_digit_exprs(layout, v):

@@ -11,7 +11,8 @@ from ...ir.dtype import DType
 from ...ir.visitor import Mutator
 
 UPDATE = "reducer_update"  # marks a contribution to a reducer's register partial
-KIND = {"add": "sum", "max": "max", "min": "min"}  # lower_reduce names of the ops
+KIND = {"add": "sum", "max": "max", "min": "min",  # lower_reduce names of the ops
+        "bitand": "bitand", "bitor": "bitor", "bitxor": "bitxor"}
 
 
 def init_value(kind: str, dt: DType):

@@ -71,7 +71,9 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     src, dst = s.src, s.dst
     extents = [ir.int_value(e) for e in non_unit_extents(src)]
     if V == 1 or any(e is None for e in extents):
-        return copy_as_loop(s) if in_role is None else _strided_copy(s, T, tid)
+        # a T.Parallel nest: partition_parallel spreads it over the block's (or the role's)
+        # threads with vector loads where it can
+        return copy_as_loop(s)
     chunk_ext = extents[:-1] + [extents[-1] // V]
     total = 1
     for e in chunk_ext:
@@ -165,28 +167,6 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
                 ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_wait<0>",), ir.DType("void")))]
         stmt = ir.Seq((stmt,) + tuple(wait))
     return stmt
-
-
-def _strided_copy(s: ir.Copy, T: int, tid) -> ir.Stmt:
-    """Element by element, element e by thread e % T of the role (a copy no vector width
-    applies to)."""
-    extents = [ir.as_expr(e) for e in non_unit_extents(s.src)]
-    total = extents[0]
-    for e in extents[1:]:
-        total = ir.binary("mul", total, e)
-    i = ir.Var("i")
-    e = ir.binary("add", ir.binary("mul", i, T), tid)
-    idx, rest = [], e
-    for n in reversed(extents):
-        idx.append(ir.binary("floormod", rest, n))
-        rest = ir.binary("floordiv", rest, n)
-    idx.reverse()
-    value = ir.cast_to(ir.Load(s.src.buffer, tuple(_region_index(s.src, idx)),
-                               s.src.buffer.dtype), s.dst.buffer.dtype)
-    store = ir.Store(s.dst.buffer, tuple(_region_index(s.dst, idx)), value, loc=s.loc)
-    trips = ir.binary("floordiv", ir.binary("add", total, T - 1), T)
-    return ir.For(i, ir.const(0), trips, "serial",
-                  ir.If(ir.compare("lt", e, total), store, None, loc=s.loc), loc=s.loc)
 
 
 def _prod(xs):

@@ -19,7 +19,8 @@ checks by enumeration that the executing thread holds the element (layout infere
 of it; a failure is an internal error). When the slot is an affine function of the value
 digits the loop stays a compact `#pragma unroll` loop; otherwise it is unrolled here. Loops
 without fragments use the default element-wise layout; loops with symbolic extents become
-grid-stride loops.
+grid-stride loops. A `T.vectorized` loop (a thread's own lanes) gets the vector accesses of
+vectorize.py.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..analysis.fragment_ops import fit_affine_in_digits
 from ..analysis.numeric import eval_index
 from ..analysis.scoped import ScopedMutator
 from ..analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
+from ..pass_config import PassConfigKey
 from .vectorize import PARTITIONED
 
 
@@ -151,7 +153,7 @@ class NestPartitioner:
         fn = fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
         if fn is None:
             self.compact = False
-        self.slot_fns[key] = (fn, served.slots, served.fixed, write)
+        self.slot_fns[key] = (fn, served.slots, served.fixed, write, served.view)
 
     def _owner_guard(self, body, v):
         """Wrap the (unrolled, v constant) iteration in `this thread holds owner[indices]`;
@@ -174,8 +176,6 @@ class NestPartitioner:
         """Split the value loop into vector lanes when its fastest mode walks the innermost
         dim contiguously (see transform/partition_parallel/vectorize.py)."""
         from .vectorize import vectorize_value_loop
-
-        from ..pass_config import PassConfigKey
 
         Lp = self.layout
         if not Lp.value_modes or Lp.guard_dims or self.analyzer is None or \
@@ -252,15 +252,16 @@ class NestPartitioner:
 
         class Rewrite(Mutator):
             def _slot(self, buf, indices):
-                fn, per_v, fixed, _ = partitioner.slot_fns[(buf, tuple(id(i) for i in indices))]
+                fn, per_v, fixed, _, view = partitioner.slot_fns[(buf, tuple(id(i)
+                                                                             for i in indices))]
                 if isinstance(v, ir.Const):
                     slot = ir.const(int(per_v[v.value]))
                 else:
                     slot = fn(v)
                 if fixed:  # dims indexed by a value the iteration does not own: registers
-                    at = [substitute(self.visit(indices[d]), mapping) for d in fixed]
-                    slot = ir.binary("add", slot, FA.fixed_offset(
-                        partitioner.ctx.layouts[buf], fixed, at))
+                    # (of the access as served: a windowed dim split, fixed its outer part)
+                    at = [substitute(self.visit(view.indices[d]), mapping) for d in fixed]
+                    slot = ir.binary("add", slot, FA.fixed_offset(view.layout, fixed, at))
                 return slot
 
             def visit_Load(self, e):
@@ -359,6 +360,12 @@ class _Partition(InRoleGroups, ScopedMutator):
     def visit_For(self, s):
         if s.kind == "parallel":
             return NestPartitioner(self.ctx, s, self.analyzer).run()
+        if s.kind == "vectorized" and not self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
+            from .vectorize import vectorize_explicit_loop
+
+            vectorized = vectorize_explicit_loop(self.ctx, s, self.analyzer)
+            if vectorized is not None:
+                return vectorized
         return super().visit_For(s)
 
 

@@ -11,7 +11,8 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
 
 Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
-loop did.
+loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
+the same lane loop and gets the same treatment (`vectorize_explicit_loop`).
 
 When a thread's vector groups read shared memory and store into it (a tile the consumers
 expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every
@@ -117,8 +118,10 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
             acc.full = _vector_in_bounds(buf, node.indices, vi, vec, analyzer)
         candidates.append(acc)
     if not candidates:
-        return _vector_atomic_add(ctx, body, vi, vec, analyzer) or \
-            _paired_registers(body, vi, vec, top_stores, analyzer)
+        atomics = _vector_atomic_add(ctx, body, vi, vec, analyzer)
+        if atomics is not None:
+            return VectorGroups(atomics)
+        return _paired_registers(body, vi, vec, top_stores, analyzer)
     vector_stores = [acc for acc in candidates if acc.kind == "store"]
     reads_shared = any(b.scope in SHARED for b in loaded)
     defer = groups > 1 and vector_stores and reads_shared and all(
@@ -165,7 +168,8 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
                                 loc=s.loc)
             return self.generic(s)
 
-    inner = _lane_loop(vi, vec, Replace().visit(body))
+    lanes = Replace().visit(body)
+    inner = _vector_atomic_add(ctx, lanes, vi, vec, analyzer) or _lane_loop(vi, vec, lanes)
     staged = [m for m in mapping.values() if isinstance(m, tuple)]
     if len(staged) == 1:
         inner = pair_lanes(inner, staged[0][1], staged[0][2], analyzer) or inner
@@ -185,11 +189,19 @@ _VECTOR_ATOMIC_SM = {"float16": 70, "bfloat16": 80, "float32": 90}
 
 
 def _vector_atomic_add(ctx, body, vi, vec, analyzer):
-    """A value loop whose body is one relaxed `T.atomic_add` into consecutive, aligned
-    elements of a global tensor (the dQ update of attention backward kernels): the lanes'
-    values staged in registers, then added 4 or 2 at a time (`tl::atomic_addx4/x2`), one
-    instruction per group instead of one per element. Relaxed atomics to distinct addresses
-    are unordered, so grouping them changes nothing a program can observe."""
+    """The statements replacing the lane loop of `body` when it is one relaxed `T.atomic_add`
+    into consecutive, aligned elements of a global tensor (the dQ, dK and dV updates of
+    attention backward kernels): the lanes' values staged in registers, then added 4 or 2 at
+    a time (`tl::atomic_addx4/x2`), one instruction per group instead of one per element;
+    None otherwise. Guards the same for every lane (a ragged tile's row bound) stay around
+    the group. Relaxed atomics to distinct addresses are unordered, so grouping them changes
+    nothing a program can observe."""
+    guards = []
+    while isinstance(body, ir.If) and body.else_body is None and \
+            _lane_invariant(body.cond, vi, vec, analyzer):
+        # the first lane's condition: the group's, and it no longer names the lane
+        guards.append((substitute(body.cond, {vi: ir.const(0)}), body.loc))
+        body = body.then_body
     if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
         return None
     call = body.value
@@ -221,7 +233,32 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
         scalar = _lane_loop(vi, vec, ir.Evaluate(ir.Call("atomic_add", (
             target, ir.Load(values, (vi,), buf.dtype)), call.dtype, call.attrs), loc=body.loc))
         vector = ir.If(full, vector, scalar)
-    return VectorGroups(ir.Allocate(values, ir.Seq((stage, vector))))
+    out = ir.Seq((stage, vector))
+    for cond, loc in reversed(guards):  # values are computed only where the lanes run
+        out = ir.If(cond, out, None, loc=loc)
+    return ir.Allocate(values, out)
+
+
+def _lane_invariant(cond, vi, vec, analyzer) -> bool:
+    """Whether `cond` has one value for all `vec` lanes."""
+    first = analyzer.simplify(substitute(cond, {vi: ir.const(0)}))
+    return all(analyzer.can_prove_equal(first, substitute(cond, {vi: ir.const(k)}))
+               for k in range(1, vec))
+
+
+def vectorize_explicit_loop(ctx, loop: ir.For, analyzer: Analyzer):
+    """A `T.vectorized(n)` loop as a partitioned lane loop with vector accesses (one vector
+    group), or None when it is not a constant-extent loop from 0 of straight-line statements
+    or nothing in it vectorises."""
+    if loop.kind != "vectorized" or loop.step != 1 or ir.int_value(loop.start) != 0 or \
+            ir.int_value(loop.extent) is None or \
+            collect(loop.body, lambda n: isinstance(n, (ir.For, ir.While))):
+        return None
+    vec = ir.int_value(loop.extent)
+    with analyzer.scope():
+        analyzer.bind(loop.var, 0, vec)
+        groups = vectorize_value_loop(ctx, loop.body, ir.const(0), loop.var, vec, analyzer)
+    return None if groups is None else groups.step
 
 
 def _paired_registers(body, vi, vec, top_stores, analyzer):

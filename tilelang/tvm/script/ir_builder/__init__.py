@@ -1,0 +1,3 @@
+"""`tvm.script.ir_builder`: see base.py."""
+
+from . import base  # noqa: F401
