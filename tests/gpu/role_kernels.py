@@ -5,9 +5,10 @@ builds) and the GPU tests. Written the way the reference's warp-specialisation e
 import tilelang.language as T
 
 
-def ws_gemm(M, N, K, bm=128, bn=128, bk=64, producer=0, dtype="float16"):
+def ws_gemm(M, N, K, bm=128, bn=128, bk=64, producer=0, dtype="float16", stages=0):
     """Warpgroup `producer` loads A and B tiles with T.tma_copy, the other computes the gemm;
-    data_ready / compute_done mbarriers hand the single-buffered tiles over."""
+    data_ready / compute_done mbarriers hand the tiles over (written single-buffered; with
+    `stages` >= 2 the compiler gives tiles and barriers that many copies)."""
     consumer = 1 - producer
 
     @T.prim_func
@@ -21,7 +22,7 @@ def ws_gemm(M, N, K, bm=128, bn=128, bk=64, producer=0, dtype="float16"):
             compute_done = T.alloc_barrier(arrive_count=128)
             with T.ws(consumer):
                 T.clear(C_l)
-            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=0):
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
                 with T.ws(producer):
                     T.barrier_wait(compute_done, (ko + 1) % 2)
                     T.tma_copy(A[by * bm, ko * bk], A_s, barrier=data_ready)

@@ -34,6 +34,21 @@ def test_ws_gemm(M, N, K, producer):
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
 
 
+@pytest.mark.parametrize("M,N,K,stages,producer", [(1024, 1024, 1024, 2, 1), (200, 136, 72, 2, 0),
+                                                   (333, 520, 264, 3, 1), (64, 64, 64, 4, 1)])
+def test_ws_gemm_in_pipelined_loop_with_stages(M, N, K, stages, producer):
+    """The single-buffered user protocol under T.Pipelined(num_stages=S): tiles and barriers
+    get S copies and the producer runs ahead (transform/pipeline.py, _RoleLoops)."""
+    _sm90()
+    k = tilelang.compile(R.ws_gemm(M, N, K, producer=producer, stages=stages), target="cuda")
+    for _ in range(2):
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+        c = _poisoned(M, N, dtype=torch.float16)
+        k(a, b, c)
+        torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
+
+
 @pytest.mark.parametrize("M,N,K,stages", [(1024, 1024, 1024, 2), (256, 384, 704, 3)])
 def test_ws_gemm_ring(M, N, K, stages):
     _sm90()

@@ -16,8 +16,8 @@ from tilelang.runtime import compile_cuda
 from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
 
-from transform_helpers import (BK, SM80, externs, nodes, pipelined_gemm, requires_compiler,
-                               requires_gpu, run_passes, show)
+from transform_helpers import (BK, SM80, eval_with_memory, externs, guarded_gemm, nodes,
+                               pipelined_gemm, requires_compiler, requires_gpu, run_passes, show)
 
 _gemm = pipelined_gemm
 
@@ -28,7 +28,8 @@ class _Machine:
     barrier that follows their wait; a stage may be overwritten only after a barrier that
     follows every read of its previous contents."""
 
-    def __init__(self, stacked, iteration_of, loop_var):
+    def __init__(self, stacked, iteration_of, loop_var, memory=None):
+        self.memory = memory or {}        # tensors the schedule's branches read
         self.stacked = stacked            # stacked buffers (leading stage dim)
         self.loop_var = loop_var
         self.iteration_of = iteration_of  # Copy, env -> iteration whose tile it moves
@@ -50,7 +51,7 @@ class _Machine:
             for x in s.stmts:
                 self.run(x, env)
         elif isinstance(s, ir.LetStmt):
-            self.run(s.body, {**env, s.var: eval_index(s.value, env)})
+            self.run(s.body, {**env, s.var: eval_with_memory(s.value, env, self.memory)})
         elif isinstance(s, ir.Attr):
             self.run(s.body, env)
         elif isinstance(s, ir.For):
@@ -58,7 +59,7 @@ class _Machine:
             for i in range(start, start + n):
                 self.run(s.body, {**env, s.var: i})
         elif isinstance(s, ir.If):
-            if eval_index(s.cond, env):
+            if eval_with_memory(s.cond, env, self.memory):
                 self.run(s.then_body, env)
             elif s.else_body is not None:
                 self.run(s.else_body, env)
@@ -101,8 +102,8 @@ class _Machine:
             raise AssertionError(f"unexpected statement in the schedule: {show(s)}")
 
 
-def _schedule(K, stages, start=0):
-    k, ctx = run_passes(_gemm(K, stages, start), "pipeline", SM80)
+def _schedule(K, stages, start=0, kernel=_gemm):
+    k, ctx = run_passes(kernel(K, stages, start), "pipeline", SM80)
     (loop,) = nodes(k, ir.For, lambda s: s.annotation("pipelined_from") is not None)
     stacked = {b for b in ctx.replaced_shared.values()}
     # the statements from the prologue to the drain, in order
@@ -143,6 +144,42 @@ def test_schedule_reads_each_iteration_from_a_landed_stage(stages, iters):
     assert got == expected
     # nothing is left in flight after the drain
     assert m.groups == [] and m.pending == [] and not m.in_flight
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("mask", ["1011001", "0000", "1111", "0110", "1", "0", "00101"])
+def test_skipped_iterations_under_a_uniform_branch(stages, mask):
+    """A body entirely under `if Mask[ko]`: each iteration whose mask is set reads its own
+    tiles from a landed stage, skipped ones load and read nothing, and nothing stays in
+    flight (the branch is evaluated for the prefetched iteration too)."""
+    iters = len(mask)
+    k, ctx, loop, stacked, stmts = _schedule(iters * BK, stages, kernel=guarded_gemm)
+    assert "under a block-uniform branch" in ctx.notes[0]
+    memory = {"Mask": np.array([c == "1" for c in mask])}
+    m = _Machine(stacked, _iteration_of, loop.var, memory)
+    for s in stmts:
+        m.run(s, {})
+    got = sorted((int(a), b, c, d) for a, b, c, d in m.reads)
+    assert got == sorted((ko, name, ko % stages, ko) for ko in range(iters) if mask[ko] == "1"
+                         for name in ("As", "Bs"))
+    assert m.groups == [] and m.pending == [] and not m.in_flight
+
+
+def test_branch_on_the_thread_index_is_not_pipelined():
+    """A condition threads may disagree on (or one reading shared memory) keeps the serial
+    loop: the prefetch of another iteration would be issued by only some threads."""
+    @T.prim_func
+    def f(A: T.Tensor((64, 4 * BK), "float16"), C: T.Tensor((64, BK), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((64, BK), "float16")
+            tx = T.get_thread_binding()
+            for ko in T.Pipelined(4, num_stages=2):
+                if tx < 64 + ko:
+                    T.copy(A[0, ko * BK], As)
+            T.copy(As, C)
+
+    k, ctx = run_passes(f, "pipeline", SM80)
+    assert not ctx.replaced_shared
 
 
 def test_loop_with_a_nonzero_start():

@@ -72,6 +72,20 @@ def show(node) -> str:
     return print_node(node)
 
 
+def eval_with_memory(e, env, memory):
+    """The integer value of `e` (numeric.eval_index) with its loads read from `memory`
+    (buffer name -> numpy array)."""
+    from tilelang.ir.visitor import Mutator
+    from tilelang.transform.analysis.numeric import eval_index
+
+    class Loads(Mutator):
+        def visit_Load(self, load):
+            idx = tuple(int(eval_with_memory(i, env, memory)) for i in load.indices)
+            return ir.const(int(memory[load.buffer.name][idx]))
+
+    return eval_index(Loads().visit(ir.as_expr(e)), env)
+
+
 def _has_gpu() -> bool:
     try:
         import torch
@@ -105,6 +119,28 @@ def pipelined_gemm(K, stages, start=0, M=64, N=64):
                 T.copy(A[0, ko * BK], As)
                 T.copy(B[ko * BK, 0], Bs)
                 T.gemm(As, Bs, Cl)
+            T.copy(Cl, C)
+    return f
+
+
+def guarded_gemm(K, stages, start=0, M=64, N=64, threads=128):
+    """C = sum over the K tiles ko with Mask[ko] of A[:, ko] @ B[ko, :]: the whole body of the
+    T.Pipelined loop (copies and gemm) under `if Mask[ko]` (a block-sparse GEMM's)."""
+    n_tiles = -(-K // BK)
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          Mask: T.Tensor((n_tiles,), "bool"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=threads):
+            As = T.alloc_shared((M, BK), "float16")
+            Bs = T.alloc_shared((BK, N), "float16")
+            Cl = T.alloc_fragment((M, N), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(start, n_tiles, num_stages=stages):
+                if Mask[ko]:
+                    T.copy(A[0, ko * BK], As)
+                    T.copy(B[ko * BK, 0], Bs)
+                    T.gemm(As, Bs, Cl)
             T.copy(Cl, C)
     return f
 

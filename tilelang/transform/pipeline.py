@@ -16,6 +16,12 @@ global→shared copies that depend only on the loop variable and loop-invariant 
         rest of the body, reading stage k % S
     wait_group(0)
 
+A body that is one branch on a block-uniform condition after lets (`if BlockMask[by, bx, k]:
+copies; gemm`, analysis/uniform.py) is pipelined the same way with the condition evaluated
+for each iteration it touches: the copies issued for iteration j run under `if cond(j)`, the
+rest of the body under `if cond(k)`; a skipped iteration leaves its stage and commit group
+empty, so the group counts and the stage of every iteration are those of the unguarded loop.
+
 Each copy destination gets a leading stage dimension (`S` buffers in one allocation). Issued
 gather nests carry the annotation ("async_gather", True): partition_parallel lowers them to
 cp.async with zero-fill where it can prove the vector width, else to synchronous stores, which
@@ -27,14 +33,16 @@ synchronous copies.
 
 from __future__ import annotations
 
+from .. import layout as L
 from ..ir import nodes as ir
 from ..ir.thread_range import has_user_roles
-from ..ir.visitor import Mutator, substitute
+from ..ir.visitor import Mutator, collect, substitute
 from .analysis.buffer_use import uses_buffer, whole_buffer_user, written_buffers
 from .analysis.gather import ASYNC_GATHER, gather_parts
 from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
-from .analysis.scopes import is_global_to_shared
+from .analysis.scopes import SHARED, is_global_to_shared
+from .analysis.uniform import uniform_guard
 from .pass_config import PassConfigKey
 
 VOID = ir.DType("void")
@@ -53,8 +61,9 @@ class Pipeliner:
                         loop.annotations, loc=loop.loc)
         if stages < 1 or loop.step != 1:
             return serial
-        items = flatten(loop.body)
         written = written_buffers(loop.body)
+        guard = uniform_guard(loop.body, self.ctx.kernel, written)
+        items = guard.items if guard else flatten(loop.body)
         lets = {it.var: it for it in items if isinstance(it, tuple)}
         producers = []
         for idx, st in enumerate(items):
@@ -72,7 +81,10 @@ class Pipeliner:
         if not producers:
             return serial
         if stages == 1:
-            return self._single_stage(loop, items, producers) or serial
+            return (None if guard else self._single_stage(loop, items, producers)) or serial
+        cond_lets = lets_needed([guard.cond], lets, written) if guard else []
+        if cond_lets is None:
+            return serial
         mapping = {}
         for _, st, _ in producers:
             b = _destination(st)
@@ -100,15 +112,29 @@ class Pipeliner:
                 for let in reversed(deps):
                     stmt = ir.LetStmt(let.var, substitute(let.value, sub), stmt, loc=let.loc)
                 out.append(stmt)
-            return ir.Seq(tuple(out))
+            if guard is None:
+                return ir.Seq(tuple(out))
+            # a skipped iteration loads nothing; its stage and commit group stay empty
+            stmt = ir.If(substitute(guard.cond, {k: iter_expr}), ir.Seq(tuple(out)), None,
+                         loc=guard.loc)
+            for let in reversed(cond_lets):
+                stmt = ir.LetStmt(let.var, substitute(let.value, {k: iter_expr}), stmt,
+                                  loc=let.loc)
+            return stmt
 
         producer_ids = {id(st) for _, st, _ in producers}
         rest = [it for it in items if not (not isinstance(it, tuple) and id(it) in producer_ids)]
-        under_gemm = self._issue_under_gemm(rest)
+        # a gemm left running under a branch would be waited for in the next iteration's
+        # branch, which may not run (wgmma_wait.py): the plain order under a guard
+        under_gemm = guard is None and self._issue_under_gemm(rest)
         if under_gemm:
             rest = [ir.with_fields(it, wg_wait=-1) if isinstance(it, ir.Gemm) else it
                     for it in rest]
         stage_k = ir.binary("floormod", ir.binary("sub", k, start), S)
+        if guard is not None:
+            n_lets = len(guard.lets)  # lets are never producers: rest starts with them
+            rest = rest[:n_lets] + [ir.If(guard.cond, rebuild(rest[n_lets:]), None,
+                                          loc=guard.loc)]
         body_rest = Rebuffer(mapping, stage_k).visit(rebuild(rest))
         s = ir.Var("s")
         prologue = ir.For(s, ir.const(0), ir.const(S - 1), "unroll", ir.Seq((
@@ -129,7 +155,9 @@ class Pipeliner:
         n_gathers = sum(1 for _, st, _ in producers if not isinstance(st, ir.Copy))
         self.ctx.note(f"pipelined loop over {k.name}: {S} stages, {len(producers)} async "
                       f"copies ({', '.join(b.name for b in mapping)})"
-                      + (f", {n_gathers} of them gathers" if n_gathers else ""))
+                      + (f", {n_gathers} of them gathers" if n_gathers else "")
+                      + (", under a block-uniform branch (skipped iterations load nothing)"
+                         if guard else ""))
         return ir.Seq((prologue, main, drain))
 
     def _single_stage(self, loop, items, producers):
@@ -251,9 +279,7 @@ def _without(root, loop):
 
 def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if has_user_roles(kernel):
-        # the user's mbarriers order the roles' accesses to the shared tiles as written: a
-        # T.Pipelined loop runs its iterations in order, one buffer per tile
-        return _serial_pipelined_loops(kernel)
+        return _RoleLoops(kernel, ctx).run()
     body = _Pipeline(ctx, kernel.body).visit(kernel.body)
     if body is kernel.body:
         return kernel
@@ -261,15 +287,125 @@ def pipeline_loops(kernel: ir.Kernel, ctx) -> ir.Kernel:
     return ir.with_fields(kernel, body=body, allocs=allocs)
 
 
-def _serial_pipelined_loops(kernel: ir.Kernel) -> ir.Kernel:
-    from ..ir.visitor import Mutator
+class _RoleLoops:
+    """T.Pipelined loops in a kernel whose roles the user wrote (T.ws, thread ranges) and
+    synchronised with their own mbarriers. The roles run in different warps, so each
+    thread's sequence of statements is already the serial loop's; what `num_stages` = S >= 2
+    adds is buffers: each shared tile the loop loads from global memory and each mbarrier it
+    uses get S copies, iteration k using copy (k - start) % S. The copy of an mbarrier then
+    completes one phase every S iterations, so the parity p(k) the user waits for becomes
+    p(start + (k - start) // S): the m-th use of a copy waits for the phase the one barrier
+    had at its m-th use. A wait for the previous iteration's release of a tile thus becomes a
+    wait for the release S iterations back, when this copy of the tile was last read: the
+    producer role runs up to S - 1 iterations ahead (the reference's schedule for
+    example_warp_specialize_gemm_copy_1_gemm_0).
 
-    class Serial(Mutator):
-        def visit_For(self, s):
-            s = self.generic(s)
-            if s.kind != "pipelined":
-                return s
-            return ir.For(s.var, s.start, s.extent, "serial", s.body, s.step, (), loc=s.loc)
+    Loops that do not fit the pattern run serially as written, one buffer per tile: the
+    shared tiles the loop writes are all such loads' destinations and (like the barriers)
+    used only in the loop, every use of a barrier sits in the loop body outside nested loops
+    with a constant index, and every wait on one has a parity that depends on the loop
+    variable (one phase per iteration)."""
 
-    body = Serial().visit(kernel.body)
-    return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+    def __init__(self, kernel, ctx):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.barriers = {buf: counts for key, (buf, counts) in kernel.attrs
+                         if key == "barrier_init"}
+        self.replaced = {}  # barrier -> its S copies
+
+    def run(self) -> ir.Kernel:
+        root = self.kernel.body
+
+        class Loops(Mutator):
+            def visit_For(m, s):
+                s = m.generic(s)
+                if s.kind != "pipelined":
+                    return s
+                return self._versioned(s, root) or ir.For(
+                    s.var, s.start, s.extent, "serial", s.body, s.step, (), loc=s.loc)
+
+        body = Loops().visit(root)
+        if body is root:
+            return self.kernel
+        allocs = tuple(self.replaced.get(b, self.ctx.replaced_shared.get(b, b))
+                       for b in self.kernel.allocs)
+        attrs = tuple((key, (self.replaced[v[0]], tuple(c for c in v[1] for _ in range(
+            self.replaced[v[0]].shape[0] // len(v[1])))))
+                      if key == "barrier_init" and v[0] in self.replaced else (key, v)
+                      for key, v in self.kernel.attrs)
+        return ir.with_fields(self.kernel, body=body, allocs=allocs, attrs=attrs)
+
+    def _why(self, loop, reason):
+        self.ctx.note(f"T.Pipelined loop over {loop.var.name} in user roles runs with one "
+                      f"buffer per tile: {reason}")
+        return None
+
+    def _versioned(self, loop, root):
+        S = int(loop.annotation("num_stages", 0) or 0)
+        if S < 2 or loop.step != 1:
+            return None
+        body, k, start = loop.body, loop.var, loop.start
+        outside = _without(root, loop)
+        bars = [b for b in self.barriers if uses_buffer(body, b)]
+        if not bars:
+            return None  # nothing orders the roles' accesses that copies could relax
+        if any(uses_buffer(outside, b) for b in bars):
+            return self._why(loop, "a barrier it uses is also used outside it")
+        nested = collect(body, lambda n: isinstance(n, ir.For))
+        if any(uses_buffer(f.body, b) for f in nested for b in bars):
+            return self._why(loop, "a barrier is used in a loop inside its body")
+        loads = collect(body, lambda n: isinstance(n, ir.Load) and n.buffer in bars)
+        if any(ir.int_value(i) is None for ld in loads for i in ld.indices):
+            return self._why(loop, "a barrier element is chosen by a computed index")
+        waits = collect(body, lambda n: ir.is_extern_call(n) and n.args[0] ==
+                        "tl::mbarrier_wait")
+        if any(not collect(w.args[2], lambda n: n is k) for w in waits):
+            return self._why(loop, "a barrier wait's parity does not follow the loop")
+        written = {b for b in written_buffers(body) if b.scope in SHARED} - set(bars)
+        loaded = {c.dst.buffer for c in collect(body, lambda n: isinstance(
+            n, (ir.Copy, ir.TmaCopy)) and n.src.buffer.scope == "global")}
+        stores = {n.buffer for n in collect(body, lambda n: isinstance(n, ir.Store))}
+        if written - loaded or loaded & stores:
+            return self._why(loop, "it writes shared memory other than by loads of whole "
+                             "tiles")
+        if any(uses_buffer(outside, b) or whole_buffer_user(body, b) for b in loaded):
+            return self._why(loop, "a tile it loads is used outside it")
+        read = {n.buffer for n in collect(body, lambda n: isinstance(n, ir.Load))} | {
+            n.src.buffer for n in collect(body, lambda n: isinstance(n, (ir.Copy, ir.TmaCopy)))}
+        passed = {b for b in written_buffers(body) if b.scope == "global"} & read
+        if passed:  # a wait for an earlier iteration's arrival may order these accesses too
+            return self._why(loop, "it writes and reads global "
+                             f"{', '.join(sorted(b.name for b in passed))}")
+        stage = ir.binary("floormod", ir.binary("sub", k, start), S)
+        use = ir.binary("add", start, ir.binary("floordiv", ir.binary("sub", k, start), S))
+        mapping = {}
+        for b in sorted(loaded, key=lambda b: b.name):
+            nb = ir.Buffer(b.name, (S,) + tuple(b.shape), b.dtype, b.scope, loc=b.loc)
+            self.ctx.layouts[nb] = stack_layout(self.ctx.layouts[b], S, b.dtype.bytes)
+            self.ctx.replaced_shared[b] = nb
+            mapping[b] = nb
+        for b in bars:
+            n = b.shape[0]
+            self.replaced[b] = ir.Buffer(b.name, (n * S,), b.dtype, b.scope, loc=b.loc)
+            self.ctx.layouts[self.replaced[b]] = L.row_major((n * S,))
+        replaced = self.replaced
+
+        class Version(Mutator):
+            def visit_Call(m, c):
+                if ir.is_extern_call(c) and c.args[0] == "tl::mbarrier_wait":
+                    return ir.with_fields(c, args=(c.args[0], m.visit(c.args[1]),
+                                                   substitute(c.args[2], {k: use})))
+                return m.generic(c)
+
+            def visit_Load(m, e):
+                nb = replaced.get(e.buffer)
+                if nb is None or e.buffer not in bars:
+                    return m.generic(e)
+                index = ir.binary("add", ir.binary("mul", e.indices[0], S), stage)
+                return ir.Load(nb, (index,), e.dtype)
+
+        body = Rebuffer(mapping, stage).visit(Version().visit(body))
+        self.ctx.note(f"T.Pipelined loop over {k.name} in user roles: {S} copies of "
+                      f"{', '.join(b.name for b in list(mapping) + bars)} (iteration k uses "
+                      f"copy k % {S}; barrier parities follow each copy's phases)")
+        return ir.For(k, start, loop.extent, "serial", body, 1, (), loc=loop.loc)

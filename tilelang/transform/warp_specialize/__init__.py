@@ -48,6 +48,14 @@ the empty barriers then count one arrival per consumer warp of every block (each
 a stage back to all of them), and cluster barriers replace the first `__syncthreads()` and
 end the kernel (no block exits while a peer may still signal it).
 
+A loop body that is one branch on a block-uniform condition (`if BlockMask[by, bx, k]:`,
+analysis/uniform.py) that the producer can evaluate too runs the plain ring with both roles
+evaluating the branch: the ring position is then the count of iterations run so far
+(`pipe_done`, advanced inside the branch by each role, across tiles in a tile loop), so a
+skipped iteration takes no slot and producer and consumers meet on the same slot and phase
+of every iteration that runs. Such a loop gets no order/stage schedule, double-buffered
+computed operands or multicast (the blocks of a cluster may skip different iterations).
+
 Parities follow HARDWARE §8 (a fresh barrier reports parity 1 complete, so the producer's
 first S waits pass). A zero-trip loop waits on nothing; no barrier waits on a phase that
 never completes. The regions are `Attr("thread_group", ...)` so the barrier pass uses a named
@@ -76,7 +84,8 @@ from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, sc
 from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
 from ..analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
-from .tile_nest import TileNest, depends_on, levels_to, slot_and_phase
+from .tile_nest import TileNest, levels_to, slot_and_phase
+from ..analysis.uniform import depends_on, let_values, uniform_guard
 from .tma_im2col import Im2colPlan, im2col_plan
 from ..analysis.tma_plan import TmaDescriptor, tma_plan
 from ..analysis.scopes import SHARED, is_global_to_shared
@@ -100,6 +109,9 @@ class WarpSpecializer:
         self.cluster = 1  # blocks per cluster whose consumers release every stage (multicast)
         self.nest = None  # the loops around a T.Pipelined loop not at the top level
         self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
+        self.guard = None  # GuardedBody: the loop's work under a block-uniform branch
+        self.guard_lets = []  # the loop-body lets its condition reads
+        self.run_counter = None  # a guarded loop's count of the iterations run (_run_count)
 
     def applicable(self):
         ctx = self.ctx
@@ -132,8 +144,9 @@ class WarpSpecializer:
         stages = int(loop.annotation("num_stages", 0) or 0)
         if stages < 1 or loop.step != 1:
             return None  # nothing to overlap: the plain loop is as good
-        body_items = flatten(loop.body)
         written = written_buffers(loop.body)
+        self.guard = uniform_guard(loop.body, self.kernel, written)
+        body_items = self.guard.items if self.guard else flatten(loop.body)
         lets = {it.var: it for it in body_items if isinstance(it, tuple)}
         plans = []
         for it in body_items:
@@ -178,6 +191,13 @@ class WarpSpecializer:
                 return self._why(f"{p.dst.name} is used outside the loop")
         if self.nest:
             self.tile_plans = self._tile_plans(levels[-1], outside, plans, written)
+        if self.guard:
+            self.guard_lets = lets_needed([self.guard.cond], lets, written)
+            if self.guard_lets is None or not self._producer_computes_guard(items[:li]):
+                return self._why("the branch around the loop body reads values the producer "
+                                 "warpgroup cannot compute")
+            if stages == 1:
+                return self._why("one stage under a branch")
         if stages == 1:
             if not self.nest and \
                     PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value not in self.ctx.configs:
@@ -194,7 +214,9 @@ class WarpSpecializer:
                                      "keeps warp specialisation)")
             return self._single_stage(items, li, loop, plans, body_items)
         slots = None
-        if has_annotation(loop):
+        if self.guard:
+            pass  # iterations may be skipped: the plain ring, positions counted (_build)
+        elif has_annotation(loop):
             slots = self._overlap_slots(loop, stages, plans, body_items)
         elif self.T >= 256 and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP) \
                 and self._overlap_fits_registers():
@@ -203,7 +225,8 @@ class WarpSpecializer:
             reason = self._several_blocks_per_sm_win(stages, plans, body_items)
             if reason:
                 return self._why(reason)
-        if slots is None and not self.nest:
+        if slots is None and not self.nest and not self.guard:
+            # (under a branch, the blocks of a cluster may skip different iterations)
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
 
@@ -425,9 +448,11 @@ class WarpSpecializer:
         empty = ctx.add_scratch_shared("empty_bar", (S,), U64)
         k, start, n = loop.var, loop.start, loop.extent
         rel = ir.binary("sub", k, start)
-        if self.nest:
+        if self.guard:
+            rel = self._run_count()
+        elif self.nest:
             rel = self.nest.position(rel)
-        stage, phase = slot_and_phase(rel, S, counted=self.nest is not None)
+        stage, phase = slot_and_phase(rel, S, counted=self.nest is not None or bool(self.guard))
         total_bytes = sum(p.bytes for p in plans)
 
         # producer: one thread issues the TMA loads of every stage
@@ -440,7 +465,7 @@ class WarpSpecializer:
             _call("tl::mbarrier_arrive_expect_tx", _addr(full, (stage,)),
                   ir.const(total_bytes)),
         ) + tuple(issue))
-        producer_loop = ir.For(k, start, n, "serial", producer_body, loc=loop.loc)
+        producer_loop = ir.For(k, start, n, "serial", self._guarded(producer_body), loc=loop.loc)
 
         # consumers: the loop without its copies, between the barrier waits
         plan_ids = {id(p.stmt) for p in plans}
@@ -455,7 +480,7 @@ class WarpSpecializer:
         # published (the stage of k-1 is handed back there) and would be waited for at once:
         # measured slower on an H200 (int4 dequant 256/64/128: 0.0946 vs 0.0777 ms)
         off = ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP) or S < 3
-        computed = [] if single or off or self.nest else computed_operands(
+        computed = [] if single or off or self.nest or self.guard else computed_operands(
             rest, ctx.is_wgmma, items[:li] + items[li + 1:])
         if computed and not self._second_copies_fit(computed):
             ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
@@ -469,6 +494,8 @@ class WarpSpecializer:
             # the stage goes back right after its last reader, not at the end of the body:
             # the producer refills it while the rest of the iteration runs (a 2xAcc FP8
             # GEMM's promotion of the accumulator, an epilogue-like update)
+            n_lets = len(self.guard.lets) if self.guard else 0  # never copies: rest's head
+            rest, outer_lets = rest[n_lets:], rest[:n_lets]
             last = _last_reader(rest, set(mapping))
             body = self._fence_after_reads(rest[:last + 1] + [release] + rest[last + 1:],
                                            set(mapping))
@@ -476,6 +503,7 @@ class WarpSpecializer:
                 _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
                 Rebuffer(mapping, stage).visit(rebuild(body)),
             ))
+            consumer_body = rebuild(outer_lets + [self._guarded(consumer_body, False)])
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
         rings = [(full, empty)]
         producer, consumer, regs, tile_ring = self._roles(
@@ -566,11 +594,55 @@ class WarpSpecializer:
                 + tile_loads)
         return self._assemble(ring_pairs, 1, producer, consumer, note)
 
+    def _run_count(self):
+        """The ring position under a guard: how many iterations of the loop have run (in
+        this tile and the earlier ones); each role counts the iterations it runs."""
+        counter = self.nest.done if self.nest else ir.Buffer("pipe_done", (1,), ir.DType(
+            "int32"), "local.var")
+        if self.nest:
+            self.nest.counted_in_loop = True
+        self.run_counter = counter
+        return ir.Load(counter, (ir.const(0),), counter.dtype)
+
+    def _guarded(self, stage_work, with_lets=True):
+        """`stage_work` of one iteration under the loop's guard, counting the iteration
+        (the ring position of the next one that runs); unchanged without a guard. A skipped
+        iteration touches no barrier, so producer and consumers, which skip alike, stay on
+        the same ring positions and phases. `with_lets`: bind the loop-body lets the
+        condition reads (the producer; the consumers keep the body's own lets)."""
+        if not self.guard:
+            return stage_work
+        count = self.run_counter
+        advance = ir.Store(count, (ir.const(0),), ir.binary(
+            "add", ir.Load(count, (ir.const(0),), count.dtype), 1))
+        out = ir.If(self.guard.cond, ir.Seq((stage_work, advance)), None, loc=self.guard.loc)
+        if with_lets:
+            out = rebuild(list(self.guard_lets) + [out])
+        return out
+
+    def _producer_computes_guard(self, items_before) -> bool:
+        """Whether the producer warpgroup can evaluate the guard: the lets of the kernel it
+        reads (through the loop-body lets) are ones the producer binds too (`_producer`, or
+        the tile nest's)."""
+        exprs = [self.guard.cond] + [let.value for let in self.guard_lets]
+        if self.nest:
+            return self.nest.producer_can_compute(exprs)
+        params = {b for b in self.ctx.func.params if isinstance(b, ir.Buffer)}
+        known = {it.var for it in items_before if isinstance(it, tuple)
+                 and not (buffers_read(it.value) - params)}
+        bound = set(let_values(self.kernel.body))
+        return all(v in known or v not in bound or any(v is let.var for let in self.guard_lets)
+                   for e in exprs for v in collect(e, lambda n: isinstance(n, ir.Var)))
+
     def _roles(self, items, li, producer_loop, consumer_loop, n, stage_buffers, rings):
         """(producer, consumer, register split, tile ring): the two loops inside the tile nest
         (if any), the producer's region, and the consumers' (the kernel's statements around
         their loop) with their register increase."""
         tile_ring = None
+        if self.guard and not self.nest:  # each role's own count of the iterations run
+            zero = ir.const(0, "int32")
+            producer_loop = ir.Allocate(self.run_counter, producer_loop, zero)
+            consumer_loop = ir.Allocate(self.run_counter, consumer_loop, zero)
         if self.nest:
             producer_loop, consumer_loop, tile_ring = self._in_nest(
                 producer_loop, consumer_loop, n, stage_buffers, rings)

@@ -16,6 +16,7 @@ from ...ir import nodes as ir
 from ...ir.visitor import collect
 from ..analysis.buffer_use import buffers_read
 from ..analysis.loop_items import flatten, rebuild
+from ..analysis.uniform import depends_on
 
 
 class TileNest:
@@ -31,6 +32,7 @@ class TileNest:
         self.done = ir.Buffer("pipe_done", (1,), ir.DType("int32"), "local.var")
         self.tiles = ir.Buffer("tiles_done", (1,), ir.DType("int32"), "local.var")
         self.counts_tiles = False  # whether tile loads use `tiles`
+        self.counted_in_loop = False  # whether the loop advances `done` itself (a guard)
         params = {b for b in ctx.func.params if isinstance(b, ir.Buffer)}
         self.lets = {it.var: it for items, _ in levels for it in items if isinstance(it, tuple)}
         self.computable = set()
@@ -63,8 +65,9 @@ class TileNest:
         """(producer, consumer): each list of statements (the loop and what the tile loads
         add around it) inside its own copy of the nest; the consumers' statements whose id
         is in `replace` become its value (None: removed)."""
-        advance = [ir.Store(self.done, (ir.const(0),),
-                            ir.binary("add", _value(self.done), ir.binary("max", n, ir.const(0))))]
+        advance = [] if self.counted_in_loop else [ir.Store(
+            self.done, (ir.const(0),),
+            ir.binary("add", _value(self.done), ir.binary("max", n, ir.const(0))))]
         if self.counts_tiles:
             advance.append(ir.Store(self.tiles, (ir.const(0),),
                                     ir.binary("add", _value(self.tiles), 1)))
@@ -139,17 +142,3 @@ def _uniform(exprs, levels, thread_vars) -> bool:
     """No thread index in `exprs`, directly or through the lets of `levels`."""
     values = {it.var: it.value for items, _ in levels for it in items if isinstance(it, tuple)}
     return not depends_on(exprs, thread_vars, values)
-
-
-def depends_on(exprs, block_vars, let_values) -> bool:
-    """Whether any of `exprs` reads one of `block_vars`, directly or through the values of
-    the lets it reads (`let_values`: var -> value)."""
-    stack, seen = [ir.as_expr(e) for e in exprs], set()
-    while stack:
-        for v in collect(stack.pop(), lambda n: isinstance(n, ir.Var)):
-            if v in block_vars:
-                return True
-            if v in let_values and v not in seen:
-                seen.add(v)
-                stack.append(let_values[v])
-    return False
