@@ -42,7 +42,7 @@ from .analysis.gather import ASYNC_GATHER, gather_parts
 from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
 from .analysis.scopes import SHARED, is_global_to_shared
-from .analysis.uniform import uniform_guard
+from .analysis.uniform import uniform_fragments, uniform_guard
 from .pass_config import PassConfigKey
 
 VOID = ir.DType("void")
@@ -62,7 +62,8 @@ class Pipeliner:
         if stages < 1 or loop.step != 1:
             return serial
         written = written_buffers(loop.body)
-        guard = uniform_guard(loop.body, self.ctx.kernel, written)
+        guard = uniform_guard(loop.body, self.ctx.kernel, written,
+                              uniform_fragments(self.ctx.kernel, self.ctx.layouts))
         items = guard.items if guard else flatten(loop.body)
         lets = {it.var: it for it in items if isinstance(it, tuple)}
         producers = []
@@ -80,11 +81,11 @@ class Pipeliner:
                     producers.append((idx, st, deps))
         if not producers:
             return serial
-        if stages == 1:
-            return (None if guard else self._single_stage(loop, items, producers)) or serial
         cond_lets = lets_needed([guard.cond], lets, written) if guard else []
         if cond_lets is None:
             return serial
+        if stages == 1:
+            return self._single_stage(loop, items, producers, guard, cond_lets) or serial
         mapping = {}
         for _, st, _ in producers:
             b = _destination(st)
@@ -160,13 +161,19 @@ class Pipeliner:
                          if guard else ""))
         return ir.Seq((prologue, main, drain))
 
-    def _single_stage(self, loop, items, producers):
+    def _single_stage(self, loop, items, producers, guard, cond_lets):
         """`num_stages=1` with tiles first read at different statements (FlashAttention's K by
         Q K^T, V by P V): one buffer per tile, each tile's load for iteration k+1 issued just
         after its last reader in iteration k and waited for just before its first reader, so
         it overlaps the statements in between (V's load the next Q K^T and softmax, K's the
         softmax and P V). None when every tile is first read by one statement (a GEMM's A and
-        B: nothing to overlap) or a tile is read before its copy."""
+        B: nothing to overlap) or a tile is read before its copy.
+
+        Under a block-uniform branch (`guard`: block-sparse attention's `if block_mask[k]`)
+        iteration k+1's loads are issued only if it runs (cond(k+1)); an iteration whose
+        predecessor did not run ("fresh": k is the first, or cond(k-1) is false) issues its
+        own loads at its top instead, one commit group per tile, and its waits count the
+        groups of that path."""
         if not all(isinstance(st, ir.Copy) for _, st, _ in producers):
             return None
         tiles = {}
@@ -202,19 +209,45 @@ class Pipeliner:
                 out.append(stmt)
             return ir.Seq(tuple(out))
 
-        def groups_after(b):
+        def runs(iter_expr):
+            """cond(iter_expr), its lets inlined (true without a guard)."""
+            if guard is None:
+                return ir.const(True)
+            cond = guard.cond
+            for let in reversed(cond_lets):
+                cond = substitute(cond, {let.var: let.value})
+            return substitute(cond, {k: iter_expr})
+
+        def groups_after(b, path):
             """cp.async groups committed after the one holding tile b of this iteration, at
-            b's first reader: in the first iteration (after the prologue's) and in later ones
-            (after the releases of the previous iteration); the wait takes the fewer."""
+            b's first reader: the releases of this iteration before it ("early"), plus the
+            tiles issued after b at the top of a fresh iteration (the prologue's, unguarded)
+            or the releases after b's in the previous iteration; unguarded, the wait takes
+            the fewer of the two."""
             early = sum(1 for u in order if readers[u][1] < readers[b][0])
             first = sum(1 for u in order if rank[u] > rank[b])
             later = sum(1 for u in order if release[u] > release[b])
-            return early + min(first, later)
+            return early + {"fresh": first, "prefetched": later, None: min(first, later)}[path]
+
+        fresh = None
+        if guard is not None:
+            fresh = ir.Var("fresh", ir.DType("bool"))
+            top = [x for b in order for x in (issue(b, k), _call("tl::cp_async_commit"))]
+            prologue = []
+        else:
+            prologue = [ir.If(ir.compare("lt", ir.const(0), n), issue(b, start), None)
+                        for b in order]
+            prologue = [x for st in prologue for x in (st, _call("tl::cp_async_commit"))]
+
+        def wait(b):
+            guarded = fresh is not None
+            counts = {groups_after(b, p) for p in ("fresh", "prefetched")} if guarded else ()
+            if len(counts) != 2:
+                return _call(f"tl::cp_async_wait<{groups_after(b, 'fresh' if guarded else None)}>")
+            return ir.If(fresh, _call(f"tl::cp_async_wait<{groups_after(b, 'fresh')}>"),
+                         _call(f"tl::cp_async_wait<{groups_after(b, 'prefetched')}>"))
 
         fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
-        prologue = [ir.If(ir.compare("lt", ir.const(0), n),
-                          issue(b, start), None) for b in order]
-        prologue = [x for st in prologue for x in (st, _call("tl::cp_async_commit"))]
         body = []
         nxt = ir.binary("add", k, 1)
         remaining = ir.compare("lt", ir.binary("add", ir.binary("sub", k, start), 1), n)
@@ -223,18 +256,28 @@ class Pipeliner:
                 continue
             for b in order:
                 if readers[b][0] == i:
-                    body += [_call(f"tl::cp_async_wait<{groups_after(b)}>"), *fence,
-                             _call("__syncthreads")]
+                    body += [wait(b), *fence, _call("__syncthreads")]
             body.append(it)
             for b in order:
                 if readers[b][1] == i:
                     # the barrier before this overwrite (every thread done reading b) comes
                     # from insert_sync: async copies wait for earlier readers
-                    body += [ir.If(remaining, issue(b, nxt), None),
-                             _call("tl::cp_async_commit")]
+                    load = issue(b, nxt) if guard is None else \
+                        ir.If(runs(nxt), issue(b, nxt), None, loc=guard.loc)
+                    body += [ir.If(remaining, load, None), _call("tl::cp_async_commit")]
+        if guard is not None:
+            n_lets = len(guard.lets)  # the branch's lets come first (uniform.py)
+            first_iter = ir.compare("eq", k, start)
+            then = ir.LetStmt(fresh, ir.logical_or(first_iter,
+                                                   ir.logical_not(runs(ir.binary("sub", k, 1)))),
+                              rebuild([ir.If(fresh, ir.Seq(tuple(top)), None)] +
+                                      body[n_lets:]), loc=guard.loc)
+            body = body[:n_lets] + [ir.If(guard.cond, then, None, loc=guard.loc)]
         main = ir.For(k, start, n, "serial", rebuild(body), 1, (), loc=loop.loc)
         self.ctx.note(f"single-stage loop over {k.name}: each tile's next load issued after "
-                      f"its last reader ({', '.join(b.name for b in order)})")
+                      f"its last reader ({', '.join(b.name for b in order)})"
+                      + (", under a block-uniform branch (loads for iterations that run)"
+                         if guard else ""))
         return ir.Seq(tuple(prologue) + (main, _call("tl::cp_async_wait<0>")))
 
     def _issue_under_gemm(self, rest) -> bool:

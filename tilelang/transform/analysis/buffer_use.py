@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ...ir import nodes as ir
-from ...ir.visitor import Visitor, collect
+from ...ir.visitor import collect
 
 
 def touched_buffers(node) -> set:
@@ -12,42 +12,25 @@ def touched_buffers(node) -> set:
     return set(collect(node, lambda n: isinstance(n, ir.Buffer)))
 
 
+def written_by(node):
+    """The buffer one statement itself stores to, copies or reduces into (None for others;
+    statements nested in it are not looked at)."""
+    if isinstance(node, ir.Store):
+        return node.buffer
+    if isinstance(node, (ir.Copy, ir.TmaCopy, ir.Fill, ir.AtomicTile)):
+        return node.dst.buffer
+    if isinstance(node, ir.Gemm):
+        return node.C.buffer
+    if isinstance(node, (ir.Reduce, ir.CumSum)):
+        return node.dst
+    return None
+
+
 def written_buffers(node) -> set:
     """Every buffer a statement stores to, copies or reduces into, or allocates."""
-    out = set()
-
-    class V(Visitor):
-        def visit_Store(self, s):
-            out.add(s.buffer)
-            self.generic(s)
-
-        def visit_Copy(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_TmaCopy(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_Fill(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_Gemm(self, s):
-            out.add(s.C.buffer)
-
-        def visit_Reduce(self, s):
-            out.add(s.dst)
-
-        def visit_CumSum(self, s):
-            out.add(s.dst)
-
-        def visit_AtomicTile(self, s):
-            out.add(s.dst.buffer)
-
-        def visit_Allocate(self, s):
-            out.add(s.buffer)
-            self.generic(s)
-
-    V().visit(node)
-    return out
+    return {b for n in collect(node, lambda n: written_by(n) is not None
+                               or isinstance(n, ir.Allocate))
+            for b in (n.buffer if isinstance(n, ir.Allocate) else written_by(n),)}
 
 
 def buffers_read(node) -> set:

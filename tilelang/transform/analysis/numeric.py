@@ -64,4 +64,7 @@ def eval_index(e, env: dict):
         return np.logical_and(a, b) if e.op == "and" else np.logical_or(a, b)
     if isinstance(e, ir.Cast):
         return eval_index(e.value, env)
+    if isinstance(e, ir.Unary):
+        a = eval_index(e.a, env)
+        return {"neg": np.negative, "not": np.logical_not, "bitnot": np.invert}[e.op](a)
     raise TypeError(f"cannot evaluate {type(e).__name__} as an index")
