@@ -26,9 +26,13 @@ Each copy destination gets a leading stage dimension (`S` buffers in one allocat
 gather nests carry the annotation ("async_gather", True): partition_parallel lowers them to
 cp.async with zero-fill where it can prove the vector width, else to synchronous stores, which
 are just as correct at that point of the schedule (the barrier after the next wait orders
-them). The results are those of the serial loop (SEMANTICS §7). Loops with num_stages <= 1, without such
-copies, or whose copy destinations are used outside the loop run as serial loops with
-synchronous copies.
+them). The results are those of the serial loop (SEMANTICS §7).
+
+With num_stages = 1 and tiles first read at different statements (FlashAttention's K and V),
+each tile keeps one buffer and its load for the next iteration is issued after its last
+reader (`_single_stage`), under a block-uniform branch too. Other loops with num_stages <= 1,
+loops without such copies, or whose copy destinations are used outside the loop run as
+serial loops with synchronous copies.
 """
 
 from __future__ import annotations
