@@ -15,7 +15,7 @@ from tilelang.transform.analysis.numeric import eval_index
 from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, gemm_with_epilogue, nodes, requires_compiler,
-                               run_passes, two_phases)
+                               requires_gpu, run_passes, two_phases)
 
 
 def _ranges(ctx):
@@ -42,6 +42,50 @@ def test_tiles_used_in_one_loop_body_never_overlap():
     r = _ranges(ctx)
     assert not _overlap(r["X"], r["Y"])
     assert ctx.smem_bytes == 2 * 64 * 64 * 4
+
+
+AGGRESSIVE = {PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE: True}
+
+
+def test_aggressive_merge_shares_tiles_of_one_iteration():
+    """With the reference's aggressive merge the user promises no tile carries a value into
+    the next iteration: X (read before Y is filled) and Y share bytes."""
+    _, ctx = run_passes(_phases(True), "plan_shared", SM80, AGGRESSIVE)
+    r = _ranges(ctx)
+    assert _overlap(r["X"], r["Y"])
+    assert ctx.smem_bytes == 64 * 64 * 4
+
+
+def _carried_into_loop():
+    @T.prim_func
+    def f(A: T.Tensor((4, 64, 64), "float32"), B: T.Tensor((4, 64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            Q = T.alloc_shared((64, 64), "float32")
+            X = T.alloc_shared((64, 64), "float32")
+            T.copy(A[3, 0, 0], Q)
+            for t in T.serial(3):
+                T.copy(A[t, 0, 0], X)
+                for i, j in T.Parallel(64, 64):
+                    B[t, i, j] = X[j, i] + Q[i, j]
+    return f
+
+
+def test_aggressive_merge_keeps_a_tile_loaded_before_the_loop():
+    _, ctx = run_passes(_carried_into_loop(), "plan_shared", SM80, AGGRESSIVE)
+    r = _ranges(ctx)
+    assert not _overlap(r["Q"], r["X"])
+
+
+@requires_gpu
+def test_aggressive_merge_orders_the_reuse_on_the_gpu():
+    import torch
+
+    kernel = tilelang.compile(_phases(True), target="cuda", pass_configs=AGGRESSIVE)
+    for seed in range(3):
+        A = torch.randn(4, 64, 64, generator=torch.Generator().manual_seed(seed)).cuda()
+        B = torch.full((4, 64, 64), float("nan"), device="cuda")
+        kernel(A, B)
+        torch.testing.assert_close(B, 2 * A.transpose(1, 2))
 
 
 _gemm_with_epilogue = gemm_with_epilogue

@@ -8,7 +8,9 @@ each flat buffer to its byte offset; buffers whose lifetimes do not overlap shar
 a loop keeps a buffer live over the whole loop, except that pipeline stage buffers and staged
 epilogue tiles (`fresh_buffers`) are live only around their own uses inside an outer loop
 that holds them all (a persistent GEMM's tile loop): the epilogue tile takes the stages'
-bytes. Roles run side by side: a buffer used inside a branch on the thread index (or a run
+bytes; with `tl.enable_aggressive_shared_memory_merge` every shared buffer is treated so
+(the reference's aggressive merge: the user promises no tile carries a value across
+iterations). Roles run side by side: a buffer used inside a branch on the thread index (or a run
 of `T.ws` roles) is live over the whole branch, so no role takes bytes another role may be
 using at the same time (the warp specializer's producer / consumer split excepted: it
 orders its buffers itself). Ordering the reuses is insert_sync's job (it sees the
@@ -54,7 +56,14 @@ class _Flatten(Mutator):
 
 def plan_shared_memory(kernel: ir.Kernel, ctx) -> ir.Kernel:
     buffers = [b for b in kernel.allocs if b.scope in SHARED] + list(ctx.scratch_shared)
-    live = Liveness(fresh_buffers(ctx), kernel.thread_vars)
+    fresh = fresh_buffers(ctx)
+    if ctx.flag(PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE):
+        # the user's promise, as the reference reads it: no shared tile carries a value from
+        # one iteration of a loop to the next, so one used only inside a loop is live between
+        # its first and last use in an iteration (a gather tile and the staging tile of a
+        # later atomic add share bytes); insert_sync orders the reuse across iterations
+        fresh = fresh | set(buffers)
+    live = Liveness(fresh, kernel.thread_vars)
     live.walk(kernel.body)
     live.finish()
     for b in ctx.pinned_shared:  # peers may signal them until the kernel's last barrier
