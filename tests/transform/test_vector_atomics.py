@@ -183,3 +183,33 @@ def test_ragged_rows_on_the_gpu(rows):
     tilelang.compile(ragged_rows_atomic(128, 128, rows), target="cuda")(
         a, b, c, torch.tensor([rows], dtype=torch.int32, device="cuda"))
     torch.testing.assert_close(c, want, rtol=1e-3, atol=1e-2)
+
+
+def user_x4_from_shared(rows, cols):
+    """The sparse MLA backward's dKV update: a shared staging tile added to global memory
+    with one user-written T.atomic_addx4 per iteration of a T.Parallel nest."""
+    @T.prim_func
+    def main(S: T.Tensor((rows, cols), "float32"), D: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((rows, cols), "float32")
+            T.copy(S, s)
+            for i, j in T.Parallel(rows, cols // 4):
+                T.atomic_addx4(D[i, j * 4], s[i, j * 4])
+    return main
+
+
+def test_user_vector_atomics_take_one_iteration_per_thread():
+    """Each iteration already moves 16 bytes: consecutive threads take consecutive iterations
+    (contiguous shared reads, coalesced atomics), not four iterations each 64 bytes apart."""
+    src = tilelang.compile(user_x4_from_shared(16, 512), target=SM90).get_kernel_source()
+    (call,) = set(re.findall(r"tl::atomic_addx4\(.*", src))
+    assert "tx * 4]" in call and "tx * 16" not in call, call
+
+
+def test_user_vector_atomics_interpreter():
+    kernel = tilelang.compile(user_x4_from_shared(16, 512), target="cpu")
+    g = torch.Generator().manual_seed(0)
+    S, D = torch.randn(16, 512, generator=g), torch.randn(16, 512, generator=g)
+    want = D + S
+    kernel(S, D)
+    torch.testing.assert_close(D, want)

@@ -228,7 +228,8 @@ class KernelContext:
 
 def _vector_width(extents, body, num_threads: int = 1) -> int:
     """Elements per thread along the innermost dim: 16 bytes of the narrowest global/shared
-    element the loop touches, limited by the innermost extent."""
+    element the loop touches (fewer where a vector call moves several per iteration),
+    limited by the innermost extent."""
     from ..ir.visitor import collect
 
     dtypes = [n.buffer.dtype for n in collect(body, lambda n: isinstance(
@@ -237,6 +238,13 @@ def _vector_width(extents, body, num_threads: int = 1) -> int:
         return 1  # packed sub-byte elements are accessed one at a time
     sizes = [d.bytes for d in dtypes]
     vec = 16 // min(sizes)
+    # a vector call (T.atomic_addx4) already moves `lanes` elements per iteration: giving a
+    # thread several consecutive iterations would only spread its 16-byte accesses apart
+    for call in collect(body, lambda n: isinstance(n, ir.Call) and dict(n.attrs).get("lanes")):
+        lanes = int(dict(call.attrs)["lanes"])
+        for a in call.args:
+            if isinstance(a, ir.Load) and a.buffer.scope in MEMORY:
+                vec = min(vec, max(1, 16 // (lanes * a.dtype.bytes)))
     inner = extents[-1]
     while vec > 1 and inner % vec:
         vec //= 2
