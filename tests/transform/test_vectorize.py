@@ -302,3 +302,46 @@ def test_a_vectorized_loop_means_the_same_on_the_interpreter():
 def test_vectorized_loops_build():
     for off in (0, 1):
         compile_cuda(tilelang.lower(_lanes(256, off=off), target=SM90), "sm_90a")
+
+
+def _ragged_tile_store(M, N, bm=64):
+    """A tile stored row by row under the user's row bound (a varlen attention epilogue):
+    the bound is the same for the lanes of a row."""
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16"), rows: T.int32):
+        with T.Kernel(T.ceildiv(M, bm), threads=128) as bx:
+            S = T.alloc_shared((bm, N), "float16")
+            T.copy(A[bx * bm, 0], S)
+            for i, j in T.Parallel(bm, N):
+                if bx * bm + i < rows:
+                    B[bx * bm + i, j] = S[i, j]
+    return f
+
+
+@pytest.mark.parametrize("target", [SM80, SM90])
+def test_store_under_a_lane_invariant_guard_vectorises(target):
+    src = tilelang.compile(_ragged_tile_store(200, 64), target=target).get_kernel_source()
+    store = [l for l in src.splitlines() if "copy_vec<16>((&B[" in l]
+    assert store, src
+
+
+def test_store_under_a_lane_invariant_guard_interpreter():
+    import torch
+
+    kernel = tilelang.compile(_ragged_tile_store(200, 64), target="cpu")
+    A = torch.randn(200, 64).half()
+    B = torch.full((200, 64), 7.0).half()
+    kernel(A, B, 150)
+    assert torch.equal(B[:150], A[:150]) and (B[150:] == 7).all()
+
+
+@requires_gpu
+@pytest.mark.parametrize("rows", [0, 37, 150, 200])
+def test_store_under_a_lane_invariant_guard_on_the_gpu(rows):
+    import torch
+
+    kernel = tilelang.compile(_ragged_tile_store(200, 64), target="cuda")
+    A = torch.randn(200, 64, device="cuda").half()
+    B = torch.full((200, 64), float("nan"), device="cuda").half()
+    kernel(A, B, rows)
+    assert torch.equal(B[:rows], A[:rows]) and B[rows:].isnan().all()

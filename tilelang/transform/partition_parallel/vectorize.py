@@ -60,6 +60,16 @@ class VectorGroups:
     def __init__(self, step, stores=None, regs=()):
         self.step, self.stores, self.regs = step, stores, regs
 
+    def guarded(self, guards) -> "VectorGroups":
+        """The same groups run only where `guards` ((cond, loc), outermost first) hold."""
+        def wrap(stmt):
+            for cond, loc in reversed(guards):
+                stmt = ir.If(cond, stmt, None, loc=loc)
+            return stmt
+
+        return VectorGroups(wrap(self.step), None if self.stores is None else
+                            wrap(self.stores), self.regs)
+
     def loops(self, vo, groups: int, loc) -> ir.Stmt:
         def loop(body):
             return ir.For(vo, ir.const(0), ir.const(groups), "unroll", body, 1, PARTITIONED,
@@ -76,7 +86,14 @@ class VectorGroups:
 
 def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups: int = 1):
     """The statements of one `vo` step (staged accesses around a `vi` loop) of the `groups`
-    a thread runs, as VectorGroups, or None when nothing can be vectorised."""
+    a thread runs, as VectorGroups, or None when nothing can be vectorised. Branches around
+    the whole body whose condition is the same for every lane (a ragged tile's row bound)
+    are taken around the group, so the accesses under them vectorise too."""
+    guards = _lane_invariant_guards(body, vi, vec, analyzer)
+    if guards:
+        body = guards[-1][2]
+        inner = vectorize_value_loop(ctx, body, vo, vi, vec, analyzer, groups)
+        return None if inner is None else inner.guarded([(c, loc) for c, loc, _ in guards])
     lets = {s.var for s in collect(body, lambda n: isinstance(n, (ir.LetStmt, ir.For)))}
     stores = collect(body, lambda n: isinstance(n, ir.Store))
     stored = {s.buffer for s in stores}
@@ -196,12 +213,9 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
     None otherwise. Guards the same for every lane (a ragged tile's row bound) stay around
     the group. Relaxed atomics to distinct addresses are unordered, so grouping them changes
     nothing a program can observe."""
-    guards = []
-    while isinstance(body, ir.If) and body.else_body is None and \
-            _lane_invariant(body.cond, vi, vec, analyzer):
-        # the first lane's condition: the group's, and it no longer names the lane
-        guards.append((substitute(body.cond, {vi: ir.const(0)}), body.loc))
-        body = body.then_body
+    guards = _lane_invariant_guards(body, vi, vec, analyzer)
+    if guards:
+        body = guards[-1][2]
     if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
         return None
     call = body.value
@@ -234,9 +248,21 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
             target, ir.Load(values, (vi,), buf.dtype)), call.dtype, call.attrs), loc=body.loc))
         vector = ir.If(full, vector, scalar)
     out = ir.Seq((stage, vector))
-    for cond, loc in reversed(guards):  # values are computed only where the lanes run
+    for cond, loc, _ in reversed(guards):  # values are computed only where the lanes run
         out = ir.If(cond, out, None, loc=loc)
     return ir.Allocate(values, out)
+
+
+def _lane_invariant_guards(body, vi, vec, analyzer) -> list:
+    """The branches without else around the whole of `body` whose condition has one value
+    for all lanes, outermost first, as (the first lane's condition, which no longer names
+    the lane; loc; the branch's body)."""
+    guards = []
+    while isinstance(body, ir.If) and body.else_body is None and \
+            _lane_invariant(body.cond, vi, vec, analyzer):
+        guards.append((substitute(body.cond, {vi: ir.const(0)}), body.loc, body.then_body))
+        body = body.then_body
+    return guards
 
 
 def _lane_invariant(cond, vi, vec, analyzer) -> bool:
