@@ -178,3 +178,32 @@ def test_one_warning_per_place_across_compiles():
         for _ in range(3):
             tilelang.compile(gemm_not_cleared(), out_idx=[2], target="cpu")
     assert len([w for w in record if w.category is UninitializedReadWarning]) == 1
+
+
+def test_ldmatrix_writes_its_destination():
+    """`T.ptx_ldmatrix` fills the per-thread array it points at (the intrinsics GEMM's
+    A_local / B_local, read next by T.ptx_mma): no warning; reading it before is one."""
+    def kernel(read_first):
+        @T.prim_func
+        def f(A: T.Tensor((16, 16), "float16"), B: T.Tensor((128, 8), "float16")):
+            with T.Kernel(1, threads=32) as _:
+                S = T.alloc_shared((16, 16), "float16")
+                L = T.alloc_local((8,), "float16")
+                T.copy(A, S)
+                tx = T.get_thread_binding()
+                if read_first:
+                    B[tx, 0] = L[0]
+                T.ptx_ldmatrix(False, 4, T.access_ptr(S[tx % 16, tx // 16 * 8], "r"),
+                               T.access_ptr(L[0], "w"))
+                for v in T.serial(8):
+                    B[tx, v] = L[v]
+        return f
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        warn_uninitialized_reads(kernel(False))
+    assert not [w for w in record if issubclass(w.category, UninitializedReadWarning)]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        warn_uninitialized_reads(kernel(True))
+    assert [w for w in record if issubclass(w.category, UninitializedReadWarning)]

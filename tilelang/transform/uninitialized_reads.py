@@ -76,6 +76,11 @@ class _FirstReads(LocatedVisitor):
         self.read(e.buffer, f"`{e.buffer.name}[...]` is read")
 
     def visit_Call(self, c: ir.Call):
+        if c.op == "ptx_ldmatrix":  # (trans, num, source element, destination element)
+            self.visit(c.args[2])
+            self.visit(c.args[3].indices)
+            self.write(c.args[3].buffer)
+            return
         if c.op not in ("address_of", "access_ptr"):
             self.generic(c)
             return
