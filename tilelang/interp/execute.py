@@ -527,6 +527,9 @@ class Program(ExprCompiler):
             try:
                 body(ctx, None)
             finally:
+                for st in ctx.bufs.values():
+                    if type(st) is LocalStore and (st.private or st.read_in):
+                        st.end_parallel(ctx.space)
                 ctx.env, ctx.space = outer_env, outer_space
                 ctx.brk.pop()
                 ctx.mask = mask

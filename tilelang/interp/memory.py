@@ -153,7 +153,8 @@ def store_array(ctx, arr, buf, idx, val, mask, is_global):
 class LocalStore:
     """Memory of a `local` / `local.var` buffer for every lane of one lane space."""
 
-    __slots__ = ("buf", "space", "data", "per_lane", "shape")
+    __slots__ = ("buf", "space", "data", "per_lane", "shape", "private", "undefined",
+                 "read_in")
 
     def __init__(self, buf, space, data):
         self.buf = buf
@@ -161,6 +162,11 @@ class LocalStore:
         self.shape = data.shape
         self.data = data
         self.per_lane = False
+        # elements a T.Parallel body assigns per iteration (`idx = i; ... idx ...`): on the
+        # GPU each thread's own variable, here one value per iteration of the running loop
+        self.private = {}  # element index -> (lane space, values, written) per iteration
+        self.undefined = set()  # elements whose value after such a loop depends on the threads
+        self.read_in = {}  # element index -> the lane space that read it before assigning it
 
     def _widen(self):
         full = self.space.shape + self.shape
@@ -189,6 +195,24 @@ class LocalStore:
         bad = self._check(ctx, idx, ctx.mask, "load")
         if bad is not None:
             idx = _clip(idx, self.shape)
+        if ctx.space is not self.space:
+            key = _element_key(idx)
+            held = self.private.get(key)
+            if held is not None and held[0] is ctx.space:
+                active = held[2] if ctx.mask is None else held[2] | ~np.asarray(ctx.mask)
+                if not active.all():
+                    raise fail(ctx, NotImplementedError,
+                               f"{self.buf.name} is read in a T.Parallel iteration that has not "
+                               "assigned it: the value would come from another iteration run "
+                               "by the same thread (a race)")
+                return held[1].copy()
+            if key is not None:
+                self.read_in[key] = ctx.space
+        if self.undefined and _element_key(idx) in self.undefined:
+            raise fail(ctx, NotImplementedError,
+                       f"{self.buf.name} is read after a T.Parallel loop that assigned it per "
+                       "iteration: each thread holds the value of the last iteration it ran, "
+                       "which depends on how the iterations are spread over the threads")
         if not self.per_lane:
             v = self.data[idx]
             return v.copy() if type(v) is np.ndarray else v
@@ -215,16 +239,17 @@ class LocalStore:
         if self._check(ctx, idx, mask, "store") is not None:
             idx = _clip(idx, self.shape)  # out of range only on lanes the mask leaves out
         uniform = type(val) is not np.ndarray and not any(type(i) is np.ndarray for i in idx)
-        if ctx.space is not self.space:
-            if not (uniform and mask is None):
+        if ctx.space is not self.space:  # inside T.Parallel: per iteration
+            key = _element_key(idx)
+            if key is None:
                 raise fail(ctx, NotImplementedError,
                            f"store into per-thread buffer {self.buf.name} inside T.Parallel "
-                           "depends on the iteration (a race); use a fragment or reduce")
-            if self.per_lane:
-                self.data[(slice(None),) * len(self.space.shape) + tuple(idx)] = val
-            else:
-                self.data[idx] = val
+                           "at an index that depends on the iteration (a race); use a "
+                           "fragment or reduce")
+            self._store_private(ctx, idx, key, val, mask)
             return
+        if self.undefined and mask is None:
+            self.undefined.discard(_element_key(idx))  # assigned again after the loop
         if not self.per_lane:
             if uniform and mask is None:
                 self.data[idx] = val
@@ -240,6 +265,49 @@ class LocalStore:
         flat_idx, flat_val = _spread(self.space.index + tuple(idx), val, mask,
                                      self.space.shape)
         self.data[tuple(flat_idx)] = flat_val
+
+    def _store_private(self, ctx, idx, key, val, mask):
+        held = self.private.get(key)
+        if held is None or held[0] is not ctx.space:
+            if self.read_in.get(key) is ctx.space:
+                raise fail(ctx, NotImplementedError,
+                           f"{self.buf.name} is read in a T.Parallel loop before this "
+                           "assignment: each iteration would see the value another iteration "
+                           "of the same thread left (a race); assign it first in the iteration")
+            shape = ctx.space.shape
+            held = (ctx.space, np.zeros(shape, self.data.dtype), np.zeros(shape, np.bool_))
+            self.private[key] = held
+        if mask is None:
+            held[1][...] = val
+            held[2][...] = True
+        else:
+            np.copyto(held[1], val, where=np.asarray(mask), casting="unsafe")
+            held[2][...] |= np.asarray(mask, np.bool_)
+
+    def end_parallel(self, space):
+        """After a T.Parallel loop over `space`: an element all its iterations left with one
+        value keeps it; others are unknown (which iteration ran last on each thread)."""
+        self.read_in = {k: sp for k, sp in self.read_in.items() if sp is not space}
+        for key, (sp, values, written) in list(self.private.items()):
+            if sp is not space:
+                continue
+            del self.private[key]
+            v = collapse(values) if written.all() else VARYING
+            if v is VARYING:
+                self.undefined.add(key)
+            else:
+                self.undefined.discard(key)
+                if self.per_lane:
+                    self.data[(slice(None),) * len(self.space.shape) + key] = v
+                else:
+                    self.data[key] = v
+
+
+def _element_key(idx):
+    """The element an index names when it is the same in every lane, else None."""
+    if any(type(i) is np.ndarray for i in idx):
+        return None
+    return tuple(int(i) for i in idx)
 
 
 # ---- scalar atomics ----------------------------------------------------------------------------
