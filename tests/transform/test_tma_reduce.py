@@ -72,8 +72,8 @@ def test_an_unannotated_tile_gets_the_swizzle(shape, dtype, swizzled):
 
 
 @pytest.mark.parametrize("why,kwargs,target,configs", [
-    ("sm_80 has no TMA", {}, SM80, None),
     ("TMA turned off", {}, SM90, {"tl.disable_tma_lower": True}),
+    ("sm_80, not asked for", dict(use_tma=False), SM80, None),
     ("not asked for", dict(use_tma=False), SM90, None),
 ])
 def test_element_wise_fallback(why, kwargs, target, configs, capsys):
@@ -84,8 +84,21 @@ def test_element_wise_fallback(why, kwargs, target, configs, capsys):
 
 @requires_compiler
 def test_fallback_says_why(capsys):
-    tilelang.compile(scaled_add(200, 384), target=SM80, verbose=True)
+    tilelang.compile(scaled_add(200, 384), target=SM90, verbose=True,
+                     pass_configs={"tl.disable_tma_lower": True})
     assert "element-wise atomics (TMA needs sm_90a" in capsys.readouterr().err
+
+
+def test_a_target_without_tma_is_an_error():
+    """As on the reference: use_tma=True asks for the TMA unit, which sm_80 does not have."""
+    from tilelang.errors import KernelError
+
+    with pytest.raises(KernelError, match=r"TMA atomic add requires a CUDA target with TMA "
+                                          r"support \(SM90\+\), but got target sm_80") as e:
+        tilelang.lower(scaled_add(200, 384), target=SM80)
+    assert "tma_reduce_kernels.py" in str(e.value)
+    # the CPU interpreter adds element by element, as the atomics would
+    tilelang.compile(scaled_add(200, 384), target="cpu")
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int64", "int16", "float32x2"])
