@@ -208,3 +208,29 @@ def test_tiles_of_different_types_are_an_error():
                                           "float32") as e:
         tilelang.lower(f, target=SM90)
     assert "test_tma_reduce.py" in str(e.value)
+
+
+def _wgmma_annotated_add(dtype):
+    import tilelang.language as T
+    import tilelang.layout
+
+    @T.prim_func
+    def main(out: T.Tensor((16, 16), dtype)):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((16, 16), dtype)
+            T.annotate_layout({tile: tilelang.layout.make_wgmma_swizzled_layout(tile)})
+            for i, j in T.Parallel(16, 16):
+                tile[i, j] = i * 16 + j
+            T.atomic_add(out, tile, use_tma=True)
+    return main
+
+
+def test_a_wgmma_annotated_64_bit_tile_is_one_tma_reduction():
+    """make_wgmma_swizzled_layout of 64-bit elements is a swizzle the TMA unit reads here (the
+    reference's is a GEMM arrangement no tensor map encodes, an error there)."""
+    src = tilelang.lower(_wgmma_annotated_add("uint64"), target=SM90)
+    assert len(_adds(src)) >= 1 and "tl::atomic" not in src, src
+    start = torch.arange(256, dtype=torch.int64).reshape(16, 16) * 1000
+    out = start.clone().view(torch.uint64)
+    tilelang.compile(_wgmma_annotated_add("uint64"), target="cpu")(out)
+    assert torch.equal(out.view(torch.int64), start + torch.arange(256).reshape(16, 16))
