@@ -12,7 +12,8 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
 Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
 loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
-the same lane loop and gets the same treatment (`vectorize_explicit_loop`).
+the same lane loop and gets the same treatment (`vectorize_explicit_loop`); one longer than a
+16-byte access runs as a loop over groups of the widest width every access allows.
 
 When a thread's vector groups read shared memory and store into it (a tile the consumers
 expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every
