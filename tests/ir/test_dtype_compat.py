@@ -82,7 +82,7 @@ def test_types_without_storage_are_values():
         dtypes.validate_gemm_ab_dtypes(T.float16, T.bfloat16)
 
 
-@pytest.mark.parametrize("dtype", ["int4", "uint4", "float4_e2m1fn", "float8_e8m0fnu"])
+@pytest.mark.parametrize("dtype", ["int4", "uint4", "float4_e2m1fn", "float6_e2m3fn"])
 def test_buffers_of_types_without_storage_are_located_errors(dtype):
     with pytest.raises(NotImplementedError, match=f"buffer of {dtype} elements") as info:
         @T.prim_func

@@ -50,14 +50,33 @@ def test_reserved_modes_convert_as_usual(options):
 @pytest.mark.parametrize("dtype,tag", [("float16", "FP16"), ("bfloat16", "BF16"),
                                        ("float8_e4m3fn", "FP8"), ("float8_e5m2", "FP8")])
 def test_stochastic_rounding_is_a_located_error(dtype, tag):
-    with pytest.raises(NotImplementedError, match=f"Stochastic rounding f32-to-{tag} requires "
-                                                  "sm_100a") as info:
-        @T.prim_func
-        def kernel(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), dtype)):
-            with T.Kernel(1, threads=64):
-                for i in T.Parallel(64):
-                    B[i] = T.cast(A[i], dtype, round="rs", rbits=T.uint32(0x12345678))
-    assert "test_cast_rounding_options.py" in str(info.value)
+    """Raised when the function is compiled for any target (as the reference's lowering
+    raises it for a target without sm_100a features), not when it is defined."""
+    @T.prim_func
+    def kernel(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), dtype)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = T.cast(A[i], dtype, round="rs", rbits=T.uint32(0x12345678))
+
+    for target in ("cpu", "cuda -arch=sm_90a"):
+        with pytest.raises(NotImplementedError, match=f"Stochastic rounding f32-to-{tag} "
+                                                      "requires sm_100a") as info:
+            tilelang.compile(kernel, target=target)
+        assert "test_cast_rounding_options.py" in str(info.value)
+    with pytest.raises(NotImplementedError, match="requires sm_100a"):
+        tilelang.lower(kernel, target="cuda -arch=sm_90a")
+
+
+def test_stochastic_rounding_sat_false_is_raised_when_compiled():
+    @T.prim_func
+    def kernel(A: T.Tensor((64,), T.float32), B: T.Tensor((64,), T.bfloat16)):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = T.cast(A[i], T.bfloat16, round="rs", sat=False, rbits=T.uint32(7))
+
+    with pytest.raises(ValueError, match="sat=false is not supported for stochastic rounding "
+                                         "f32 -> bf16"):
+        tilelang.lower(kernel, target="cuda -arch=sm_90a")
 
 
 def test_stochastic_rounding_checks_first():

@@ -15,6 +15,7 @@ import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.runtime import compile_cuda
 from tilelang.transform.analysis.numeric import eval_index
+from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, externs, nodes, requires_compiler, requires_gpu,
                                run_passes, show)
@@ -33,6 +34,9 @@ def _copy_kernel(M, N, r0, c0, tm=64, tn=64, dtype="float16", threads=128):
 
 def _chunk_copies(k, ctx):
     return _chunk_copies_at(k, ctx, {})
+
+
+_FLOAT_VECTOR_BYTES = {"float": 4, "float2": 8, "float4": 16}  # tl::copy_vec<float4>
 
 
 def _chunk_copies_at(k, ctx, bindings):
@@ -61,12 +65,12 @@ def _chunk_copies_at(k, ctx, bindings):
         elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and \
                 s.value.op == "call_extern":
             name = s.value.args[0]
-            m = re.match(r"tl::(cp_async|cp_async_zfill|copy_zfill)<(\d+)>", name)
+            m = re.match(r"tl::(cp_async|cp_async_zfill|copy_zfill|copy_vec)<(\w+)>", name)
             if not m:
                 return
             dst, src = (a.args[0] for a in s.value.args[1:3])
-            width = int(m.group(2))
-            if m.group(1) == "cp_async":
+            width = _FLOAT_VECTOR_BYTES.get(m.group(2)) or int(m.group(2))
+            if m.group(1) in ("cp_async", "copy_vec"):
                 nbytes = np.full(T_, width)
             elif m.group(1) == "cp_async_zfill":
                 nbytes = np.broadcast_to(eval_index(s.value.args[3], env), (T_,))
@@ -180,6 +184,59 @@ def test_without_cp_async_predicated_vector_loads():
     assert copies and all(c["name"].startswith("tl::copy_zfill<") for c in copies)
     assert not externs(k, "tl::cp_async")
     _check_tile(copies, 100, 100, 64, 64, 64, 64, 2, 128)
+
+
+@pytest.mark.parametrize("key", [PassConfigKey.TL_ENABLE_ASYNC_COPY,
+                                 PassConfigKey.TIR_USE_ASYNC_COPY])
+@pytest.mark.parametrize("dtype, first", [("float16", "tl::copy_vec<16>"),
+                                          ("float32", "tl::copy_vec<float4>")])
+def test_async_copy_off_moves_chunks_with_plain_vector_accesses(key, dtype, first):
+    """tl.enable_async_copy (or tir.use_async_copy) = False: no cp.async; whole chunks are
+    one vector load and store each (float32 ones named float4), edge chunks zero-filled."""
+    configs = {key.value: False}
+    k, ctx = run_passes(_copy_kernel(128, 128, 0, 0, dtype=dtype), "lower_copies", SM90,
+                        configs=configs)
+    assert not externs(k, "tl::cp_async")
+    copies = _chunk_copies(k, ctx)
+    assert {c["name"] for c in copies} == {first}
+    esize = 2 if dtype == "float16" else 4
+    _check_tile(copies, 128, 128, 0, 0, 64, 64, esize, 128)
+    k, ctx = run_passes(_copy_kernel(100, 100, 64, 64, dtype=dtype), "lower_copies", SM90,
+                        configs=configs)
+    assert not externs(k, "tl::cp_async")
+    copies = _chunk_copies(k, ctx)
+    assert all(c["name"].startswith("tl::copy_zfill<") for c in copies)
+    _check_tile(copies, 100, 100, 64, 64, 64, 64, esize, 128)
+    # the default issues cp.async and waits for it
+    k, _ = run_passes(_copy_kernel(128, 128, 0, 0, dtype=dtype), "lower_copies", SM90)
+    assert externs(k, "tl::cp_async<")
+
+
+@requires_compiler
+def test_copies_without_cp_async_compile():
+    configs = {PassConfigKey.TL_ENABLE_ASYNC_COPY.value: False}
+    for M, N, r0, c0 in ((128, 128, 0, 0), (100, 100, 64, 64)):
+        src = tilelang.lower(_copy_kernel(M, N, r0, c0, dtype="float32"), target=SM90,
+                             pass_configs=configs)
+        assert "cp_async" not in src
+        compile_cuda(src, "sm_90a", name="sync_copy")
+
+
+@requires_gpu
+@pytest.mark.parametrize("M,N,r0,c0", [(128, 128, 0, 0), (100, 100, 64, 64)])
+def test_copies_without_cp_async_run_exactly(M, N, r0, c0):
+    import torch
+
+    configs = {PassConfigKey.TL_ENABLE_ASYNC_COPY.value: False}
+    kernel = tilelang.compile(_copy_kernel(M, N, r0, c0, dtype="float32"), target="cuda",
+                              pass_configs=configs)
+    A = torch.randn((M, N), device="cuda")
+    B = torch.full((64, 64), float("nan"), device="cuda")
+    kernel(A, B)
+    tile = torch.zeros(64, 64, device="cuda")
+    part = A[r0:r0 + 64, c0:c0 + 64]
+    tile[:part.shape[0], :part.shape[1]] = part
+    torch.testing.assert_close(B, tile + tile.flip(0))
 
 
 def test_fewer_chunks_than_threads_are_guarded():

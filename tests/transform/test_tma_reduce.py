@@ -72,8 +72,8 @@ def test_an_unannotated_tile_gets_the_swizzle(shape, dtype, swizzled):
 
 
 @pytest.mark.parametrize("why,kwargs,target,configs", [
-    ("sm_80 has no TMA", {}, SM80, None),
     ("TMA turned off", {}, SM90, {"tl.disable_tma_lower": True}),
+    ("sm_80, not asked for", dict(use_tma=False), SM80, None),
     ("not asked for", dict(use_tma=False), SM90, None),
 ])
 def test_element_wise_fallback(why, kwargs, target, configs, capsys):
@@ -84,8 +84,21 @@ def test_element_wise_fallback(why, kwargs, target, configs, capsys):
 
 @requires_compiler
 def test_fallback_says_why(capsys):
-    tilelang.compile(scaled_add(200, 384), target=SM80, verbose=True)
+    tilelang.compile(scaled_add(200, 384), target=SM90, verbose=True,
+                     pass_configs={"tl.disable_tma_lower": True})
     assert "element-wise atomics (TMA needs sm_90a" in capsys.readouterr().err
+
+
+def test_a_target_without_tma_is_an_error():
+    """As on the reference: use_tma=True asks for the TMA unit, which sm_80 does not have."""
+    from tilelang.errors import KernelError
+
+    with pytest.raises(KernelError, match=r"TMA atomic add requires a CUDA target with TMA "
+                                          r"support \(SM90\+\), but got target sm_80") as e:
+        tilelang.lower(scaled_add(200, 384), target=SM80)
+    assert "tma_reduce_kernels.py" in str(e.value)
+    # the CPU interpreter adds element by element, as the atomics would
+    tilelang.compile(scaled_add(200, 384), target="cpu")
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int64", "int16", "float32x2"])
@@ -195,3 +208,29 @@ def test_tiles_of_different_types_are_an_error():
                                           "float32") as e:
         tilelang.lower(f, target=SM90)
     assert "test_tma_reduce.py" in str(e.value)
+
+
+def _wgmma_annotated_add(dtype):
+    import tilelang.language as T
+    import tilelang.layout
+
+    @T.prim_func
+    def main(out: T.Tensor((16, 16), dtype)):
+        with T.Kernel(1, threads=128):
+            tile = T.alloc_shared((16, 16), dtype)
+            T.annotate_layout({tile: tilelang.layout.make_wgmma_swizzled_layout(tile)})
+            for i, j in T.Parallel(16, 16):
+                tile[i, j] = i * 16 + j
+            T.atomic_add(out, tile, use_tma=True)
+    return main
+
+
+def test_a_wgmma_annotated_64_bit_tile_is_one_tma_reduction():
+    """make_wgmma_swizzled_layout of 64-bit elements is a swizzle the TMA unit reads here (the
+    reference's is a GEMM arrangement no tensor map encodes, an error there)."""
+    src = tilelang.lower(_wgmma_annotated_add("uint64"), target=SM90)
+    assert len(_adds(src)) >= 1 and "tl::atomic" not in src, src
+    start = torch.arange(256, dtype=torch.int64).reshape(16, 16) * 1000
+    out = start.clone().view(torch.uint64)
+    tilelang.compile(_wgmma_annotated_add("uint64"), target="cpu")(out)
+    assert torch.equal(out.view(torch.int64), start + torch.arange(256).reshape(16, 16))

@@ -37,14 +37,18 @@ def _flat(N, block=1024, off=0, dtype="float16"):
     return f
 
 
+_FLOAT_VECTOR_BYTES = {"float": 4, "float2": 8, "float4": 16}  # float32 lanes' spelling
+
+
 def _vector_calls(k):
     out = []
     for c in nodes(k, ir.Call, lambda c: c.op == "call_extern"):
-        m = re.match(r"tl::copy_vec<(\d+)>", c.args[0])
+        m = re.match(r"tl::copy_vec<(\w+)>", c.args[0])
         if m:
             dst, src = (a.args[0] for a in c.args[1:3])
             mem = src if dst.buffer.scope == "local" else dst
-            out.append((int(m.group(1)), "load" if mem is src else "store", mem))
+            nbytes = _FLOAT_VECTOR_BYTES.get(m.group(1)) or int(m.group(1))
+            out.append((nbytes, "load" if mem is src else "store", mem))
     return out
 
 
@@ -345,3 +349,104 @@ def test_store_under_a_lane_invariant_guard_on_the_gpu(rows):
     B = torch.full((200, 64), float("nan"), device="cuda").half()
     kernel(A, B, rows)
     assert torch.equal(B[:rows], A[:rows]) and B[rows:].isnan().all()
+
+
+def _long_lanes(N, M, stride_a, stride_b):
+    """A `T.vectorized` loop longer than one access: each thread walks a column of strided
+    (column-major) float32 tensors, `row` contiguous with stride 1."""
+
+    @T.prim_func
+    def f(A: T.StridedTensor[(N, M), (1, stride_a), T.float32],
+          B: T.StridedTensor[(N, M), (1, stride_b), T.float32]):
+        with T.Kernel(M // 32, threads=32) as bx:
+            col = bx * 32 + T.get_thread_binding()
+            for row in T.vectorized(N):
+                B[row, col] = A[row, col] * 2.0
+    return f
+
+
+@pytest.mark.parametrize("strides, vector", [((64, 64), "float4"), ((66, 68), "float2"),
+                                             ((68, 72), "float4"), ((65, 64), None)])
+def test_a_long_vectorized_loop_moves_its_lanes_in_groups(strides, vector):
+    """The group width is the widest one every access is aligned for: 16 bytes when both
+    column starts are multiples of 4 elements, 8 bytes for multiples of 2, scalar else."""
+    src = tilelang.lower(_long_lanes(64, 64, *strides), target=SM90)
+    if vector is None:
+        assert "copy_vec" not in src, src
+    else:
+        assert f"tl::copy_vec<{vector}>((&A_vec[0]), (&A[" in src, src
+        assert f"tl::copy_vec<{vector}>((&B[" in src, src
+        width = 4 if vector == "float4" else 2
+        assert f"row_vo < {64 // width}; ++row_vo)" in src, src
+
+
+def test_a_long_vectorized_loop_means_the_same_on_both_paths():
+    import torch
+
+    base = torch.randn(64, 66)
+    b = torch.full((64, 68), float("nan"))
+    a_view = torch.as_strided(base, (64, 64), (1, 66))
+    b_view = torch.as_strided(b, (64, 64), (1, 68))
+    tilelang.compile(_long_lanes(64, 64, 66, 68), target="cpu")(a_view, b_view)
+    torch.testing.assert_close(b_view, a_view * 2)
+
+
+def _lane_invariant_operand(N, M, K):
+    @T.prim_func
+    def f(A: T.Tensor((N, M), T.float32), C: T.Tensor((N, M // K), T.float32),
+          B: T.Tensor((N, M), T.float32)):
+        with T.Kernel(N // 32, threads=32) as bx:
+            row = bx * 32 + T.get_thread_binding()
+            for col in T.vectorized(M):
+                B[row, col] = A[row, col] * C[row, col // K]
+    return f
+
+
+@pytest.mark.parametrize("K, vector", [(2, "float2"), (4, "float4"), (8, "float4"),
+                                       (6, "float2"), (3, None)])
+def test_a_long_vectorized_loop_reads_a_shared_operand_once_per_group(K, vector):
+    """`C[row, col // K]` is one element for all lanes of a group whose width divides K: the
+    width is limited by K, and the element is read by the group's lanes, not staged."""
+    src = tilelang.lower(_lane_invariant_operand(32, 48 * K, K), target=SM90)
+    if vector is None:
+        assert "copy_vec" not in src, src
+    else:
+        assert f"tl::copy_vec<{vector}>((&A_vec[0])" in src, src
+        assert "C_vec" not in src, src
+
+
+@pytest.mark.parametrize("K", [2, 6, 3])
+def test_a_long_vectorized_loop_with_a_shared_operand_on_the_interpreter(K):
+    import torch
+
+    a, c = torch.randn(32, 48 * K), torch.randn(32, 48)
+    b = torch.full((32, 48 * K), float("nan"))
+    tilelang.compile(_lane_invariant_operand(32, 48 * K, K), target="cpu")(a, c, b)
+    torch.testing.assert_close(b, a * c.repeat_interleave(K, dim=1))
+
+
+@requires_compiler
+def test_long_vectorized_loops_build():
+    for strides in ((64, 64), (66, 68), (65, 64)):
+        compile_cuda(tilelang.lower(_long_lanes(64, 64, *strides), target=SM90), "sm_90a")
+    for K in (2, 6):
+        compile_cuda(tilelang.lower(_lane_invariant_operand(32, 48 * K, K), target=SM90),
+                     "sm_90a")
+
+
+@requires_gpu
+@pytest.mark.parametrize("strides", [(66, 68), (68, 72), (65, 64)])
+def test_long_vectorized_loops_on_the_gpu(strides):
+    import torch
+
+    base = torch.randn(96 * strides[0], device="cuda")  # column c starts at c * stride
+    out = torch.full((96 * strides[1],), float("nan"), device="cuda")
+    a = torch.as_strided(base, (64, 96), (1, strides[0]))
+    b = torch.as_strided(out, (64, 96), (1, strides[1]))
+    tilelang.compile(_long_lanes(64, 96, *strides), target="cuda")(a, b)
+    torch.testing.assert_close(b, a * 2)
+    K = 6
+    a, c = torch.randn(64, 48 * K, device="cuda"), torch.randn(64, 48, device="cuda")
+    b = torch.full((64, 48 * K), float("nan"), device="cuda")
+    tilelang.compile(_lane_invariant_operand(64, 48 * K, K), target="cuda")(a, c, b)
+    torch.testing.assert_close(b, a * c.repeat_interleave(K, dim=1))

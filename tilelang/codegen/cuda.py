@@ -41,7 +41,18 @@ def ctype(dt: DType) -> str:
     return dt.ctype
 
 
+# Codes of the 8-bit floats' non-finite values, spelled as bits because the fp8 classes' float
+# constructors saturate (CUDA's SATFINITE conversion turns an infinity into the largest finite
+# value). E4M3 has no infinity: its constants were rounded to +-448 when built, as torch does.
+_FP8_NONFINITE_CODES = {"float8_e5m2": {"inf": 0x7C, "nan": 0x7F},
+                        "float8_e4m3": {"nan": 0x7F}}
+
+
 def float_literal(value: float, dt: DType) -> str:
+    codes = _FP8_NONFINITE_CODES.get(dt.name)
+    if codes is not None and not math.isfinite(value):
+        code = codes["nan"] if math.isnan(value) else codes["inf"] | (0x80 if value < 0 else 0)
+        return f"tl::bit_cast<{dt.ctype}>((unsigned char){code:#04x})"
     if math.isnan(value):
         text = "CUDART_NAN_F" if dt.name != "float64" else "CUDART_NAN"
     elif math.isinf(value):

@@ -91,8 +91,12 @@ ir_hooks.error = error
 def defer_error(exc_type, message):
     """A located error raised when the function is compiled (for the CPU interpreter and
     CUDA alike), not while it is traced: the reference finds these problems in its lowering,
-    so its programs define such functions without error and fail at tilelang.compile."""
-    b = current_builder(what="this operation")
+    so its programs define such functions without error and fail at tilelang.compile.
+    Outside a trace (an expression built on its own) there is nothing to compile later: the
+    error is raised now."""
+    b = Builder.current(required=False)
+    if b is None:
+        raise error(exc_type, message)
     b.attrs.setdefault("deferred_errors", []).append(error(exc_type, message))
 
 

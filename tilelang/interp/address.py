@@ -20,7 +20,7 @@ from .lanes import fail
 
 __all__ = ["array_at_address"]
 
-_WIDENED = ("bfloat16", "float8_e4m3", "float8_e5m2")
+_WIDENED = ("bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu")
 
 
 def array_at_address(ctx, buf, address: int, shape: tuple) -> np.ndarray:

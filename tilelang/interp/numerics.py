@@ -26,7 +26,8 @@ from ..ir.dtype import as_array as _as_array, c_contiguous as _contig
 __all__ = ["round_to", "convert", "tf32", "to_storage", "poison_value", "reinterpret_bits",
            "const_value", "NARROW_FLOATS", "pack_fp4", "unpack_fp4"]
 
-NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float4_e2m1fn"})
+NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu",
+                           "float4_e2m1fn"})
 
 # the value of each float4_e2m1fn code (sign in bit 3)
 _FP4_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
@@ -160,6 +161,10 @@ def _table(name):
 
 def _to_bits(a, src: DType) -> np.ndarray:
     """Raw bit patterns (unsigned ints of src's width) of interpreter values."""
+    if src.name == "float8_e8m0fnu":  # exact powers of two (rounded when stored), or NaN
+        a = np.asarray(a, dtype=np.float32)
+        _, e = np.frexp(np.where(np.isnan(a), 1.0, a))
+        return np.where(np.isnan(a), 255, e - 1 + 127).astype(np.uint8)
     if src.name == "bfloat16":
         return (_contig(a, np.float32).view(np.uint32) >> 16).astype(
             np.uint16)
@@ -177,6 +182,8 @@ def _to_bits(a, src: DType) -> np.ndarray:
 
 
 def _from_bits(bits, dst: DType):
+    if dst.name == "float8_e8m0fnu":
+        return round_to(np.ldexp(np.float32(1.0), bits.astype(np.int64) - 127), dst)
     if dst.name == "bfloat16":
         return (bits.astype(np.uint32) << 16).view(np.float32)
     if dst.name in _FP8:

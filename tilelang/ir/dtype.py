@@ -45,7 +45,8 @@ _KINDS = {
 # Element types a buffer may have (numpy storage in the interpreter, a C type in CUDA).
 STORABLE = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "handle"})
+    "float16", "bfloat16", "float32", "float64", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu",
+    "handle"})
 
 # Sub-byte element types of global tensors (kernel parameters), packed two to a byte as torch
 # byte tensors carry them (jit/packed.py); element loads and stores address one nibble.
@@ -78,7 +79,7 @@ _C_NAMES = {
     "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
     "uint64": "uint64_t", "float16": "half_t", "bfloat16": "bfloat16_t",
     "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
-    "float4_e2m1fn": "fp4_e2_t",
+    "float4_e2m1fn": "fp4_e2_t", "float8_e8m0fnu": "fp8_e8_t",
     "handle": "void*", "void": "void",
 }
 
@@ -88,7 +89,7 @@ _NUMPY = {
     "float16": np.float16, "float32": np.float32, "float64": np.float64,
     # No numpy type: the interpreter keeps these in float32 and rounds on every store.
     "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
-    "float4_e2m1fn": np.float32,
+    "float4_e2m1fn": np.float32, "float8_e8m0fnu": np.float32,
     # a pointer (an address) is a 64-bit integer
     "handle": np.int64,
 }
@@ -151,7 +152,7 @@ def canonical_dtype_name(value) -> str:
         raise ValueError(f"unknown dtype {value!r}") from None
     for ours, theirs in _NUMPY.items():
         if theirs == npd.type and ours not in ("bfloat16", "float8_e4m3", "float8_e5m2",
-                                               "handle"):
+                                               "float8_e8m0fnu", "handle"):
             return ours
     raise ValueError(f"unsupported numpy dtype {npd}")
 
@@ -479,10 +480,25 @@ def _minifloat(a32: np.ndarray, fmt) -> np.ndarray:
     return r.astype(np.float32)
 
 
+def _e8m0(a32: np.ndarray) -> np.ndarray:
+    """float8_e8m0fnu (2^(code - 127), code 255 NaN; no sign, no zero), as torch converts:
+    the float32 exponent, rounded up when the mantissa's first dropped bit is set (unless
+    that is all of a subnormal's mantissa: ties to even); inf, NaN and overflow are NaN, the
+    sign is dropped."""
+    bits = c_contiguous(a32, np.float32).view(np.uint32)
+    exp = ((bits >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+    guard = (bits & np.uint32(0x400000)) != 0
+    below = (bits & np.uint32(0x3FFFFF)) != 0
+    code = exp + (guard & (below | (exp > 0)))
+    code = np.where(exp == 255, 255, code)
+    return np.where(code >= 255, np.float32(np.nan),
+                    np.ldexp(np.float32(1.0), np.minimum(code, 254) - 127).astype(np.float32))
+
+
 def round_to(arr, dtype) -> np.ndarray:
     """Round float32 values to the nearest value of a narrow float dtype (bfloat16,
-    float8_e4m3, float8_e5m2, float4_e2m1fn); other dtypes return the values as float32
-    unchanged."""
+    float8_e4m3, float8_e5m2, float8_e8m0fnu, float4_e2m1fn); other dtypes return the values
+    as float32 unchanged."""
     dt = DType(dtype)
     a, scalar = as_array(arr)
     a32 = a.astype(np.float32, copy=False)
@@ -490,6 +506,8 @@ def round_to(arr, dtype) -> np.ndarray:
         out = _bf16(a32)
     elif dt.name in FP8_FORMATS:
         out = _fp8(a32, dt.name)
+    elif dt.name == "float8_e8m0fnu":
+        out = _e8m0(a32)
     elif dt.name == "float4_e2m1fn":
         out = _minifloat(np.where(np.isnan(a32), np.float32(FP4_E2M1[2]), a32), FP4_E2M1)
     else:

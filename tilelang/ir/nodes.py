@@ -768,7 +768,7 @@ def _convert_scalar(value, dtype: DType):
                 raise ValueError(f"Literal value {value} exceeds maximum of float32 "
                                  f"(±{_FLOAT32_MAX:.7g})")
             return float(np.float32(value))
-        if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2"):
+        if dtype.name in ("bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu"):
             return float(round_to(np.array([value], np.float32), dtype)[0])
         return value
     return value

@@ -4,7 +4,7 @@ reference's conversion tables.
 Every name is a `DType` (a `str` too, see tilelang/ir/dtype.py): scalars (`float16`,
 `bfloat16`, `int8`, `uint`, `tfloat32`, `float8_e4m3fn`, ...), vectors (`float16x2`,
 `int8x4`, ...; lanes 2 to 64) and the types that have no buffer storage here but are valid
-values (`int4`, `uint4`, `float8_e8m0fnu`; `float4_e2m1fn` is stored in global tensors only,
+values (`int4`, `uint4`; `float4_e2m1fn` is stored in global tensors only,
 packed two to a byte: tilelang/jit/packed.py). `tfloat32` is `float32` (a
 float32 `T.gemm` already computes in TF32); `float8_e4m3` is `float8_e4m3fn` (the E4M3 of
 NVIDIA GPUs).

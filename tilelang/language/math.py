@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math as _pymath
 
-from ..frontend.builder import error
+from ..frontend.builder import defer_error, error
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 
@@ -198,7 +198,7 @@ def cast(value, dtype, round: str = "", sat: bool = True, rbits=None):  # noqa: 
     checks them. As in the reference, "rn", "rz", "rp" and "rm" are reserved (the conversion
     rounds as it always does) and `sat` matters only with "rs". `round="rs"` (stochastic
     rounding with the random bits `rbits`, PTX `cvt.rs`) needs sm_100a, which this TileLang
-    does not target: a located error."""
+    does not target: a located error when the function is compiled."""
     if round not in _VALID_CAST_ROUNDING_MODES:
         raise error(ValueError, f"Invalid round '{round}'. Must be one of: "
                                 f"{sorted(_VALID_CAST_ROUNDING_MODES)}")
@@ -217,12 +217,16 @@ def cast(value, dtype, round: str = "", sat: bool = True, rbits=None):  # noqa: 
             raise error(ValueError, f"T.cast(round='rs'): stochastic rounding converts float32 "
                                     f"to float16, bfloat16, float8 or float4_e2m1fn, not {src} "
                                     f"to {dst}")
+        # raised when the function is compiled, as the reference's lowering raises them (the
+        # target decides there)
         if not sat:
-            raise error(ValueError, f"T.cast(round='rs', sat=False): sat=false is not "
+            defer_error(ValueError, f"T.cast(round='rs', sat=False): sat=false is not "
                                     f"supported for stochastic rounding f32 -> {tag.lower()}")
-        raise error(NotImplementedError, f"T.cast(round='rs'): Stochastic rounding f32-to-{tag} "
-                                         "requires sm_100a (PTX cvt.rs), a target this TileLang "
-                                         "does not have (sm_80 / sm_90 and the CPU interpreter)")
+        else:
+            defer_error(NotImplementedError, f"T.cast(round='rs'): Stochastic rounding "
+                                             f"f32-to-{tag} requires sm_100a (PTX cvt.rs), a "
+                                             "target this TileLang does not have (sm_80 / sm_90 "
+                                             "and the CPU interpreter)")
     return ir.cast_to(value, dtype)
 
 

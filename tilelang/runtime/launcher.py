@@ -35,7 +35,7 @@ PARAM_TYPES = {
     "int32": ("i", 4, 4), "uint32": ("I", 4, 4), "int64": ("q", 8, 8), "uint64": ("Q", 8, 8),
     "float16": ("e", 2, 2), "bfloat16": ("H", 2, 2), "float32": ("f", 4, 4),
     "float64": ("d", 8, 8), "float8_e4m3": ("B", 1, 1), "float8_e5m2": ("B", 1, 1),
-    "tensor_map": ("128s", 128, 64),
+    "float8_e8m0fnu": ("B", 1, 1), "tensor_map": ("128s", 128, 64),
 }
 _ALIASES = {
     "void*": "ptr", "pointer": "ptr", "handle": "ptr", "int": "int32", "unsigned int": "uint32",
@@ -71,7 +71,8 @@ def _bf16_bits(x) -> int:
 def _fp8_bits(x, kind: str) -> int:
     import torch
 
-    dt = torch.float8_e4m3fn if kind == "float8_e4m3" else torch.float8_e5m2
+    dt = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
+          "float8_e8m0fnu": torch.float8_e8m0fnu}[kind]
     return int(torch.tensor(float(x)).to(dt).view(torch.uint8).item())
 
 
@@ -105,7 +106,7 @@ class ArgLayout:
         # struct would silently zero-pad a short one) before packing
         self.converters = tuple((i, t) for i, t in enumerate(self.types)
                                 if t in ("bfloat16", "float8_e4m3", "float8_e5m2",
-                                         "tensor_map"))
+                                         "float8_e8m0fnu", "tensor_map"))
         self._pack_into = self.struct.pack_into
 
     def pack(self, args):
@@ -166,7 +167,7 @@ def _convert(v, t: str):
         return bool(v)
     if t == "bfloat16":
         return _bf16_bits(v)
-    if t in ("float8_e4m3", "float8_e5m2"):
+    if t in ("float8_e4m3", "float8_e5m2", "float8_e8m0fnu"):
         return _fp8_bits(v, t)
     if t.startswith("float"):
         return float(v)

@@ -137,7 +137,7 @@ def _dtype_line() -> str:
             "(`T.float16 == \"float16\"`); `T.float32(x)` casts, `T.float32(0)` is a constant, "
             "`.as_torch()` gives the torch dtype. `T.tfloat32` is `T.float32`; `T.float4_e2m1fn` "
             "is the element type of global tensors only (passed as byte tensors, two values "
-            "to a byte); `T.int4`, `T.uint4`, `T.float8_e8m0fnu` are values only (no buffers).")
+            "to a byte); `T.int4`, `T.uint4` are values only (no buffers).")
 
 
 def render() -> str:

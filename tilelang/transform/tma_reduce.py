@@ -11,8 +11,8 @@ nodes left are shared→global adds with use_tma=True and cluster sums (lower_el
 lowered the others), the shared tile's layout in `ctx.layouts`.
 
 Rejects (located errors, as the reference does) a use_tma=True add between tiles of different
-element types (trace time: an element type the TMA unit does not add). A target without TMA
-falls back (the reference rejects it).
+element types (trace time: an element type the TMA unit does not add) and one compiled for a
+CUDA target without TMA (before sm_90).
 
 Guarantees: on sm_90a (TMA not disabled by pass config), when the global buffer is static,
 contiguous, of rank <= 5 with 16-byte rows and the same float type (float32, float16,
@@ -115,10 +115,14 @@ def cluster_sum(s: ir.AtomicTile, ctx, read_back: bool):
                              ir.Seq((fence, *rest))),), None
 
 
-def _check_tma_dtypes(s: ir.AtomicTile):
-    """What the reference rejects in a `use_tma=True` add rather than falling back: tiles of
-    different element types (an element type the TMA unit does not add: when traced). Unlike
-    the reference, a target without TMA (sm_80) falls back to element-wise atomics."""
+def _check_tma_add(s: ir.AtomicTile, ctx):
+    """What the reference rejects in a `use_tma=True` add rather than falling back: a target
+    without TMA, tiles of different element types (an element type the TMA unit does not
+    add: when traced)."""
+    if s.use_tma and 0 < ctx.target.sm < 90:
+        raise located(ValueError)(
+            f"TMA atomic add requires a CUDA target with TMA support (SM90+), but got target "
+            f"{ctx.target.arch}: drop use_tma=True for element-wise atomics", s.loc)
     if s.use_tma and s.src.buffer.dtype is not s.dst.buffer.dtype:
         raise located(TypeError)(
             f"TMA atomic add between buffer {s.src.buffer.name} and {s.dst.buffer.name} "
@@ -137,7 +141,7 @@ def lower_tma_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
         def visit_AtomicTile(self, s):
             if s.cluster_sum:
                 return self.cluster_sum(s)
-            _check_tma_dtypes(s)
+            _check_tma_add(s, ctx)
             stmts, reason = tma_reduce(s, ctx, read_back=s.dst.buffer in loaded)
             if stmts is None:
                 ctx.note(f"T.atomic_add(..., use_tma=True) into {s.dst.buffer.name}: "

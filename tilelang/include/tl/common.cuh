@@ -87,6 +87,24 @@ using fp8_e5_t = __nv_fp8_e5m2;
 struct fp4_e2_t {
   unsigned char bits;  // the code in the low nibble
 };
+// float8_e8m0fnu, the MX formats' scale: 2^(code - 127); code 255 is NaN; no sign, no zero.
+// Converted as torch converts (the float32 exponent, rounded up when the first dropped
+// mantissa bit is set, ties of a subnormal to even; inf / NaN / overflow -> NaN, the sign
+// dropped), read as float like CUDA's fp8 classes.
+struct fp8_e8_t {
+  unsigned char bits;
+  fp8_e8_t() = default;
+  TL_DEVICE explicit fp8_e8_t(float x) {
+    unsigned int b = __float_as_uint(x), e = (b >> 23) & 0xFFu;
+    bool up = (b & 0x400000u) && ((b & 0x3FFFFFu) || e > 0);
+    bits = (unsigned char)(e == 0xFFu ? 0xFFu : e + (up ? 1u : 0u));  // 254 + 1: NaN
+  }
+  TL_DEVICE explicit fp8_e8_t(double x) : fp8_e8_t((float)x) {}
+  TL_DEVICE operator float() const {
+    return bits == 0xFF ? __uint_as_float(0x7FC00000u)
+                        : bits ? __uint_as_float((unsigned int)bits << 23) : 0x1p-127f;
+  }
+};
 
 namespace tl {
 
@@ -95,6 +113,7 @@ using ::bfloat16_t;
 using ::fp8_e4_t;
 using ::fp8_e5_t;
 using ::fp4_e2_t;
+using ::fp8_e8_t;
 
 // ---- minimal type traits (NVRTC has no <type_traits> without the CCCL headers) ------------
 template <class A, class B> struct is_same { static constexpr bool value = false; };
@@ -145,6 +164,7 @@ TL_DEVICE float to_float(half_t x) { return __half2float(x); }
 TL_DEVICE float to_float(bfloat16_t x) { return __bfloat162float(x); }
 TL_DEVICE float to_float(fp8_e4_t x) { return (float)x; }
 TL_DEVICE float to_float(fp8_e5_t x) { return (float)x; }
+TL_DEVICE float to_float(fp8_e8_t x) { return (float)x; }
 TL_DEVICE float to_float(fp4_e2_t x) {
   const float magnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
   float m = magnitude[x.bits & 7];
@@ -206,6 +226,8 @@ TL_DEVICE To cast(From x) {
     return detail::to_bf16(x);
   } else if constexpr (is_same_v<To, fp4_e2_t>) {
     return detail::to_fp4(detail::to_double(x));
+  } else if constexpr (is_same_v<To, fp8_e8_t>) {
+    return fp8_e8_t(detail::to_float(x));
   } else if constexpr (is_fp8_v<To>) {
     if constexpr (is_same_v<From, double>) return To(x);
     else if constexpr (is_same_v<From, half_t> || is_same_v<From, bfloat16_t>) return To(x);

@@ -8,6 +8,8 @@
 //   tl::cp_async_wait_all()
 //   tl::load_vec<Bytes>(p) / tl::store_vec<Bytes>(p, v)     one 1/2/4/8/16-byte access
 //   tl::copy_vec<Bytes>(dst, src)                           *dst = *src in one access each
+//   tl::copy_vec<V>(dst, src)                               the same, named by its vector type
+//                                                           (float2, float4: float32 lanes)
 //
 // Rules the caller keeps (HARDWARE §3): both addresses aligned to Bytes; data written by
 // cp.async is visible to *other* threads only after wait + __syncthreads(); commit even when a
@@ -96,6 +98,10 @@ TL_DEVICE void store_vec(void* p, const vec_bytes_t<Bytes>& v) {
 template <int Bytes>
 TL_DEVICE void copy_vec(void* dst, const void* src) {
   store_vec<Bytes>(dst, load_vec<Bytes>(src));
+}
+template <class V>
+TL_DEVICE void copy_vec(void* dst, const void* src) {
+  *reinterpret_cast<V*>(dst) = *reinterpret_cast<const V*>(src);
 }
 
 // ld.global.nc.v4: 16 bytes through the read-only path (data not written by this kernel).

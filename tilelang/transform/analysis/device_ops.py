@@ -107,3 +107,17 @@ ATOMIC_RMW = ("atomic_add", "atomic_max", "atomic_min", "atomic_or", "atomic_and
 ATOMIC_VECTOR_ADD = ("atomic_addx2", "atomic_addx4")     # add 2 or 4 consecutive elements
 # operations that write the element their first argument loads (as well as reading it)
 ATOMIC_UPDATES = ATOMIC_RMW + ATOMIC_VECTOR_ADD + ("atomic_store",)
+
+
+# ---- header calls other passes emit ---------------------------------------------------------
+
+_FLOAT_VECTORS = {4: "float", 8: "float2", 16: "float4"}
+
+
+def copy_vec_name(nbytes: int, dtype) -> str:
+    """The header call moving `nbytes` (4, 8 or 16) of `dtype` elements in one access each
+    way: float32 lanes are named by their CUDA vector type (`tl::copy_vec<float4>`, the
+    spelling a reader of the kernel looks for), other elements by the byte count."""
+    if dtype.name == "float32" and dtype.lanes == 1:
+        return f"tl::copy_vec<{_FLOAT_VECTORS[nbytes]}>"
+    return f"tl::copy_vec<{nbytes}>"

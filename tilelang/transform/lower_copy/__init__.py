@@ -20,9 +20,11 @@ from __future__ import annotations
 from ...arith import Analyzer
 from ...ir import nodes as ir
 from ...ir.thread_range import InRoleGroups
+from ..analysis.device_ops import copy_vec_name
 from ..analysis.indices import Widen, wide_indices
 from ..analysis.scoped import ScopedMutator
 from ..analysis.tile_loops import copy_as_loop, non_unit_extents
+from ..pass_config import PassConfigKey
 from .lower_tma_copy import lower_tma_copy
 
 INT = ir.DType("int32")
@@ -64,7 +66,11 @@ def _vector_width(s: ir.Copy, ctx, analyzer: Analyzer) -> int:
 def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     V = _vector_width(s, ctx, analyzer)
     is_async = dict(s.options).get("async", False)
-    use_cp_async = ctx.target.sm >= 80 and V * s.src.buffer.dtype.bytes in (4, 8, 16)
+    # tl.enable_async_copy / tir.use_async_copy = False: a synchronous copy is plain vector
+    # loads and stores (a copy the pipeliner issues ahead stays cp.async)
+    use_cp_async = ctx.target.sm >= 80 and V * s.src.buffer.dtype.bytes in (4, 8, 16) and (
+        is_async or (ctx.flag(PassConfigKey.TL_ENABLE_ASYNC_COPY, True) and
+                     ctx.flag(PassConfigKey.TIR_USE_ASYNC_COPY, True)))
     # a copy in a user role is performed by the role's threads (transform/warp_roles.py)
     in_role = dict(s.options).get("thread_range")
     T, tid = in_role if in_role is not None else (ctx.num_threads, ctx.tid)
@@ -151,10 +157,12 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
         else:
             call = ir.Call("call_extern", (f"tl::cp_async_zfill<{bytes_}>", dst_ptr, src_ptr,
                                            nbytes), ir.DType("void"), attrs)
-    else:
-        n_valid = ir.binary("floordiv", nbytes, esize) if nbytes is not None else V
-        call = ir.Call("call_extern", (f"tl::copy_zfill<{V}>", dst_ptr, src_ptr, n_valid),
+    elif nbytes is None:  # every chunk whole
+        call = ir.Call("call_extern", (copy_vec_name(bytes_, gbuf.dtype), dst_ptr, src_ptr),
                        ir.DType("void"))
+    else:
+        call = ir.Call("call_extern", (f"tl::copy_zfill<{V}>", dst_ptr, src_ptr,
+                                       ir.binary("floordiv", nbytes, esize)), ir.DType("void"))
     body = ir.Evaluate(call, loc=s.loc)
     if nbytes is not None:
         body = ir.LetStmt(nbytes, ir.cast_to(src_bytes, INT), body, loc=s.loc)

@@ -12,7 +12,8 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
 Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
 loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
-the same lane loop and gets the same treatment (`vectorize_explicit_loop`).
+the same lane loop and gets the same treatment (`vectorize_explicit_loop`); one longer than a
+16-byte access runs as a loop over groups of the widest width every access allows.
 
 When a thread's vector groups read shared memory and store into it (a tile the consumers
 expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every
@@ -30,6 +31,7 @@ from ...arith import Analyzer
 from ...ir import nodes as ir
 from ...ir.visitor import Mutator, collect, substitute
 from .pair_lanes import pair_lanes
+from ..analysis.device_ops import copy_vec_name
 from ..analysis.indices import Widen, contiguous, flat_offset, lane_steps, needs_int64
 from ..analysis.scopes import MEMORY, SHARED
 
@@ -154,7 +156,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
         nbytes = vec * buf.dtype.bytes
         idx0 = tuple(substitute(i, {vi: ir.const(0)}) for i in acc.node.indices)
         if acc.kind == "load":
-            vector = ir.Evaluate(ir.Call("call_extern", (f"tl::copy_vec<{nbytes}>",
+            vector = ir.Evaluate(ir.Call("call_extern", (copy_vec_name(nbytes, buf.dtype),
                                                          _address(reg, (ir.const(0),)),
                                                          _address(buf, idx0)), VOID))
             scalar = _lane_loop(vi, vec, ir.Store(reg, (vi,), acc.node))
@@ -162,7 +164,7 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
                         ir.If(acc.full, vector, scalar)))
             mapping[id(acc.node)] = ir.Load(reg, (vi,), buf.dtype)
         else:
-            vector = ir.Evaluate(ir.Call("call_extern", (f"tl::copy_vec<{nbytes}>",
+            vector = ir.Evaluate(ir.Call("call_extern", (copy_vec_name(nbytes, buf.dtype),
                                                          _address(buf, idx0),
                                                          _address(reg, (base,))),
                                          VOID))
@@ -281,10 +283,59 @@ def vectorize_explicit_loop(ctx, loop: ir.For, analyzer: Analyzer):
             collect(loop.body, lambda n: isinstance(n, (ir.For, ir.While))):
         return None
     vec = ir.int_value(loop.extent)
+    widest = max((n.buffer.dtype.bytes for n in _memory_accesses(loop.body)), default=0)
+    if vec * widest > MAX_VECTOR_BYTES:
+        return _split_explicit_loop(ctx, loop, vec, analyzer)
     with analyzer.scope():
         analyzer.bind(loop.var, 0, vec)
         groups = vectorize_value_loop(ctx, loop.body, ir.const(0), loop.var, vec, analyzer)
     return None if groups is None else groups.step
+
+
+MAX_VECTOR_BYTES = 16  # the widest access one thread makes (128 bits)
+
+
+def _memory_accesses(body):
+    return [n for n in collect(body, lambda n: isinstance(n, (ir.Load, ir.Store)))
+            if n.buffer.scope in MEMORY]
+
+
+def _split_explicit_loop(ctx, loop: ir.For, extent: int, analyzer: Analyzer):
+    """A `T.vectorized` loop longer than one vector access (`for row in T.vectorized(128)`
+    over float32) as `extent / w` groups of `w` lanes, `w` the widest width at which every
+    global or shared access of the body is either contiguous and aligned (a vector access)
+    or the same element for all lanes of a group (`C[i, j // K]` with `w` dividing K, read
+    once per group); None when no width > 1 qualifies (the loop stays scalar)."""
+    vo, vi = ir.Var(f"{loop.var.name}_vo"), ir.Var(f"{loop.var.name}_vi")
+    for width in (16, 8, 4, 2):
+        if width >= extent or extent % width:
+            continue
+        body = substitute(loop.body, {loop.var: ir.binary("add", ir.binary("mul", vo, width),
+                                                          vi)})
+        with analyzer.scope():
+            analyzer.bind(vo, 0, extent // width)
+            analyzer.bind(vi, 0, width)
+            if not _lanes_vectorise(ctx, body, vi, width, analyzer):
+                continue
+            groups = vectorize_value_loop(ctx, body, vo, vi, width, analyzer)
+        if groups is not None:  # a plain loop: nvcc unrolls short ones itself
+            return ir.For(vo, ir.const(0), ir.const(extent // width), "serial", groups.step,
+                          loc=loop.loc)
+    return None
+
+
+def _lanes_vectorise(ctx, body, vi, width: int, analyzer: Analyzer) -> bool:
+    vector = False
+    for node in _memory_accesses(body):
+        off = flat_offset(ctx, node.buffer, node.indices)
+        if off is None:
+            return False
+        if width * node.buffer.dtype.bytes in (4, 8, 16) and \
+                contiguous(off, vi, width, analyzer):
+            vector = True
+        elif not _lane_invariant(off, vi, width, analyzer):
+            return False
+    return vector
 
 
 def _paired_registers(body, vi, vec, top_stores, analyzer):
