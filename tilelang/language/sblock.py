@@ -48,11 +48,11 @@ class sblock:  # noqa: N801 - the reference spells it T.sblock
 
 
 def reads(*regions):
-    """The regions a `T.sblock` reads: accepted, no effect (see the module docstring)."""
+    """The regions a `T.sblock` reads: accepted and ignored (the compiler finds them)."""
 
 
 def writes(*regions):
-    """The regions a `T.sblock` writes: accepted, no effect (see the module docstring)."""
+    """The regions a `T.sblock` writes: accepted and ignored (the compiler finds them)."""
 
 
 def scoped_safe_values():
