@@ -27,6 +27,18 @@ from . import logic as L
 _MEMO_LIMIT = 100_000
 
 
+def _symbolic_side(bound, op):
+    """The non-constant operand of `op(c, e)` / `op(e, c)` with c a constant (a symbolic
+    bound implied by the whole), else `bound`."""
+    if isinstance(bound, ir.Binary) and bound.op == op:
+        a, b = bound.a, bound.b
+        if type(a) is ir.Const and type(b) is not ir.Const:
+            return b
+        if type(b) is ir.Const and type(a) is not ir.Const:
+            return a
+    return bound
+
+
 class Analyzer:
     __slots__ = ("_ranges", "_vb", "_sym", "_smemo", "_ememo", "_abound", "_dmemo", "_gen",
                  "_facts")
@@ -122,6 +134,9 @@ class Analyzer:
         self._sym.pop(aid, None)
         blo = self._expr_bound(lo)[0] if lo is not None else None
         bhi = self._expr_bound(hi)[1] if hi is not None else None
+        # a bound tightened by a condition (`min(31, M - 3)`): the constant side gives the
+        # constant bound, the symbolic side the symbolic one
+        lo, hi = _symbolic_side(lo, "max"), _symbolic_side(hi, "min")
         slo = shi = None
         if lo is not None and C.is_canon(lo.dtype) and type(lo) is not ir.Const:
             slo = C.to_sum(self, lo)

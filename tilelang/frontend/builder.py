@@ -150,6 +150,8 @@ class Builder:
         self.negative_points: dict = {}  # id(Load) -> (Load, [(dim, index < 0 as written)])
         self.names_used: dict = {}
         self.let_bound: set = set()  # ids of the symbols T.let has bound (each once)
+        self.sblock_scopes: list = []  # open T.sblock's safe-value maps, innermost last
+        self.oob_guarded: set = set()  # ids of loads a T.sblock's safe value already guards
 
     # ---- activation ----------------------------------------------------------------------
     def __enter__(self):

@@ -107,14 +107,15 @@ class Region:
             dst.append(slice(lo - s, hi - s))
         return tuple(src), tuple(dst)
 
-    def read(self, ctx, what):
-        """The region's values (a view when fully in bounds)."""
+    def read(self, ctx, what, oob_value=None):
+        """The region's values (a view when fully in bounds); outside the tensor `oob_value`
+        (a T.sblock's safe value), else the kernel's safe value, else 0."""
         arr = tile_array(ctx, self.buf, what)
         starts, exts = self.eval(ctx, what)
         src, dst = self._bounds(ctx, arr.shape, starts, exts, what)
         if dst is None and src is not None:
             return arr[src]
-        safe = ctx.safe.get(self.buf, self.zero)
+        safe = oob_value if oob_value is not None else ctx.safe.get(self.buf, self.zero)
         out = np.full(exts, safe, dtype=arr.dtype)
         if src is not None:
             out[dst] = arr[src]
@@ -172,10 +173,12 @@ def _copy(c, s):
         return c.stmt(copy_as_loop(s))
     src, dst = Region(c, s.src), Region(c, s.dst)
     sdt, ddt = src.buf.dtype, dst.buf.dtype
+    oob = dict(s.options).get(ir.OOB_VALUE)  # a T.sblock's safe value for this copy
+    oob = c.as_type(oob, sdt) if oob is not None else None
 
     def run(ctx, mask):
         _collective(ctx, mask, "T.copy")
-        tile = src.read(ctx, "T.copy")
+        tile = src.read(ctx, "T.copy", oob(ctx) if oob is not None else None)
         if tile.size == 0:
             return
         dst.write(ctx, convert(tile, sdt, ddt), "T.copy")

@@ -552,6 +552,9 @@ class Kernel(Stmt):
 # ---- tile operators: collective per block, lowered by the backend --------------------------
 
 
+OOB_VALUE = "oob_value"  # Copy option: what a source element outside its tensor reads
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Copy(Stmt):
     """Element-wise copy (with cast) between two regions of equal extents (after legalisation:
@@ -1003,6 +1006,16 @@ def select(cond, a, b) -> Expr:
     if isinstance(c, Const):
         return ea if c.value else eb
     return Select(c, ea, eb, dt)
+
+
+def load_or(load: Load, value) -> Expr:
+    """`load` where its indices are inside the buffer, else `value` (a load's own out-of-bounds
+    value, as `T.annotate_safe_value` gives one inside a `T.sblock`)."""
+    cond = None
+    for i, n in zip(load.indices, load.buffer.shape):
+        c = logical_and(compare("ge", i, 0), compare("lt", i, n))
+        cond = c if cond is None else logical_and(cond, c)
+    return Select(cond, load, cast_to(value, load.dtype), load.dtype)
 
 
 def call(op: str, args, dtype=None, attrs=()) -> Expr:

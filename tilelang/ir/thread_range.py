@@ -126,7 +126,10 @@ class InRoleGroups:
     def visit_Attr(self, s):
         group = role_group(s)
         if group is None:
-            return self.generic(s)
+            # other attributes as the visitor mixed with handles them (a ScopedMutator
+            # takes a T.assume as facts)
+            parent = getattr(super(), "visit_Attr", None)
+            return parent(s) if parent is not None else self.generic(s)
         with self.ctx.thread_group(group):
             return self.generic(s)
 

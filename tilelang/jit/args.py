@@ -168,6 +168,8 @@ class CallPlan:
                 continue
             if a is None and p.index in self.unused_buffers:
                 continue  # a null pointer for a tensor the kernel never mentions
+            if self._is_address(p, a):
+                continue  # made a tensor once the sizes are bound (below)
             if not isinstance(a, torch.Tensor):
                 why = " (None, a null pointer, is accepted only for a tensor the kernel never " \
                       "mentions)" if a is None else ""
@@ -195,6 +197,9 @@ class CallPlan:
                                           f"{tensor_device}; all tensors must be on one device")
         symbols = self._bind_symbols(full)
         for p in self.inputs:
+            if self._is_address(p, full[p.index]):
+                full[p.index] = self._tensor_at(p, full[p.index], symbols, device_kind)
+        for p in self.inputs:
             if p.kind == "buffer" and full[p.index] is not None:
                 a = full[p.index]
                 shape, strides = self._check_shape(p, a, symbols)
@@ -216,6 +221,42 @@ class CallPlan:
                 full[p.index] = t
                 outputs.append(t)
         return full, symbols, outputs, device
+
+    def _is_address(self, p: ParamInfo, a) -> bool:
+        """An int passed for a `T.ptr` parameter given its shape by `T.make_tensor`."""
+        return isinstance(a, int) and not isinstance(a, bool) and p.kind == "buffer" and \
+            p.name in self.func.attrs.get("address_params", ())
+
+    def _tensor_at(self, p: ParamInfo, address: int, symbols: dict, device_kind: str):
+        """The tensor of `p`'s shape and dtype at a raw address (device memory for a GPU
+        kernel, host memory for the interpreter). Its sizes must come from other arguments."""
+        import ctypes
+
+        torch = _torch()
+        if address == 0:
+            self._fail(ValueError, p, "got the null address 0")
+        try:
+            shape = tuple(eval_shape_expr(s, symbols) for s in p.shape)
+        except KeyError:
+            self._fail(TypeError, p, "an address carries no sizes: pass a tensor, or give the "
+                                     "sizes as scalar arguments")
+        if p.strides is not None or p.packed:
+            self._fail(TypeError, p, "an address is accepted for a row-major tensor of whole "
+                                     "bytes only; pass a tensor")
+        nbytes = p.dtype.bytes
+        for n in shape:
+            nbytes *= n
+        if device_kind == "cuda":
+            class _Memory:  # torch reads device memory through this interface
+                __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                            "data": (address, False), "version": 2}
+            raw = torch.as_tensor(_Memory(), device="cuda")
+        elif nbytes:
+            raw = torch.frombuffer((ctypes.c_uint8 * nbytes).from_address(address),
+                                   dtype=torch.uint8)
+        else:
+            raw = torch.empty(0, dtype=torch.uint8)
+        return raw.view(p.dtype.torch).view(shape)
 
     def _packed_output(self, p: ParamInfo, shape, device):
         """An output of sub-byte elements: a uint8 tensor holding them packed."""

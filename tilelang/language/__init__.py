@@ -53,6 +53,7 @@ from .reducer import alloc_reducer, finalize_reducer, reducer_init, reducer_upda
 from .thread_reduce import attr, comm_reducer, tvm_thread_allreduce
 from .tile_schedule import PersistentTileScheduler
 from .views import reshape, view
+from .sblock import reads, sblock, writes
 from .vectors import (Broadcast, Ramp, abs2, add2, extract_lane, fma2, max2, min2, mul2,
                       sub2)
 from .ptx import ptx_ldmatrix, ptx_mma

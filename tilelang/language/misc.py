@@ -151,9 +151,16 @@ def annotate_min_blocks_per_sm(min_blocks: int):
 
 
 def annotate_safe_value(safe_value_map: dict):
-    """Values returned by out-of-bounds global loads (default 0)."""
+    """Values returned by out-of-bounds global loads (default 0), in the whole kernel, or
+    inside a `with T.sblock(...)` in that block only (language/sblock.py)."""
+    from .sblock import scoped_safe_values
+
+    scope = scoped_safe_values()
     for buf, value in safe_value_map.items():
-        _kernel_attrs().append(("safe_value", (buf, ir.cast_to(value, buf.dtype))))
+        if scope is not None:
+            scope[buf] = ir.cast_to(value, buf.dtype)
+        else:
+            _kernel_attrs().append(("safe_value", (buf, ir.cast_to(value, buf.dtype))))
 
 
 def annotate_padding(padding_map: dict):

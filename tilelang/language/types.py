@@ -299,6 +299,8 @@ def match_buffer(handle_value, shape, dtype="float32", strides=None, **_ignored)
     for i, p in enumerate(b.params):
         if p is handle_value:
             b.params[i] = buf
+            # the caller may pass the address itself (`t.data_ptr()`), as to the reference
+            b.attrs.setdefault("address_params", []).append(buf.name)
             return buf
     raise error(TypeError, f"{handle_value.name} is not a parameter of this function")
 

@@ -38,7 +38,8 @@ def peel_lets(body):
     return lets, body
 
 
-def _is_zero(e) -> bool:
+def is_zero_value(e) -> bool:
+    """Whether `e` is the constant 0 (through a cast)."""
     if isinstance(e, ir.Cast):
         e = e.value
     return isinstance(e, ir.Const) and e.value == 0
@@ -48,7 +49,7 @@ def split_value(value):
     """(load, cond) of a gathered value `G[...]` or `if_then_else(cond, G[...], 0)`; cond is
     None for an unconditional load. None when the value is anything else."""
     cond = None
-    if isinstance(value, ir.Select) and _is_zero(value.false_value):
+    if isinstance(value, ir.Select) and is_zero_value(value.false_value):
         cond, value = value.cond, value.true_value
     if isinstance(value, ir.Load) and value.buffer.scope == "global":
         return value, cond

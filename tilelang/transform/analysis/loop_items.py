@@ -16,7 +16,7 @@ from ... import layout as L
 from ...ir import nodes as ir
 from ...ir.visitor import Mutator, collect
 from .buffer_use import buffers_read, uses_buffer, whole_buffer_user, written_buffers
-from .gather import gather_parts
+from .gather import gather_parts, is_zero_value
 
 
 class LetItem(NamedTuple):
@@ -151,6 +151,16 @@ def copy_lets_needed(copy: ir.Copy, lets, written):
 def has_safe_value(kernel: ir.Kernel, buf) -> bool:
     """Whether `T.annotate_safe_value` gave `buf` a value for out-of-bounds reads."""
     return any(key == "safe_value" and value[0] is buf for key, value in kernel.attrs)
+
+
+def copy_oob_value(kernel: ir.Kernel, copy: ir.Copy):
+    """What the copy's source reads outside its tensor when that is not 0 (a `T.sblock`'s
+    or the kernel's `T.annotate_safe_value`), else None: TMA and cp.async fill zeros."""
+    value = dict(copy.options).get(ir.OOB_VALUE)
+    if value is None:
+        value = next((v[1] for key, v in kernel.attrs
+                      if key == "safe_value" and v[0] is copy.src.buffer), None)
+    return None if value is None or is_zero_value(ir.as_expr(value)) else value
 
 
 def gather_producer(kernel: ir.Kernel, st, items, outside, written) -> bool:

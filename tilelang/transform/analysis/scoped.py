@@ -66,7 +66,10 @@ class ScopedMutator(Mutator):
         """Inside the block, the bound variables compared in `cond` (a conjunction of
         comparisons with a variable on one side) have the ranges `cond` implies."""
         with self.analyzer.scope():
-            for var, lo, hi in var_bounds(cond):
+            # simplified, `min(j + 233, tx + 2) < M` is `tx + 2 < M` where j >= 0 and tx < 32
+            simple = self.analyzer.simplify(cond)
+            bounds = var_bounds(cond) + (var_bounds(simple) if simple is not cond else [])
+            for var, lo, hi in bounds:
                 old = self.analyzer.range_of(var)
                 if old is None:
                     continue

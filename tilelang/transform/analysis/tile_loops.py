@@ -48,12 +48,16 @@ def copy_as_loop(s: ir.Copy) -> ir.Stmt:
     """A copy as a loop nest of element stores (per thread between private buffers)."""
     extents = non_unit_extents(s.src)
 
+    oob_value = dict(s.options).get(ir.OOB_VALUE)  # a T.sblock's T.annotate_safe_value
+
     def body(vs):
         src_idx = region_index(s.src, vs)
         dst_idx = region_index(s.dst, vs)
-        value = ir.cast_to(ir.Load(s.src.buffer, src_idx, s.src.buffer.dtype),
-                           s.dst.buffer.dtype)
-        return ir.Store(s.dst.buffer, dst_idx, value, loc=s.loc)
+        value = ir.Load(s.src.buffer, src_idx, s.src.buffer.dtype)
+        if oob_value is not None and s.src.buffer.scope == "global":
+            value = ir.load_or(value, oob_value)
+        return ir.Store(s.dst.buffer, dst_idx, ir.cast_to(value, s.dst.buffer.dtype),
+                        loc=s.loc)
 
     private = (s.src.buffer.scope in THREAD_PRIVATE or s.dst.buffer.scope in THREAD_PRIVATE)
     return parallel_nest(extents, body, s.loc, "copy", private)

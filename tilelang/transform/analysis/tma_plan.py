@@ -69,10 +69,14 @@ def rows_16_byte_aligned(g: ir.Buffer) -> bool:
     return True
 
 
-def tma_plan(copy: ir.Copy, layout, deps):
-    """How TMA performs `copy`: (a TmaPlan, None), or (None, the constraint it breaks)."""
+def tma_plan(copy: ir.Copy, layout, deps, oob_value=None):
+    """How TMA performs `copy`: (a TmaPlan, None), or (None, the constraint it breaks).
+    `oob_value`: what the source reads outside its tensor when not 0 (copy_oob_value)."""
     src, dst = copy.src, copy.dst
     g, s = src.buffer, dst.buffer
+    if oob_value is not None:
+        return None, (f"{g.name} reads its T.annotate_safe_value value outside the tensor "
+                      "(TMA fills zeros)")
     if g.dtype is not s.dtype:
         return None, f"it converts {g.dtype} to {s.dtype}"
     if g.computed_address:

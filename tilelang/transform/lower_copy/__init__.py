@@ -21,6 +21,7 @@ from ...arith import Analyzer
 from ...ir import nodes as ir
 from ...ir.thread_range import InRoleGroups
 from ..analysis.device_ops import copy_vec_name
+from ..analysis.loop_items import copy_oob_value
 from ..analysis.indices import Widen, wide_indices
 from ..analysis.scoped import ScopedMutator
 from ..analysis.tile_loops import copy_as_loop, non_unit_extents
@@ -63,7 +64,18 @@ def _vector_width(s: ir.Copy, ctx, analyzer: Analyzer) -> int:
     return 1
 
 
-def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
+def _provably_inside(s: ir.Copy, analyzer: Analyzer) -> bool:
+    """Whether every element of the copy's source region lies inside its tensor."""
+    for (start, extent), n in zip(s.src.region, s.src.buffer.shape):
+        last = ir.binary("sub", ir.binary("add", start, extent), 1)
+        if not (analyzer.prove(ir.compare("ge", start, 0)) and
+                analyzer.prove(ir.compare("lt", last, n))):
+            return False
+    return True
+
+
+def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer, oob_value=None) -> ir.Stmt:
+    """`oob_value`: what the source reads outside its tensor, when not 0 (copy_oob_value)."""
     V = _vector_width(s, ctx, analyzer)
     is_async = dict(s.options).get("async", False)
     # tl.enable_async_copy / tir.use_async_copy = False: a synchronous copy is plain vector
@@ -79,6 +91,10 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer) -> ir.Stmt:
     if V == 1 or any(e is None for e in extents):
         # a T.Parallel nest: partition_parallel spreads it over the block's (or the role's)
         # threads with vector loads where it can
+        return copy_as_loop(s)
+    if oob_value is not None and not _provably_inside(s, analyzer):
+        # cp.async and copy_zfill fill zeros outside the tensor: element loads read the
+        # annotated value instead (guard_global, or the copy's own select)
         return copy_as_loop(s)
     chunk_ext = extents[:-1] + [extents[-1] // V]
     total = 1
@@ -196,16 +212,18 @@ def _region_index(region: ir.BufferRegion, idx):
 
 
 class _Lower(InRoleGroups, ScopedMutator):
-    def __init__(self, ctx, analyzer):
+    def __init__(self, ctx, analyzer, kernel):
         super().__init__(analyzer)
         self.ctx = ctx
+        self.kernel = kernel
 
     def visit_Copy(self, s: ir.Copy):
-        return lower_global_to_shared(s, self.ctx, self.analyzer)
+        return lower_global_to_shared(s, self.ctx, self.analyzer,
+                                      copy_oob_value(self.kernel, s))
 
     def visit_TmaCopy(self, s: ir.TmaCopy):
         return lower_tma_copy(s, self.ctx, self.analyzer)
 
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    return _Lower(ctx, Analyzer()).visit(kernel)
+    return _Lower(ctx, Analyzer(), kernel).visit(kernel)

@@ -361,8 +361,16 @@ class _Partition(InRoleGroups, ScopedMutator):
         if s.kind == "parallel":
             return NestPartitioner(self.ctx, s, self.analyzer).run()
         if s.kind == "vectorized" and not self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
-            from .vectorize import vectorize_explicit_loop
+            from .vectorize import hoist_lane_assumptions, vectorize_explicit_loop
 
+            hoisted = hoist_lane_assumptions(s)
+            if hoisted is not s:
+                with self.assuming(hoisted.value):
+                    self.analyzer.assume(hoisted.value)
+                    vectorized = vectorize_explicit_loop(self.ctx, hoisted.body, self.analyzer)
+                if vectorized is not None:
+                    return ir.with_fields(hoisted, body=vectorized)
+                # lane by lane, each with its own assumption
             vectorized = vectorize_explicit_loop(self.ctx, s, self.analyzer)
             if vectorized is not None:
                 return vectorized

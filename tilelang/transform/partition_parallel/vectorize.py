@@ -274,6 +274,33 @@ def _lane_invariant(cond, vi, vec, analyzer) -> bool:
                for k in range(1, vec))
 
 
+MAX_HOISTED_LANES = 64  # a T.vectorized loop wider than this keeps its per-lane assumptions
+
+
+def hoist_lane_assumptions(loop: ir.For) -> ir.Stmt:
+    """`for i in T.vectorized(n): T.assume(c(i)); body` as `T.assume(c(0) and ... and
+    c(n-1)); for i in T.vectorized(n): body`: the same promise (every lane runs), but made
+    where the lanes are issued together, so the vector accesses may rely on it (no guard on
+    `A[base + i]` when `base + i < N` is assumed). The loop itself when its body does not
+    start with an assumption or its extent is not a small constant."""
+    n = ir.int_value(loop.extent)
+    if n is None or n > MAX_HOISTED_LANES or ir.int_value(loop.start) is None:
+        return loop
+    conds, body = [], loop.body
+    while isinstance(body, ir.Attr) and body.key == "assume":
+        conds.append(body.value)
+        body = body.body
+    if not conds:
+        return loop
+    start = ir.int_value(loop.start)
+    every_lane = None
+    for cond in conds:
+        for k in range(n):
+            lane = substitute(cond, {loop.var: ir.const(start + k * loop.step, loop.var.dtype)})
+            every_lane = lane if every_lane is None else ir.logical_and(every_lane, lane)
+    return ir.Attr("assume", every_lane, ir.with_fields(loop, body=body), loc=loop.loc)
+
+
 def vectorize_explicit_loop(ctx, loop: ir.For, analyzer: Analyzer):
     """A `T.vectorized(n)` loop as a partitioned lane loop with vector accesses (one vector
     group), or None when it is not a constant-extent loop from 0 of straight-line statements

@@ -82,8 +82,8 @@ from ..analysis.shared_memory import arena_bytes, smem_limit
 from ..analysis.buffer_use import touched_buffers
 from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
 from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
-from ..analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
-                                  gather_producer, lets_needed, rebuild, stack_layout)
+from ..analysis.loop_items import (Rebuffer, copy_lets_needed, copy_oob_value, flatten,
+                                  gather_exprs, gather_producer, lets_needed, rebuild, stack_layout)
 from .tile_nest import TileNest, levels_to, slot_and_phase
 from ..analysis.uniform import depends_on, let_values, uniform_guard
 from .tma_im2col import Im2colPlan, im2col_plan
@@ -157,7 +157,8 @@ class WarpSpecializer:
                 if deps is None or it.src.buffer in written:
                     return self._why(f"copy into {it.dst.buffer.name} depends on values the "
                                      "loop computes")
-                plan, reason = tma_plan(it, self.ctx.layouts[it.dst.buffer], deps)
+                plan, reason = tma_plan(it, self.ctx.layouts[it.dst.buffer], deps,
+                                        copy_oob_value(self.kernel, it))
                 if plan is None:
                     return self._why(f"copy {it.src.buffer.name} -> {it.dst.buffer.name} does "
                                      f"not meet TMA's constraints: {reason}")
@@ -313,7 +314,7 @@ class WarpSpecializer:
                 continue
             if not self.nest.producer_can_compute([e for r in it.src.region for e in r]):
                 continue
-            plan, _ = tma_plan(it, self.ctx.layouts[dst], [])
+            plan, _ = tma_plan(it, self.ctx.layouts[dst], [], copy_oob_value(self.kernel, it))
             if plan is not None:
                 out.append(plan)
         return out
