@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import KernelNotSupportedError, located
 from ..ir import nodes as ir
-from ..ir.dtype import GEMM_ACCUMULATORS
+from ..ir.dtype import GEMM_ACCUMULATORS, PACKED_INTS
 from .. import layout as L
 
 # A/B dtype -> accumulator dtypes of mma.sync: the language's gemms (checked at trace time)
@@ -20,7 +20,8 @@ from .. import layout as L
 SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if k != "float64"}
 
 # A/B dtype -> accumulators of the CUDA-core gemm (float64; every target before sm_80)
-FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if not k.startswith("float8")}
+FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items()
+                 if not k.startswith("float8") and k not in PACKED_INTS}
 
 
 def _err(loc, msg):

@@ -218,14 +218,15 @@ class CallPlan:
         return full, symbols, outputs, device
 
     def _packed_output(self, p: ParamInfo, shape, device):
-        """An output of sub-byte elements: a uint8 tensor holding them packed."""
+        """An output of sub-byte elements: a byte tensor holding them packed."""
         k = packed.pack_factor(p.dtype)
         if not shape or shape[-1] % k:
             self._fail(ValueError, p, f"an output of {p.dtype} elements is allocated packed, "
                                       f"{k} to a byte: its last dimension must be a multiple of "
                                       f"{k}, got shape {shape}")
-        return _torch().empty(shape[:-1] + (shape[-1] // k,), dtype=_torch().uint8,
-                              device=device)
+        # int4 in int8 bytes (the reference's storage dtype), the other types in uint8
+        storage = _torch().int8 if p.dtype.base == "int4" else _torch().uint8
+        return _torch().empty(shape[:-1] + (shape[-1] // k,), dtype=storage, device=device)
 
     def _check_scalar(self, p: ParamInfo, a):
         torch = _torch()
