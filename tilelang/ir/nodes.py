@@ -618,6 +618,9 @@ class Gemm(Stmt):
     wg_wait: int = 0
     # `T.wgmma_gemm`: wgmma or a located error where the reference also has no wgmma
     require_wgmma: bool = False
+    # int4 / uint4 operands whose A and B regions address their bytes (two values each):
+    # set by transform/pack_sub_byte.py on the CUDA path; None: regions count elements
+    packed: Any = None
 
     def operands(self) -> tuple:
         """The regions the gemm reads besides its accumulator."""
