@@ -118,7 +118,7 @@ def test_argument_shape_is_bytes():
     kernel = tilelang.compile(gemm_nt(32, 32, 128, 32, 32, 64, T.int4), target="cpu")
     a = random_values((32, 128), True)
     c = torch.zeros(32, 32, dtype=torch.int32)
-    with pytest.raises(ValueError, match="shape"):  # the logical shape, not the bytes
+    with pytest.raises(ValueError, match="packed 2 to a byte"):  # counts values, not bytes
         kernel(a, pack(a), c)
     with pytest.raises(ValueError, match="dtype"):
         kernel(pack(a).int(), pack(a), c)

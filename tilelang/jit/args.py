@@ -329,7 +329,7 @@ class CallPlan:
                 name = s.name if isinstance(s, ir.Var) else str(s)
                 extra = f" (= {name})" if not isinstance(s, int) else ""
                 self._fail(ValueError, p, f"shape[{d}] mismatch: expected {expect}{extra}, got "
-                                          f"{shape[d]} (shape {tuple(shape)})")
+                                          f"{shape[d]} (shape {tuple(shape)}){_packing(p, a)}")
         if p.strides is not None:
             for d, s in enumerate(p.strides):
                 expect = eval_shape_expr(s, symbols)
@@ -436,3 +436,13 @@ def _is_row_major(shape, strides) -> bool:
             return False
         expected *= size
     return True
+
+
+def _packing(p: ParamInfo, a) -> str:
+    """How a packed parameter's tensor is sized, for a shape mismatch of one."""
+    if not p.packed or not packed.holds_packed(getattr(a, "dtype", None), p.dtype):
+        return ""
+    k = packed.pack_factor(p.dtype)
+    return (f"; {p.dtype} values come packed {k} to a byte, so the shape counts values: the "
+            f"byte tensor {tuple(a.shape)} holds {tuple(_arg_sizes(p, a)[0])} of them and a "
+            f"last dimension of {p.dtype} n takes a byte tensor of last dimension n / {k}")
