@@ -186,3 +186,24 @@ def test_gemm_before_sm80_refused():
     with pytest.raises(ValueError, match="sm_80"):
         tilelang.compile(gemm_nt(64, 64, 128, 64, 64, 64, T.int4),
                          target={"kind": "cuda", "arch": "sm_75"})
+
+
+def test_eager_const_sizes_count_values():
+    """T.const sizes taken from a packed tensor count values (the byte tensor's last dimension
+    times 2), and PrimFunc.buffer_map shows the logical shape and strides."""
+    @tilelang.jit(target="cpu")
+    def first_values(A, B):
+        M, K = T.const("M K")
+        A: T.Tensor((M, K), T.int4)
+        B: T.Tensor((M,), T.int32)
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(M):
+                B[i] = A[i, K - 1]
+
+    a = random_values((6, 10), True)
+    b = torch.zeros(6, dtype=torch.int32)
+    first_values(pack(a), b)
+    assert torch.equal(b, a[:, 9].int())
+    strided = torch.zeros(12, 5, dtype=torch.int8)[::2, :]
+    buf = next(iter(first_values.get_tir(strided, b).buffer_map.values()))
+    assert list(buf.shape) == [6, 10]

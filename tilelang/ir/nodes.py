@@ -718,6 +718,12 @@ class PrimFunc(Node):
         return PrimFunc(**kw)
 
     @property
+    def buffer_map(self) -> dict:
+        """The reference's (TVM's) `PrimFunc.buffer_map`: each tensor parameter's storage
+        handle -> its buffer (shape and strides in elements of its dtype)."""
+        return {p.data: p for p in self.params if isinstance(p, Buffer)}
+
+    @property
     def buffer_params(self):
         return [p for p in self.params if isinstance(p, Buffer)]
 
