@@ -207,3 +207,60 @@ def test_eager_const_sizes_count_values():
     strided = torch.zeros(12, 5, dtype=torch.int8)[::2, :]
     buf = next(iter(first_values.get_tir(strided, b).buffer_map.values()))
     assert list(buf.shape) == [6, 10]
+
+
+def copy_odd_window(M, K, dtype):
+    """A window starting at an odd value (no whole bytes) and an odd-sized shared tile."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((M, K), dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((M, K - 1), dtype)
+            T.copy(A[0:M, 1:K], S)
+            T.copy(S, B[0:M, 0:K - 1])
+
+    return main
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_odd_window_copies_value_by_value(device):
+    dev = "cuda" if device == "cuda" else "cpu"
+    M, K = 6, 18
+    kernel = tilelang.compile(copy_odd_window(M, K, T.int4), target=target_of(device))
+    a = random_values((M, K), True, dev)
+    b = torch.full((M, K // 2), 0x77, dtype=torch.int8, device=dev)
+    kernel(pack(a), b)
+    got = unpack(b.cpu(), True)
+    assert torch.equal(got[:, :K - 1], a.cpu()[:, 1:].to(torch.int16))
+    assert torch.equal(got[:, K - 1], torch.full((M,), 7, dtype=torch.int16))  # untouched
+
+
+@needs_compiler
+def test_odd_window_and_dynamic_sizes_build():
+    src = tilelang.compile(copy_odd_window(6, 18, T.int4), target=SM90).get_kernel_source()
+    assert "tl::store_nibble" in src
+    K = T.dynamic("K")
+    src = tilelang.compile(gemm_nt(128, 128, K, 64, 64, 64, T.int4),
+                           target=SM80).get_kernel_source()
+    assert "tl::as_packed<tl::s4x2_t>" in src
+
+
+@needs_compiler
+def test_tma_descriptor_reads_the_argument_bytes(monkeypatch):
+    """A TMA box over a packed parameter encodes the byte tensor itself (its pointer, shape
+    and strides, even when strided), not a copy re-viewed at the logical shape."""
+    from tilelang.engine import build
+    from tilelang.runtime import tensor_map
+
+    kernel = tilelang.compile(gemm_nt(256, 128, 512, 128, 128, 64, T.int4), target=SM90)
+    module = kernel.adapter.module
+    seen = []
+    monkeypatch.setattr(tensor_map, "encode_tiled_rowmajor",
+                        lambda dtype, ptr, shape, strides, box, swizzle: seen.append(
+                            (dtype, ptr, shape, strides, box)) or b"")
+    d = next(d for d in module.tma if d.buffer.view_of is module.params[0])
+    storage = torch.zeros(256, 512, dtype=torch.uint8)
+    bytes_a = storage[:, :256]  # (256, 256) bytes = (256, 512) int4 values, row stride 512
+    build.encode_tma(d, bytes_a, 0)
+    dtype, ptr, shape, strides, box = seen[0]
+    assert (dtype, ptr, shape, strides) == ("int8", bytes_a.data_ptr(), (256, 256), (512, 1))
+

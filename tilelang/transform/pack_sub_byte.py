@@ -50,12 +50,15 @@ def _half(e, analyzer):
 
 
 def _byte_buffer(buf: ir.Buffer, analyzer) -> ir.Buffer:
-    """The byte buffer of packed `buf`: the same rows, half the last dimension."""
+    """The byte buffer of packed `buf`: the same rows, half the last dimension (rounded up
+    in shared memory; a tensor argument's is a whole number of bytes by construction)."""
     last = buf.shape[-1] if buf.shape else 1
-    if isinstance(last, int) and last % 2:
+    if isinstance(last, int) and last % 2 and buf.scope == "global":
         raise located(ValueError)(
-            f"{buf.dtype} buffer {buf.name} is stored two values a byte: its last dimension "
+            f"{buf.dtype} tensor {buf.name} is passed two values a byte: its last dimension "
             f"must be even, got shape {list(buf.shape)}", buf.loc)
+    if buf.scope != "global":
+        last = ir.binary("add", last, 1)
     shape = tuple(buf.shape[:-1]) + (_half(last, analyzer),)
     strides = None
     if buf.strides is not None:
