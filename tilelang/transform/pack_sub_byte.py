@@ -3,8 +3,9 @@
 Global tensors and shared tiles of `T.int4` / `T.uint4` hold two values a byte, the value of
 even index in the low nibble (jit/packed.py). Pointer arithmetic, cp.async, TMA, ldmatrix and
 swizzled layouts all address bytes, so this pass gives every such buffer a byte buffer of the
-same rows (the last dimension halved): int8 for int4, uint8 for uint4; a global tensor's is a
-view of the parameter, a shared tile's replaces its allocation. Later passes never see a
+same rows (the last dimension halved, rounded up for a shared tile): int8 for int4, uint8 for
+uint4; a global tensor's is a view of the parameter (engine/build.py encodes a TMA box over it
+from the argument's own bytes), a shared tile's replaces its allocation. Later passes never see a
 packed buffer and handle the bytes like any int8 / uint8 tile.
 
 Expects: tile IR before `lower_elementwise` (copies are still `Copy` nodes); the CPU
