@@ -264,3 +264,31 @@ def test_tma_descriptor_reads_the_argument_bytes(monkeypatch):
     dtype, ptr, shape, strides, box = seen[0]
     assert (dtype, ptr, shape, strides) == ("int8", bytes_a.data_ptr(), (256, 256), (512, 1))
 
+
+
+@T.prim_func
+def float_to_sub_byte(F: T.Tensor((8,), T.float32), S: T.Tensor((8,), T.int4),
+                      U: T.Tensor((8,), T.uint4)):
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(8):
+            S[i] = T.cast(F[i], T.int4)
+            U[i] = T.cast(F[i], T.uint4)
+
+
+@needs_compiler
+def test_float_to_sub_byte_builds():
+    src = tilelang.compile(float_to_sub_byte, target=SM90).get_kernel_source()
+    assert "tl::sat_s4" in src and "tl::sat_u4" in src
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_to_int4_truncates_and_saturates(device):
+    """As every float -> integer conversion: toward zero, then clamped to -8..7 (0..15)."""
+    dev = "cuda" if device == "cuda" else "cpu"
+    kernel = tilelang.compile(float_to_sub_byte, target=target_of(device))
+    f = torch.tensor([9.7, -12.3, 3.9, -0.5, 7.5, -8.9, 15.2, 21.0], device=dev)
+    s = torch.full((4,), 0x33, dtype=torch.int8, device=dev)
+    u = torch.full((4,), 0x33, dtype=torch.uint8, device=dev)
+    kernel(f, s, u)
+    assert unpack(s.cpu(), True).tolist() == [7, -8, 3, 0, 7, -8, 7, 7]
+    assert unpack(u.cpu(), False).tolist() == [9, 0, 3, 0, 7, 0, 15, 15]

@@ -15,11 +15,11 @@ import re
 from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.dtype import PACKED_INTS, DType
+from ..ir.printer import Namer
+from .intrinsics import render_call
 
 # float4_e2m1fn: a struct in tl/common.cuh, read and written through tl::fp4_load / fp4_store
 _FP4 = "float4_e2m1fn"
-from ..ir.printer import Namer
-from .intrinsics import render_call
 
 _BIN_C = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor": "|",
           "bitxor": "^", "shl": "<<", "shr": ">>", "truncdiv": "/", "truncmod": "%"}

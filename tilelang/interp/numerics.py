@@ -48,6 +48,7 @@ def pack_fp4(values: np.ndarray) -> np.ndarray:
     codes |= np.signbit(v).astype(np.uint8) << 3
     return codes[..., 0::2] | (codes[..., 1::2] << 4)
 
+
 def wrap_sub_byte(a: np.ndarray, dst: DType) -> np.ndarray:
     """Integers already in `dst`'s numpy storage reduced to its bits (int4: -8..7 with two's
     complement wrap-around, uint4: 0..15); other types unchanged."""

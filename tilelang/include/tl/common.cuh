@@ -268,7 +268,9 @@ TL_HOST_DEVICE signed char wrap_s4(int x) {
 TL_HOST_DEVICE unsigned char wrap_u4(int x) { return (unsigned char)(x & 15); }
 // from a float, as every float -> integer conversion: truncated, saturated to the type's range
 TL_HOST_DEVICE signed char sat_s4(int x) { return (signed char)(x < -8 ? -8 : x > 7 ? 7 : x); }
-TL_HOST_DEVICE unsigned char sat_u4(int x) { return (unsigned char)(x < 0 ? 0 : x > 15 ? 15 : x); }
+TL_HOST_DEVICE unsigned char sat_u4(int x) {
+  return (unsigned char)(x < 0 ? 0 : x > 15 ? 15 : x);
+}
 
 // ---- packed conversions ---------------------------------------------------------------------
 TL_DEVICE __half2 float2_to_half2(float2 v) { return __float22half2_rn(v); }
