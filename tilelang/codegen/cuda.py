@@ -14,9 +14,12 @@ import re
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
-from ..ir.dtype import PACKED_GLOBAL, DType
+from ..ir.dtype import PACKED_INTS, DType
 from ..ir.printer import Namer
 from .intrinsics import render_call
+
+# float4_e2m1fn: a struct in tl/common.cuh, read and written through tl::fp4_load / fp4_store
+_FP4 = "float4_e2m1fn"
 
 _BIN_C = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor": "|",
           "bitxor": "^", "shl": "<<", "shr": ">>", "truncdiv": "/", "truncmod": "%"}
@@ -33,6 +36,13 @@ def _scalar_packed_access(b: ir.Buffer, dt: DType):
     for them: engine/context.py)."""
     if dt.lanes > 1:
         raise AssertionError(f"codegen: a {dt} access of the packed {b.dtype} buffer {b.name}")
+
+
+def _not_packed_int(b: ir.Buffer):
+    """transform/pack_sub_byte.py leaves no element access of a packed int4 buffer."""
+    if b.dtype.base in PACKED_INTS:
+        raise AssertionError(f"codegen: an element access of the packed {b.dtype} buffer "
+                             f"{b.name} (pack_sub_byte rewrites them onto its bytes)")
 
 
 def ctype(dt: DType) -> str:
@@ -72,7 +82,7 @@ def float_literal(value: float, dt: DType) -> str:
             text = f"({text})"
     if dt.name in ("float32", "float64"):
         return text
-    if dt.base in PACKED_GLOBAL:  # a plain struct (tl/common.cuh): converted, not constructed
+    if dt.base == _FP4:  # a plain struct (tl/common.cuh): converted, not constructed
         return f"tl::cast<{dt.ctype}>({text})"
     return f"{dt.ctype}({text})"
 
@@ -228,9 +238,13 @@ class CudaPrinter:
                 # `x != 0` is ambiguous or missing on these classes: compare as float
                 return f"tl::cast<bool>({self.expr(e.value)})"
             return f"({inner} != 0)"
+        if dst.base in PACKED_INTS:  # 4-bit integers wrap like every narrower integer
+            sign = "s" if dst.kind == "i" else "u"
+            if src.is_int or src.is_bool:
+                return f"tl::wrap_{sign}4((int){inner})"
+            return f"tl::sat_{sign}4(tl::cast<int>({self.expr(e.value)}))"
         if src.name in ("float16", "bfloat16") or dst.name in ("float16", "bfloat16") or \
-                src.is_float8 or dst.is_float8 or src.base in PACKED_GLOBAL or \
-                dst.base in PACKED_GLOBAL:
+                src.is_float8 or dst.is_float8 or src.base == _FP4 or dst.base == _FP4:
             return f"tl::cast<{ctype(dst)}>({self.expr(e.value)})"
         return f"(({ctype(dst)}){inner})"
 
@@ -239,7 +253,8 @@ class CudaPrinter:
         if b in self.scalar_buffers:
             return self.name(b)
         idx = self.flat_index(b, e.indices)
-        if b.dtype.base in PACKED_GLOBAL:
+        _not_packed_int(b)
+        if b.dtype.base == _FP4:
             _scalar_packed_access(b, e.dtype)
             return f"tl::fp4_load({self.name(b)}, {idx})"
         if e.dtype.lanes > 1:
@@ -290,7 +305,8 @@ class CudaPrinter:
             self.emit(f"{self.name(b)} = {self.expr(s.value)};")
             return
         idx = self.flat_index(b, s.indices)
-        if b.dtype.base in PACKED_GLOBAL:
+        _not_packed_int(b)
+        if b.dtype.base == _FP4:
             _scalar_packed_access(b, s.value.dtype)
             self.emit(f"tl::fp4_store({self.name(b)}, {idx}, {self.expr(s.value)});")
             return

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import KernelNotSupportedError, located
 from ..ir import nodes as ir
-from ..ir.dtype import GEMM_ACCUMULATORS
+from ..ir.dtype import GEMM_ACCUMULATORS, PACKED_INTS
 from .. import layout as L
 
 # A/B dtype -> accumulator dtypes of mma.sync: the language's gemms (checked at trace time)
@@ -20,7 +20,8 @@ from .. import layout as L
 SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if k != "float64"}
 
 # A/B dtype -> accumulators of the CUDA-core gemm (float64; every target before sm_80)
-FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items() if not k.startswith("float8")}
+FMA_SUPPORTED = {k: v for k, v in GEMM_ACCUMULATORS.items()
+                 if not k.startswith("float8") and k not in PACKED_INTS}
 
 
 def _err(loc, msg):
@@ -102,6 +103,9 @@ def uses_fma(g: ir.Gemm, ctx) -> bool:
 
 def _check_dtypes(g: ir.Gemm, ctx=None):
     a, b, c = g.A.buffer.dtype, g.B.buffer.dtype, g.C.buffer.dtype
+    if g.packed is not None and ctx is not None and 0 < ctx.target.sm < 80:
+        _err(g.loc, f"T.gemm on {g.packed} operands needs the mma.sync .s4 / .u4 tensor-core "
+                    f"instructions of sm_80 or newer; the target is {ctx.target.arch}")
     if uses_fma(g, ctx):
         if a is not b:
             _err(g.loc, f"T.gemm operands A ({a}) and B ({b}) must have the same dtype")
@@ -160,13 +164,19 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     fma = uses_fma(g, ctx)
     k_atom = 1 if fma else L.mma_k_tile(g.A.buffer.dtype.bits)
     if K % k_atom:
-        _err(g.loc, f"T.gemm K = {K} must be a multiple of {k_atom} for {g.A.buffer.dtype}")
+        per_byte = 2 if g.packed is not None else 1  # packed regions count bytes
+        _err(g.loc, f"T.gemm K = {K * per_byte} must be a multiple of {k_atom * per_byte} for "
+                    f"{g.packed or g.A.buffer.dtype}")
     c_reg = ctx.register_of(g.C.buffer)
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
     shape = f"{M}, {N}, {K}, {wm}, {wn}"
     a_args, a_tmpl, a_kind = _operand(g.A, g.trans_A, ctx, g.loc)
     b_args, b_tmpl, b_kind = _operand(g.B, g.trans_B, ctx, g.loc)
+    if g.packed is not None:  # byte tiles of two 4-bit values (tl/gemm_sm80.cuh)
+        pair = f"tl::as_packed<tl::{'s' if g.packed.kind == 'i' else 'u'}4x2_t>"
+        a_args = (ir.Call("call_extern", (pair, a_args[0]), ir.DType("handle")),) + a_args[1:]
+        b_args = (ir.Call("call_extern", (pair, b_args[0]), ir.DType("handle")),) + b_args[1:]
     if a_kind + b_kind == "ss":  # gemm_ss takes both transposes first
         ta, a_rest = a_tmpl.split(", ", 1)
         tb, b_rest = b_tmpl.split(", ", 1)

@@ -9,6 +9,7 @@ import time
 
 from ..errors import located, user_facing
 from ..ir import nodes as ir
+from ..ir.dtype import PACKED_INTS
 from ..jit.diagnostics import jit_phase
 from ..jit.target import Target
 from ..transform.pass_config import PassConfigKey, config_flag
@@ -233,7 +234,12 @@ def encode_tma(d, tensor, swizzle: int) -> bytes:
         return encode_im2col_nhwc(d.buffer.dtype.name, tensor.data_ptr(), tuple(tensor.shape),
                                   tuple(tensor.stride()), lower, upper, channels, pixels,
                                   conv_stride=stride, swizzle=swizzle)
-    if d.buffer.view_of is not None:  # the tensor re-viewed at the view's (static) shape
+    root = d.buffer.view_of
+    if root is not None and root.dtype.base in PACKED_INTS:
+        # the bytes of packed 4-bit values (transform/pack_sub_byte.py): the argument is that
+        # byte tensor already, of the view's shape and strides
+        tensor = tensor.view(d.buffer.dtype.torch)
+    elif root is not None:  # the tensor re-viewed at the view's (static) shape
         shape = tuple(int(s) for s in d.buffer.shape)
         flat = tensor.reshape(-1)
         if d.buffer.dtype.torch != tensor.dtype:  # the bytes read as the view's dtype

@@ -23,6 +23,7 @@ from ..transform.layout_inference import infer_layouts
 from ..transform.lower_copy import lower_copies
 from ..transform.lower_elementwise import lower_elementwise_tile_ops
 from ..transform.lower_tile_ops import lower_tile_ops
+from ..transform.pack_sub_byte import pack_sub_byte
 from ..transform.pair_conversions import pair_conversions
 from ..transform.parallel_copies import recognise_parallel_copies
 from ..transform.partition_parallel import partition_parallel_loops
@@ -58,6 +59,7 @@ PASSES = [
     ("parallel_copies", _on_body(recognise_parallel_copies)),  # global->shared loops -> copy
     ("warp_roles", assign_warp_roles),                         # tile ops on a role's threads
     ("rasterize", rasterize_large_gemms),                      # panelled launch of big GEMMs
+    ("pack_sub_byte", pack_sub_byte),                          # int4 buffers -> their bytes
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
     ("unroll_fragment_offsets", _on_body(unroll_fragment_offsets)),  # acc[i + s * 32]
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops

@@ -23,7 +23,8 @@ from ..ir.visitor import collect
 from .evaluate import eval_int
 from .execute import Program
 from .intrinsics import is_modeled_extern
-from .numerics import NARROW_FLOATS, const_value, pack_fp4, poison_value, unpack_fp4
+from .numerics import (NARROW_FLOATS, const_value, pack_fp4, pack_nibbles, poison_value,
+                       unpack_fp4, unpack_nibbles)
 
 __all__ = ["CPUAdapter"]
 
@@ -81,7 +82,7 @@ class CPUAdapter:
                 arr, back = _to_numpy(a, p)
                 bufs[p] = arr
                 if back:
-                    writeback.append((a, arr, p.dtype.base in PACKED_GLOBAL))
+                    writeback.append((a, arr, p.dtype))
             elif p.dtype.is_handle:
                 env[p] = a
             else:
@@ -100,13 +101,14 @@ class CPUAdapter:
             shape = tuple(eval_int(s, sizes) for s in w.shape)
             bufs[w] = np.full(shape, poison_value(w.dtype), w.dtype.numpy)
         self.program.run(bufs, env)
-        for tensor, arr, packed in writeback:
+        for tensor, arr, dt in writeback:
             import torch
 
             # through a detached view, as a GPU kernel writes memory: autograd does not see it
             # (a leaf that requires grad may be an argument)
-            if packed:  # float4_e2m1fn elements, two to a byte
-                tensor.detach().view(torch.uint8).copy_(torch.from_numpy(pack_fp4(arr)))
+            if dt.base in PACKED_GLOBAL:  # sub-byte elements, two to a byte
+                codes = pack_fp4(arr) if dt.is_float else pack_nibbles(arr)
+                tensor.detach().view(torch.uint8).copy_(torch.from_numpy(codes))
             else:
                 tensor.detach().copy_(torch.from_numpy(arr).to(tensor.dtype))
 
@@ -142,7 +144,8 @@ def _to_numpy(a, p: ir.Buffer):
         if t.dtype.itemsize != 1:
             raise TypeError(f"parameter {p.name}: {dt} elements come packed in a tensor of "
                             f"one-byte elements (int8 / uint8), got a tensor of {a.dtype}")
-        return unpack_fp4(t.view(torch.uint8).numpy()), True
+        codes = t.view(torch.uint8).numpy()
+        return (unpack_fp4(codes) if dt.is_float else unpack_nibbles(codes, dt)), True
     if dt.name in NARROW_FLOATS:
         return t.float().numpy(), True
     if dt.name in _UNSIGNED_VIEW:

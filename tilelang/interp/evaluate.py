@@ -318,7 +318,7 @@ class ExprCompiler:
         src, dst = e.value.dtype, e.dtype
         if src is dst:
             return fv
-        if (src.is_int and dst.is_int) or (src.is_float and dst.is_float and
+        if (src.is_int and dst.is_int and dst.bits >= 8) or (src.is_float and dst.is_float and
                                           dst.name not in NARROW_FLOATS) or \
                 (src.is_bool and not dst.is_bool and dst.name not in NARROW_FLOATS) or \
                 (src.is_int and dst.is_float and dst.name not in NARROW_FLOATS):

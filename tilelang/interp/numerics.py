@@ -24,7 +24,8 @@ from ..ir.dtype import FP8_FORMATS as _FP8
 from ..ir.dtype import as_array as _as_array, c_contiguous as _contig
 
 __all__ = ["round_to", "convert", "tf32", "to_storage", "poison_value", "reinterpret_bits",
-           "const_value", "NARROW_FLOATS", "pack_fp4", "unpack_fp4"]
+           "const_value", "NARROW_FLOATS", "pack_fp4", "unpack_fp4", "pack_nibbles",
+           "unpack_nibbles", "wrap_sub_byte"]
 
 NARROW_FLOATS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e8m0fnu",
                            "float4_e2m1fn"})
@@ -47,6 +48,33 @@ def pack_fp4(values: np.ndarray) -> np.ndarray:
     codes = np.searchsorted(_FP4_VALUES[:8], np.abs(v)).astype(np.uint8)
     codes |= np.signbit(v).astype(np.uint8) << 3
     return codes[..., 0::2] | (codes[..., 1::2] << 4)
+
+
+def wrap_sub_byte(a: np.ndarray, dst: DType) -> np.ndarray:
+    """Integers already in `dst`'s numpy storage reduced to its bits (int4: -8..7 with two's
+    complement wrap-around, uint4: 0..15); other types unchanged."""
+    if not dst.is_int or dst.bits >= 8:
+        return a
+    mask = (1 << dst.bits) - 1
+    low = np.asarray(a).astype(np.int32) & mask
+    if dst.kind == "i":
+        low = low - ((low >> (dst.bits - 1)) << dst.bits)  # sign-extend the top bit
+    return low.astype(dst.numpy)
+
+
+def unpack_nibbles(packed: np.ndarray, dtype: DType) -> np.ndarray:
+    """The int4 / uint4 values packed in a uint8 array two to a byte (even index in the low
+    nibble), one value per element of `dtype`'s storage: the last dimension doubles."""
+    both = np.stack([packed & 0xF, packed >> 4], axis=-1)
+    values = both.reshape(packed.shape[:-1] + (2 * packed.shape[-1],))
+    return wrap_sub_byte(values, dtype)
+
+
+def pack_nibbles(values: np.ndarray) -> np.ndarray:
+    """The inverse of `unpack_nibbles`: uint8 bytes of 4-bit integer values."""
+    codes = np.asarray(values).astype(np.int32).astype(np.uint8) & 0xF
+    return codes[..., 0::2] | (codes[..., 1::2] << 4)
+
 
 def tf32(arr) -> np.ndarray:
     """float32 -> TF32 (10 explicit mantissa bits), round to nearest, ties away from zero, as
@@ -84,6 +112,7 @@ def convert(value, src: DType, dst: DType):
             out = _float_to_int(a, dst)
         else:
             out = a.astype(dst.numpy)
+        out = wrap_sub_byte(out, dst)
     elif dst.is_float:
         if dst.name in NARROW_FLOATS:
             if src.name == "bfloat16" and dst.name == "bfloat16":

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 __all__ = ["DType", "dtype", "canonical_dtype_name", "DTYPE_ALIASES", "STORABLE",
-           "PACKED_GLOBAL"]
+           "PACKED_GLOBAL", "PACKED_SHARED", "PACKED_INTS"]
 
 # name -> (kind, bits); kind: f = float, i = signed int, u = unsigned int, b = bool, h = handle
 _KINDS = {
@@ -50,7 +50,11 @@ STORABLE = frozenset({
 
 # Sub-byte element types of global tensors (kernel parameters), packed two to a byte as torch
 # byte tensors carry them (jit/packed.py); element loads and stores address one nibble.
-PACKED_GLOBAL = frozenset({"float4_e2m1fn"})
+PACKED_GLOBAL = frozenset({"float4_e2m1fn", "int4", "uint4"})
+# Sub-byte integers, which shared memory also holds packed two to a byte (the CUDA path works
+# on their bytes: transform/pack_sub_byte.py); registers hold no packed types.
+PACKED_INTS = frozenset({"int4", "uint4"})
+PACKED_SHARED = PACKED_INTS
 
 # Spellings accepted for dtypes (strings); "half" is deliberately not one (the reference rejects it).
 DTYPE_ALIASES = {
@@ -80,6 +84,8 @@ _C_NAMES = {
     "uint64": "uint64_t", "float16": "half_t", "bfloat16": "bfloat16_t",
     "float32": "float", "float64": "double", "float8_e4m3": "fp8_e4_t", "float8_e5m2": "fp8_e5_t",
     "float4_e2m1fn": "fp4_e2_t", "float8_e8m0fnu": "fp8_e8_t",
+    # a value of a packed 4-bit integer, once loaded, is a byte in a register
+    "int4": "signed char", "uint4": "unsigned char",
     "handle": "void*", "void": "void",
 }
 
@@ -90,6 +96,8 @@ _NUMPY = {
     # No numpy type: the interpreter keeps these in float32 and rounds on every store.
     "bfloat16": np.float32, "float8_e4m3": np.float32, "float8_e5m2": np.float32,
     "float4_e2m1fn": np.float32, "float8_e8m0fnu": np.float32,
+    # one value a byte: the interpreter unpacks packed tensors (interp/adapter.py)
+    "int4": np.int8, "uint4": np.uint8,
     # a pointer (an address) is a 64-bit integer
     "handle": np.int64,
 }
@@ -391,6 +399,8 @@ GEMM_ACCUMULATORS = {
     "float16": ("float32", "float16"), "bfloat16": ("float32",), "float32": ("float32",),
     "int8": ("int32",), "uint8": ("int32",), "float8_e4m3": ("float32",),
     "float8_e5m2": ("float32",), "float64": ("float64",),
+    # packed 4-bit operands (mma.sync .s4 / .u4, sm_80+)
+    "int4": ("int32",), "uint4": ("int32",),
 }
 
 # Element types of the scalar and tile atomics (what tl/atomic.cuh implements).

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import hooks
-from .dtype import PACKED_GLOBAL, DType, round_to
+from .dtype import PACKED_GLOBAL, PACKED_SHARED, DType, round_to
 
 __all__ = [
     "Node", "Expr", "Var", "Const", "Binary", "Compare", "Logical", "Unary", "Select", "Cast",
@@ -253,8 +253,7 @@ class Buffer(ExprOps, Node):
         self.name = name
         self.shape = tuple(shape)
         self.dtype = DType(dtype)
-        if not self.dtype.storable and not (scope == "global" and
-                                            self.dtype.base in PACKED_GLOBAL):
+        if not self.dtype.storable and not _packed_storage(self.dtype, scope):
             _refuse_element_type(self.dtype, scope)
         self.scope = scope
         self.strides = tuple(strides) if strides is not None else None
@@ -344,8 +343,22 @@ class Buffer(ExprOps, Node):
     __str__ = __repr__
 
 
+def _packed_storage(dtype: DType, scope: str) -> bool:
+    """Whether `scope` memory holds `dtype` packed two to a byte (global tensors: FP4, int4,
+    uint4; shared memory: int4, uint4)."""
+    if dtype.lanes != 1:
+        return False
+    if scope == "global":
+        return dtype.base in PACKED_GLOBAL
+    return scope.startswith("shared") and dtype.base in PACKED_SHARED
+
+
 def _refuse_element_type(dtype: DType, scope: str):
-    if dtype.base in PACKED_GLOBAL:
+    if dtype.base in PACKED_SHARED and dtype.lanes == 1:
+        why = (f"{dtype} elements are stored packed two to a byte in global and shared memory "
+               f"only; registers ({scope}) hold no packed types: use int8 / int32 registers "
+               "(T.copy and T.gemm read int4 shared tiles directly)")
+    elif dtype.base in PACKED_GLOBAL:
         why = (f"{dtype} elements are stored only in global tensors (kernel parameters, packed "
                f"two to a byte), not in {scope} memory (yet): convert them to a wider type "
                "(e.g. float16) where they are loaded")
@@ -608,6 +621,9 @@ class Gemm(Stmt):
     wg_wait: int = 0
     # `T.wgmma_gemm`: wgmma or a located error where the reference also has no wgmma
     require_wgmma: bool = False
+    # int4 / uint4 operands whose A and B regions address their bytes (two values each):
+    # set by transform/pack_sub_byte.py on the CUDA path; None: regions count elements
+    packed: Any = None
 
     def operands(self) -> tuple:
         """The regions the gemm reads besides its accumulator."""
@@ -703,6 +719,12 @@ class PrimFunc(Node):
                   outputs=self.outputs, workspaces=self.workspaces, source=self.source)
         kw.update(changes)
         return PrimFunc(**kw)
+
+    @property
+    def buffer_map(self) -> dict:
+        """The reference's (TVM's) `PrimFunc.buffer_map`: each tensor parameter's storage
+        handle -> its buffer (shape and strides in elements of its dtype)."""
+        return {p.data: p for p in self.params if isinstance(p, Buffer)}
 
     @property
     def buffer_params(self):

@@ -259,14 +259,15 @@ class CallPlan:
         return raw.view(p.dtype.torch).view(shape)
 
     def _packed_output(self, p: ParamInfo, shape, device):
-        """An output of sub-byte elements: a uint8 tensor holding them packed."""
+        """An output of sub-byte elements: a byte tensor holding them packed."""
         k = packed.pack_factor(p.dtype)
         if not shape or shape[-1] % k:
             self._fail(ValueError, p, f"an output of {p.dtype} elements is allocated packed, "
                                       f"{k} to a byte: its last dimension must be a multiple of "
                                       f"{k}, got shape {shape}")
-        return _torch().empty(shape[:-1] + (shape[-1] // k,), dtype=_torch().uint8,
-                              device=device)
+        # int4 in int8 bytes (the reference's storage dtype), the other types in uint8
+        storage = _torch().int8 if p.dtype.base == "int4" else _torch().uint8
+        return _torch().empty(shape[:-1] + (shape[-1] // k,), dtype=storage, device=device)
 
     def _check_scalar(self, p: ParamInfo, a):
         torch = _torch()
@@ -369,7 +370,7 @@ class CallPlan:
                 name = s.name if isinstance(s, ir.Var) else str(s)
                 extra = f" (= {name})" if not isinstance(s, int) else ""
                 self._fail(ValueError, p, f"shape[{d}] mismatch: expected {expect}{extra}, got "
-                                          f"{shape[d]} (shape {tuple(shape)})")
+                                          f"{shape[d]} (shape {tuple(shape)}){_packing(p, a)}")
         if p.strides is not None:
             for d, s in enumerate(p.strides):
                 expect = eval_shape_expr(s, symbols)
@@ -476,3 +477,13 @@ def _is_row_major(shape, strides) -> bool:
             return False
         expected *= size
     return True
+
+
+def _packing(p: ParamInfo, a) -> str:
+    """How a packed parameter's tensor is sized, for a shape mismatch of one."""
+    if not p.packed or not packed.holds_packed(getattr(a, "dtype", None), p.dtype):
+        return ""
+    k = packed.pack_factor(p.dtype)
+    return (f"; {p.dtype} values come packed {k} to a byte, so the shape counts values: the "
+            f"byte tensor {tuple(a.shape)} holds {tuple(_arg_sizes(p, a)[0])} of them and a "
+            f"last dimension of {p.dtype} n takes a byte tensor of last dimension n / {k}")

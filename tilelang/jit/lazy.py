@@ -444,7 +444,10 @@ class LazyJIT:
                 raise error(TypeError, f"T.const {name!r} is taken from parameter "
                                        f"{params[i].name!r} (dim {d}), which was not given; "
                                        f"pass a tensor for it or {name}=... by keyword")
-            return int(A.strides_of(v)[d] if src[2:] == ("stride",) else v.shape[d])
+            # in elements of the annotated dtype: a byte tensor carries packed sub-byte ones
+            dt = getattr(plan.annots[i], "dtype", None)
+            return int(A.arg_strides(v, dt)[d] if src[2:] == ("stride",) else
+                       A.arg_shape(v, dt)[d])
 
         def annotate_hook(name, prev, annotation):
             i = pending.get(id(prev))

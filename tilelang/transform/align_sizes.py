@@ -25,6 +25,7 @@ calls that fail the check run the function as written (engine/build.py keeps bot
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.dtype import PACKED_INTS
 from ..ir.visitor import Mutator, collect
 
 TMA_ROW_BYTES = 16
@@ -35,11 +36,12 @@ def alignment_of_sizes(func: ir.PrimFunc) -> dict:
     scalars = {p for p in func.params if isinstance(p, ir.Var)}
     out: dict = {}
     for b in list(func.buffer_params) + list(func.workspaces):
-        if b.strides is not None or b.dtype.bits < 8:
+        if b.strides is not None or (b.dtype.bits < 8 and b.dtype.base not in PACKED_INTS):
             continue
         for dim in b.shape[1:]:
             if isinstance(dim, ir.Var) and dim not in scalars:
-                a = max(1, TMA_ROW_BYTES // b.dtype.bytes)
+                # elements of 16 bytes (packed int4: two a byte, transform/pack_sub_byte.py)
+                a = max(1, TMA_ROW_BYTES * 8 // (b.dtype.bits * b.dtype.lanes))
                 out[dim] = max(out.get(dim, 1), a)
     # a variable that also appears in a compound extent keeps the exact form: the analysis
     # of `v + 1` or `2 * v` would not improve, and the guard would cost a variant for nothing

@@ -8,6 +8,8 @@
 //   fp4_e2_t                          one float4_e2m1fn value (low nibble of a byte);
 //                                     tl::fp4_load / tl::fp4_store address one value of a
 //                                     tensor packed two to a byte (even index: low nibble)
+//   tl::wrap_s4 / wrap_u4, store_nibble int4 / uint4 values (a byte in registers) and the
+//                                     atomic store of one nibble of packed memory
 //   int8_t..uint64_t                  (NVRTC has no <cstdint>; defined here under __CUDACC_RTC__)
 //   tl::bit_cast<To>(x)               same-size reinterpretation
 //   tl::cast<To>(x)                   value conversion between every scalar type (round to
@@ -264,16 +266,32 @@ TL_DEVICE fp4_e2_t fp4_load(const fp4_e2_t* base, int64_t i) {
 // Writes one nibble atomically, so that threads storing the two values of one byte both land:
 // compare-and-swap of the aligned 32-bit word holding it, its other bits unchanged (allocations
 // are 256-byte aligned, so the word lies inside the tensor's allocation).
-TL_DEVICE void fp4_store(fp4_e2_t* base, int64_t i, fp4_e2_t v) {
-  uintptr_t byte = reinterpret_cast<uintptr_t>(base) + (uintptr_t)(i >> 1);
+// (global or shared memory: a shared allocation's words lie inside the block's arena).
+TL_DEVICE void store_nibble(void* byte_address, int high, unsigned int code) {
+  uintptr_t byte = reinterpret_cast<uintptr_t>(byte_address);
   unsigned int* word = reinterpret_cast<unsigned int*>(byte & ~(uintptr_t)3);
-  unsigned int shift = (unsigned int)((byte & 3) * 8 + ((i & 1) ? 4 : 0));
-  unsigned int bits = (unsigned int)(v.bits & 15) << shift, mask = 15u << shift;
+  unsigned int shift = (unsigned int)((byte & 3) * 8 + (high ? 4 : 0));
+  unsigned int bits = (code & 15u) << shift, mask = 15u << shift;
   unsigned int seen = *word, expected;
   do {
     expected = seen;
     seen = atomicCAS(word, expected, (expected & ~mask) | bits);
   } while (seen != expected);
+}
+TL_DEVICE void fp4_store(fp4_e2_t* base, int64_t i, fp4_e2_t v) {
+  store_nibble(reinterpret_cast<unsigned char*>(base) + (i >> 1), (int)(i & 1), v.bits);
+}
+
+// ---- int4 / uint4 values: a byte in registers, packed two to a byte in memory ---------------
+// (transform/pack_sub_byte.py reads a nibble with shifts and stores it with tl::store_nibble)
+TL_HOST_DEVICE signed char wrap_s4(int x) {
+  return (signed char)((int)((unsigned)x << 28) >> 28);
+}
+TL_HOST_DEVICE unsigned char wrap_u4(int x) { return (unsigned char)(x & 15); }
+// from a float, as every float -> integer conversion: truncated, saturated to the type's range
+TL_HOST_DEVICE signed char sat_s4(int x) { return (signed char)(x < -8 ? -8 : x > 7 ? 7 : x); }
+TL_HOST_DEVICE unsigned char sat_u4(int x) {
+  return (unsigned char)(x < 0 ? 0 : x > 15 ? 15 : x);
 }
 
 // ---- packed conversions ---------------------------------------------------------------------

@@ -22,6 +22,8 @@
 // N x K. K-major 16-bit operands and every 8/32-bit K-major operand load with ldmatrix;
 // MN-major 16-bit operands with ldmatrix.trans; MN-major 8/32-bit operands element-wise.
 // gemm_fma_ss computes the same C on the CUDA cores (float64 operands; GPUs before sm_80).
+// int4 / uint4 operands come as tiles of s4x2_t / u4x2_t (bytes of two values; K-major only,
+// as the .s4 / .u4 instructions are): every size above counts bytes.
 #pragma once
 #include "common.cuh"
 #include "ldmatrix.cuh"
@@ -71,6 +73,13 @@ struct SmemTile {
   }
 };
 
+// Two int4 / uint4 values of a packed tile (even index in the low nibble): the element type
+// of T.gemm's packed operands, whose byte pointers tl::as_packed<s4x2_t / u4x2_t> re-types.
+struct s4x2_t { signed char bits; };
+struct u4x2_t { unsigned char bits; };
+template <typename P>
+TL_DEVICE const P* as_packed(const void* bytes) { return reinterpret_cast<const P*>(bytes); }
+
 namespace detail {
 
 template <typename T>
@@ -113,6 +122,22 @@ struct MmaTraits<uint8_t> {
   static constexpr int kK = 32;
   TL_DEVICE static void mma(int* d, const uint32_t* a, const uint32_t* b) {
     mma_m16n8k32_s32_u8(d, a, b, d);
+  }
+};
+// Packed 4-bit integers: T is a byte of two values, so the tile geometry, the ldmatrix loads
+// and K (kK = 32 bytes = 64 values) count bytes; only the instruction differs from int8.
+template <>
+struct MmaTraits<s4x2_t> {
+  static constexpr int kK = 32;
+  TL_DEVICE static void mma(int* d, const uint32_t* a, const uint32_t* b) {
+    mma_m16n8k64_s32_s4(d, a, b, d);
+  }
+};
+template <>
+struct MmaTraits<u4x2_t> {
+  static constexpr int kK = 32;
+  TL_DEVICE static void mma(int* d, const uint32_t* a, const uint32_t* b) {
+    mma_m16n8k64_s32_u4(d, a, b, d);
   }
 };
 #if TL_HAVE_SM89

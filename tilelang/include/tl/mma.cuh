@@ -9,6 +9,9 @@
 //   mma_m16n8k8_f32_tf32 (float d[4], a[4], b[2], c[4])
 //   mma_m16n8k32_s32_s8  (int d[4], a[4], b[2], const int c[4])             satfinite
 //   mma_m16n8k32_s32_u8  (int d[4], a[4], b[2], c[4])                       satfinite
+//   mma_m16n8k64_s32_s4 / _u4 (int d[4], a[4], b[2], c[4])                  satfinite; a
+//                        register holds 8 values (lower index in the lower bits), so the
+//                        byte layout of an atom is that of m16n8k32 s8
 //   mma_m16n8k32_f32_e4m3 / _e5m2 (float d[4], a[4], b[2], c[4])            sm_89+
 //   mma_m16n8k32_f32_e4m3_e5m2 / _e5m2_e4m3                                mixed, sm_89+
 #pragma once
@@ -56,6 +59,8 @@ TL_DEVICE void mma_m16n8k16_f16_f16(uint32_t* d, const uint32_t* a, const uint32
   }
 TL_MMA_S32_(mma_m16n8k32_s32_s8, "m16n8k32.row.col.satfinite.s32.s8.s8.s32")
 TL_MMA_S32_(mma_m16n8k32_s32_u8, "m16n8k32.row.col.satfinite.s32.u8.u8.s32")
+TL_MMA_S32_(mma_m16n8k64_s32_s4, "m16n8k64.row.col.satfinite.s32.s4.s4.s32")
+TL_MMA_S32_(mma_m16n8k64_s32_u4, "m16n8k64.row.col.satfinite.s32.u4.u4.s32")
 #undef TL_MMA_S32_
 
 // fp32 -> tf32 (round to nearest, ties away; the low 13 mantissa bits become 0).
