@@ -142,19 +142,25 @@ def enumerate_fragment(shape, thread_fn, index_fn, replicate=1, forward_fn=None)
 
 
 def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=1,
-                        forward_fn=None):
+                        forward_fn=None, with_base=False):
     """(thread_modes, value_modes) of the fragment `idx -> (thread_fn(*idx[, rep]),
     index_fn(*idx))` over a static `shape`, where rep in range(replicate) numbers the copies.
 
     `forward_fn(*idx[, rep]) -> (thread, index)` may replace the two functions. A list-valued
     index is linearised row-major. `num_threads` larger than the threads used (a multiple of
     them) makes the extra threads hold copies (an outermost replication mode). A map that is
-    not expressible as modes raises NotModesError."""
+    not expressible as modes raises NotModesError.
+
+    The threads used may be any one contiguous range [base, base + n) (the reference's
+    fragments held by part of the block, e.g. threads 32..95): the modes describe it from
+    thread 0 and `with_base=True` returns `(thread_modes, value_modes, base)`."""
     shape = static_shape(shape, "a Fragment")
     ndim = len(shape)
     idx, t, v = enumerate_fragment(shape, thread_fn, index_fn, replicate, forward_fn)
     n_elem, replicate = idx.shape[1], int(replicate)
     t, v = t.reshape(-1), v.reshape(-1)
+    base = _contiguous_thread_base(t)
+    t = t - base
     n_t = int(t.max()) + 1 if t.size else 1
     n_v = int(v.max()) + 1 if v.size else 1
     table = np.full((n_t, n_v, ndim), -1, dtype=np.int64)
@@ -188,7 +194,23 @@ def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=
             raise ValueError(f"fragment uses {n_t} threads, which does not divide "
                              f"num_threads={num_threads}")
         t_modes.append((num_threads // n_t, (0,) * ndim))
-    return t_modes, v_modes
+    return (t_modes, v_modes, base) if with_base else (t_modes, v_modes)
+
+
+def _contiguous_thread_base(t: np.ndarray) -> int:
+    """The first thread of the one contiguous range of threads `t` uses; a gap (threads
+    0..63 and 128..191) raises NotModesError."""
+    if not t.size:
+        return 0
+    used = np.unique(t)
+    lo, hi = int(used[0]), int(used[-1])
+    if len(used) != hi - lo + 1:
+        present = set(used.tolist())
+        gap = next(x for x in range(lo, hi + 1) if x not in present)
+        raise NotModesError(f"the threads holding the fragment do not form one contiguous "
+                            f"thread range (they span [{lo}, {hi + 1}) but leave thread {gap} "
+                            "empty)")
+    return lo
 
 
 def _flatten_pair(out):
