@@ -139,3 +139,40 @@ def test_reshape_straddling_rows_builds_for_sm90():
     src = tilelang.compile(_straddle_kernel(2, 6, 32), out_idx=-1,
                            target="cuda -arch=sm_90a").get_kernel_source()
     assert "__global__" in src
+
+
+def _owner_kernel(loop_fn, loop_rep):
+    @T.prim_func
+    def kernel(out: T.Tensor((8, 4), T.float32)):
+        with T.Kernel(1, threads=64):
+            frag = T.alloc_fragment((8, 4), T.float32)
+            T.annotate_layout({frag: Fragment((8, 4), forward_fn=lambda i, j, rep: (
+                i * 4 + j + rep * 32, 0), replicate=2)})
+            for i, j in T.Parallel(8, 4, loop_layout=Fragment(
+                    (8, 4), forward_fn=loop_fn, replicate=loop_rep)):
+                frag[i, j] = T.float32(i * 4 + j)
+            T.copy(frag, out)
+
+    return kernel
+
+
+@pytest.mark.skipif(not HAS_COMPILER, reason="no CUDA compiler installed")
+def test_loop_layout_writing_from_non_holders_is_a_layout_conflict():
+    with pytest.raises(Exception, match="Layout infer conflict"):
+        tilelang.compile(_owner_kernel(lambda i, j, rep: (i * 4 + rep % 4 + (rep // 4) * 32, j),
+                                       8), out_idx=-1, target="cuda -arch=sm_90a")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_loop_layout_writing_from_holders_is_accepted(device):
+    kernel = tilelang.compile(_owner_kernel(lambda i, j, rep: (i * 4 + j + rep * 32, 0), 2),
+                              out_idx=-1, target=target_of(device))
+    out = kernel()
+    torch.testing.assert_close(out.cpu(), torch.arange(32, dtype=torch.float32).reshape(8, 4))
+
+
+def test_make_fully_replicated_layout_fragment():
+    frag = tilelang.layout.make_fully_replicated_layout_fragment((4, 8), 128)
+    assert frag.num_threads == 128 and frag.replication == 128 and frag.num_values == 32
+    with pytest.raises(ValueError, match="threads must be a positive int"):
+        tilelang.layout.make_fully_replicated_layout_fragment((4, 8), 0)

@@ -17,7 +17,7 @@ from ..ir import nodes as ir
 from .index import static_int, static_shape
 
 __all__ = ["modes_from_function", "enumerate_fragment", "NotModesError", "elementwise_fragment",
-           "factor_modes"]
+           "factor_modes", "replicated_fragment", "make_fully_replicated_layout_fragment"]
 
 
 def _eval(fn, idx, extra=()):
@@ -272,3 +272,29 @@ def elementwise_fragment(shape, num_threads: int, vector: int = 1, name=None):
     # value order: the vector first, then dims from innermost out (register slots run along the
     # row first, which keeps per-thread loops and stores row-contiguous)
     return Fragment(shape, t_modes, v_inner + v_outer, name=name or "elementwise")
+
+
+def replicated_fragment(shape, num_threads: int):
+    """Every thread holds the whole (small) tile: block-level scalars in fragments."""
+    from .fragment import Fragment
+
+    nd = len(shape)
+    values = []
+    for d in reversed(range(nd)):
+        if shape[d] > 1:
+            values.append((shape[d], tuple(1 if k == d else 0 for k in range(nd))))
+    if not values:
+        values = [(1, (0,) * nd)]
+    return Fragment(tuple(shape), [(num_threads, (0,) * nd)], values)
+
+
+def make_fully_replicated_layout_fragment(buffer, threads: int):
+    """The reference's name: `buffer` (a fragment, or its shape) held whole by each of
+    `threads` threads, for `T.annotate_layout` (index tables, masks every thread reads)."""
+    shape = getattr(buffer, "shape", buffer)
+    shape = static_shape((shape,) if isinstance(shape, int) else shape, "a Fragment")
+    n = static_int(threads)
+    if n is None or n < 1:
+        raise ValueError(f"make_fully_replicated_layout_fragment: threads must be a positive "
+                         f"int, got {threads!r}")
+    return replicated_fragment(shape, n)

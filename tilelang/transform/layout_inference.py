@@ -531,6 +531,7 @@ class LayoutSolver:
         extents = info.int_extents()
         if not info.accesses or extents is None:
             return
+        self._check_given_loop_layout(info, extents)
         if info.layout is None:
             info.layout, info.iter_map, info.owner = self._choose(info, extents, final=True)
         cand = (info.layout, info.iter_map, info.owner)
@@ -542,6 +543,25 @@ class LayoutSolver:
                                 "layout comes from another loop or operation); update it from "
                                 "loops over the same tiles, or accumulate into a fragment and "
                                 "combine it with T.reduce_*")
+
+    def _check_given_loop_layout(self, info, extents):
+        """`T.Parallel(..., loop_layout=F)`: the layouts chosen here decide where iterations
+        run, but a given loop layout that makes threads write fragment elements they do not
+        hold (under the fragments' layouts) is an error, as in the reference."""
+        given = info.stmt.annotation("loop_layout")
+        if not isinstance(given, L.Fragment) or tuple(given.shape) != tuple(extents):
+            return
+        try:
+            given = given.fit_to_block(self.T)
+        except ValueError as e:
+            _err(info.stmt.loc, f"the loop_layout of this T.Parallel: {e}")
+        written = [b for b, w in self._unserved(info, extents, (given, None, None)).items() if w]
+        if written:
+            buf = written[0]
+            _err(info.stmt.loc, f"Layout infer conflict: the loop_layout of this T.Parallel "
+                                f"writes elements of {buf.name} from threads that do not hold "
+                                f"them under its layout {self.layouts[buf]!r}; give a loop "
+                                "layout that runs each write on the element's holders")
 
     # ---- defaults -----------------------------------------------------------------------------
     def default_fragment(self, buf):
