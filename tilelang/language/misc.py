@@ -88,7 +88,26 @@ def annotate_layout(layout_map: dict):
                                     "part plus a local part, each a mixed-radix sum of strides")
         if buf.scope in ("shared", "shared.dyn"):
             _check_injective(buf, layout)
+        _check_fits_block(buf, layout)
         _kernel_attrs().append(("layout", (buf, layout)))
+
+
+def _check_fits_block(buf, layout):
+    """A fragment held by part of the block must fit it (layout inference places it from
+    thread 0, the others holding copies). Checked here, for both targets, where the block's
+    thread count decides: a fragment of whole warps may belong to a role of the block instead
+    (warp specialization), which layout inference checks."""
+    from ..layout import Fragment
+
+    if not isinstance(layout, Fragment):
+        return
+    threads = math.prod(current_builder(what="T.annotate_layout").kernel.data["kernel"].threads)
+    if layout.num_threads % 32 == 0 and layout.thread_base + layout.num_threads <= threads:
+        return
+    try:
+        layout.fit_to_block(threads)
+    except ValueError as e:
+        raise error(ValueError, f"T.annotate_layout of {buf.name}: {e}") from None
 
 
 _ENUMERATION_LIMIT = 1 << 22  # elements of a shared tile checked one by one

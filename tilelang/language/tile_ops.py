@@ -581,9 +581,21 @@ def _reduce(kind, src, dst, dim, clear, nan_propagate=False, batch=1):
         raise error(ValueError, f"Invalid reduce output shape, buffer shape is "
                                 f"{tuple(src.shape)}, dim is {dim}, output shape is {got}, "
                                 f"expected shapes are {expect1} or {expect2}")
+    annotated = _annotated_layout(src)
+    problem = annotated.misaligned_reduce(dim) if hasattr(annotated, "misaligned_reduce") \
+        else None
+    if problem:
+        raise error(ValueError, f"T.reduce_{kind} of {src.name} {problem}")
     if kind in ("bitand", "bitor", "bitxor") and not (src.dtype.is_int or src.dtype.is_bool):
         raise error(TypeError, f"T.reduce_{kind} needs an integer buffer, got {src.dtype}")
     emit(ir.Reduce, kind, src, dst, dim, bool(clear), bool(nan_propagate))
+
+
+def _annotated_layout(buf):
+    """The layout T.annotate_layout gave `buf` so far in this kernel, or None."""
+    attrs = current_builder(what="a tile operation").kernel.data["attrs"]
+    return next((lay for key, val in reversed(attrs) if key == "layout"
+                 for b, lay in (val,) if b is buf), None)
 
 
 def reduce_max(src, dst, dim=-1, clear=True, batch=1, nan_propagate=False, annotations=None):

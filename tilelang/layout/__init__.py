@@ -19,7 +19,8 @@ from .swizzle import (SWIZZLE_MODES, make_full_bank_swizzled_layout,  # noqa: F4
                       make_wgmma_swizzled_layout, swizzle_mode, swizzled)
 from .swizzle_enum import SwizzleMode  # noqa: F401
 from .fragment import Fragment, Mode, ShufflePlan, Span, fragment_equal  # noqa: F401
-from .build import elementwise_fragment, modes_from_function  # noqa: F401
+from .build import (elementwise_fragment, make_fully_replicated_layout_fragment,  # noqa: F401
+                    modes_from_function)
 from .mma import (make_gemm_fragment_8x8, make_gemm_fragment_8x8_transposed,  # noqa: F401
                   mma_a_fragment, mma_accumulator, mma_b_fragment, mma_k_tile,  # noqa: F401
                   wgmma_a_fragment, wgmma_accumulator)

@@ -17,7 +17,7 @@ from ..ir import nodes as ir
 from .index import static_int, static_shape
 
 __all__ = ["modes_from_function", "enumerate_fragment", "NotModesError", "elementwise_fragment",
-           "factor_modes"]
+           "factor_modes", "replicated_fragment", "make_fully_replicated_layout_fragment"]
 
 
 def _eval(fn, idx, extra=()):
@@ -142,19 +142,25 @@ def enumerate_fragment(shape, thread_fn, index_fn, replicate=1, forward_fn=None)
 
 
 def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=1,
-                        forward_fn=None):
+                        forward_fn=None, with_base=False):
     """(thread_modes, value_modes) of the fragment `idx -> (thread_fn(*idx[, rep]),
     index_fn(*idx))` over a static `shape`, where rep in range(replicate) numbers the copies.
 
     `forward_fn(*idx[, rep]) -> (thread, index)` may replace the two functions. A list-valued
     index is linearised row-major. `num_threads` larger than the threads used (a multiple of
     them) makes the extra threads hold copies (an outermost replication mode). A map that is
-    not expressible as modes raises NotModesError."""
+    not expressible as modes raises NotModesError.
+
+    The threads used may be any one contiguous range [base, base + n) (the reference's
+    fragments held by part of the block, e.g. threads 32..95): the modes describe it from
+    thread 0 and `with_base=True` returns `(thread_modes, value_modes, base)`."""
     shape = static_shape(shape, "a Fragment")
     ndim = len(shape)
     idx, t, v = enumerate_fragment(shape, thread_fn, index_fn, replicate, forward_fn)
     n_elem, replicate = idx.shape[1], int(replicate)
     t, v = t.reshape(-1), v.reshape(-1)
+    base = _contiguous_thread_base(t)
+    t = t - base
     n_t = int(t.max()) + 1 if t.size else 1
     n_v = int(v.max()) + 1 if v.size else 1
     table = np.full((n_t, n_v, ndim), -1, dtype=np.int64)
@@ -188,7 +194,23 @@ def modes_from_function(shape, thread_fn, index_fn, num_threads=None, replicate=
             raise ValueError(f"fragment uses {n_t} threads, which does not divide "
                              f"num_threads={num_threads}")
         t_modes.append((num_threads // n_t, (0,) * ndim))
-    return t_modes, v_modes
+    return (t_modes, v_modes, base) if with_base else (t_modes, v_modes)
+
+
+def _contiguous_thread_base(t: np.ndarray) -> int:
+    """The first thread of the one contiguous range of threads `t` uses; a gap (threads
+    0..63 and 128..191) raises NotModesError."""
+    if not t.size:
+        return 0
+    used = np.unique(t)
+    lo, hi = int(used[0]), int(used[-1])
+    if len(used) != hi - lo + 1:
+        present = set(used.tolist())
+        gap = next(x for x in range(lo, hi + 1) if x not in present)
+        raise NotModesError(f"the threads holding the fragment do not form one contiguous "
+                            f"thread range (they span [{lo}, {hi + 1}) but leave thread {gap} "
+                            "empty)")
+    return lo
 
 
 def _flatten_pair(out):
@@ -250,3 +272,29 @@ def elementwise_fragment(shape, num_threads: int, vector: int = 1, name=None):
     # value order: the vector first, then dims from innermost out (register slots run along the
     # row first, which keeps per-thread loops and stores row-contiguous)
     return Fragment(shape, t_modes, v_inner + v_outer, name=name or "elementwise")
+
+
+def replicated_fragment(shape, num_threads: int):
+    """Every thread holds the whole (small) tile: block-level scalars in fragments."""
+    from .fragment import Fragment
+
+    nd = len(shape)
+    values = []
+    for d in reversed(range(nd)):
+        if shape[d] > 1:
+            values.append((shape[d], tuple(1 if k == d else 0 for k in range(nd))))
+    if not values:
+        values = [(1, (0,) * nd)]
+    return Fragment(tuple(shape), [(num_threads, (0,) * nd)], values)
+
+
+def make_fully_replicated_layout_fragment(buffer, threads: int):
+    """The reference's name: `buffer` (a fragment, or its shape) held whole by each of
+    `threads` threads, for `T.annotate_layout` (index tables, masks every thread reads)."""
+    shape = getattr(buffer, "shape", buffer)
+    shape = static_shape((shape,) if isinstance(shape, int) else shape, "a Fragment")
+    n = static_int(threads)
+    if n is None or n < 1:
+        raise ValueError(f"make_fully_replicated_layout_fragment: threads must be a positive "
+                         f"int, got {threads!r}")
+    return replicated_fragment(shape, n)

@@ -133,7 +133,15 @@ class Fragment:
     Construct from modes, `Fragment(shape, thread_modes, value_modes)`, or like the reference
     `T.Fragment(shape, forward_thread_fn=..., forward_index_fn=..., replicate=1)` /
     `Fragment(shape, forward_fn=lambda *idx: (thread, index))` (built by enumeration; see
-    `from_function`)."""
+    `from_function`).
+
+    `thread_base`: the first thread of the block holding the fragment, for a map given by
+    functions over part of the block (threads 32..95: thread_base 32, the modes number them
+    from 0). The compiler places such a fragment from thread 0 of the block and lets the other
+    threads hold copies (`fit_to_block`): only which threads hold the values differs, never
+    the values."""
+
+    thread_base = 0
 
     def __new__(cls, shape=None, thread_modes=None, value_modes=None, *, forward_fn=None,
                 forward_thread_fn=None, forward_index_fn=None, replicate=1, num_threads=None,
@@ -153,7 +161,7 @@ class Fragment:
         try:
             self._modes_from_functions = modes_from_function(
                 shape, forward_thread_fn, forward_index_fn, num_threads, replicate=replicate,
-                forward_fn=forward_fn)
+                forward_fn=forward_fn, with_base=True)
         except NotModesError as exc:
             from .fragment_map import FragmentMap
 
@@ -172,7 +180,8 @@ class Fragment:
             forward_fn, thread_modes = thread_modes, None
         if forward_fn is not None or forward_thread_fn is not None:
             # enumerated and factored by __new__
-            thread_modes, value_modes = self.__dict__.pop("_modes_from_functions")
+            thread_modes, value_modes, self.thread_base = \
+                self.__dict__.pop("_modes_from_functions")
         elif thread_modes is None:
             raise ValueError("Fragment needs thread_modes/value_modes or forward_thread_fn")
         self.thread_modes = _norm_modes(thread_modes, len(self.shape), "thread")
@@ -212,8 +221,40 @@ class Fragment:
     def replication(self) -> int:
         return math.prod(m.extent for m in self.thread_modes if not any(m.strides))
 
-    def get_thread_size(self) -> int:  # reference spelling
-        return self.num_threads
+    def get_thread_size(self) -> int:  # reference spelling: threads up to the last holder
+        return self.thread_base + self.num_threads
+
+    def misaligned_reduce(self, dim: int):
+        """Why a reduction along `dim` across this fragment's threads is refused, or None: as
+        in the reference, a fragment over part of the block reduces across threads only from
+        a whole warp on (its warp shuffles assume every lane of the warps taking part does)."""
+        if self.thread_base % 32 and self.threads_spanning(dim):
+            return (f"needs a warp-aligned participating thread range: its layout's threads "
+                    f"start at thread {self.thread_base}, inside a warp; start them at a "
+                    "multiple of 32")
+        return None
+
+    def fit_to_block(self, block_threads: int) -> "Fragment":
+        """This fragment on a block of `block_threads` threads: one held by fewer threads
+        (e.g. 64 of 128, or threads 32..95) is placed from thread 0 with the remaining
+        threads holding copies. ValueError when its threads do not fit the block or do not
+        divide it."""
+        n = self.num_threads
+        if n == block_threads and not self.thread_base:
+            return self
+        end = self.thread_base + n
+        if end > block_threads:
+            raise ValueError(f"the fragment is held by threads [{self.thread_base}, {end}), "
+                             f"beyond the block's {block_threads} threads")
+        if block_threads % n:
+            raise ValueError(f"the fragment is held by {n} threads, which does not divide "
+                             f"the block's {block_threads} threads; a fragment held by part "
+                             "of the block needs a thread count that divides it (a positive "
+                             "power of two)")
+        out = self.replicate(block_threads // n) if block_threads != n else \
+            Fragment(self.shape, self.thread_modes, self.value_modes, name=self.name)
+        out.thread_base = self.thread_base
+        return out
 
     @property
     def guard_dims(self) -> tuple:
@@ -326,7 +367,8 @@ class Fragment:
         return _combine(t_terms), _combine(v_terms)
 
     def map_forward_thread(self, indices):  # reference spelling
-        return self.locate(*indices)[0]
+        thread = self.locate(*indices)[0]
+        return thread + self.thread_base if self.thread_base else thread
 
     def _holder_table(self):
         """(2, *shape) array: representative thread and value of each element (-1: none)."""
@@ -549,7 +591,8 @@ class Fragment:
 
 def _fragment_is_equal(self, other) -> bool:
     """The reference's `Fragment.is_equal`: the same map (see fragment_equal)."""
-    return isinstance(other, Fragment) and fragment_equal(self, other)
+    return (isinstance(other, Fragment) and self.thread_base == other.thread_base
+            and fragment_equal(self, other))
 
 
 def fragment_equal(a: Fragment, b: Fragment) -> bool:

@@ -336,6 +336,12 @@ class LayoutSolver:
         for key, value in self.kernel.attrs:
             if key == "layout":
                 buf, layout = value
+                if isinstance(layout, L.Fragment):
+                    with self.ctx.thread_group(self._group_of_fragment(buf)):
+                        try:
+                            layout = layout.fit_to_block(self.T)
+                        except ValueError as e:
+                            _err(self.kernel.loc, f"T.annotate_layout of {buf.name}: {e}")
                 self.assign(buf, layout, "T.annotate_layout", self.kernel.loc)
 
     def gemm(self, g: ir.Gemm):
@@ -525,6 +531,7 @@ class LayoutSolver:
         extents = info.int_extents()
         if not info.accesses or extents is None:
             return
+        self._check_given_loop_layout(info, extents)
         if info.layout is None:
             info.layout, info.iter_map, info.owner = self._choose(info, extents, final=True)
         cand = (info.layout, info.iter_map, info.owner)
@@ -536,6 +543,25 @@ class LayoutSolver:
                                 "layout comes from another loop or operation); update it from "
                                 "loops over the same tiles, or accumulate into a fragment and "
                                 "combine it with T.reduce_*")
+
+    def _check_given_loop_layout(self, info, extents):
+        """`T.Parallel(..., loop_layout=F)`: the layouts chosen here decide where iterations
+        run, but a given loop layout that makes threads write fragment elements they do not
+        hold (under the fragments' layouts) is an error, as in the reference."""
+        given = info.stmt.annotation("loop_layout")
+        if not isinstance(given, L.Fragment) or tuple(given.shape) != tuple(extents):
+            return
+        try:
+            given = given.fit_to_block(self.T)
+        except ValueError as e:
+            _err(info.stmt.loc, f"the loop_layout of this T.Parallel: {e}")
+        written = [b for b, w in self._unserved(info, extents, (given, None, None)).items() if w]
+        if written:
+            buf = written[0]
+            _err(info.stmt.loc, f"Layout infer conflict: the loop_layout of this T.Parallel "
+                                f"writes elements of {buf.name} from threads that do not hold "
+                                f"them under its layout {self.layouts[buf]!r}; give a loop "
+                                "layout that runs each write on the element's holders")
 
     # ---- defaults -----------------------------------------------------------------------------
     def default_fragment(self, buf):
@@ -559,21 +585,30 @@ class LayoutSolver:
     def _default_for_aliases(self, buf):
         """The default layout of a fragment with T.reshape views: the element-wise layout of
         the first shape (this one, then its views) and vector width whose reshape to every
-        other shape is a fragment too (narrower vectors leave fewer threads idle)."""
+        other shape is a fragment too (narrower vectors leave fewer threads idle). When no
+        width works on all the block's threads (a (2, 192) tile viewed as (2, 6, 32) on 128
+        threads), the element-wise layout on half of them (then a quarter, ...), the others
+        holding copies."""
         group = [buf] + self.aliases[buf]
         first_error = None
-        for member in group:
-            w = self._vector_width(member)
-            while w >= 1:
-                cand = L.elementwise_fragment(member.shape, self.T, w)
-                try:
-                    mine = cand if member is buf else reshape_fragment(cand, buf.shape)
-                    for other in group[1:]:
-                        reshape_fragment(mine, other.shape)
-                    return mine
-                except ValueError as e:
-                    first_error = first_error or e
-                w //= 2
+        counts = [self.T]
+        while counts[-1] % 2 == 0:
+            counts.append(counts[-1] // 2)
+        for threads in counts:
+            for member in group:
+                w = self._vector_width(member)
+                while w >= 1:
+                    cand = L.elementwise_fragment(member.shape, threads, w)
+                    if threads != self.T:
+                        cand = cand.replicate(self.T // threads)
+                    try:
+                        mine = cand if member is buf else reshape_fragment(cand, buf.shape)
+                        for other in group[1:]:
+                            reshape_fragment(mine, other.shape)
+                        return mine
+                    except ValueError as e:
+                        first_error = first_error or e
+                    w //= 2
         _err(buf.loc, f"no layout of fragment {buf.name} also lays out its T.reshape views "
                       f"({', '.join(f'{v.name} {list(v.shape)}' for v in group[1:])}): "
                       f"{first_error}")
@@ -774,7 +809,12 @@ def reshape_fragment(frag, shape):
     """The fragment holding the same elements (same thread, same register) at another shape,
     row-major; ValueError when that is not expressible as modes."""
     if frag.replication != 1:
-        raise ValueError("a replicated fragment")
+        # copies held by the outermost threads (Fragment.replicate): reshape one copy
+        held = [m for m in frag.thread_modes if any(m.strides)]
+        if list(frag.thread_modes[:len(held)]) != held:
+            raise ValueError("a replicated fragment whose copies are not its outermost threads")
+        one = L.Fragment(frag.shape, held, frag.value_modes)
+        return reshape_fragment(one, shape).replicate(frag.replication)
     to_old = _ravel_unravel(tuple(shape), tuple(frag.shape))
     return L.Fragment.from_function(tuple(shape), lambda *c: frag.locate(*to_old(*c))[0],
                                     lambda *c: frag.locate(*to_old(*c))[1],

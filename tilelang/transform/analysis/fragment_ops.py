@@ -12,6 +12,7 @@ import numpy as np
 
 from ...ir import nodes as ir
 from ...layout import Fragment
+from ...layout.build import replicated_fragment  # noqa: F401 (imported from here)
 
 
 def _place(strides, dims, ndim):
@@ -60,16 +61,6 @@ def extend_fragment(frag: Fragment, dims, extents, num_threads: int) -> Fragment
     return Fragment(tuple(extents), thread_modes, value_modes)
 
 
-def replicated_fragment(shape, num_threads: int) -> Fragment:
-    """Every thread holds the whole (small) tile: block-level scalars in fragments."""
-    nd = len(shape)
-    values = []
-    for d in reversed(range(nd)):
-        if shape[d] > 1:
-            values.append((shape[d], tuple(1 if k == d else 0 for k in range(nd))))
-    if not values:
-        values = [(1, (0,) * nd)]
-    return Fragment(tuple(shape), [(num_threads, (0,) * nd)], values)
 
 
 def permute_dims(frag: Fragment, order) -> Fragment:

@@ -63,6 +63,12 @@ def _slot_map(src_layout, dst_layout, dim, keepdim):
     return per_v, active
 
 
+def _check_warp_aligned(r: ir.Reduce, F) -> None:
+    problem = F.misaligned_reduce(r.dim)  # also checked while tracing (language/tile_ops.py)
+    if problem:
+        raise located(ValueError)(f"T.reduce_{r.kind} of {r.src.name} {problem}", r.loc)
+
+
 class ReduceLowering:
     def __init__(self, ctx):
         self.ctx = ctx
@@ -71,6 +77,7 @@ class ReduceLowering:
         src, dst = r.src, r.dst
         if src.scope == "local.fragment" and dst.scope == "local.fragment":
             F, P = self.ctx.layouts[src], self.ctx.layouts[dst]
+            _check_warp_aligned(r, F)
             keepdim = dst.ndim == src.ndim
             per_v, active = _slot_map(F, P, r.dim, keepdim)
             if per_v is not None and active.all():
