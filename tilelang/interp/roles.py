@@ -345,6 +345,7 @@ class ClusterBarrier:
     def __init__(self, nblocks):
         self.nblocks, self.arrived, self.generation = nblocks, 0, 0
         self.peers = {}  # rank -> Barriers of the block, once it has started
+        self.blocks = {}  # rank -> the block's context (its shared tiles), once started
         self.phase = {}  # block index in the scheduler -> the generation it arrived in
 
     def arrive(self, ctx, what):
@@ -385,6 +386,11 @@ class ClusterBarrier:
                                           "orders the peers' arrivals after its initialisation")
         return self.peers[rank]
 
+    def block(self, ctx, rank):
+        """The context of the cluster's block `rank` (its barriers and shared tiles)."""
+        self.peer(ctx, rank)
+        return self.blocks[rank]
+
 
 def run_clusters(ctx, clusters, start_block, body):
     """Run the blocks of each cluster side by side (one coroutine each), as the GPU keeps a
@@ -399,7 +405,7 @@ def run_clusters(ctx, clusters, start_block, body):
 
             def part():
                 start_block(sub, *block)
-                barrier.peers[rank] = sub.barriers
+                barrier.peers[rank], barrier.blocks[rank] = sub.barriers, sub
                 sub.grid, sub.cluster_barrier = (sched, k), barrier
                 sub.sched, sub.part = sched, k  # mbarrier waits block on the peers too
                 body(sub, None)

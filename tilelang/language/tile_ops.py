@@ -244,8 +244,9 @@ def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=
     The source coordinates are those the leader computes (its block indices in place of each
     receiver's). Here each block loads the leader's tile itself: the same data, without the
     multicast's saving in global-memory traffic. Without `cluster_mask` it is `T.copy`.
-    SM-to-SM copies between shared memories (`dst_block=`, `remote_barrier=`) are not
-    supported."""
+    With `dst_block=r` it copies a shared tile of this block into the shared tile `dst` of
+    block r of the cluster (distributed shared memory; see language/cluster_copy.py), one
+    arrival on the peer's `remote_barrier` when given."""
     _check_tile_context("T.copy_cluster")
     ann = dict(annotations or {})
     dst_block = ann.pop("dst_block", dst_block)
@@ -256,9 +257,21 @@ def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=
     if ann:
         raise error(ValueError, f"T.copy_cluster: unknown annotations {sorted(ann)}")
     if dst_block is not None or remote_barrier is not None:
-        raise error(NotImplementedError, "T.copy_cluster(..., dst_block=/remote_barrier=): "
-                                         "copies into another block's shared memory "
-                                         "(distributed shared memory) are not supported")
+        if dst_block is None:
+            raise error(ValueError, "T.copy_cluster(..., remote_barrier=...) needs dst_block=: "
+                                    "the peer block whose barrier it arrives on")
+        if cluster_mask is not None:
+            raise error(ValueError, "T.copy_cluster takes dst_block= (a copy into a peer's "
+                                    "shared memory) or cluster_mask= (a multicast load), "
+                                    "not both")
+        from .cluster_copy import copy_to_peer
+
+        pair = pair_regions(src, dst, "T.copy_cluster")
+        if pair is None:
+            raise error(ValueError, "T.copy_cluster(..., dst_block=...) copies a tile, not a "
+                                    "single element")
+        copy_to_peer(pair[0], pair[1], dst_block, remote_barrier)
+        return
     if cluster_mask is None:
         copy(src, dst, coalesced_width=coalesced_width, eviction_policy=eviction_policy,
              loop_layout=loop_layout)
