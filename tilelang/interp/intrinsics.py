@@ -17,6 +17,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 from .ieee import IEEE_OPS, compile_ieee
+from .packed_x2 import compile_packed_store, is_packed_x2
 from .peer_copy import PEER_COPY_CALLS, compile_peer_copy, is_peer_copy
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
@@ -516,7 +517,7 @@ def is_modeled_extern(name: str) -> bool:
         name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC) or \
         bool(WIDE_ACCESS.match(name)) or \
         name in CLUSTER_BARRIER_CALLS or name in (_CLUSTER_RANK, _REMOTE_ARRIVE) or \
-        is_peer_copy(name)
+        is_peer_copy(name) or is_packed_x2(name)
 
 
 def _cluster_barrier(name):
@@ -611,6 +612,8 @@ def _library_call(c, e, name):
         return _cluster_barrier(name)
     if is_peer_copy(name):
         return compile_peer_copy(c, e, name)
+    if is_packed_x2(name):
+        return compile_packed_store(c, e, name)
     if name == _CLUSTER_RANK:
         from .tileops import cluster_rank
 
