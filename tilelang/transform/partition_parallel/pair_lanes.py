@@ -65,7 +65,7 @@ def pair_lanes(loop: ir.For, reg: ir.Buffer, base, analyzer, sm: int = 0):
     else:
         ctype = PACKED_TYPES[reg.dtype.name]
         packed = _packed_arith(value, vi, reg.dtype, ctype, analyzer, p) \
-            if sm and packed_ok and even_base else None
+            if sm and packed_ok and even_base and isinstance(value, ir.Binary) else None
         if packed is None:
             return None
         store = ir.Evaluate(ir.Call("call_extern", (f"{STORE}{ctype}>",
