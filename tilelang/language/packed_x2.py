@@ -113,6 +113,10 @@ def store_packed(buffer, lane_indices, value) -> bool:
     ctype = PACKED_TYPES.get(dtype.name)
     if ctype is None or len(lane_indices) != 2:
         return False
+    b = current_builder(required=False)
+    if b is None or any(f.kind == "for" and f.data.get("loop_kind") == "parallel"
+                        for f in b.frames):
+        return False  # a T.Parallel body is partitioned element by element
     target = _pair_start(tuple(ir.Load(buffer, tuple(ir.as_expr(i) for i in idx), dtype)
                                for idx in lane_indices))
     if target is None:
