@@ -179,13 +179,13 @@ def test_copy_cluster_checks():
                 s = T.alloc_shared((16, 16), "float16")
                 T.copy_cluster(a[0, bx * 16], s, cluster_mask=0b100)
     assert "test_cluster_barriers.py" in str(info.value)
-    with pytest.raises(NotImplementedError, match="distributed shared memory"):
+    with pytest.raises(ValueError, match="dst_block= .* or cluster_mask="):
         @T.prim_func
         def dsmem(a: T.Tensor((64, 64), "float16")):
             with T.ClusterKernel(2, threads=128, cluster_dims=(2, 1, 1)):
                 s = T.alloc_shared((16, 16), "float16")
                 d = T.alloc_shared((16, 16), "float16")
-                T.copy_cluster(s, d, dst_block=1)
+                T.copy_cluster(s, d, dst_block=1, cluster_mask=1)
     with pytest.raises(ValueError, match="copies a global tile into shared memory"):
         @T.prim_func
         def to_global(a: T.Tensor((64, 64), "float16")):

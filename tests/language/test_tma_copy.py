@@ -128,7 +128,7 @@ def _load_kernel(**kw):
 
 @pytest.mark.parametrize("kw,match", [
     ({}, "needs barrier="),
-    ({"barrier": "bar", "cluster_mask": 3}, "multicast"),
+    ({"barrier": "bar", "cluster_mask": 3}, "non-zero int of 1 bits"),  # no cluster here
     ({"barrier": "bar", "leader_scope_threads": 48}, "multiple of 32"),
     ({"barrier": "bar", "eviction_policy": "evict_sometimes"}, "eviction_policy"),
 ])
@@ -258,3 +258,79 @@ def test_slice_off_the_swizzle_row_is_a_located_error():
 
     with pytest.raises(KernelError, match="whole 64-element swizzle rows"):
         tilelang.lower(main, target=SM90)
+
+
+# ---- cluster_mask: a load multicast to the blocks of a cluster ----------------------------------
+
+
+def _multicast(mask, cluster=4, iters=3, tile=32):
+    """Every block of each cluster loads tile k of its own slice of A with
+    T.tma_copy(..., cluster_mask=mask) into a two-slot ring and writes what it received to
+    B[block, k]: blocks in the mask receive the tile their lowest-ranked block loaded, the
+    others their own."""
+    blocks = 2 * cluster
+
+    @T.prim_func
+    def main(A: T.Tensor((blocks, iters, tile, tile), "float32"),
+             B: T.Tensor((blocks, iters, tile, tile), "float32")):
+        with T.ClusterKernel(blocks, threads=128, cluster_dims=(cluster, 1, 1)) as bx:
+            S = T.alloc_shared((2, tile, tile), "float32")
+            bars = T.alloc_barrier([128, 128])
+            for k in T.serial(iters):
+                T.tma_copy(A[bx, k, :, :], S[k % 2, :, :], barrier=bars[k % 2],
+                           cluster_mask=mask)
+                T.barrier_arrive(bars[k % 2])
+                T.mbarrier_wait_parity(bars[k % 2], (k // 2) % 2)
+                T.copy(S[k % 2, :, :], B[bx, k, :, :])
+                T.sync_threads()
+    return main
+
+
+def _multicast_expected(a, mask, cluster):
+    want = a.clone()
+    first = (mask & -mask).bit_length() - 1
+    for block in range(a.shape[0]):
+        rank, base = block % cluster, block - block % cluster
+        if mask >> rank & 1:
+            want[block] = a[base + first]
+    return want
+
+
+@pytest.mark.parametrize("mask", [0b0110, 0b1111, 0b0001])
+def test_multicast_on_the_interpreter(mask):
+    kernel = tilelang.compile(_multicast(mask), target="cpu")
+    a = torch.randn(8, 3, 32, 32)
+    b = torch.full_like(a, float("nan"))
+    kernel(a, b)
+    assert torch.equal(b, _multicast_expected(a, mask, 4))
+
+
+@requires_compiler
+def test_multicast_lowering():
+    src = _body(tilelang.compile(_multicast(0b0110), target=SM90).get_kernel_source())
+    # rank 1 (the mask's lowest) multicasts to ranks 1 and 2; ranks 0 and 3 load their own
+    assert "if (tl::cluster_ctarank() == 1) {" in src
+    assert src.count("tl::tma_load_multicast(") == 1 and "(unsigned short)6" in src
+    assert src.count("tl::tma_load(") == 1
+    assert src.count("tl::mbarrier_expect_tx(") == 1  # every block expects its bytes
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("mask", [0b0110, 0b1111])
+def test_multicast_on_gpu(mask):
+    kernel = tilelang.compile(_multicast(mask), target="cuda")
+    a = torch.randn(8, 3, 32, 32, device="cuda")
+    b = torch.full_like(a, float("nan"))
+    kernel(a, b)
+    assert torch.equal(b.cpu(), _multicast_expected(a.cpu(), mask, 4))
+
+
+def test_multicast_store_is_rejected():
+    with pytest.raises(KernelError, match="a store takes no cluster_mask") as e:
+        @T.prim_func
+        def f(A: T.Tensor((32, 32), "float32")):
+            with T.ClusterKernel(2, threads=128, cluster_dims=(2, 1, 1)):
+                S = T.alloc_shared((32, 32), "float32")
+                T.tma_copy(S, A, cluster_mask=3)
+    assert "test_tma_copy.py" in str(e.value)

@@ -9,6 +9,7 @@
 #include "tl/math.cuh"
 #include "tl/copy.cuh"
 #include "tl/wide_access.cuh"
+#include "tl/packed_x2.cuh"
 #include "tl/random.cuh"
 #include "tl/ldmatrix.cuh"
 #include "tl/mma.cuh"

@@ -569,7 +569,8 @@ class Program(ExprCompiler):
         # blocks that wait for their cluster's peers run side by side, cluster by cluster
         cluster_waits = cluster != (1, 1, 1) and any_node(
             s.body, lambda n: isinstance(n, ir.Call) and n.op == "call_extern"
-            and n.args[0] in CLUSTER_SYNC_CALLS)
+            and isinstance(n.args[0], str) and n.args[0].startswith(CLUSTER_SYNC_CALLS)
+            or isinstance(n, ir.TmaCopy) and n.cluster_mask is not None)
         if grid_sync and cluster_waits:
             raise NotImplementedError("the CPU interpreter runs T.sync_grid or cluster barriers "
                                       "in a kernel, not both")

@@ -17,6 +17,8 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 from .ieee import IEEE_OPS, compile_ieee
+from .packed_x2 import compile_packed_store, is_packed_x2
+from .peer_copy import PEER_COPY_CALLS, compile_peer_copy, is_peer_copy
 from .lanes import fail
 from .memory import LocalStore, atomic_rmw, store_array
 from .ptx import PTX_CALLS
@@ -504,7 +506,7 @@ CLUSTER_BARRIER_CALLS = {"tl::cluster_arrive": (True, False),
 _CLUSTER_RANK = "tl::cluster_ctarank"
 _REMOTE_ARRIVE = "tl::mbarrier_arrive_remote"
 # calls after which a block may depend on its cluster's peers (they run side by side)
-CLUSTER_SYNC_CALLS = tuple(CLUSTER_BARRIER_CALLS) + (_REMOTE_ARRIVE,)
+CLUSTER_SYNC_CALLS = tuple(CLUSTER_BARRIER_CALLS) + (_REMOTE_ARRIVE,) + PEER_COPY_CALLS
 
 
 def is_modeled_extern(name: str) -> bool:
@@ -514,7 +516,8 @@ def is_modeled_extern(name: str) -> bool:
     return name in _MBARRIER_CALLS or name in _ORDERING_CALLS or name == _GRID_SYNC or \
         name in _CUDA_NO_EFFECT or name.startswith(_ORDERING_PREFIXES + _CP_ASYNC) or \
         bool(WIDE_ACCESS.match(name)) or \
-        name in CLUSTER_BARRIER_CALLS or name in (_CLUSTER_RANK, _REMOTE_ARRIVE)
+        name in CLUSTER_BARRIER_CALLS or name in (_CLUSTER_RANK, _REMOTE_ARRIVE) or \
+        is_peer_copy(name) or is_packed_x2(name)
 
 
 def _cluster_barrier(name):
@@ -607,6 +610,10 @@ def _library_call(c, e, name):
         return grid_sync
     if name in CLUSTER_BARRIER_CALLS:
         return _cluster_barrier(name)
+    if is_peer_copy(name):
+        return compile_peer_copy(c, e, name)
+    if is_packed_x2(name):
+        return compile_packed_store(c, e, name)
     if name == _CLUSTER_RANK:
         from .tileops import cluster_rank
 

@@ -140,8 +140,16 @@ def wait(ctx, buf, idx, parity, what):
     """Block the running role until `buf[idx]` passes `parity` (see the module docstring)."""
     bars = ctx.barriers
 
+    from .tileops import cluster_rank
+
+    cluster = getattr(ctx, "cluster_barrier", None)
+
     def ready():
-        return bars.passed(buf, idx, parity)
+        while not bars.passed(buf, idx, parity):
+            # a multicast on its way to this block may land now
+            if cluster is None or not cluster.land(ctx, cluster_rank(ctx), buf, int(idx)):
+                return False
+        return True
 
     if ready():
         return
@@ -345,6 +353,10 @@ class ClusterBarrier:
     def __init__(self, nblocks):
         self.nblocks, self.arrived, self.generation = nblocks, 0, 0
         self.peers = {}  # rank -> Barriers of the block, once it has started
+        self.blocks = {}  # rank -> the block's context (its shared tiles), once started
+        # (rank, barrier buffer, index) -> multicast tiles on their way to that block, oldest
+        # first: (buffer, starts, tile, bytes)
+        self.in_flight = {}
         self.phase = {}  # block index in the scheduler -> the generation it arrived in
 
     def arrive(self, ctx, what):
@@ -385,6 +397,27 @@ class ClusterBarrier:
                                           "orders the peers' arrivals after its initialisation")
         return self.peers[rank]
 
+    def post(self, rank, bar, i, delivery):
+        """A multicast tile for block `rank`, completing its barrier `bar[i]` on landing."""
+        self.in_flight.setdefault((rank, bar, i), []).append(delivery)
+
+    def land(self, ctx, rank, bar, i) -> bool:
+        """Land the oldest tile in flight to this block (`rank`) on `bar[i]`: a moment the GPU
+        may deliver it (after the block's own expect_tx, or while it waits). False: none."""
+        queue = self.in_flight.get((rank, bar, i))
+        if not queue:
+            return False
+        buf, starts, tile, nbytes = queue.pop(0)
+        arr = ctx.bufs[buf]
+        arr[tuple(slice(a, a + n) for a, n in zip(starts, tile.shape))] = tile
+        ctx.barriers.complete_tx(ctx, bar, i, nbytes)
+        return True
+
+    def block(self, ctx, rank):
+        """The context of the cluster's block `rank` (its barriers and shared tiles)."""
+        self.peer(ctx, rank)
+        return self.blocks[rank]
+
 
 def run_clusters(ctx, clusters, start_block, body):
     """Run the blocks of each cluster side by side (one coroutine each), as the GPU keeps a
@@ -399,7 +432,7 @@ def run_clusters(ctx, clusters, start_block, body):
 
             def part():
                 start_block(sub, *block)
-                barrier.peers[rank] = sub.barriers
+                barrier.peers[rank], barrier.blocks[rank] = sub.barriers, sub
                 sub.grid, sub.cluster_barrier = (sched, k), barrier
                 sub.sched, sub.part = sched, k  # mbarrier waits block on the peers too
                 body(sub, None)

@@ -216,13 +216,41 @@ def _tma_copy(c, s):
                 if load:
                     i = int(np.asarray(fbar(ctx)).reshape(-1)[0])
                     ctx.barriers.expect_tx(ctx, bar, i, nbytes)
+                if mask_bits is not None:
+                    _multicast(ctx, src, dst, bar, i, nbytes, mask_bits)
+                    continue
                 tile = src.read(ctx, "T.tma_copy")
                 dst.write(ctx, tile, "T.tma_copy")
                 if load:
                     ctx.barriers.complete_tx(ctx, bar, i, nbytes)
         finally:
             ctx.env = env
+    mask_bits = s.cluster_mask
     return at_statement(s, run)
+
+
+def _multicast(ctx, src, dst, bar, i, nbytes, mask_bits):
+    """One issuing thread's part of a multicast T.tma_copy: the mask's lowest-ranked block
+    reads the tile and sends it to every block of the mask (its own copy lands at once, the
+    peers' when they reach their own copy or wait: ClusterBarrier.land); blocks outside the
+    mask load their own; then a tile in flight to this block may land."""
+    cluster = ctx.cluster_barrier
+    rank = cluster_rank(ctx)
+    if cluster is None:
+        raise fail(ctx, RuntimeError, "T.tma_copy(..., cluster_mask=...) outside a "
+                                      "T.ClusterKernel")
+    first = (mask_bits & -mask_bits).bit_length() - 1
+    if rank == first:
+        tile = np.array(src.read(ctx, "T.tma_copy"))
+        starts, _ = dst.eval(ctx, "T.tma_copy")
+        for r in range(mask_bits.bit_length()):
+            if mask_bits >> r & 1:
+                cluster.post(r, bar, i, (dst.buf, starts, tile.reshape(
+                    [e for e in dst.eval(ctx, "T.tma_copy")[1]]), nbytes))
+    elif not mask_bits >> rank & 1:
+        dst.write(ctx, src.read(ctx, "T.tma_copy"), "T.tma_copy")
+        ctx.barriers.complete_tx(ctx, bar, i, nbytes)
+    cluster.land(ctx, rank, bar, i)
 
 
 def _fill(c, s):

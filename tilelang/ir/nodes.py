@@ -589,7 +589,10 @@ class TmaCopy(Stmt):
     -> global) commits a bulk group the user waits for (`T.tma_store_wait`). `scope` is the
     size of the leader-election group: None until transform/warp_roles.py sets it to the
     threads of the enclosing region (the block, a `T.ws` role or a thread-range branch);
-    `leader` is then the condition, in the user's thread index, of the issuing threads."""
+    `leader` is then the condition, in the user's thread index, of the issuing threads.
+    With `cluster_mask` (loads), the lowest-ranked block of the mask multicasts its tile to
+    every block of the mask, the others in it issue nothing, blocks outside it load their own;
+    every block adds the bytes to its own `barrier`."""
 
     src: BufferRegion
     dst: BufferRegion
@@ -598,6 +601,7 @@ class TmaCopy(Stmt):
     leader: Any = None  # Expr: this thread issues the transfer (set by warp_roles.py)
     eviction_policy: Any = None
     in_role: bool = False  # issued inside a user role (warp_roles.py): ordered by mbarriers
+    cluster_mask: Any = None  # int: a load multicast to these blocks of the cluster
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

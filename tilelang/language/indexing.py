@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..frontend.builder import current_builder, current_loc, error
 from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
-from .vectors import Vector, lane_indices
+from .vectors import PackedPair, Vector, lane_indices
 
 
 def _normalize_index(buffer: ir.Buffer, dim: int, index):
@@ -176,7 +176,11 @@ def store_element(buffer: ir.Buffer, indices, value):
 
 def buffer_setitem(buffer: ir.Buffer, key, value):
     lanes = lane_indices(buffer, _as_key_tuple(key))
-    if lanes is not None:  # T.Ramp: one element store per lane
+    if lanes is not None:  # T.Ramp: one element store per lane (or one packed x2 store)
+        from .packed_x2 import store_packed
+
+        if isinstance(value, PackedPair) and store_packed(buffer, lanes, value):
+            return
         values = _vector_values(value, len(lanes), f"{buffer.name}[{len(lanes)} lanes]")
         for idx, v in zip(lanes, values):
             store_element(buffer, tuple(_index_expr(i) for i in idx), v)

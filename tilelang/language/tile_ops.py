@@ -186,7 +186,12 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     store (shared -> global) starts the transfer and commits it as a bulk group, without
     waiting (`T.tma_store_wait`); the shared tile's writers must have been fenced
     (`T.fence_proxy_async`) and synchronised first. Elements of the box outside the tensor
-    read as 0 and are not written. On the CPU interpreter the transfer happens at once."""
+    read as 0 and are not written. With `cluster_mask` (a load in a `T.ClusterKernel`; bit r:
+    the block of rank r), the lowest-ranked block of the mask multicasts its tile into the
+    same shared tile of every block of the mask, the others in the mask issue nothing and
+    blocks outside it load their own; every block adds the bytes to its own `barrier`. On the
+    CPU interpreter the transfer happens at once (a multicast lands in a peer when the peer
+    reaches its own T.tma_copy or waits on the barrier)."""
     _check_tile_context("T.tma_copy")
     ann = dict(annotations or {})
     barrier = ann.pop("barrier", barrier)
@@ -196,8 +201,7 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     if ann:
         raise error(ValueError, f"T.tma_copy: unknown annotations {sorted(ann)}")
     if cluster_mask is not None:
-        raise error(NotImplementedError, "T.tma_copy(..., cluster_mask=...) (a multicast "
-                                         "within a thread-block cluster) is not supported")
+        _check_cluster_mask(cluster_mask, "T.tma_copy")
     if leader_scope_threads is not None and (
             not isinstance(leader_scope_threads, int) or leader_scope_threads <= 0
             or leader_scope_threads % 32):
@@ -232,7 +236,22 @@ def tma_copy(src, dst, *, barrier=None, cluster_mask=None, leader_scope_threads=
     elif barrier is not None:
         raise error(ValueError, "T.tma_copy of a store takes no barrier: wait for it with "
                                 "T.tma_store_wait()")
-    emit(ir.TmaCopy, src_r, dst_r, bar, leader_scope_threads, None, eviction_policy)
+    elif cluster_mask is not None:
+        raise error(ValueError, "T.tma_copy(..., cluster_mask=...) multicasts a load; a store "
+                                "takes no cluster_mask")
+    emit(ir.TmaCopy, src_r, dst_r, bar, leader_scope_threads, None, eviction_policy,
+         cluster_mask=cluster_mask)
+
+
+def _check_cluster_mask(mask, what):
+    """`mask` is a non-zero int naming blocks of the enclosing T.ClusterKernel's cluster."""
+    kernel = current_builder(what=what).kernel.data["kernel"]
+    dims = kernel.cluster_dims or (1, 1, 1)
+    size = dims[0] * dims[1] * dims[2]
+    if isinstance(mask, bool) or not isinstance(mask, int) or not 0 < mask < (1 << size):
+        raise error(ValueError, f"{what}: cluster_mask must be a non-zero int of {size} bits "
+                                f"(the cluster's blocks), got {mask!r}")
+    return dims
 
 
 def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=None,
@@ -244,8 +263,9 @@ def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=
     The source coordinates are those the leader computes (its block indices in place of each
     receiver's). Here each block loads the leader's tile itself: the same data, without the
     multicast's saving in global-memory traffic. Without `cluster_mask` it is `T.copy`.
-    SM-to-SM copies between shared memories (`dst_block=`, `remote_barrier=`) are not
-    supported."""
+    With `dst_block=r` it copies a shared tile of this block into the shared tile `dst` of
+    block r of the cluster (distributed shared memory; see language/cluster_copy.py), one
+    arrival on the peer's `remote_barrier` when given."""
     _check_tile_context("T.copy_cluster")
     ann = dict(annotations or {})
     dst_block = ann.pop("dst_block", dst_block)
@@ -256,21 +276,28 @@ def copy_cluster(src, dst, *, dst_block=None, cluster_mask=None, remote_barrier=
     if ann:
         raise error(ValueError, f"T.copy_cluster: unknown annotations {sorted(ann)}")
     if dst_block is not None or remote_barrier is not None:
-        raise error(NotImplementedError, "T.copy_cluster(..., dst_block=/remote_barrier=): "
-                                         "copies into another block's shared memory "
-                                         "(distributed shared memory) are not supported")
+        if dst_block is None:
+            raise error(ValueError, "T.copy_cluster(..., remote_barrier=...) needs dst_block=: "
+                                    "the peer block whose barrier it arrives on")
+        if cluster_mask is not None:
+            raise error(ValueError, "T.copy_cluster takes dst_block= (a copy into a peer's "
+                                    "shared memory) or cluster_mask= (a multicast load), "
+                                    "not both")
+        from .cluster_copy import copy_to_peer
+
+        pair = pair_regions(src, dst, "T.copy_cluster")
+        if pair is None:
+            raise error(ValueError, "T.copy_cluster(..., dst_block=...) copies a tile, not a "
+                                    "single element")
+        copy_to_peer(pair[0], pair[1], dst_block, remote_barrier)
+        return
     if cluster_mask is None:
         copy(src, dst, coalesced_width=coalesced_width, eviction_policy=eviction_policy,
              loop_layout=loop_layout)
         return
     b = current_builder(what="T.copy_cluster")
     kernel = b.kernel.data["kernel"]
-    dims = kernel.cluster_dims or (1, 1, 1)
-    size = dims[0] * dims[1] * dims[2]
-    if isinstance(cluster_mask, bool) or not isinstance(cluster_mask, int) or \
-            not 0 < cluster_mask < (1 << size):
-        raise error(ValueError, f"T.copy_cluster: cluster_mask must be a non-zero int of "
-                                f"{size} bits (the cluster's blocks), got {cluster_mask!r}")
+    dims = _check_cluster_mask(cluster_mask, "T.copy_cluster")
     pair = pair_regions(src, dst, "T.copy_cluster")
     if pair is None or pair[0].buffer.scope != "global" or \
             pair[1].buffer.scope not in ("shared", "shared.dyn"):

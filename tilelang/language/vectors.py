@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..frontend.builder import error
 from ..ir import hooks as ir_hooks
 from ..ir import nodes as ir
+from .packed_x2 import OPS, lane_value
 
 
 class RampIndex:
@@ -222,35 +223,29 @@ def _packed_x2(op, args):
     return vectors
 
 
-def _packed(op, fn):
+class PackedPair(Vector):
+    """The two-lane value of a packed x2 op: its lanes, and the op and operands it came from
+    (a store into a Ramp of global memory may then be one packed instruction:
+    language/packed_x2.py)."""
+
+    __slots__ = ("op", "operands")
+
+    def __init__(self, op, operands):
+        super().__init__(lane_value(op, *lanes) for lanes in zip(*operands))
+        self.op, self.operands = op, tuple(operands)
+
+
+def _packed(op):
     def packed(*args):
-        vectors = _packed_x2(op, args)
-        return Vector(fn(*lanes) for lanes in zip(*vectors))
+        return PackedPair(op, _packed_x2(op, args))
     packed.__name__ = op
-    packed.__doc__ = f"Packed x2 `{op}` of two-lane vectors (float32x2, float16x2, bfloat16x2), " \
-                     "lane by lane (nvcc pairs the lanes where the GPU has packed instructions)."
+    packed.__doc__ = f"Packed x2 `{op}` of two-lane vectors (float32x2, float16x2, bfloat16x2): " \
+                     "lane by lane, or one packed instruction when stored with a T.Ramp into " \
+                     "global memory from Ramp loads of global memory (tl::" + op + ")."
     return packed
 
 
-def _max(a, b):
-    return ir.binary("max", a, b)
-
-
-def _min(a, b):
-    return ir.binary("min", a, b)
-
-
-def _abs(a):
-    return ir.Call("abs", (a,), a.dtype)
-
-
-add2 = _packed("add2", lambda a, b: a + b)
-sub2 = _packed("sub2", lambda a, b: a - b)
-mul2 = _packed("mul2", lambda a, b: a * b)
-fma2 = _packed("fma2", lambda a, b, c: a * b + c)
-max2 = _packed("max2", _max)
-min2 = _packed("min2", _min)
-abs2 = _packed("abs2", _abs)
+add2, sub2, mul2, fma2, max2, min2, abs2 = (_packed(op) for op in OPS)
 
 
 def Ramp(base, stride, lanes):  # noqa: N802 - TIR's name

@@ -356,7 +356,8 @@ class _RoleLoops:
     def __init__(self, kernel, ctx):
         self.kernel = kernel
         self.ctx = ctx
-        self.barriers = {buf: counts for key, (buf, counts) in kernel.attrs
+        # (other attributes' values are not (buffer, counts) pairs: cluster_dims, ...)
+        self.barriers = {value[0]: value[1] for key, value in kernel.attrs
                          if key == "barrier_init"}
         self.replaced = {}  # barrier -> its S copies
 

@@ -8,6 +8,8 @@
 //   tl::mbarrier_expect_tx(bar, bytes)            expect-tx only                      sm_90
 //   tl::mbarrier_arrive_remote(bar, cta_rank)     arrive on the same barrier in another CTA
 //                                                 of the cluster (mapa + release.cluster) sm_90
+//   tl::mbarrier_arrive_expect_tx_remote(bar, cta_rank, bytes)   expect-tx(bytes) then
+//                                                 arrive(1) on that CTA's barrier          sm_90
 //   tl::mbarrier_arrive_cluster<CS>(bar)          one lane per warp (after __syncwarp) arrives
 //                                                 on `bar` in each of the CS CTAs         sm_90
 //   tl::mbarrier_test_wait_parity(bar, parity)    non-blocking test                    sm_80
@@ -137,6 +139,17 @@ TL_DEVICE void mbarrier_arrive_remote(uint64_t* bar, uint32_t cta_rank) {
       "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(
           smem_addr(bar)),
       "r"(cta_rank)
+      : "memory");
+}
+
+TL_DEVICE void mbarrier_arrive_expect_tx_remote(uint64_t* bar, uint32_t cta_rank,
+                                                uint32_t bytes) {
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\t"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remote], %2;\n}\n" ::
+          "r"(smem_addr(bar)),
+      "r"(cta_rank), "r"(bytes)
       : "memory");
 }
 

@@ -16,6 +16,13 @@
 //   tl::prefetch_tma_descriptor(desc)                          prefetch.tensormap
 //   tl::bulk_load(smem_dst, gmem_src, bytes, bar)              non-tensor bulk copy to smem
 //   tl::bulk_store(gmem_dst, smem_src, bytes)                  non-tensor bulk copy to global
+//   tl::tma_store_cluster(dst, src, cta_rank, bytes, bar)      bulk copy of this CTA's smem
+//                                                             into CTA `cta_rank`'s `dst`,
+//                                                             completing `bytes` on its `bar`
+//   tl::map_shared_rank(ptr, cta_rank)                         generic address of `ptr`'s
+//                                                             object in CTA cta_rank
+//   tl::copy_to_peer<N>(remote, src)                           the block's threads store N
+//                                                             elements at `remote`
 //
 // Caller's duties: smem 128-byte aligned (1024 with 128B swizzle), the expected tx bytes on
 // `bar` equal the full box bytes of every load landing on it in the phase, generic smem writes
@@ -135,6 +142,39 @@ TL_DEVICE void bulk_store(void* gmem_dst, const void* smem_src, uint32_t bytes) 
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem_dst),
                "r"(smem_addr(smem_src)), "r"(bytes)
                : "memory");
+}
+
+// Distributed shared memory: `dst` and `bar` are this CTA's addresses of the peer's tile and
+// barrier (the same variables in every CTA), mapped into CTA `cta_rank` with mapa. The
+// caller has announced the bytes on the peer's barrier (mbarrier_arrive_expect_tx_remote).
+TL_DEVICE void tma_store_cluster(void* dst, const void* src, uint32_t cta_rank, uint32_t bytes,
+                                 uint64_t* bar) {
+  asm volatile(
+      "{\n\t.reg .b32 rdst, rbar;\n\t"
+      "mapa.shared::cluster.u32 rdst, %0, %2;\n\t"
+      "mapa.shared::cluster.u32 rbar, %3, %2;\n\t"
+      "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [rdst], [%1], %4,"
+      " [rbar];\n}\n" ::"r"(smem_addr(dst)),
+      "r"(smem_addr(src)), "r"(cta_rank), "r"(smem_addr(bar)), "r"(bytes)
+      : "memory");
+}
+
+// This CTA's shared-memory object at `ptr`, as seen in CTA `cta_rank` of the cluster (a generic
+// address; CUDA's cluster_group::map_shared_rank).
+template <typename T>
+TL_DEVICE T* map_shared_rank(T* ptr, uint32_t cta_rank) {
+  uint64_t out;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(ptr), "r"(cta_rank));
+  return reinterpret_cast<T*>(out);
+}
+
+// Every thread of the block stores its share of N elements at `remote` (a peer's tile, from
+// map_shared_rank).
+template <int N, typename T>
+TL_DEVICE void copy_to_peer(T* remote, const T* src) {
+  const int nthreads = blockDim.x * blockDim.y * blockDim.z;
+  const int tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  for (int i = tid; i < N; i += nthreads) remote[i] = src[i];
 }
 
 #endif  // TL_HAVE_SM90

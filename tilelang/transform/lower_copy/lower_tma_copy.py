@@ -8,8 +8,10 @@ Guarantees: a load becomes
     if leader: tl::mbarrier_expect_tx(barrier, bytes of the tile); one TMA load per box
 
 (no arrival, no wait: the user arrives on and waits for the barrier; outside user roles the
-loads are marked ("async", True): insert_sync orders them after earlier reads of the tile),
-a store
+loads are marked ("async", True): insert_sync orders them after earlier reads of the tile);
+with a cluster mask, the loads are multicast (`tl::tma_load_multicast`) by the lowest-ranked
+block of the mask, skipped by its other blocks and unicast by the blocks outside it (every
+block expects the bytes on its own barrier); a store
 
     fence.proxy.async (every thread: its generic writes of the tile reach the TMA unit)
     if leader: one TMA store per box; tl::tma_store_arrive()   (no wait)
@@ -204,10 +206,22 @@ def lower_tma_copy(s: ir.TmaCopy, ctx, analyzer) -> ir.Stmt:
         # reads of it are done (insert_sync puts a barrier before it: an asynchronous write);
         # in a role the user's mbarriers order that
         attrs = () if s.in_role else (("async", True),)
-        for coords, index in plan.boxes():
-            issue.append(ir.Evaluate(ir.Call("call_extern", (
-                "tl::tma_load", param, bar, ir.address_of(plan.S, index), *reversed(coords)),
-                ir.DType("void"), attrs)))
+
+        def loads(name, *mask):
+            return ir.Seq(tuple(ir.Evaluate(ir.Call("call_extern", (
+                name, param, bar, ir.address_of(plan.S, index), *mask, *reversed(coords)),
+                ir.DType("void"), attrs)) for coords, index in plan.boxes()))
+        if s.cluster_mask is None:
+            issue.append(loads("tl::tma_load"))
+        else:
+            mask = s.cluster_mask
+            rank = ir.Call("call_extern", ("tl::cluster_ctarank",), ir.DType("int32"))
+            first = (mask & -mask).bit_length() - 1
+            outside = ir.compare("eq", ir.binary("bitand", ir.binary(
+                "shr", ir.const(mask), rank), 1), 0)
+            issue.append(ir.If(ir.compare("eq", rank, first), loads(
+                "tl::tma_load_multicast", ir.const(mask, "uint16")),
+                ir.If(outside, loads("tl::tma_load"), None, loc=s.loc), loc=s.loc))
         return ir.If(s.leader, ir.Seq(tuple(issue)), None, loc=s.loc)
     for coords, index in plan.boxes():
         issue.append(ir.extern_stmt("tl::tma_store", param, ir.address_of(plan.S, index),

@@ -4,7 +4,12 @@ Expects: the lane loop that vectorize.py builds for one vector group (`for vi in
 pure lets, then one store `reg[base + vi] = value` into a register array of float16 or
 bfloat16). Guarantees: when the value of lanes 2p and 2p+1 pairs up (below), the loop becomes
 `for p in [0, vec/2): reg[base + 2p : base + 2p + 2] = pair`, which computes exactly the same
-bits; otherwise the loop is returned unchanged.
+bits. Failing that, on a CUDA target, a value that is +, -, * (a product plus a value: fma)
+of staged registers `R[off + vi]` (off even) of float16 / bfloat16, or float32 on sm_100,
+becomes one packed statement per pair, `tl::store_packed2<P>(&reg[base + 2p], tl::add2(...))`
+(the op on P = __half2 / __nv_bfloat162 / float2 pairs, language/packed_x2.py; the fma rounds
+once, as the CUDA compiler's contraction of the scalar form does). Otherwise the loop is
+returned unchanged.
 
 Lanes pair up through their expressions, lane 2p's and lane 2p+1's side by side:
 - the same expression in both (it does not depend on vi % 2): one value broadcast;
@@ -24,16 +29,21 @@ from __future__ import annotations
 
 from ...ir import nodes as ir
 from ...ir.visitor import substitute
+from ...language.packed_x2 import LOAD, PACKED_TYPES, STORE
 
 HALVES = ("float16", "bfloat16")
 FLOAT_OPS = ("add", "sub", "mul")
+PACKED_FLOAT32_SM = 100  # float32 pairs (add/sub/mul/fma .f32x2) from Blackwell on
 
 
-def pair_lanes(loop: ir.For, reg: ir.Buffer, base, analyzer):
+def pair_lanes(loop: ir.For, reg: ir.Buffer, base, analyzer, sm: int = 0):
     """`loop` (the lane loop over vi storing reg[base + vi]) computing two lanes per
-    iteration, or None when its lanes do not pair up."""
+    iteration, or None when its lanes do not pair up. On a CUDA target (`sm`), arithmetic
+    over staged registers becomes packed x2 instructions (`_packed_arith`)."""
     vi, vec = loop.var, ir.int_value(loop.extent)
-    if reg.dtype.name not in HALVES or vec is None or vec % 2:
+    packed_ok = reg.dtype.name in HALVES or (reg.dtype.name == "float32" and
+                                             sm >= PACKED_FLOAT32_SM)
+    if not (reg.dtype.name in HALVES or packed_ok) or vec is None or vec % 2:
         return None
     lets, s = {}, loop.body
     while isinstance(s, ir.LetStmt):
@@ -47,12 +57,57 @@ def pair_lanes(loop: ir.For, reg: ir.Buffer, base, analyzer):
     with analyzer.scope():
         analyzer.bind(p, 0, vec // 2)
         lanes = [analyzer.simplify(substitute(value, {vi: 2 * p + r})) for r in (0, 1)]
-    pair = _pair(*lanes)
-    if pair is None:
-        return None
-    store = ir.Store(reg, (ir.binary("add", base, ir.binary("mul", p, 2)),), pair, loc=s.loc)
+        even_base = analyzer.is_divisible(ir.as_expr(base), 2)
+    start = ir.binary("add", base, ir.binary("mul", p, 2))
+    pair = _pair(*lanes) if reg.dtype.name in HALVES else None
+    if pair is not None:
+        store = ir.Store(reg, (start,), pair, loc=s.loc)
+    else:
+        ctype = PACKED_TYPES[reg.dtype.name]
+        packed = _packed_arith(value, vi, reg.dtype, ctype, analyzer, p) \
+            if sm and packed_ok and even_base and isinstance(value, ir.Binary) else None
+        if packed is None:
+            return None
+        store = ir.Evaluate(ir.Call("call_extern", (f"{STORE}{ctype}>",
+                                                    ir.address_of(reg, (start,)), packed),
+                                    ir.DType("void")), loc=s.loc)
     return ir.For(p, ir.const(0), ir.const(vec // 2), "unroll", store, 1, loop.annotations,
                   loc=loop.loc)
+
+
+def _packed_arith(e, vi, dt, ctype, analyzer, p):
+    """The lane-`vi` expression `e` as packed x2 calls over lanes 2p, 2p+1 (tl::add2, sub2,
+    mul2, and fma2 for a product plus a value, as the CUDA compiler contracts them anyway),
+    its leaves staged registers `R[off + vi]` (off even) of dtype `dt`; None otherwise."""
+    def call(name, *args):
+        return ir.Call("call_extern", (name,) + args, ir.DType("handle"))
+
+    if isinstance(e, ir.Load):
+        if e.dtype is not dt or e.buffer.scope != "local" or len(e.indices) != 1:
+            return None
+        off = analyzer.simplify(ir.binary("sub", e.indices[0], vi))
+        if any(v is vi for v in _vars(off)) or not analyzer.is_divisible(off, 2):
+            return None
+        return call(f"{LOAD}{ctype}>", ir.address_of(e.buffer, (ir.binary(
+            "add", off, ir.binary("mul", p, 2)),)))
+    if not (isinstance(e, ir.Binary) and e.dtype is dt and e.op in FLOAT_OPS):
+        return None
+    if e.op == "add":
+        for prod, other in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(prod, ir.Binary) and prod.op == "mul" and prod.dtype is dt:
+                args = [_packed_arith(x, vi, dt, ctype, analyzer, p)
+                        for x in (prod.a, prod.b, other)]
+                if all(a is not None for a in args):
+                    return call("tl::fma2", *args)
+    a = _packed_arith(e.a, vi, dt, ctype, analyzer, p)
+    b = _packed_arith(e.b, vi, dt, ctype, analyzer, p)
+    return None if a is None or b is None else call(f"tl::{e.op}2", a, b)
+
+
+def _vars(e):
+    from ...ir.visitor import collect
+
+    return collect(e, lambda n: isinstance(n, ir.Var))
 
 
 def _pair(even, odd):

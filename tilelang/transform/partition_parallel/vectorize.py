@@ -191,7 +191,8 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
     inner = _vector_atomic_add(ctx, lanes, vi, vec, analyzer) or _lane_loop(vi, vec, lanes)
     staged = [m for m in mapping.values() if isinstance(m, tuple)]
     if len(staged) == 1:
-        inner = pair_lanes(inner, staged[0][1], staged[0][2], analyzer) or inner
+        sm = ctx.target.sm if ctx.target.is_cuda else 0
+        inner = pair_lanes(inner, staged[0][1], staged[0][2], analyzer, sm) or inner
     loaded = [reg for reg, _ in pre]
     step = ir.Seq(tuple(st for _, st in pre) + (inner,) + (() if defer else tuple(post)))
     held = [m[1] for m in staged]
