@@ -230,6 +230,17 @@ SIDE_EFFECT_CALLS = frozenset({
 GRID_SYNC = "cooperative_groups::this_grid().sync"
 
 
+def is_collective_sync(node) -> bool:
+    """Whether `node` (an expression) is a barrier every thread of the block or grid must
+    reach: `T.sync_grid`, `T.sync_threads` / `__syncthreads`. Passes that let only some
+    threads run a statement (a replicated loop's representative) must keep these for all."""
+    if not isinstance(node, Call):
+        return False
+    if node.op == "sync_threads":
+        return True
+    return node.op == "call_extern" and node.args and node.args[0] in (GRID_SYNC, "__syncthreads")
+
+
 # =============================================================================================
 # Buffers and regions
 # =============================================================================================

@@ -35,6 +35,8 @@ from ... import layout as L
 from ...layout.index import all_of
 from ..analysis import fragment_access as FA
 from ..analysis.fragment_ops import fit_affine_in_digits
+from ..analysis.buffer_use import buffers_read
+from ..analysis.loop_items import flatten, rebuild
 from ..analysis.numeric import eval_index
 from ..analysis.scoped import ScopedMutator
 from ..analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
@@ -326,15 +328,17 @@ def collect_stores(body):
 
 def _one_writer(body, representative, registers=()):
     """In a replicated loop layout several threads run each iteration: they all update their
-    register copies, but only one of them may write memory or do an atomic. When the body
-    updates no fragment registers, the other copies skip it entirely (no duplicate reads of
+    register copies, but only one of them may write memory or do an atomic; barriers
+    (`T.sync_grid` in the body) are reached by every copy. When the body updates no fragment
+    registers and has no barrier, the other copies skip it entirely (no duplicate reads of
     memory the representative is writing)."""
     if representative is None:
         return body
     cond = ir.as_expr(representative)
     from ...ir.visitor import collect
 
-    if not collect(body, lambda n: isinstance(n, ir.Store) and n.buffer in registers):
+    if not collect(body, lambda n: (isinstance(n, ir.Store) and n.buffer in registers)
+                   or ir.is_collective_sync(n)):
         return ir.If(cond, body, None)
 
     class Guard(Mutator):
@@ -345,6 +349,8 @@ def _one_writer(body, representative, registers=()):
 
         def visit_Evaluate(self, s):
             c = s.value
+            if ir.is_collective_sync(c):  # every copy reaches a barrier, the same times
+                return s
             if isinstance(c, ir.Call) and (c.op.startswith("atomic_") or ir.is_extern_call(c)):
                 return ir.If(cond, s, None, loc=s.loc)
             return s
@@ -359,7 +365,7 @@ class _Partition(InRoleGroups, ScopedMutator):
 
     def visit_For(self, s):
         if s.kind == "parallel":
-            return NestPartitioner(self.ctx, s, self.analyzer).run()
+            return _split_at_barriers(NestPartitioner(self.ctx, s, self.analyzer).run())
         if s.kind == "vectorized" and not self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
             from .vectorize import hoist_lane_assumptions, vectorize_explicit_loop
 
@@ -375,6 +381,39 @@ class _Partition(InRoleGroups, ScopedMutator):
             if vectorized is not None:
                 return vectorized
         return super().visit_For(s)
+
+
+def _split_at_barriers(stmt):
+    """A barrier in a T.Parallel body (`T.sync_grid()` between reading and updating) orders
+    every iteration's statements before it ahead of every iteration's statements after it.
+    A thread running several iterations in a loop would interleave them (iteration 1's update
+    before iteration 2's read), so such a loop becomes one loop per part with the barrier once
+    between them. Left alone when a let the parts share reads memory (it would be re-read
+    after the barrier)."""
+    class Split(Mutator):
+        def visit_For(self, f):
+            f = self.generic(f)
+            items = flatten(f.body)
+            if not any(isinstance(it, ir.Evaluate) and ir.is_collective_sync(it.value)
+                       for it in items):
+                return f
+            if any(isinstance(it, tuple) and buffers_read(it[2]) for it in items):
+                return f
+            out, lets, part = [], [], []
+            for it in items + [None]:
+                if it is None or (isinstance(it, ir.Evaluate) and
+                                  ir.is_collective_sync(it.value)):
+                    if any(not isinstance(x, tuple) for x in part):
+                        out.append(ir.with_fields(f, body=rebuild(lets + part)))
+                    if it is not None:
+                        out.append(it)
+                    lets = lets + [x for x in part if isinstance(x, tuple)]
+                    part = []
+                else:
+                    part.append(it)
+            return ir.Seq(tuple(out))
+
+    return Split().visit(stmt)
 
 
 class _BlockLevelFragments(InRoleGroups, Mutator):
