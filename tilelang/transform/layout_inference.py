@@ -309,9 +309,11 @@ class LayoutSolver:
 
     def _shared_views(self):
         """A shared view of the same dtype is its tile's elements in row-major order: the
-        tile's layout composed with the reshape. One of another dtype reuses the tile's bytes
-        for other data: it keeps a layout of its own (row-major unless an operation needs
-        another), no larger than the tile."""
+        tile's layout composed with the reshape. One of another dtype reads the tile's bytes:
+        its element k is bytes [k * size, (k + 1) * size) of the tile in row-major order,
+        where the tile's layout stored them (`retyped_layout`), unless an operation needs a
+        layout of its own for it (then it reuses the bytes for other data); no larger than
+        the tile."""
         for v in self.views:
             if v.scope not in SHARED:
                 continue
@@ -324,6 +326,11 @@ class LayoutSolver:
                               "itself")
                 self.layouts[v] = reshaped_layout(self.layouts[root], v.shape)
                 continue
+            if v not in self.layouts and not self.layouts[root].is_row_major():
+                # nothing lays the view out itself: it reads the tile's bytes where the tile's
+                # layout put them (a swizzled float32 tile viewed as bfloat16)
+                self.layouts[v] = retyped_layout(self.layouts[root], v.shape,
+                                                 root.dtype.bytes, v.dtype.bytes, v.loc)
             self.layouts.setdefault(v, L.row_major(v.shape))
             need = self.layouts[v].physical_size * v.dtype.bytes
             have = self.layouts[root].physical_size * root.dtype.bytes
@@ -795,6 +802,41 @@ def _ravel_unravel(new_shape, old_shape):
             flat = flat // n
         return tuple(reversed(out))
     return to_old
+
+
+def retyped_layout(layout, shape, old_bytes, new_bytes, loc=None):
+    """A shared tile's layout seen through a view of another element size: view element k
+    holds the tile's row-major bytes [k * new_bytes, (k + 1) * new_bytes), wherever the
+    tile's layout stored them (in units of the view's elements). A widening view needs each
+    group of tile elements it covers stored together and aligned (a swizzle of 16-byte
+    chunks keeps pairs and quads of narrow elements so); otherwise a located error."""
+    n_view = int(np.prod(shape))
+    to_flat = _ravel_unravel(tuple(shape), (n_view,))
+    unravel = _ravel_unravel((int(np.prod(layout.shape)),), tuple(layout.shape))
+    if new_bytes < old_bytes:
+        r = old_bytes // new_bytes
+
+        def fwd(*c):
+            (flat,) = to_flat(*c)
+            return layout.forward(*unravel(flat // r)) * r + flat % r
+    else:
+        r = new_bytes // old_bytes
+        flat = np.arange(n_view) * r
+        base = np.asarray(layout.forward(*unravel(flat)))
+        for t in range(1, r):
+            if not (np.asarray(layout.forward(*unravel(flat + t))) == base + t).all():
+                _err(loc, f"a view of {new_bytes}-byte elements cannot read a tile whose layout "
+                          f"does not keep each group of {r} elements together")
+        if (base % r).any():
+            _err(loc, f"a view of {new_bytes}-byte elements reads a tile whose layout does "
+                      "not align its element groups")
+
+        def fwd(*c):
+            (flat,) = to_flat(*c)
+            return layout.forward(*unravel(flat * r)) // r
+    size = -(-layout.physical_size * old_bytes // new_bytes)
+    return L.Layout(tuple(shape), fwd, name=f"retype({getattr(layout, 'name', None) or 'layout'})",
+                    physical_size=size)
 
 
 def reshaped_layout(layout, shape):
