@@ -16,6 +16,10 @@ global→shared copies that depend only on the loop variable and loop-invariant 
         rest of the body, reading stage k % S
     wait_group(0)
 
+With two stages the loop issues first and waits after (`__syncthreads(); copies(k + 1);
+commit; wait_group(1); __syncthreads(); rest`), so stage k + 1 is in flight while stage k is
+waited for (one barrier more per iteration).
+
 A body that is one branch on a block-uniform condition after lets (`if BlockMask[by, bx, k]:
 copies; gemm`, analysis/uniform.py) is pipelined the same way with the condition evaluated
 for each iteration it touches: the copies issued for iteration j run under `if cond(j)`, the
@@ -152,9 +156,19 @@ class Pipeliner:
             ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S - 1),
                                                     ir.binary("floormod", ahead, S)), None),
             _call("tl::cp_async_commit"))))
-        wait = (_call(f"tl::cp_async_wait<{S - 2}>"),) + fence + (_call("__syncthreads"),)
-        steady = ir.Seq(wait + ((body_rest, issue_ahead) if under_gemm
-                                else (issue_ahead, body_rest)))
+        if S == 2 and not under_gemm:
+            # two stages: waiting for stage k before issuing k + 1 would leave no load in
+            # flight during the wait (every iteration pays the whole memory latency, which
+            # an L2 miss makes long: the intrinsics GEMM 30.7 against the reference's 22.5
+            # µs after a flush); a barrier first (every thread done reading the stage k + 1
+            # overwrites), then the issue, then the wait for k alone
+            steady = ir.Seq((_call("__syncthreads"), issue_ahead,
+                             _call("tl::cp_async_wait<1>")) + fence +
+                            (_call("__syncthreads"), body_rest))
+        else:
+            wait = (_call(f"tl::cp_async_wait<{S - 2}>"),) + fence + (_call("__syncthreads"),)
+            steady = ir.Seq(wait + ((body_rest, issue_ahead) if under_gemm
+                                    else (issue_ahead, body_rest)))
         main = ir.For(k, start, n, "serial", steady, 1, (("pipelined_from", S),), loc=loop.loc)
         drain = _call("tl::cp_async_wait<0>")
         n_gathers = sum(1 for _, st, _ in producers if not isinstance(st, ir.Copy))
