@@ -228,9 +228,7 @@ class Pipeliner:
             return ir.Seq(tuple(out))
 
         def runs(iter_expr):
-            """cond(iter_expr), its lets inlined (true without a guard)."""
-            if guard is None:
-                return ir.const(True)
+            """The guard's condition for iteration `iter_expr`, its lets inlined."""
             cond = guard.cond
             for let in reversed(cond_lets):
                 cond = substitute(cond, {let.var: let.value})
@@ -258,12 +256,13 @@ class Pipeliner:
             prologue = [x for st in prologue for x in (st, _call("tl::cp_async_commit"))]
 
         def wait(b):
-            guarded = fresh is not None
-            counts = {groups_after(b, p) for p in ("fresh", "prefetched")} if guarded else ()
-            if len(counts) != 2:
-                return _call(f"tl::cp_async_wait<{groups_after(b, 'fresh' if guarded else None)}>")
-            return ir.If(fresh, _call(f"tl::cp_async_wait<{groups_after(b, 'fresh')}>"),
-                         _call(f"tl::cp_async_wait<{groups_after(b, 'prefetched')}>"))
+            if fresh is None:
+                return _call(f"tl::cp_async_wait<{groups_after(b, None)}>")
+            first, later = groups_after(b, "fresh"), groups_after(b, "prefetched")
+            if first == later:
+                return _call(f"tl::cp_async_wait<{first}>")
+            return ir.If(fresh, _call(f"tl::cp_async_wait<{first}>"),
+                         _call(f"tl::cp_async_wait<{later}>"))
 
         fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
         body = []

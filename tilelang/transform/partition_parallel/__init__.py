@@ -397,7 +397,7 @@ def _split_at_barriers(stmt):
             if not any(isinstance(it, ir.Evaluate) and ir.is_collective_sync(it.value)
                        for it in items):
                 return f
-            if any(isinstance(it, tuple) and buffers_read(it[2]) for it in items):
+            if any(isinstance(it, tuple) and buffers_read(it.value) for it in items):
                 return f
             out, lets, part = [], [], []
             for it in items + [None]:

@@ -213,12 +213,9 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
     into consecutive, aligned elements of a global tensor (the dQ, dK and dV updates of
     attention backward kernels): the lanes' values staged in registers, then added 4 or 2 at
     a time (`tl::atomic_addx4/x2`), one instruction per group instead of one per element;
-    None otherwise. Guards the same for every lane (a ragged tile's row bound) stay around
-    the group. Relaxed atomics to distinct addresses are unordered, so grouping them changes
-    nothing a program can observe."""
-    guards = _lane_invariant_guards(body, vi, vec, analyzer)
-    if guards:
-        body = guards[-1][2]
+    None otherwise (branches the same for every lane are taken around it by
+    `vectorize_value_loop`). Relaxed atomics to distinct addresses are unordered, so grouping
+    them changes nothing a program can observe."""
     if not (isinstance(body, ir.Evaluate) and isinstance(body.value, ir.Call)):
         return None
     call = body.value
@@ -250,10 +247,7 @@ def _vector_atomic_add(ctx, body, vi, vec, analyzer):
         scalar = _lane_loop(vi, vec, ir.Evaluate(ir.Call("atomic_add", (
             target, ir.Load(values, (vi,), buf.dtype)), call.dtype, call.attrs), loc=body.loc))
         vector = ir.If(full, vector, scalar)
-    out = ir.Seq((stage, vector))
-    for cond, loc, _ in reversed(guards):  # values are computed only where the lanes run
-        out = ir.If(cond, out, None, loc=loc)
-    return ir.Allocate(values, out)
+    return ir.Allocate(values, ir.Seq((stage, vector)))
 
 
 def _lane_invariant_guards(body, vi, vec, analyzer) -> list:
