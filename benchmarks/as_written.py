@@ -353,8 +353,10 @@ VARIANTS = {
     "default": {},
     "no_ws": {"tl.disable_warp_specialized": True},
     "ws": {"tl.disable_warp_specialized": False},
+    "masks_every_tile": {"tl.disable_mask_unswitching": True},
 }
-OURS_ONLY = set()  # this project's own switches (the reference has no such key: skipped there)
+# this project's own switches (the reference has no such key: skipped there)
+OURS_ONLY = {"masks_every_tile"}
 
 
 def time_gpu(fn, warmup=10, rep=50):

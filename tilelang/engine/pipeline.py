@@ -37,6 +37,7 @@ from ..transform.simplify_stmt import simplify_kernel
 from ..transform.stage_epilogue import stage_epilogues
 from ..transform.tma_reduce import lower_tma_atomics
 from ..transform.unroll_fragment_offsets import unroll_fragment_offsets
+from ..transform.unswitch_masks import unswitch_masks
 from ..transform.warp_roles import assign_warp_roles
 from ..transform.warp_specialize import warp_specialize
 from ..transform.wgmma_wait import place_wgmma_waits
@@ -62,6 +63,7 @@ PASSES = [
     ("pack_sub_byte", pack_sub_byte),                          # int4 buffers -> their bytes
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
     ("unroll_fragment_offsets", _on_body(unroll_fragment_offsets)),  # acc[i + s * 32]
+    ("unswitch_masks", unswitch_masks),                        # masks decided per tile
     ("infer_layouts", infer_layouts),                          # fragments, shared tiles, loops
     ("warp_specialize", warp_specialize),                      # sm_90a: TMA + producer WG
     ("pipeline", pipeline_loops),                              # T.Pipelined -> cp.async stages

@@ -77,6 +77,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_WGMMA_OVERLAP = "tl.disable_wgmma_overlap"
     TL_DISABLE_DEFERRED_STORE_WAIT = "tl.disable_deferred_store_wait"
     TL_DISABLE_CLEAR_FOLD = "tl.disable_clear_fold"
+    TL_DISABLE_MASK_UNSWITCHING = "tl.disable_mask_unswitching"
     # reducers keep the always-available form: shared memory, one atomic per contribution
     TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"
     TL_ENABLE_REDUCER_PLAN_VERBOSE = "tl.enable_reducer_plan_verbose"
@@ -98,6 +99,7 @@ EFFECTIVE = {
     PassConfigKey.TL_DISABLE_STAGED_EPILOGUE, PassConfigKey.TL_DISABLE_TMA_STORE,
     PassConfigKey.TL_DISABLE_WG_PINGPONG, PassConfigKey.TL_DISABLE_WGMMA_OVERLAP,
     PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT, PassConfigKey.TL_DISABLE_CLEAR_FOLD,
+    PassConfigKey.TL_DISABLE_MASK_UNSWITCHING,
     PassConfigKey.TL_REDUCER_FORCE_BASELINE, PassConfigKey.TL_ENABLE_ASYNC_COPY,
     PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE,
 }

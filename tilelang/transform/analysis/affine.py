@@ -1,0 +1,128 @@
+"""Integer expressions affine in a few loop variables, and their range over a loop box.
+
+`split_affine(e, vars)` writes `e` as `sum(c_v * v) + rest` with constant integer coefficients
+`c_v` and a `rest` free of `vars`; `holds_everywhere(cond, box)` turns a comparison of such
+expressions into the condition (on `rest` alone) that it holds for every point of the box, and
+`fails_everywhere` into the one that it holds for none. Passes use them to decide per block
+(before a loop runs) what a per-element condition decides per element.
+"""
+
+from __future__ import annotations
+
+from ...ir import nodes as ir
+
+
+def split_affine(e, vars_):
+    """({var: int coefficient}, rest) with e == sum(c * var) + rest, or None when `e` is not
+    affine in `vars_` with constant integer coefficients."""
+    e = ir.as_expr(e)
+    if isinstance(e, ir.Var):
+        return ({e: 1}, ir.const(0, e.dtype)) if e in vars_ else ({}, e)
+    if isinstance(e, ir.Const):
+        return ({}, e) if e.dtype.is_int else None
+    if isinstance(e, ir.Cast) and e.dtype.is_int and e.value.dtype.is_int:
+        inner = split_affine(e.value, vars_)
+        if inner is None or (inner[0] and e.dtype.bits < e.value.dtype.bits):
+            return None  # a narrowing cast of a loop variable may wrap
+        return inner[0], ir.cast_to(inner[1], e.dtype)
+    if isinstance(e, ir.Unary) and e.op == "neg":
+        inner = split_affine(e.a, vars_)
+        return None if inner is None else (_scaled(inner[0], -1), ir.unary("neg", inner[1]))
+    if not isinstance(e, ir.Binary) or not e.dtype.is_int:
+        return _free_of(e, vars_)
+    if e.op in ("add", "sub"):
+        a, b = split_affine(e.a, vars_), split_affine(e.b, vars_)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "add" else -1
+        coeffs = dict(a[0])
+        for v, c in b[0].items():
+            coeffs[v] = coeffs.get(v, 0) + sign * c
+        return {v: c for v, c in coeffs.items() if c}, ir.binary(e.op, a[1], b[1])
+    if e.op == "mul":
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, ir.Const):
+                inner = split_affine(x, vars_)
+                if inner is None:
+                    return None
+                return _scaled(inner[0], int(y.value)), ir.binary("mul", inner[1], y)
+    return _free_of(e, vars_)
+
+
+def _scaled(coeffs, k):
+    return {v: c * k for v, c in coeffs.items() if c * k}
+
+
+def _free_of(e, vars_):
+    """({}, e) when `e` reads none of `vars_`, else None (not affine in them)."""
+    from ...ir.visitor import collect
+
+    if any(v in vars_ for v in collect(e, lambda n: isinstance(n, ir.Var))):
+        return None
+    return {}, e
+
+
+def _extreme(coeffs, rest, box, lowest: bool):
+    """The least (or greatest) value of sum(c * v) + rest over `box` (var -> (start, extent),
+    constant ints)."""
+    total = rest
+    for v, c in coeffs.items():
+        start, extent = box[v]
+        ends = (c * start, c * (start + extent - 1))
+        total = ir.binary("add", total, ir.const(min(ends) if lowest else max(ends), rest.dtype))
+    return total
+
+
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _difference(cond: ir.Compare, box):
+    """(op, coeffs, rest) with cond == (sum(c * v) + rest  op  0), op in ge/gt/le/lt, or None."""
+    if cond.op not in _FLIPPED or not (cond.a.dtype.is_signed_int and cond.b.dtype.is_signed_int):
+        # (unsigned differences wrap)
+        return None
+    parts = split_affine(ir.binary("sub", cond.a, cond.b), set(box))
+    if parts is None:
+        return None
+    return cond.op, parts[0], parts[1]
+
+
+def holds_everywhere(cond, box):
+    """A condition free of the box's variables that implies `cond` at every point of `box`
+    (var -> (start, extent) with constant ints), or None where none is derived. Comparisons
+    of affine expressions and `and`s of them are decided exactly."""
+    if isinstance(cond, ir.Logical) and cond.op == "and":
+        a, b = holds_everywhere(cond.a, box), holds_everywhere(cond.b, box)
+        return None if a is None or b is None else ir.logical_and(a, b)
+    if isinstance(cond, ir.Logical) and cond.op == "or":
+        a, b = holds_everywhere(cond.a, box), holds_everywhere(cond.b, box)
+        if a is None and b is None:
+            return None
+        return a if b is None else b if a is None else ir.logical_or(a, b)
+    if not isinstance(cond, ir.Compare):
+        return None
+    diff = _difference(cond, box)
+    if diff is None:
+        return None
+    op, coeffs, rest = diff
+    zero = ir.const(0, rest.dtype)
+    if op in ("ge", "gt"):
+        return ir.compare(op, _extreme(coeffs, rest, box, lowest=True), zero)
+    return ir.compare(op, _extreme(coeffs, rest, box, lowest=False), zero)
+
+
+def fails_everywhere(cond, box):
+    """A condition free of the box's variables that implies `not cond` at every point of
+    `box`, or None (the dual of holds_everywhere)."""
+    if isinstance(cond, ir.Logical) and cond.op == "or":
+        a, b = fails_everywhere(cond.a, box), fails_everywhere(cond.b, box)
+        return None if a is None or b is None else ir.logical_and(a, b)
+    if isinstance(cond, ir.Logical) and cond.op == "and":
+        a, b = fails_everywhere(cond.a, box), fails_everywhere(cond.b, box)
+        if a is None and b is None:
+            return None
+        return a if b is None else b if a is None else ir.logical_or(a, b)
+    if not isinstance(cond, ir.Compare) or cond.op not in _FLIPPED:
+        return None
+    negated = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}[cond.op]
+    return holds_everywhere(ir.Compare(negated, cond.a, cond.b), box)
