@@ -41,7 +41,9 @@ _TMA_DTYPES = ("uint8", "int8", "float8_e4m3", "float8_e5m2", "uint16", "int16",
 
 
 def _err(s, msg, exc=ValueError):
-    raise located(exc)(f"T.tma_copy: {msg}", s.loc)
+    # also planning the boxes of a plain T.copy that prefers TMA (copy_tma.py)
+    what = "T.tma_copy" if isinstance(s, ir.TmaCopy) else 'T.copy(prefer_instruction="tma")'
+    raise located(exc)(f"{what}: {msg}", s.loc)
 
 
 def _largest_divisor(n: int, limit: int, ok=lambda d: True) -> int:
