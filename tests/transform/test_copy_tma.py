@@ -115,6 +115,23 @@ def test_bad_preference_and_conflicts_are_located_errors():
     assert "test_copy_tma.py" in str(e.value)
 
 
+def test_hand_written_layout_is_copied_by_the_threads():
+    from tilelang.layout import Layout
+
+    @T.prim_func
+    def f(A: T.Tensor((16, 64), "float16"), C: T.Tensor((16, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((16, 64), "float16")
+            T.annotate_layout({S: Layout((16, 64), lambda i, j: j * 16 + i)})
+            T.copy(A, S, prefer_instruction="tma")
+            T.copy(S, C, prefer_instruction="sync")
+    assert "tma_load" not in _src(f)
+    a = torch.randn(16, 64).half()
+    c = torch.zeros(16, 64).half()
+    tilelang.compile(f, target="cpu")(a, c)
+    assert torch.equal(c, a)
+
+
 def test_sm80_keeps_its_copies():
     kernel = tilelang.compile(_load_store(256, 64, 64, 64, load=None), target="cuda -arch=sm_80")
     assert "tma_" not in kernel.get_kernel_source()

@@ -251,16 +251,19 @@ class _Lower(InRoleGroups, ScopedMutator):
                 "use T.tma_copy with a barrier of your own", s.loc)
         bar = ir.Buffer(f"{s.src.buffer.name}_{s.dst.buffer.name}_tma_bar{len(self.barriers)}",
                         (1,), ir.DType("uint64"), "shared.dyn", loc=s.loc)
+        phase = ir.Buffer(f"{bar.name}_phase", (1,), INT, "local.var", loc=s.loc)
+        current = ir.Load(phase, (ir.const(0),), INT) if self.loops else ir.const(0)
+        load = tma_load(s, self.ctx, self.analyzer, bar, current)
+        if load is None:  # a layout TMA does not write: the threads copy
+            return lower_global_to_shared(s, self.ctx, self.analyzer,
+                                          copy_oob_value(self.kernel, s))
         self.barriers.append(bar)
         self.ctx.layouts[bar] = row_major(bar.shape)
         self.ctx.pinned_shared.add(bar)  # initialised at kernel start: live throughout
         if not self.loops:
-            return tma_load(s, self.ctx, self.analyzer, bar, ir.const(0))
-        phase = ir.Buffer(f"{bar.name}_phase", (1,), INT, "local.var", loc=s.loc)
+            return load
         self.phases.append(phase)
-        current = ir.Load(phase, (ir.const(0),), INT)
-        return ir.Seq((tma_load(s, self.ctx, self.analyzer, bar, current),
-                       ir.Store(phase, (ir.const(0),), ir.binary("bitxor", current, 1))))
+        return ir.Seq((load, ir.Store(phase, (ir.const(0),), ir.binary("bitxor", current, 1))))
 
     def visit_For(self, s: ir.For):
         store = s.annotation(STORE_COPY)

@@ -25,8 +25,9 @@ provably inside its tensor, both start 16-byte aligned and the bytes are a multi
 otherwise tensor-map boxes as `T.tma_copy` cuts them (lower_tma_copy.py), which read 0 and
 write nothing outside the tensor, so ragged edges are exact. A tensor at an address computed
 in the kernel (`T.make_tensor` of a pointer) has no tensor map: only the 1-D copy applies.
-`tma_load_plan` / `tma_store_plan` return None where TMA cannot do the copy and raise the
-located reason when `required` (the user asked for TMA).
+A copy TMA cannot do is a located error when the user asked for TMA, except a shared tile
+laid out in a way TMA does not write (neither swizzled nor row-major: a hand-written
+`Layout`), which the threads copy as before; a default store TMA cannot do stays the threads'.
 """
 
 from __future__ import annotations
@@ -148,6 +149,9 @@ def _plan(s, g_region, s_region, ctx, analyzer, required):
     one = _bulk_1d(g_region, s_region, ctx.layouts.get(S), analyzer)
     if one is not None:
         return "1d", one
+    lay = ctx.layouts.get(S)
+    if lay is not None and not getattr(lay, "swizzle_bytes", None) and not lay.is_row_major():
+        return None  # a layout TMA does not write (a hand-written one): the threads copy
     if G.computed_address:
         return _fail(s, required, f"{G.name} is at an address computed in the kernel (no "
                                   "tensor map), and the copy is not one contiguous, aligned "
@@ -162,8 +166,12 @@ def _plan(s, g_region, s_region, ctx, analyzer, required):
 
 def tma_load(s: ir.Copy, ctx, analyzer, barrier: ir.Buffer, parity) -> ir.Stmt:
     """The synchronous TMA load of `s` (prefer_instruction="tma"), waiting on `barrier` (one
-    mbarrier expecting one arrival) at `parity`."""
-    kind, plan = _plan(s, s.src, s.dst, ctx, analyzer, required=True)
+    mbarrier expecting one arrival) at `parity`; None when the tile's layout is one TMA does
+    not write (neither swizzled nor row-major): the threads copy it."""
+    planned = _plan(s, s.src, s.dst, ctx, analyzer, required=True)
+    if planned is None:
+        return None
+    kind, plan = planned
     bar = ir.address_of(barrier, (0,))
     async_ = (("async", True),)
     if kind == "1d":
