@@ -36,7 +36,7 @@ import math
 
 from ...errors import located
 from ...ir import nodes as ir
-from .lower_tma_copy import _descriptor, _Plan, _TMA_DTYPES
+from .lower_tma_copy import tma_descriptor, TmaBoxPlan, TMA_DTYPES
 
 MAX_BULK_BYTES = (1 << 20) - 1  # an mbarrier's transaction count
 PREFER_TMA = 'T.copy(prefer_instruction="tma")'
@@ -122,7 +122,7 @@ def _bulk_1d(g_region, s_region, layout, analyzer):
 def _common_checks(s, G, S, required):
     if G.dtype is not S.dtype:
         return _fail(s, required, f"TMA does not convert {G.dtype} to {S.dtype}")
-    if G.dtype.name not in _TMA_DTYPES:
+    if G.dtype.name not in TMA_DTYPES:
         return _fail(s, required, f"TMA does not move {G.dtype} elements")
     if dict(s.options).get(ir.OOB_VALUE) is not None:
         return _fail(s, required, f"{G.name} reads its T.annotate_safe_value value outside "
@@ -140,7 +140,7 @@ def _common_checks(s, G, S, required):
 
 
 def _plan(s, g_region, s_region, ctx, analyzer, required):
-    """("1d", (g index, s index, bytes)) or ("boxes", _Plan) or None."""
+    """("1d", (g index, s index, bytes)) or ("boxes", TmaBoxPlan) or None."""
     G, S = g_region.buffer, s_region.buffer
     if not ctx.target.is_hopper:
         return _fail(s, required, f"TMA needs sm_90a; the target is {ctx.target.arch}")
@@ -157,7 +157,7 @@ def _plan(s, g_region, s_region, ctx, analyzer, required):
                                   "tensor map), and the copy is not one contiguous, aligned "
                                   "run inside it (a 1-D bulk copy)")
     try:
-        return "boxes", _Plan(s, ctx, analyzer)
+        return "boxes", TmaBoxPlan(s, ctx, analyzer)
     except ValueError:
         if required:
             raise
@@ -182,7 +182,7 @@ def tma_load(s: ir.Copy, ctx, analyzer, barrier: ir.Buffer, parity) -> ir.Stmt:
             async_))]
     else:
         nbytes = plan.bytes
-        desc = _descriptor(ctx, plan.G, plan.box, plan.swizzle)
+        desc = tma_descriptor(ctx, plan.G, plan.box, plan.swizzle)
         param = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
         loads = [ir.Evaluate(ir.Call("call_extern", (
             "tl::tma_load", param, bar, ir.address_of(plan.S, index), *reversed(coords)),
@@ -207,7 +207,7 @@ def tma_store(s: ir.Copy, ctx, analyzer, required: bool):
         issue = [ir.extern_stmt("tl::tma_store_1d", ir.address_of(s.dst.buffer, g_idx),
                                 ir.address_of(s.src.buffer, s_idx), ir.const(nbytes))]
     else:
-        desc = _descriptor(ctx, plan.G, plan.box, plan.swizzle)
+        desc = tma_descriptor(ctx, plan.G, plan.box, plan.swizzle)
         param = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
         issue = [ir.extern_stmt("tl::tma_store", param, ir.address_of(plan.S, index),
                                 *reversed(coords)) for coords, index in plan.boxes()]
