@@ -15,7 +15,7 @@ from .launch import CudaModuleSource, KernelLaunch, signature_params
 
 def _param_decl(p, printer, restrict=True) -> str:
     if hasattr(p, "box"):  # a TMA descriptor
-        return f"const __grid_constant__ tl::TensorMap {printer.name(p.param)}"
+        return f"const __grid_constant__ CUtensorMap {printer.name(p.param)}"
     if isinstance(p, ir.Buffer):
         qualifier = " __restrict__" if restrict else ""
         return f"{ctype(p.dtype)}*{qualifier} {printer.name(p)}"

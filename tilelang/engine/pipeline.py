@@ -98,7 +98,7 @@ STEP_PARTS = {
     "warp_specialize": ("tile_nest",          # the loops around a pipelined loop in a tile loop
                         "tma_im2col",         # a T.c2d_im2col gather as one TMA im2col load
                         "computed_operands"),  # operands the consumers compute, double-buffered
-    "lower_copies": ("lower_tma_copy",),      # T.tma_copy as TMA boxes
+    "lower_copies": ("lower_tma_copy", "copy_tma"),  # T.tma_copy as TMA boxes; T.copy by TMA
     "lower_tile_ops": ("lower_reduce",),      # reductions and scans
     "partition_parallel": ("async_gather",    # a gather issued ahead as cp.async with zero-fill
                            "vectorize",       # a thread's values as vector accesses

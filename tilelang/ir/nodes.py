@@ -577,6 +577,7 @@ class Kernel(Stmt):
 
 
 OOB_VALUE = "oob_value"  # Copy option: what a source element outside its tensor reads
+PREFER_INSTRUCTION = "prefer_instruction"  # Copy option: "tma", "cp_async" or "sync"
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

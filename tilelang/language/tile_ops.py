@@ -150,9 +150,33 @@ def _shapes_equal(a, b):
 # ---- copy / fill ----------------------------------------------------------------------------
 
 
+_PREFERRED_INSTRUCTIONS = ("tma", "cp_async", "sync")
+
+
 def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None,
-         loop_layout=None, **kwargs):
-    """Copy (with conversion to dst's dtype) between global, shared and fragment tiles."""
+         loop_layout=None, prefer_instruction=None, annotations=None, **kwargs):
+    """Copy (with conversion to dst's dtype) between global, shared and fragment tiles.
+
+    The copy is synchronous whatever instruction performs it. `prefer_instruction="tma"`
+    (sm_90a) makes a global -> shared copy one TMA transfer issued by one thread and waited
+    for by all on an mbarrier of its own, and a shared -> global copy a TMA store waited for
+    (reads of the tile done) before the tile is reused: a 1-D bulk copy when both regions are
+    contiguous, provably inside the tensor and 16-byte aligned, else a tensor-map box copy
+    (elements outside the tensor read 0 / are not written); a copy TMA cannot perform is a
+    located error. Without a preference, a shared -> global copy on sm_90a is a TMA store when
+    it can be one (`disable_tma=True` or `prefer_instruction="sync"` keep the threads'
+    stores). `annotations` may carry the same keys (they take precedence)."""
+    ann = dict(annotations or {})
+    coalesced_width = ann.pop("coalesced_width", coalesced_width)
+    disable_tma = ann.pop("disable_tma", disable_tma)
+    eviction_policy = ann.pop("eviction_policy", eviction_policy)
+    prefer_instruction = ann.pop("prefer_instruction", prefer_instruction)
+    if prefer_instruction is not None and prefer_instruction not in _PREFERRED_INSTRUCTIONS:
+        raise error(ValueError, f"T.copy prefer_instruction must be one of "
+                                f"{_PREFERRED_INSTRUCTIONS}, got {prefer_instruction!r}")
+    if prefer_instruction == "tma" and disable_tma:
+        raise error(ValueError, 'T.copy prefer_instruction="tma" conflicts with '
+                                "disable_tma=True")
     pair = pair_regions(src, dst)
     # one element to one element is an assignment, allowed inside T.Parallel as in the reference
     _check_tile_context("T.copy", elementwise=pair is None)
@@ -167,6 +191,8 @@ def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None
         opts.append(("coalesced_width", coalesced_width))
     if eviction_policy is not None:
         opts.append(("eviction_policy", eviction_policy))
+    if prefer_instruction is not None:
+        opts.append((ir.PREFER_INSTRUCTION, prefer_instruction))
     emit(ir.Copy, pair[0], pair[1], tuple(opts))
 
 

@@ -217,8 +217,8 @@ all_headers(float* out_f, half_t* out_h, bfloat16_t* out_b, int* out_i, long lon
   tl::tma_store_arrive();
   tl::tma_store_wait<0>();
   tl::tma_store_wait_complete<1>();
-  tl::bulk_load(dst, in_f, 256, bar);
-  tl::bulk_store(out_f, dst, 256);
+  tl::tma_load_1d(dst, in_f, 256, bar);
+  tl::tma_store_1d(out_f, dst, 256);
 #endif
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // wgmma.cuh + setmaxnreg.cuh

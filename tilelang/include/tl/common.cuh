@@ -382,3 +382,9 @@ struct alignas(64) TensorMap {
 static_assert(sizeof(TensorMap) == 128, "tl::TensorMap must be 128 bytes");
 
 }  // namespace tl
+
+// Kernel parameters spell the descriptor by the driver API's name (cuda.h's CUtensorMap, of the
+// same size and alignment); kernels are compiled without cuda.h.
+#ifndef __cuda_cuda_h__
+typedef tl::TensorMap CUtensorMap;
+#endif

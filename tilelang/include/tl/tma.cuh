@@ -14,8 +14,9 @@
 //   tl::tma_store_wait<N>()                                    wait_group.read N (smem reusable)
 //   tl::tma_store_wait_complete<N>()                           wait_group N (writes visible)
 //   tl::prefetch_tma_descriptor(desc)                          prefetch.tensormap
-//   tl::bulk_load(smem_dst, gmem_src, bytes, bar)              non-tensor bulk copy to smem
-//   tl::bulk_store(gmem_dst, smem_src, bytes)                  non-tensor bulk copy to global
+//   tl::tma_load_1d(smem_dst, gmem_src, bytes, bar)            1-D bulk copy (no tensor map) to
+//                                                             smem, completing `bytes` on `bar`
+//   tl::tma_store_1d(gmem_dst, smem_src, bytes)                1-D bulk-group copy to global
 //   tl::tma_store_cluster(dst, src, cta_rank, bytes, bar)      bulk copy of this CTA's smem
 //                                                             into CTA `cta_rank`'s `dst`,
 //                                                             completing `bytes` on its `bar`
@@ -131,14 +132,14 @@ TL_DEVICE void prefetch_tma_descriptor(const void* desc) {
 }
 
 // cp.async.bulk (no tensor map): `bytes` a multiple of 16, both addresses 16-byte aligned.
-TL_DEVICE void bulk_load(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
+TL_DEVICE void tma_load_1d(void* smem_dst, const void* gmem_src, uint32_t bytes, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
       ::"r"(smem_addr(smem_dst)), "l"(gmem_src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 }
 
-TL_DEVICE void bulk_store(void* gmem_dst, const void* smem_src, uint32_t bytes) {
+TL_DEVICE void tma_store_1d(void* gmem_dst, const void* smem_src, uint32_t bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gmem_dst),
                "r"(smem_addr(smem_src)), "r"(bytes)
                : "memory");

@@ -87,7 +87,8 @@ def has_effect(name, effect: Effect) -> bool:
 WGMMA_WAIT = re.compile(r"tl::wgmma_wait<(\d+)>$")
 WGMMA_WAIT_PREFIX = "tl::wgmma_wait"
 TMA_STORE_WAIT_ALL = "tl::tma_store_wait<0>"
-TMA_STORES = ("tl::tma_store", "tl::tma_store_add")  # bulk stores reading a shared tile
+# bulk stores reading a shared tile
+TMA_STORES = ("tl::tma_store", "tl::tma_store_add", "tl::tma_store_1d")
 
 # Header calls whose names say they synchronise or publish (barriers, arrivals, cluster syncs,
 # warpgroup turns, TMA stores; "sync" as a word, not the end of "async"). A TMA store's wait

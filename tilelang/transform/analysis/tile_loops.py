@@ -44,6 +44,10 @@ def parallel_nest(extents, make_body, loc, tag: str, per_thread: bool = False):
     return body
 
 
+# loop annotation of a shared -> global copy's nest: (the Copy, the nest's innermost store)
+STORE_COPY = "store_copy"
+
+
 def copy_as_loop(s: ir.Copy) -> ir.Stmt:
     """A copy as a loop nest of element stores (per thread between private buffers)."""
     extents = non_unit_extents(s.src)

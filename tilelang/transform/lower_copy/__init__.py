@@ -18,14 +18,18 @@ element copies through a parallel loop.
 from __future__ import annotations
 
 from ...arith import Analyzer
+from ...errors import located
 from ...ir import nodes as ir
-from ...ir.thread_range import InRoleGroups
+from ...layout import row_major
+from ...ir.thread_range import InRoleGroups, has_user_roles
 from ..analysis.device_ops import copy_vec_name
 from ..analysis.loop_items import copy_oob_value
 from ..analysis.indices import Widen, wide_indices
 from ..analysis.scoped import ScopedMutator
-from ..analysis.tile_loops import copy_as_loop, non_unit_extents
+from ..analysis.tile_loops import STORE_COPY, copy_as_loop, non_unit_extents
+from ..analysis.tma_plan import rows_16_byte_aligned
 from ..pass_config import PassConfigKey
+from .copy_tma import PREFER_TMA, tma_load, tma_store
 from .lower_tma_copy import lower_tma_copy
 
 INT = ir.DType("int32")
@@ -211,19 +215,104 @@ def _region_index(region: ir.BufferRegion, idx):
     return out
 
 
+def _innermost(s):
+    while isinstance(s, ir.For):
+        s = s.body
+    return s
+
+
 class _Lower(InRoleGroups, ScopedMutator):
     def __init__(self, ctx, analyzer, kernel):
         super().__init__(analyzer)
         self.ctx = ctx
         self.kernel = kernel
+        self.loops = 0  # enclosing loops: a TMA load's barrier phase changes per execution
+        self.user_roles = has_user_roles(kernel)
+        self.barriers = []  # the mbarriers of TMA loads (copy_tma.py), one per copy
+        self.phases = []  # their phase registers (copies inside loops)
+
+    def _block_level(self) -> bool:
+        return self.ctx.group is None and not self.user_roles
 
     def visit_Copy(self, s: ir.Copy):
+        if dict(s.options).get(ir.PREFER_INSTRUCTION) == "tma" and \
+                not dict(s.options).get("async", False):
+            return self._tma_load(s)
         return lower_global_to_shared(s, self.ctx, self.analyzer,
                                       copy_oob_value(self.kernel, s))
 
     def visit_TmaCopy(self, s: ir.TmaCopy):
         return lower_tma_copy(s, self.ctx, self.analyzer)
 
+    def _tma_load(self, s: ir.Copy) -> ir.Stmt:
+        if not self._block_level():
+            raise located(NotImplementedError)(
+                f'{PREFER_TMA} inside a role or thread-range branch is not supported here; '
+                "use T.tma_copy with a barrier of your own", s.loc)
+        bar = ir.Buffer(f"{s.src.buffer.name}_{s.dst.buffer.name}_tma_bar{len(self.barriers)}",
+                        (1,), ir.DType("uint64"), "shared.dyn", loc=s.loc)
+        phase = ir.Buffer(f"{bar.name}_phase", (1,), INT, "local.var", loc=s.loc)
+        current = ir.Load(phase, (ir.const(0),), INT) if self.loops else ir.const(0)
+        load = tma_load(s, self.ctx, self.analyzer, bar, current)
+        if load is None:  # a layout TMA does not write: the threads copy
+            return lower_global_to_shared(s, self.ctx, self.analyzer,
+                                          copy_oob_value(self.kernel, s))
+        self.barriers.append(bar)
+        self.ctx.layouts[bar] = row_major(bar.shape)
+        self.ctx.pinned_shared.add(bar)  # initialised at kernel start: live throughout
+        if not self.loops:
+            return load
+        self.phases.append(phase)
+        return ir.Seq((load, ir.Store(phase, (ir.const(0),), ir.binary("bitxor", current, 1))))
+
+    def visit_For(self, s: ir.For):
+        store = s.annotation(STORE_COPY)
+        if store is not None and _innermost(s) is store[1]:  # still the copy's nest
+            stmt = self._tma_store(store[0])
+            if stmt is not None:
+                return stmt
+        self.loops += 1
+        try:
+            return super().visit_For(s)
+        finally:
+            self.loops -= 1
+
+    def visit_While(self, s: ir.While):
+        self.loops += 1
+        try:
+            return self.generic(s)
+        finally:
+            self.loops -= 1
+
+    def _tma_store(self, s: ir.Copy):
+        """A shared -> global copy as a TMA store: when the user prefers it, and by default
+        on sm_90a where TMA can store the tile (as the reference does), unless disabled."""
+        opts = dict(s.options)
+        prefer = opts.get(ir.PREFER_INSTRUCTION)
+        ctx = self.ctx
+        if prefer == "tma":
+            if not self._block_level():
+                raise located(NotImplementedError)(
+                    f"{PREFER_TMA} inside a role or thread-range branch is not supported "
+                    "here; use T.tma_copy", s.loc)
+            return tma_store(s, ctx, self.analyzer, required=True)
+        G = s.dst.buffer
+        if prefer is not None or opts.get("disable_tma") or not ctx.target.is_hopper or \
+                ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER) or \
+                ctx.flag(PassConfigKey.TL_DISABLE_TMA_STORE) or not self._block_level() or \
+                (G.strides is None and not rows_16_byte_aligned(G)):
+            return None
+        return tma_store(s, ctx, self.analyzer, required=False)
+
 
 def lower_copies(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    return _Lower(ctx, Analyzer(), kernel).visit(kernel)
+    lower = _Lower(ctx, Analyzer(), kernel)
+    new = lower.visit(kernel)
+    if not lower.barriers:
+        return new
+    body = new.body
+    for phase in lower.phases:
+        body = ir.Allocate(phase, body, ir.const(0, INT))
+    attrs = new.attrs + tuple(("barrier_init", (bar, (1,))) for bar in lower.barriers)
+    return ir.with_fields(new, body=body, allocs=new.allocs + tuple(lower.barriers),
+                          attrs=attrs)

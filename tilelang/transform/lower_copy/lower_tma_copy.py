@@ -36,12 +36,14 @@ from ..analysis.tma_plan import TmaDescriptor, rows_16_byte_aligned
 
 MAX_BOX = 256
 MAX_LOADS = 64  # boxes per T.tma_copy; more is a located error (use fewer, larger tiles)
-_TMA_DTYPES = ("uint8", "int8", "float8_e4m3", "float8_e5m2", "uint16", "int16", "float16",
+TMA_DTYPES = ("uint8", "int8", "float8_e4m3", "float8_e5m2", "uint16", "int16", "float16",
                "bfloat16", "uint32", "int32", "float32", "uint64", "int64", "float64")
 
 
 def _err(s, msg, exc=ValueError):
-    raise located(exc)(f"T.tma_copy: {msg}", s.loc)
+    # also planning the boxes of a plain T.copy that prefers TMA (copy_tma.py)
+    what = "T.tma_copy" if isinstance(s, ir.TmaCopy) else 'T.copy(prefer_instruction="tma")'
+    raise located(exc)(f"{what}: {msg}", s.loc)
 
 
 def _largest_divisor(n: int, limit: int, ok=lambda d: True) -> int:
@@ -59,7 +61,7 @@ def _row_major_strides(shape):
     return list(reversed(strides))
 
 
-class _Plan:
+class TmaBoxPlan:
     """Boxes of one T.tma_copy: `box` over the global tensor's dims (outermost first) and one
     (global coordinates, shared index) pair per box."""
 
@@ -69,7 +71,7 @@ class _Plan:
         self.g_region, self.s_region = (s.src, s.dst) if self.load else (s.dst, s.src)
         G, S = self.g_region.buffer, self.s_region.buffer
         self.G, self.S = G, S
-        if G.dtype.name not in _TMA_DTYPES:
+        if G.dtype.name not in TMA_DTYPES:
             _err(s, f"TMA does not move {G.dtype} elements")
         if len(G.shape) > 5:
             _err(s, f"TMA tensors have at most 5 dimensions; {G.name} has {len(G.shape)}")
@@ -178,7 +180,7 @@ class _Plan:
             yield coords, index
 
 
-def _descriptor(ctx, G, box, swizzle):
+def tma_descriptor(ctx, G, box, swizzle):
     for d in ctx.tma_descriptors:
         if d.buffer is G and tuple(d.box) == tuple(box) and d.swizzle == swizzle and \
                 d.im2col is None:
@@ -195,8 +197,8 @@ def lower_tma_copy(s: ir.TmaCopy, ctx, analyzer) -> ir.Stmt:
         _err(s, f"TMA needs sm_90a; the target is {ctx.target.arch}", NotImplementedError)
     if s.leader is None:
         raise AssertionError("warp_roles.py sets every T.tma_copy's leader")
-    plan = _Plan(s, ctx, analyzer)
-    desc = _descriptor(ctx, plan.G, plan.box, plan.swizzle)
+    plan = TmaBoxPlan(s, ctx, analyzer)
+    desc = tma_descriptor(ctx, plan.G, plan.box, plan.swizzle)
     param = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
     issue = []
     if plan.load:
