@@ -197,3 +197,49 @@ def test_causal_attention_as_written_gets_the_derived_schedule():
     off = tilelang.compile(f, target=SM90, pass_configs={
         "tl.disable_mask_unswitching": True}).get_host_source()
     assert "derived" not in off
+
+
+def test_constant_upper_bound_of_trip_counts():
+    from tilelang.transform.analysis.affine import constant_upper_bound
+
+    bx, n = _vars("bx", "n")
+    causal = ir.binary("min", ir.binary("floordiv", ir.const(4096 + 127), ir.const(128)),
+                       ir.binary("floordiv", (bx + 1) * 128 + 127, ir.const(128)))
+    assert constant_upper_bound(causal) == 32
+    assert constant_upper_bound(ir.binary("floordiv", n + 127, ir.const(128))) is None
+    assert constant_upper_bound(ir.binary("max", ir.const(3), ir.const(5)) + 2) == 7
+
+
+@requires_compiler
+def test_short_masked_loops_keep_the_plain_loop():
+    """Two iterations (seq 256, 128-wide tiles): the derived schedule's prologue and epilogue
+    cost more than its overlap, so the versioned mask does not bring it in; verbose says why."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import as_written as W
+
+    notes = tilelang.compile(W.flash_fwd(1, 2, 256, 128, True, 128, 128, 2, 256),
+                             target=SM90).get_host_source()
+    assert "FlashAttention-3's schedule, derived" not in notes
+    assert "not known to run 8 times or more (bound: 2)" in notes
+
+
+def _lengths_mask(source: str):
+    @T.prim_func
+    def main(Lens: T.Tensor((4,), "int32"), S: T.Tensor((256, 64), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            acc = T.alloc_fragment((64, 64), "float32")
+            lens_frag = T.alloc_fragment((4,), "int32")
+            T.copy(Lens, lens_frag)
+            n = Lens[bx] if source == "global" else lens_frag[bx]
+            for i, j in T.Parallel(64, 64):
+                acc[i, j] = T.if_then_else(bx * 64 + i < n, 1.0, 0.0)
+            T.copy(acc, S[bx * 64, 0])
+    return main
+
+
+@pytest.mark.parametrize("source,versioned", [("global", True), ("fragment", False)])
+def test_values_bound_from_loads_count_only_from_unwritten_global_tensors(source, versioned):
+    """A length read from a global tensor (every thread reads the same element) decides the
+    tile; one read from a fragment (each thread's own registers) does not."""
+    k, _ = run_passes(_lengths_mask(source), "unswitch_masks")
+    assert bool(_mask_ifs(k)) == versioned

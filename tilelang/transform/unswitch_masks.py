@@ -6,7 +6,8 @@ Expects: tile IR after lower_elementwise (parallel loop nests), before layout in
 Guarantees: a parallel loop nest with constant starts and extents whose body is one store
 into a fragment of `T.if_then_else(cond, a, b)`, where `cond` compares integer expressions
 affine in the nest's variables (`and`/`or` of such comparisons) and otherwise reads only
-values every thread of the block agrees on (no thread index, no loads), becomes
+values every thread of the block agrees on (no thread index; loads only through lets, and
+only of global tensors the kernel never writes), becomes
 
     if <cond holds at every element>:   the nest storing a   (nothing when a is the element)
     elif <cond fails at every element>: the nest storing b   (likewise)
@@ -27,27 +28,41 @@ from __future__ import annotations
 from ..ir import nodes as ir
 from ..ir.visitor import Mutator, collect
 from .analysis.affine import fails_everywhere, holds_everywhere
-from .analysis.uniform import depends_on, let_values
+from .analysis.buffer_use import written_buffers
+from .analysis.uniform import buffers_loaded, depends_on, let_values
 from .pass_config import PassConfigKey
 
 
 def unswitch_masks(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if ctx.flag(PassConfigKey.TL_DISABLE_MASK_UNSWITCHING):
         return kernel
-    body = _Unswitch(set(kernel.thread_vars), let_values(kernel.body)).visit(kernel.body)
+    lets = let_values(kernel.body)
+    # values every thread agrees on: no thread index, and loads (through lets: the varlen
+    # examples' `q_len = cu_seqlens[bz + 1] - cu_seqlens[bz]`) only of global tensors the
+    # kernel never writes (a fragment or shared element may differ between threads)
+    written = written_buffers(kernel.body)
+    body = _Unswitch(set(kernel.thread_vars), lets, written).visit(kernel.body)
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
 
 
 class _Unswitch(Mutator):
-    def __init__(self, thread_vars, lets):
-        self.thread_vars, self.lets = thread_vars, lets
+    def __init__(self, thread_vars, lets, written):
+        self.thread_vars, self.lets, self.written = thread_vars, lets, written
 
     def visit_For(self, s: ir.For):
         if s.kind != "parallel":
             return self.generic(s)
         # a parallel nest is matched whole or left alone (the variables of an enclosing
         # parallel loop differ between threads)
-        return _versioned(s, self.thread_vars, self.lets) or s
+        return _versioned(s, self) or s
+
+    def uniform(self, cond) -> bool:
+        if collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call))):
+            return False
+        if depends_on([cond], self.thread_vars, self.lets):
+            return False
+        return all(b.scope == "global" and b not in self.written
+                   for b in buffers_loaded([cond], self.lets))
 
 
 def _nest(loop: ir.For):
@@ -58,7 +73,7 @@ def _nest(loop: ir.For):
     return loops, loops[-1].body
 
 
-def _versioned(loop: ir.For, thread_vars, lets):
+def _versioned(loop: ir.For, walk: _Unswitch):
     loops, store = _nest(loop)
     if not (isinstance(store, ir.Store) and store.buffer.scope == "local.fragment"):
         return None
@@ -73,9 +88,7 @@ def _versioned(loop: ir.For, thread_vars, lets):
     if not isinstance(value, ir.Select):
         return None
     cond = value.cond
-    if collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call))):
-        return None
-    if depends_on([cond], thread_vars, lets):
+    if not walk.uniform(cond):
         return None
     holds, fails = holds_everywhere(cond, box), fails_everywhere(cond, box)
     if holds is None and fails is None:

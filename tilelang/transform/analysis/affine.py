@@ -126,3 +126,24 @@ def fails_everywhere(cond, box):
         return None
     negated = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}[cond.op]
     return holds_everywhere(ir.Compare(negated, cond.a, cond.b), box)
+
+
+def constant_upper_bound(e):
+    """An int no value of the integer expression `e` exceeds, where constants decide it
+    (`T.min(T.ceildiv(4096, 128), bx + 1)` -> 32), else None."""
+    e = ir.as_expr(e)
+    if isinstance(e, ir.Const):
+        return int(e.value) if e.dtype.is_int else None
+    if isinstance(e, ir.Cast) and e.dtype.is_int:
+        return constant_upper_bound(e.value)
+    if not isinstance(e, ir.Binary):
+        return None
+    a, b = constant_upper_bound(e.a), constant_upper_bound(e.b)
+    if e.op == "min":
+        known = [x for x in (a, b) if x is not None]
+        return min(known) if known else None
+    if e.op in ("max", "add") and a is not None and b is not None:
+        return max(a, b) if e.op == "max" else a + b
+    if e.op == "floordiv" and a is not None and isinstance(e.b, ir.Const) and int(e.b.value) > 0:
+        return a // int(e.b.value)
+    return None

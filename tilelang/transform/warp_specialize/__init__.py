@@ -80,6 +80,7 @@ from .computed_operands import computed_operands, publish_then_issue, swap_buffe
 from ..pass_config import PassConfigKey
 from ..analysis.shared_memory import arena_bytes, smem_limit
 from ..analysis.buffer_use import touched_buffers
+from ..analysis.affine import constant_upper_bound
 from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
 from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
 from ..analysis.loop_items import (Rebuffer, copy_lets_needed, copy_oob_value, flatten,
@@ -380,9 +381,11 @@ class WarpSpecializer:
         plan_ids = {id(p.stmt) for p in plans}
         annotation = None
         if auto:
-            annotation = auto_schedule(stmts, plan_ids, self.ctx.is_wgmma)
+            why = []
+            annotation = auto_schedule(stmts, plan_ids, self.ctx.is_wgmma,
+                                       constant_upper_bound(loop.extent), why)
             if annotation is None:
-                return None
+                return self._note_overlap(why[0], auto) if why else None
         compute = [st for st in stmts if id(st) not in plan_ids]
         if any(collect(st, lambda n, v=let.var: n is v) for let in lets for st in compute):
             return self._note_overlap("the loop body binds values the schedule would move", auto)
