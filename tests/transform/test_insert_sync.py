@@ -347,3 +347,45 @@ def test_statements_under_a_tensor_at_a_computed_address_are_synchronised():
     k, ctx = run_passes(f, "insert_sync", SM80)
     assert not hazards(k, ctx)
     assert _barriers(k) >= 2  # after the copy in, before the next iteration's copy
+
+
+def _user_sync_before_pipeline():
+    """A T.sync_threads() the user wrote before a pipelined loop that warp_specialize gives a
+    producer warpgroup: the sync then sits in the consumers' code."""
+    @T.prim_func
+    def main(A: T.Tensor((128, 256), "bfloat16"), B: T.Tensor((256, 128), "bfloat16"),
+             C: T.Tensor((128, 128), "bfloat16"), Total: T.Tensor((1,), "float32")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            total = T.alloc_shared((1,), "float32")
+            for _ in T.Parallel(1):
+                total[0] = 0.0
+            T.sync_threads()
+            a_s = T.alloc_shared((64, 32), "bfloat16")
+            b_s = T.alloc_shared((32, 64), "bfloat16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(8, num_stages=2):
+                T.copy(A[bx * 64, k * 32], a_s)
+                T.copy(B[k * 32, by * 64], b_s)
+                T.gemm(a_s, b_s, acc)
+                for _ in T.Parallel(1):
+                    total[0] = total[0] + T.cast(a_s[0, 0], "float32")
+            T.copy(acc, C[bx * 64, by * 64])
+            for _ in T.Parallel(1):
+                if bx == 0 and by == 0:
+                    Total[0] = total[0]
+    return main
+
+
+def test_user_block_sync_in_the_consumers_code_synchronises_the_consumers():
+    """Only the consumer warpgroup reaches the user's T.sync_threads() once the producer
+    warpgroup is split off: a __syncthreads() there waits for 256 threads forever (the
+    reference's issue sm120 test hung on this); it becomes the consumers' named barrier."""
+    k, _ = run_passes(_user_sync_before_pipeline(), "insert_sync", SM90)
+    consumers = nodes(k.body, ir.Attr, lambda a: a.key == "thread_group"
+                      and a.value[0] == "consumer")
+    assert consumers
+    for c in consumers:
+        assert not nodes(c, ir.Evaluate, lambda e: e.value.__class__ is ir.Call and (
+            e.value.op == "sync_threads" or _is_barrier(e)))
+        assert "tl::named_barrier_sync" in externs(c)

@@ -85,7 +85,13 @@ def barrier() -> ir.Stmt:
 
 
 def is_barrier(s) -> bool:
-    return isinstance(s, ir.Evaluate) and ir.extern_name(s.value) == "__syncthreads"
+    """A block-wide `__syncthreads()`: one this pass inserted, or the user's `T.sync_threads()`
+    (without a named barrier's id)."""
+    if not isinstance(s, ir.Evaluate):
+        return False
+    v = s.value
+    return ir.extern_name(v) == "__syncthreads" or (
+        isinstance(v, ir.Call) and v.op == "sync_threads" and not v.args)
 
 
 class State:
