@@ -14,7 +14,9 @@ only of global tensors the kernel never writes), becomes
     else:                               the nest as written
 
 (analysis/affine.py derives the two branch conditions; a branch whose condition folds to
-false is left out, one that folds to true replaces the statement). All threads of a block
+false is left out, one that folds to true replaces the statement). A branch decided at run
+time is added only where it makes the tile cheap: it stores nothing (the value is the element
+itself) or zeros (a clear). All threads of a block
 take the same branch and every element gets the value it got before. A causal or
 sliding-window mask (`acc_s[i, j] = T.if_then_else(bx * bM + i >= k * bN + j, 0, -inf)`, or
 `T.if_then_else(cond, acc_s[i, j], -inf)` after the gemm) is then computed only on the tiles
@@ -110,13 +112,17 @@ def _versioned(loop: ir.For, walk: _Unswitch):
             continue
         then = storing(branch_value)
         if _is_const(branch_cond, True):
-            result = then if then is not None else ir.Seq(())
-        elif then is None:
+            return then if then is not None else ir.Seq(())
+        if then is None:
             result = ir.If(ir.logical_not(branch_cond), result, None, loc=loop.loc)
-        else:
+        elif _is_const(branch_value, 0):
             result = ir.If(branch_cond, then, result, loc=loop.loc)
+        # (any other value, such as the -inf of a tile wholly masked, is left to the loop as
+        # written: such tiles are rare, loops usually skip them, and every version is code
+        # a short kernel fetches from memory cold)
     return None if result is loop else result
 
 
-def _is_const(e, truth: bool) -> bool:
-    return isinstance(e, ir.Const) and bool(e.value) is truth
+def _is_const(e, value) -> bool:
+    return isinstance(e, ir.Const) and (bool(e.value) is value if isinstance(value, bool)
+                                        else e.value == value)
