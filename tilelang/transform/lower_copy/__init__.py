@@ -78,24 +78,8 @@ def _provably_inside(s: ir.Copy, analyzer: Analyzer) -> bool:
     return True
 
 
-def _inside_condition(s: ir.Copy, analyzer: Analyzer):
-    """The condition (on the region's starts) that its whole source region lies inside the
-    tensor, without the parts the analyzer proves; None where nothing is left to check."""
-    cond = None
-    for (start, extent), n in zip(s.src.region, s.src.buffer.shape):
-        checks = (ir.compare("ge", start, 0),
-                  ir.compare("le", ir.binary("add", start, extent), n))
-        for check in checks:
-            if not analyzer.prove(check):
-                cond = check if cond is None else ir.logical_and(cond, check)
-    return cond
-
-
-def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer, oob_value=None,
-                           region_inside=False) -> ir.Stmt:
-    """`oob_value`: what the source reads outside its tensor, when not 0 (copy_oob_value).
-    `region_inside`: the caller has checked that the whole source region lies inside the
-    tensor."""
+def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer, oob_value=None) -> ir.Stmt:
+    """`oob_value`: what the source reads outside its tensor, when not 0 (copy_oob_value)."""
     V = _vector_width(s, ctx, analyzer)
     is_async = dict(s.options).get("async", False)
     # tl.enable_async_copy / tir.use_async_copy = False: a synchronous copy is plain vector
@@ -175,63 +159,42 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer, oob_value=None,
     if row_ok is not None:
         src_bytes = ir.select(row_ok, src_bytes if src_bytes is not None else ir.const(bytes_),
                               ir.const(0))
-
-    def chunk_copies(src_bytes, src_index=src_index):
-        """Each thread's chunk copies (cp.async, or vector copies), with byte counts where
-        `src_bytes` (the valid bytes of a chunk) is not None."""
-        nbytes = None
-        if src_bytes is not None:
-            # out-of-range chunks read nothing; keep their address inside the tensor
-            nbytes = ir.Var("nbytes")
-            some = ir.compare("gt", nbytes, 0)
-            src_index = [ir.select(some, i, 0) for i in src_index]
-        src_ptr = ir.Call("address_of", (ir.Load(gbuf, tuple(src_index), gbuf.dtype),),
-                          ir.DType("handle"))
-        dst_ptr = ir.Call("address_of",
-                          (ir.Load(dst.buffer, tuple(dst_index), dst.buffer.dtype),),
-                          ir.DType("handle"))
-        void = ir.DType("void")
-        if use_cp_async:
-            attrs = (("async", True),) if is_async else ()
-            if src_bytes is None:
-                call = ir.Call("call_extern", (f"tl::cp_async<{bytes_}>", dst_ptr, src_ptr),
-                               void, attrs)
-            else:
-                call = ir.Call("call_extern", (f"tl::cp_async_zfill<{bytes_}>", dst_ptr,
-                                               src_ptr, nbytes), void, attrs)
-        elif nbytes is None:  # every chunk whole
-            call = ir.Call("call_extern", (copy_vec_name(bytes_, gbuf.dtype), dst_ptr, src_ptr),
-                           void)
+    nbytes = None
+    if src_bytes is not None:
+        # out-of-range chunks read nothing; keep their address inside the tensor
+        nbytes = ir.Var("nbytes")
+        some = ir.compare("gt", nbytes, 0)
+        src_index = [ir.select(some, i, 0) for i in src_index]
+    src_ptr = ir.Call("address_of", (ir.Load(gbuf, tuple(src_index), gbuf.dtype),),
+                      ir.DType("handle"))
+    dst_ptr = ir.Call("address_of", (ir.Load(dst.buffer, tuple(dst_index), dst.buffer.dtype),),
+                      ir.DType("handle"))
+    if use_cp_async:
+        attrs = (("async", True),) if is_async else ()
+        if src_bytes is None:
+            call = ir.Call("call_extern", (f"tl::cp_async<{bytes_}>", dst_ptr, src_ptr),
+                           ir.DType("void"), attrs)
         else:
-            call = ir.Call("call_extern", (f"tl::copy_zfill<{V}>", dst_ptr, src_ptr,
-                                           ir.binary("floordiv", nbytes, esize)), void)
-        body = ir.Evaluate(call, loc=s.loc)
-        if nbytes is not None:
-            body = ir.LetStmt(nbytes, ir.cast_to(src_bytes, INT), body, loc=s.loc)
-        if trips * T != _prod(chunk_ext):
-            body = ir.If(ir.compare("lt", chunk, _prod(chunk_ext)), body, None, loc=s.loc)
-        stmt = body if trips == 1 else ir.For(c, ir.const(0), ir.const(trips), "unroll", body,
-                                              loc=s.loc)
-        if use_cp_async and not is_async:
-            wait = [ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_commit",), void)),
-                    ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_wait<0>",), void))]
-            stmt = ir.Seq((stmt,) + tuple(wait))
-        return stmt
-
-    if region_inside:
-        src_bytes = None
-    elif src_bytes is not None:
-        # A tile wholly inside the tensor (every tile but those on a ragged edge, and every
-        # tile of a dynamic-shape GEMM whose sizes are multiples of its tiles) needs no
-        # bounds: its chunks are copied without byte counts or clamped addresses (two
-        # comparisons and two selects a chunk otherwise), the version chosen per tile.
-        whole = _inside_condition(s, analyzer)
-        if isinstance(whole, ir.Const) and bool(whole.value):
-            src_bytes = None
-        elif whole is not None and not isinstance(whole, ir.Const):
-            fast = lower_global_to_shared(s, ctx, analyzer, oob_value, region_inside=True)
-            return ir.If(whole, fast, chunk_copies(src_bytes), loc=s.loc)
-    return chunk_copies(src_bytes)
+            call = ir.Call("call_extern", (f"tl::cp_async_zfill<{bytes_}>", dst_ptr, src_ptr,
+                                           nbytes), ir.DType("void"), attrs)
+    elif nbytes is None:  # every chunk whole
+        call = ir.Call("call_extern", (copy_vec_name(bytes_, gbuf.dtype), dst_ptr, src_ptr),
+                       ir.DType("void"))
+    else:
+        call = ir.Call("call_extern", (f"tl::copy_zfill<{V}>", dst_ptr, src_ptr,
+                                       ir.binary("floordiv", nbytes, esize)), ir.DType("void"))
+    body = ir.Evaluate(call, loc=s.loc)
+    if nbytes is not None:
+        body = ir.LetStmt(nbytes, ir.cast_to(src_bytes, INT), body, loc=s.loc)
+    if trips * T != _prod(chunk_ext):
+        body = ir.If(ir.compare("lt", chunk, _prod(chunk_ext)), body, None, loc=s.loc)
+    stmt = body if trips == 1 else ir.For(c, ir.const(0), ir.const(trips), "unroll", body,
+                                          loc=s.loc)
+    if use_cp_async and not is_async:
+        wait = [ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_commit",), ir.DType("void"))),
+                ir.Evaluate(ir.Call("call_extern", ("tl::cp_async_wait<0>",), ir.DType("void")))]
+        stmt = ir.Seq((stmt,) + tuple(wait))
+    return stmt
 
 
 def _prod(xs):
