@@ -109,8 +109,10 @@ def test_derived_schedule_on_reference_style_flash(seq_len, causal):
     kern = tilelang.compile(flash_fwd(B, H, seq_len, D, causal, 128, 128, 2, 256),
                             target="cuda")
     # causal: the mask written before the scores gemm is computed on diagonal tiles only
-    # (unswitch_masks), so the causal loop gets the schedule too
-    assert "FlashAttention-3's schedule, derived" in kern.get_host_source()
+    # (unswitch_masks), so the causal loop gets the schedule too where it is known to run
+    # 8 times or more (seq_len // 128 blocks bound it)
+    derived = "FlashAttention-3's schedule, derived" in kern.get_host_source()
+    assert derived == (not causal or seq_len // 128 >= 8)
     out = torch.full_like(q, float("nan"))
     kern(q, k, v, out)
     torch.cuda.synchronize()

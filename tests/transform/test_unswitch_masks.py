@@ -237,3 +237,14 @@ def test_values_bound_from_loads_count_only_from_unwritten_global_tensors(source
     tile; one read from a fragment (each thread's own registers) does not."""
     k, _ = run_passes(_lengths_mask(source), "unswitch_masks")
     assert bool(_mask_ifs(k)) == versioned
+
+
+def test_trip_bounds_from_the_grid():
+    """`T.ceildiv((bx + 1) * 128, 128)` with bx < 16 runs at most 16 times."""
+    from tilelang.transform.analysis.affine import constant_upper_bound
+
+    (bx,) = _vars("bx")
+    trips = ir.binary("floordiv", (bx + 1) * 128 + 127, ir.const(128))
+    assert constant_upper_bound(trips) is None
+    assert constant_upper_bound(trips, {bx: 15}) == 16
+    assert constant_upper_bound(trips - 1, {bx: 15}) is None  # (no bound through a sub)

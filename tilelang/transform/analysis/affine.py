@@ -128,22 +128,41 @@ def fails_everywhere(cond, box):
     return holds_everywhere(ir.Compare(negated, cond.a, cond.b), box)
 
 
-def constant_upper_bound(e):
+def constant_upper_bound(e, var_bounds=None):
     """An int no value of the integer expression `e` exceeds, where constants decide it
-    (`T.min(T.ceildiv(4096, 128), bx + 1)` -> 32), else None."""
+    (`T.min(T.ceildiv(4096, 128), bx + 1)` -> 32), else None. `var_bounds`: var -> the
+    largest value it takes, for variables known to be non-negative (block indices)."""
     e = ir.as_expr(e)
+    bounds = var_bounds or {}
     if isinstance(e, ir.Const):
         return int(e.value) if e.dtype.is_int else None
+    if isinstance(e, ir.Var):
+        return bounds.get(e)
     if isinstance(e, ir.Cast) and e.dtype.is_int:
-        return constant_upper_bound(e.value)
+        return constant_upper_bound(e.value, bounds)
     if not isinstance(e, ir.Binary):
         return None
-    a, b = constant_upper_bound(e.a), constant_upper_bound(e.b)
+    a, b = constant_upper_bound(e.a, bounds), constant_upper_bound(e.b, bounds)
     if e.op == "min":
         known = [x for x in (a, b) if x is not None]
         return min(known) if known else None
     if e.op in ("max", "add") and a is not None and b is not None:
         return max(a, b) if e.op == "max" else a + b
+    if e.op == "mul" and a is not None and b is not None and _non_negative(e.a, bounds) \
+            and _non_negative(e.b, bounds):
+        return a * b
     if e.op == "floordiv" and a is not None and isinstance(e.b, ir.Const) and int(e.b.value) > 0:
         return a // int(e.b.value)
     return None
+
+
+def _non_negative(e, bounds) -> bool:
+    """Whether `e` is a non-negative constant, or a sum / product of those and of `bounds`'
+    variables."""
+    if isinstance(e, ir.Const):
+        return e.dtype.is_int and int(e.value) >= 0
+    if isinstance(e, ir.Var):
+        return e in bounds
+    if isinstance(e, ir.Binary) and e.op in ("add", "mul", "floordiv", "min", "max"):
+        return _non_negative(e.a, bounds) and _non_negative(e.b, bounds)
+    return False

@@ -383,7 +383,8 @@ class WarpSpecializer:
         if auto:
             why = []
             annotation = auto_schedule(stmts, plan_ids, self.ctx.is_wgmma,
-                                       constant_upper_bound(loop.extent), why)
+                                       constant_upper_bound(loop.extent, self._block_bounds()),
+                                       why)
             if annotation is None:
                 return self._note_overlap(why[0], auto) if why else None
         compute = [st for st in stmts if id(st) not in plan_ids]
@@ -404,6 +405,15 @@ class WarpSpecializer:
                                                    sorted(slots, key=lambda sl: sl.key))
                           + " (tl.disable_wgmma_overlap keeps the plain loop)")
         return slots
+
+    def _block_bounds(self) -> dict:
+        """block index -> its largest value, for the grid's static extents."""
+        out = {}
+        for v, extent in zip(self.kernel.block_vars, self.kernel.grid):
+            n = ir.int_value(extent)
+            if n is not None:
+                out[v] = n - 1
+        return out
 
     def _note_overlap(self, reason, auto=False):
         if auto:
