@@ -64,3 +64,20 @@ def test_flash_with_tile_barriers(seq_len, causal, stages):
     assert not out.isnan().any()
     err = ((out.double() - ref).norm() / ref.norm()).item()
     assert err < 5e-3, err
+
+
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_stores_read_by_wgmma_every_iteration(n):
+    """A tile stored every iteration and read by that iteration's wgmma (one proxy fence per
+    iteration, before the wgmma; none at the barrier before the stores)."""
+    need_sm90()
+    sys.path.insert(0, str(ROOT / "tests" / "transform"))
+    from test_insert_sync import store_then_wgmma
+
+    k = tilelang.compile(store_then_wgmma(n), target="cuda")
+    a, b = (torch.randn(64, 64, device="cuda", dtype=torch.float16) for _ in range(2))
+    c = torch.full((64, 64), float("nan"), device="cuda")
+    k(a, b, c)
+    torch.cuda.synchronize()
+    ref = sum(((a * (i + 1)).double() @ b.double()) for i in range(n))
+    torch.testing.assert_close(c.double(), ref, rtol=2e-3, atol=2e-2)
