@@ -110,16 +110,18 @@ class State:
         return State(self.reads | other.reads, self.writes | other.writes,
                      self.unfenced or other.unfenced)
 
-    def then(self, reads, writes):
-        """This state after a statement reading `reads` and writing `writes`."""
-        return State(self.reads | reads, self.writes | writes, self.unfenced or bool(writes))
+    def then(self, reads, writes, reads_pending=False):
+        """This state after a statement reading `reads` and writing `writes` (`reads_pending`:
+        generic reads need a fence too, before an asynchronous write of their bytes)."""
+        return State(self.reads | reads, self.writes | writes,
+                     self.unfenced or bool(writes) or (reads_pending and bool(reads)))
 
     def empty(self):
         return not self.reads and not self.writes
 
 
 class SyncInserter(SharedAccesses):
-    def __init__(self, ctx):
+    def __init__(self, ctx, body):
         super().__init__(ctx)
         self.ctx = ctx
         self.thread_vars = set(ctx.kernel.thread_vars)
@@ -128,6 +130,9 @@ class SyncInserter(SharedAccesses):
         # stores or cp.async wrote before any of the barriers: fence before each barrier
         # that follows such stores (State.unfenced; an explicit barrier keeps them pending)
         self.fence_all = ctx.uses_wgmma
+        # asynchronous writes (TMA loads the block issues, T.tma_copy) may overwrite what
+        # generic loads read before a barrier: their reads then want the fence as well
+        self.reads_pending = _block_issues_tma_loads(body)
 
     def conflicts(self, state: State, reads, writes, waw: bool = True) -> bool:
         """RAW and WAR hazards (and WAW between distinct statements) on shared memory."""
@@ -188,6 +193,8 @@ class SyncInserter(SharedAccesses):
     def stmt(self, s, state: State):
         if is_barrier(s):
             return s, State(unfenced=state.unfenced)
+        if ir.calls_extern(s, "tl::fence_proxy_async"):  # (a pass's own, as warp_specialize's)
+            return s, State(state.reads, state.writes)
         if isinstance(s, ir.Seq):
             items, state = self.seq(s.stmts, state)
             return items, state
@@ -195,8 +202,8 @@ class SyncInserter(SharedAccesses):
             pre = []
             r, w, a = self.all_effects(s.value)
             if self.conflicts(state, r, w | a):
-                pre, state = self._fenced_barrier(state), State()
-            state = state.then(r, w)
+                pre, state = self._fenced_barrier(state, a), State()
+            state = state.then(r, w, self.reads_pending)
             body, state = self.block(s.body, state)
             return pre + [ir.LetStmt(s.var, s.value, body, loc=s.loc)], state
         if isinstance(s, ir.Allocate):
@@ -237,19 +244,21 @@ class SyncInserter(SharedAccesses):
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a, self.waw):
-            pre, state = self._fenced_barrier(state), State()
+            pre, state = self._fenced_barrier(state, a), State()
             if _is_async_proxy_reader(s) and not self.fence_all:
                 # wgmma reads shared memory through the async proxy: order the writers'
                 # generic stores before it (PTX wgmma.fence note; HARDWARE §11.1)
                 pre.insert(0, _fence_proxy_async())
-        return pre + [s], state.then(r, w)
+        return pre + [s], state.then(r, w, self.reads_pending)
 
-    def _fenced_barrier(self, state):
+    def _fenced_barrier(self, state, async_writes=()):
         """A barrier, after a proxy fence when wgmma may read (through the async proxy) what
-        generic stores wrote since the last fence. A barrier that only orders earlier reads
-        before later writes (a tile the previous iteration's wgmma read, about to be
-        overwritten) needs none: a completed wgmma has read its operands."""
-        if self.fence_all and state.unfenced:
+        generic stores wrote since the last fence, or when the statement after it writes
+        asynchronously (a TMA load overwriting what generic loads read). A barrier that only
+        orders earlier reads before later generic stores (a tile the previous iteration's
+        wgmma read, about to be overwritten) needs none: a completed wgmma has read its
+        operands."""
+        if self.fence_all and (state.unfenced or async_writes):
             return [_fence_proxy_async(), barrier()]
         return [barrier()]
 
@@ -258,8 +267,8 @@ class SyncInserter(SharedAccesses):
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a, waw):
-            pre, state = self._fenced_barrier(state), State()
-        return pre, state.then(r, w)
+            pre, state = self._fenced_barrier(state, a), State()
+        return pre, state.then(r, w, self.reads_pending)
 
     def _inner_groups(self, region):
         """`region` (fenced as a whole, no block barrier inside) with the consumer thread
@@ -286,7 +295,7 @@ class SyncInserter(SharedAccesses):
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a):
-            pre, state = self._fenced_barrier(state), State()
+            pre, state = self._fenced_barrier(state, a), State()
         _, end1 = self.block(s.body, state)
         # iterations of one loop: hazards carried from the end of the body to its start
         # (a write followed by a write of another iteration is the same statement: no WAW)
@@ -319,6 +328,28 @@ class SyncInserter(SharedAccesses):
         return pre + [ir.If(s.cond, then, other, loc=s.loc)], st1.union(st2)
 
 
+def _block_issues_tma_loads(body) -> bool:
+    """Whether threads this pass synchronises issue TMA loads (async-proxy writes), outside a
+    warp-specialised producer (whose loads the consumers' mbarriers and fences order)."""
+    from ..ir.visitor import Visitor
+
+    class Find(Visitor):
+        found = False
+
+        def visit_Attr(self, a):
+            if not (a.key == "thread_group" and a.value[0] == "producer"):
+                self.generic(a)
+
+        def visit_Evaluate(self, e):
+            if ir.calls_extern(e, "tl::tma_load"):
+                self.found = True
+            self.generic(e)
+
+    finder = Find()
+    finder.visit(body)
+    return finder.found
+
+
 def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     from .pass_config import PassConfigKey
 
@@ -330,7 +361,7 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if async_readers and not kernel.attr("warp_specialized") and any_node(
             body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):
         body = _fence_user_arrivals(body)
-    body, _ = SyncInserter(ctx).block(body, State())
+    body, _ = SyncInserter(ctx, body).block(body, State())
     return ir.with_fields(kernel, body=body)
 
 
