@@ -19,6 +19,9 @@ recorded as writes here; they still wait for earlier readers and writers of the 
 overwrite (a prologue whose stages reuse the memory of a tile read just before it gets a
 barrier first), except inside the pipeliner's `Attr("issue_ahead")`: the stage written there
 is touched by nothing else in the iteration, and every iteration starts with its barrier.
+With wgmma in the kernel, a barrier this pass inserts after generic shared-memory stores (since
+its last fenced barrier) is preceded by `fence.proxy.async`, so a wgmma after the barrier reads
+what they wrote; a barrier that only orders earlier reads before later stores has no fence.
 In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
 that uses wgmma or TMA loads, every mbarrier arrival is preceded by `fence.proxy.async`: the
 arriving thread's generic shared-memory accesses are then ordered with the async proxy (the
@@ -95,31 +98,47 @@ def is_barrier(s) -> bool:
 
 
 class State:
-    __slots__ = ("reads", "writes")
+    """The shared-memory accesses since the last barrier, and whether shared memory may have
+    been written since the last `fence.proxy.async` (`unfenced`: an explicit barrier without
+    a fence keeps it; only a barrier this pass fences clears it)."""
 
-    def __init__(self, reads=(), writes=()):
+    __slots__ = ("reads", "writes", "unfenced")
+
+    def __init__(self, reads=(), writes=(), unfenced=False):
         self.reads = set(reads)
         self.writes = set(writes)
+        self.unfenced = unfenced
 
     def copy(self):
-        return State(self.reads, self.writes)
+        return State(self.reads, self.writes, self.unfenced)
 
     def union(self, other):
-        return State(self.reads | other.reads, self.writes | other.writes)
+        return State(self.reads | other.reads, self.writes | other.writes,
+                     self.unfenced or other.unfenced)
+
+    def then(self, reads, writes, reads_pending=False):
+        """This state after a statement reading `reads` and writing `writes` (`reads_pending`:
+        generic reads need a fence too, before an asynchronous write of their bytes)."""
+        return State(self.reads | reads, self.writes | writes,
+                     self.unfenced or bool(writes) or (reads_pending and bool(reads)))
 
     def empty(self):
         return not self.reads and not self.writes
 
 
 class SyncInserter(SharedAccesses):
-    def __init__(self, ctx):
+    def __init__(self, ctx, body):
         super().__init__(ctx)
         self.ctx = ctx
         self.thread_vars = set(ctx.kernel.thread_vars)
         self.waw = True
         # wgmma reads shared memory through the async proxy, possibly data that generic
         # stores or cp.async wrote before any of the barriers: fence before each barrier
+        # that follows such stores (State.unfenced; an explicit barrier keeps them pending)
         self.fence_all = ctx.uses_wgmma
+        # asynchronous writes (TMA loads the block issues, T.tma_copy) may overwrite what
+        # generic loads read before a barrier: their reads then want the fence as well
+        self.reads_pending = _block_issues_tma_loads(body)
 
     def conflicts(self, state: State, reads, writes, waw: bool = True) -> bool:
         """RAW and WAR hazards (and WAW between distinct statements) on shared memory."""
@@ -179,7 +198,9 @@ class SyncInserter(SharedAccesses):
 
     def stmt(self, s, state: State):
         if is_barrier(s):
-            return s, State()
+            return s, State(unfenced=state.unfenced)
+        if ir.calls_extern(s, "tl::fence_proxy_async"):  # (a pass's own, as warp_specialize's)
+            return s, State(state.reads, state.writes)
         if isinstance(s, ir.Seq):
             items, state = self.seq(s.stmts, state)
             return items, state
@@ -187,8 +208,8 @@ class SyncInserter(SharedAccesses):
             pre = []
             r, w, a = self.all_effects(s.value)
             if self.conflicts(state, r, w | a):
-                pre, state = self._fenced_barrier(), State()
-            state = State(state.reads | r, state.writes | w)
+                pre, state = self._fenced_barrier(state, a), State()
+            state = state.then(r, w, self.reads_pending)
             body, state = self.block(s.body, state)
             return pre + [ir.LetStmt(s.var, s.value, body, loc=s.loc)], state
         if isinstance(s, ir.Allocate):
@@ -221,31 +242,39 @@ class SyncInserter(SharedAccesses):
             # a barrier over the whole block before the split if it needs one: the groups'
             # named barriers inside do not order them after the other group's accesses
             pre, state = self._summary(s, state)
-            then, _ = self.stmt(s.then_body, State())
-            other, _ = self.stmt(s.else_body, State())
+            then, _ = self.stmt(s.then_body, State(unfenced=state.unfenced))
+            other, _ = self.stmt(s.else_body, State(unfenced=state.unfenced))
             return pre + [ir.If(s.cond, then, other, loc=s.loc)], state
         if isinstance(s, ir.If):
             return self.branch(s, state)
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a, self.waw):
-            pre, state = self._fenced_barrier(), State()
+            pre, state = self._fenced_barrier(state, a), State()
             if _is_async_proxy_reader(s) and not self.fence_all:
                 # wgmma reads shared memory through the async proxy: order the writers'
                 # generic stores before it (PTX wgmma.fence note; HARDWARE §11.1)
                 pre.insert(0, _fence_proxy_async())
-        return pre + [s], State(state.reads | r, state.writes | w)
+        return pre + [s], state.then(r, w, self.reads_pending)
 
-    def _fenced_barrier(self):
-        return [_fence_proxy_async(), barrier()] if self.fence_all else [barrier()]
+    def _fenced_barrier(self, state, async_writes=()):
+        """A barrier, after a proxy fence when wgmma may read (through the async proxy) what
+        generic stores wrote since the last fence, or when the statement after it writes
+        asynchronously (a TMA load overwriting what generic loads read). A barrier that only
+        orders earlier reads before later generic stores (a tile the previous iteration's
+        wgmma read, about to be overwritten) needs none: a completed wgmma has read its
+        operands."""
+        if self.fence_all and (state.unfenced or async_writes):
+            return [_fence_proxy_async(), barrier()]
+        return [barrier()]
 
     def _summary(self, s, state, waw=True):
         """Treat a region as one statement: fence before it if needed."""
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a, waw):
-            pre, state = self._fenced_barrier(), State()
-        return pre, State(state.reads | r, state.writes | w)
+            pre, state = self._fenced_barrier(state, a), State()
+        return pre, state.then(r, w, self.reads_pending)
 
     def _inner_groups(self, region):
         """`region` (fenced as a whole, no block barrier inside) with the consumer thread
@@ -258,7 +287,7 @@ class SyncInserter(SharedAccesses):
         class Groups(Mutator):
             def visit_Attr(self, a):
                 if a.key == "thread_group" and a.value[0] == "consumer":
-                    new, _ = outer.stmt(a, State())
+                    new, _ = outer.stmt(a, State(unfenced=True))
                     return new
                 return self.generic(a)
 
@@ -272,11 +301,11 @@ class SyncInserter(SharedAccesses):
         r, w, a = self.all_effects(s)
         pre = []
         if self.conflicts(state, r, w | a):
-            pre, state = self._fenced_barrier(), State()
+            pre, state = self._fenced_barrier(state, a), State()
         _, end1 = self.block(s.body, state)
         # iterations of one loop: hazards carried from the end of the body to its start
         # (a write followed by a write of another iteration is the same statement: no WAW)
-        carried = State(end1.reads, end1.writes)
+        carried = State(end1.reads, end1.writes, end1.unfenced)
         saved, self.waw = self.waw, False
         try:
             body, end2 = self.block(s.body, state.union(carried))
@@ -296,13 +325,35 @@ class SyncInserter(SharedAccesses):
         r, _ = self.effects(ir.Evaluate(s.cond))
         pre = []
         if self.conflicts(state, r, set()):
-            pre, state = self._fenced_barrier(), State()
+            pre, state = self._fenced_barrier(state), State()
         then, st1 = self.block(s.then_body, state)
         if s.else_body is not None:
             other, st2 = self.block(s.else_body, state)
         else:
             other, st2 = None, state
         return pre + [ir.If(s.cond, then, other, loc=s.loc)], st1.union(st2)
+
+
+def _block_issues_tma_loads(body) -> bool:
+    """Whether threads this pass synchronises issue TMA loads (async-proxy writes), outside a
+    warp-specialised producer (whose loads the consumers' mbarriers and fences order)."""
+    from ..ir.visitor import Visitor
+
+    class Find(Visitor):
+        found = False
+
+        def visit_Attr(self, a):
+            if not (a.key == "thread_group" and a.value[0] == "producer"):
+                self.generic(a)
+
+        def visit_Evaluate(self, e):
+            if ir.calls_extern(e, "tl::tma_load"):
+                self.found = True
+            self.generic(e)
+
+    finder = Find()
+    finder.visit(body)
+    return finder.found
 
 
 def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
@@ -316,7 +367,7 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if async_readers and not kernel.attr("warp_specialized") and any_node(
             body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):
         body = _fence_user_arrivals(body)
-    body, _ = SyncInserter(ctx).block(body, State())
+    body, _ = SyncInserter(ctx, body).block(body, State())
     return ir.with_fields(kernel, body=body)
 
 

@@ -78,6 +78,9 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_DEFERRED_STORE_WAIT = "tl.disable_deferred_store_wait"
     TL_DISABLE_CLEAR_FOLD = "tl.disable_clear_fold"
     TL_DISABLE_MASK_UNSWITCHING = "tl.disable_mask_unswitching"
+    # a warp-specialised stage gets one full barrier per tile, waited for before the tile's
+    # first reader (default: the environment variable TL_WS_TILE_BARRIERS)
+    TL_WS_TILE_BARRIERS = "tl.ws_tile_barriers"
     # reducers keep the always-available form: shared memory, one atomic per contribution
     TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"
     TL_ENABLE_REDUCER_PLAN_VERBOSE = "tl.enable_reducer_plan_verbose"
@@ -101,7 +104,7 @@ EFFECTIVE = {
     PassConfigKey.TL_DISABLE_DEFERRED_STORE_WAIT, PassConfigKey.TL_DISABLE_CLEAR_FOLD,
     PassConfigKey.TL_DISABLE_MASK_UNSWITCHING,
     PassConfigKey.TL_REDUCER_FORCE_BASELINE, PassConfigKey.TL_ENABLE_ASYNC_COPY,
-    PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE,
+    PassConfigKey.TL_ENABLE_AGGRESSIVE_SHARED_MEMORY_MERGE, PassConfigKey.TL_WS_TILE_BARRIERS,
 }
 
 _KNOWN = {k.value: k for k in PassConfigKey}

@@ -197,6 +197,24 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer, oob_value=None) 
     return stmt
 
 
+def _waits_for_itself(lowered) -> bool:
+    """Whether a lowered copy is a synchronous cp.async: issue, commit, wait<0>."""
+    return isinstance(lowered, ir.Seq) and len(lowered.stmts) >= 2 and \
+        ir.calls_extern(lowered.stmts[-1], "tl::cp_async_wait<0>") and \
+        ir.calls_extern(lowered.stmts[-2], "tl::cp_async_commit")
+
+
+def _issued_together(first, second, first_lowered, second_lowered) -> bool:
+    """Whether the wait of synchronous copy `first` may move to the wait of the synchronous
+    copy right after it: `second` reads global memory only and writes another tile, so its
+    issue needs nothing from `first`, and its wait<0> waits for both. Consecutive tile loads
+    (a FlashAttention backward's K and V) then take one memory latency, not one each."""
+    return isinstance(first, ir.Copy) and isinstance(second, ir.Copy) and \
+        first.dst.buffer is not second.dst.buffer and \
+        second.src.buffer.scope == "global" and \
+        _waits_for_itself(first_lowered) and _waits_for_itself(second_lowered)
+
+
 def _prod(xs):
     p = 1
     for x in xs:
@@ -240,6 +258,15 @@ class _Lower(InRoleGroups, ScopedMutator):
             return self._tma_load(s)
         return lower_global_to_shared(s, self.ctx, self.analyzer,
                                       copy_oob_value(self.kernel, s))
+
+    def visit_Seq(self, s: ir.Seq):
+        out = [self.visit(x) for x in s.stmts]
+        for i in range(len(out) - 1):
+            if _issued_together(s.stmts[i], s.stmts[i + 1], out[i], out[i + 1]):
+                out[i] = ir.Seq(out[i].stmts[:-1])  # its commit stays: the next wait covers it
+        if all(a is b for a, b in zip(out, s.stmts)):
+            return s
+        return ir.Seq(tuple(out))
 
     def visit_TmaCopy(self, s: ir.TmaCopy):
         return lower_tma_copy(s, self.ctx, self.analyzer)

@@ -177,10 +177,10 @@ class NestPartitioner:
     def try_vectorize(self):
         """Split the value loop into vector lanes when its fastest mode walks the innermost
         dim contiguously (see transform/partition_parallel/vectorize.py)."""
-        from .vectorize import vectorize_value_loop
+        from .vectorize import lane_invariant, vectorize_value_loop
 
         Lp = self.layout
-        if not Lp.value_modes or Lp.guard_dims or self.analyzer is None or \
+        if not Lp.value_modes or self.analyzer is None or \
                 self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
             return None
         im = self.iter_map
@@ -194,8 +194,19 @@ class NestPartitioner:
         if vec < 2 or tuple(first.strides) != unit:
             return None
         groups = Lp.num_values // vec
-        vo, step = self._per_value_group(vec, lambda body, vo, vi: vectorize_value_loop(
-            self.ctx, body, vo, vi, vec, self.analyzer, groups))
+        # A layout rounded up past the tile (192 columns dealt to 32 lanes of 8) guards its
+        # slots; the nest still vectorises when that guard is one condition for a whole
+        # vector (the tile ends on a vector boundary), taken around the group like a ragged
+        # row bound. A guard splitting a vector keeps the scalar loop: staging the vector's
+        # loads would read past the tile for the lanes it turns off.
+
+        def lower(body, vo, vi):
+            if Lp.guard_dims and not (isinstance(body, ir.If) and body.else_body is None and
+                                      lane_invariant(body.cond, vi, vec, self.analyzer)):
+                return None
+            return vectorize_value_loop(self.ctx, body, vo, vi, vec, self.analyzer, groups)
+
+        vo, step = self._per_value_group(vec, lower)
         if step is None:
             return None
         return step.loops(vo, groups, self.nest.loc)

@@ -256,13 +256,13 @@ def _lane_invariant_guards(body, vi, vec, analyzer) -> list:
     the lane; loc; the branch's body)."""
     guards = []
     while isinstance(body, ir.If) and body.else_body is None and \
-            _lane_invariant(body.cond, vi, vec, analyzer):
+            lane_invariant(body.cond, vi, vec, analyzer):
         guards.append((substitute(body.cond, {vi: ir.const(0)}), body.loc, body.then_body))
         body = body.then_body
     return guards
 
 
-def _lane_invariant(cond, vi, vec, analyzer) -> bool:
+def lane_invariant(cond, vi, vec, analyzer) -> bool:
     """Whether `cond` has one value for all `vec` lanes."""
     first = analyzer.simplify(substitute(cond, {vi: ir.const(0)}))
     return all(analyzer.can_prove_equal(first, substitute(cond, {vi: ir.const(k)}))
@@ -355,7 +355,7 @@ def _lanes_vectorise(ctx, body, vi, width: int, analyzer: Analyzer) -> bool:
         if width * node.buffer.dtype.bytes in (4, 8, 16) and \
                 contiguous(off, vi, width, analyzer):
             vector = True
-        elif not _lane_invariant(off, vi, width, analyzer):
+        elif not lane_invariant(off, vi, width, analyzer):
             return False
     return vector
 

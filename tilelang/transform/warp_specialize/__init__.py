@@ -458,37 +458,11 @@ class WarpSpecializer:
             b = p.dst
             if b not in mapping:
                 mapping[b] = self._multi_buffer(b, S)
-        full = ctx.add_scratch_shared("full_bar", (S,), U64)
-        empty = ctx.add_scratch_shared("empty_bar", (S,), U64)
         k, start, n = loop.var, loop.start, loop.extent
-        rel = ir.binary("sub", k, start)
-        if self.guard:
-            rel = self._run_count()
-        elif self.nest:
-            rel = self.nest.position(rel)
-        stage, phase = slot_and_phase(rel, S, counted=self.nest is not None or bool(self.guard))
-        total_bytes = sum(p.bytes for p in plans)
-
-        # producer: one thread issues the TMA loads of every stage
-        issue = []
-        for p in plans:
-            issue.append(self._tma_loads(p, mapping, stage, full))
-        producer_body = ir.Seq((
-            _call("tl::mbarrier_wait", _addr(empty, (stage,)),
-                  ir.binary("bitxor", phase, 1)),
-            _call("tl::mbarrier_arrive_expect_tx", _addr(full, (stage,)),
-                  ir.const(total_bytes)),
-        ) + tuple(issue))
-        producer_loop = ir.For(k, start, n, "serial", self._guarded(producer_body), loc=loop.loc)
 
         # consumers: the loop without its copies, between the barrier waits
         plan_ids = {id(p.stmt) for p in plans}
         rest = [it for it in body_items if isinstance(it, tuple) or id(it) not in plan_ids]
-        # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
-        # releasing stage k-1 one iteration late measured slower with 3 stages on an H200,
-        # with two consumer warpgroups (652 vs 670 TFLOP/s, 4096^3, 128/256/64) and with one
-        # (4096^3 at 128/128/32: 305 vs 389 TFLOP/s; 1024^3: 115 vs 140; 2026-11-26).
-        release = self._release(_addr(empty, (stage,)), tuple(mapping.values()))
         single = ir.int_value(n) is not None and ir.int_value(n) < 2
         # With two stages the load of iteration k+1 could only start once the tile of k is
         # published (the stage of k-1 is handed back there) and would be waited for at once:
@@ -500,6 +474,45 @@ class WarpSpecializer:
             ctx.note(f"{', '.join(b.name for b in computed)} not double-buffered: a second "
                      "copy does not fit in shared memory")
             computed = []
+        n_lets = len(self.guard.lets) if self.guard else 0  # never copies: rest's head
+        first_reads = None if computed else self._first_reads(rest[n_lets:], mapping)
+        if first_reads is None:
+            fulls = {b: None for b in mapping}
+            fulls[None] = ctx.add_scratch_shared("full_bar", (S,), U64)
+        else:
+            fulls = {b: ctx.add_scratch_shared(f"{b.name}_full", (S,), U64) for b in mapping}
+        full = fulls.get(None)
+        empty = ctx.add_scratch_shared("empty_bar", (S,), U64)
+        rel = ir.binary("sub", k, start)
+        if self.guard:
+            rel = self._run_count()
+        elif self.nest:
+            rel = self.nest.position(rel)
+        stage, phase = slot_and_phase(rel, S, counted=self.nest is not None or bool(self.guard))
+        total_bytes = sum(p.bytes for p in plans)
+
+        # producer: one thread issues the TMA loads of every stage (with one barrier per
+        # tile, each tile's bytes are expected on its own barrier just before its loads)
+        issue = [_call("tl::mbarrier_wait", _addr(empty, (stage,)),
+                       ir.binary("bitxor", phase, 1))]
+        if full is not None:
+            issue.append(_call("tl::mbarrier_arrive_expect_tx", _addr(full, (stage,)),
+                               ir.const(total_bytes)))
+        for b in mapping:
+            tile_plans = [p for p in plans if p.dst is b]
+            bar = full if full is not None else fulls[b]
+            if full is None:
+                issue.append(_call("tl::mbarrier_arrive_expect_tx", _addr(bar, (stage,)),
+                                   ir.const(sum(p.bytes for p in tile_plans))))
+            issue += [self._tma_loads(p, mapping, stage, bar) for p in tile_plans]
+        producer_body = ir.Seq(tuple(issue))
+        producer_loop = ir.For(k, start, n, "serial", self._guarded(producer_body), loc=loop.loc)
+
+        # The gemms of a plain loop wait for themselves: leaving wgmma(k) in flight and
+        # releasing stage k-1 one iteration late measured slower with 3 stages on an H200,
+        # with two consumer warpgroups (652 vs 670 TFLOP/s, 4096^3, 128/256/64) and with one
+        # (4096^3 at 128/128/32: 305 vs 389 TFLOP/s; 1024^3: 115 vs 140; 2026-11-26).
+        release = self._release(_addr(empty, (stage,)), tuple(mapping.values()))
         if computed:
             consumer_loop = self._double_buffered(
                 loop, S, full, empty, mapping, self._fence_after_reads(rest, set(mapping)),
@@ -508,31 +521,63 @@ class WarpSpecializer:
             # the stage goes back right after its last reader, not at the end of the body:
             # the producer refills it while the rest of the iteration runs (a 2xAcc FP8
             # GEMM's promotion of the accumulator, an epilogue-like update)
-            n_lets = len(self.guard.lets) if self.guard else 0  # never copies: rest's head
             rest, outer_lets = rest[n_lets:], rest[:n_lets]
             last = _last_reader(rest, set(mapping))
-            body = self._fence_after_reads(rest[:last + 1] + [release] + rest[last + 1:],
-                                           set(mapping))
-            consumer_body = ir.Seq((
-                _call("tl::mbarrier_wait", _addr(full, (stage,)), phase),
-                Rebuffer(mapping, stage).visit(rebuild(body)),
-            ))
+            body = rest[:last + 1] + [release] + rest[last + 1:]
+            if full is None:  # each tile's wait just before its first reader
+                waits = {b: _call("tl::mbarrier_wait", _addr(fulls[b], (stage,)), phase)
+                         for b in mapping}
+                body = [w for i, it in enumerate(body)
+                        for w in [waits[b] for b in mapping if first_reads[b] == i] + [it]]
+            else:
+                body = [_call("tl::mbarrier_wait", _addr(full, (stage,)), phase)] + body
+            body = self._fence_after_reads(body, set(mapping))
+            consumer_body = Rebuffer(mapping, stage).visit(rebuild(body))
             consumer_body = rebuild(outer_lets + [self._guarded(consumer_body, False)])
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
-        rings = [(full, empty)]
+        rings = [(full, empty)] if full is not None else \
+            [(fulls[b], empty if i == 0 else None) for i, b in enumerate(mapping)]
         producer, consumer, regs, tile_ring = self._roles(
             items, li, producer_loop, consumer_loop, n, list(mapping.values()), rings)
 
         where, tile_loads = self._nest_notes(tile_ring)
         note = (f"warp-specialised pipeline over {k.name}{where}: {S} stages, TMA loads of "
                 f"{', '.join(p.src.name for p in plans)} ({total_bytes} B per "
-                f"stage), producer warpgroup + {T // 128} consumer warpgroup(s)"
+                f"stage"
+                + ("" if full is not None else ", one full barrier per tile, waited for before "
+                   "its first reader")
+                + f"), producer warpgroup + {T // 128} consumer warpgroup(s)"
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "") + tile_loads
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
                    "the previous gemm runs" if computed else "")
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble(rings, S, producer, consumer, note)
+
+    def _first_reads(self, rest, mapping):
+        """{stage tile: index in `rest` of its first reader} when each tile of a stage gets
+        its own full barrier (pass config tl.ws_tile_barriers, by default the environment
+        variable TL_WS_TILE_BARRIERS), else None: the consumers then wait once for the whole
+        stage. With a barrier per tile, the first gemm of an iteration starts when its own
+        operand has landed, while the loads of the later operands are still in flight (a
+        FlashAttention forward's Q K^T before V arrives; a backward's Q K^T before dO, lse
+        and Delta): in a loop of one or two iterations that is a load's transfer time."""
+        from ...env import env
+
+        if len(mapping) < 2 or self.cluster > 1 or \
+                not self.ctx.flag(PassConfigKey.TL_WS_TILE_BARRIERS, env.ws_tile_barriers):
+            return None
+        nodes = [it.value if isinstance(it, tuple) else it for it in rest]
+        if any(collect(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in mapping)
+               for n in nodes):
+            return None  # a view of a tile: its readers are not found by name
+        first = {}
+        for b in mapping:
+            at = [i for i, n in enumerate(nodes) if _mentions(n, b)]
+            if not at:
+                return None
+            first[b] = at[0]
+        return first
 
     def _single_stage(self, items, li, loop, plans, body_items):
         """`num_stages=1`: one buffer per tile, so a load can only overlap the computation on
@@ -680,7 +725,8 @@ class WarpSpecializer:
             consumer_loop = Rebuffer(tile_ring[0], slot).visit(consumer_loop)
             rings.append(tile_ring[1:3])
             stage_buffers = stage_buffers + list(tile_ring[0].values())
-        self.ctx.pinned_shared.update(stage_buffers + [b for ring in rings for b in ring])
+        self.ctx.pinned_shared.update(stage_buffers + [b for ring in rings for b in ring
+                                       if b is not None])
         producer_loop, consumer_loop = self.nest.wrap(
             producer_pre + [producer_loop], [consumer_loop] + consumer_post, n, replace)
         return producer_loop, consumer_loop, tile_ring
@@ -801,14 +847,15 @@ class WarpSpecializer:
         if self.cluster > 1:
             # a peer still arrives on our empty barriers after our last use of them: nothing
             # (a staged epilogue in the dead stage buffers) may reuse their bytes
-            ctx.pinned_shared.update(b for ring in rings for b in ring)
+            ctx.pinned_shared.update(b for ring in rings for b in ring if b is not None)
         for size in sorted({full.shape[0] for full, _ in rings}, reverse=True):
             body = []
             for full, empty in rings:
                 if full.shape[0] == size:
-                    body += [_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)),
-                             _call("tl::mbarrier_init", _addr(empty, (s,)),
-                                   ir.const(releases))]
+                    body.append(_call("tl::mbarrier_init", _addr(full, (s,)), ir.const(1)))
+                    if empty is not None:  # tiles of one stage share its empty barrier
+                        body.append(_call("tl::mbarrier_init", _addr(empty, (s,)),
+                                          ir.const(releases)))
             inits.append(ir.For(s, ir.const(0), ir.const(size), "unroll", ir.Seq(tuple(body))))
         init = ir.If(ir.compare("eq", tid, 0), ir.Seq((
             *inits,
