@@ -10,8 +10,6 @@ TILELANG_DUMP_IR          1 prints the IR after every pass
 TILELANG_VERBOSE          1 prints what the compiler does (pipeline steps, fallbacks)
 TILELANG_AUTO_TUNING_*    autotuner: DISABLE_CACHE, CPU_COUNTS, CPU_UTILITIES, MAX_CPU_COUNT
 TILELANG_JIT_DIAGNOSTICS  1 logs each JIT phase (lower, compile) with its time (jit/diagnostics.py)
-TL_WS_TILE_BARRIERS       1: the default of the pass config tl.ws_tile_barriers (an experiment:
-                          one full barrier per tile of a warp-specialised stage)
 
 `env` also carries the reference's attribute names (`env.TILELANG_CACHE_DIR`, `env.CUDA_HOME`,
 `env.TILELANG_AUTO_TUNING_CPU_COUNTS`, `env.get_default_target()`, ...) as strings read live
@@ -176,10 +174,6 @@ class Environment:
     @property
     def verbose(self) -> bool:
         return _flag("TILELANG_VERBOSE")
-
-    @property
-    def ws_tile_barriers(self) -> bool:
-        return _flag("TL_WS_TILE_BARRIERS")
 
     def disable_cache(self):
         Environment._cache_override = False

@@ -5,8 +5,9 @@
 * a shared -> global copy of a tile whose rows are not a multiple of the threads' lanes
   (128 x 192 halves on 256 threads: 24 vectors a row dealt to 32 lanes) still moves 16-byte
   vectors: the layout's guard is one condition per vector (partition_parallel);
-* with the pass config tl.ws_tile_barriers a warp-specialised stage has one full barrier per
-  tile, each waited for just before its tile's first reader (warp_specialize).
+* a warp-specialised stage of a loop known to run at most 4 times (or any, with the pass
+  config tl.ws_tile_barriers) has one full barrier per tile, each waited for just before its
+  tile's first reader (warp_specialize).
 The GPU counterparts (correctness against torch) are tests/gpu/test_perf_attn_lowering.py."""
 
 import re
@@ -83,8 +84,8 @@ def test_rounded_up_layout_stores_whole_vectors():
     assert re.search(r"if \(\(?tx % 32\)? < 24\)", body), body
 
 
-def _flash_source(**configs):
-    return tilelang.lower(K.flash_fwd(1, 2, 512, 64, block_M=64, block_N=64, num_stages=2),
+def _flash_source(seq_len=512, **configs):
+    return tilelang.lower(K.flash_fwd(1, 2, seq_len, 64, block_M=64, block_N=64, num_stages=2),
                           target=SM90, pass_configs=configs or None)
 
 
@@ -107,6 +108,12 @@ def test_tile_barriers_wait_for_each_tile_before_its_first_reader():
     assert loop.count("mbarrier_arrive((&empty_bar[") == 1
 
 
-def test_tile_barriers_are_off_by_default():
-    src = _flash_source()
-    assert "full_bar" in src and "K_shared_full" not in src
+def test_tile_barriers_by_default_only_on_short_loops():
+    """8 iterations (seq 512 in 64-row tiles): one barrier per stage; 4 (seq 256): one per
+    tile; the pass config forces either way."""
+    long_loop = _flash_source()
+    assert "full_bar" in long_loop and "K_shared_full" not in long_loop
+    short_loop = _flash_source(256)
+    assert "full_bar" not in short_loop and "K_shared_full" in short_loop
+    forced_off = _flash_source(256, **{"tl.ws_tile_barriers": False})
+    assert "full_bar" in forced_off and "K_shared_full" not in forced_off

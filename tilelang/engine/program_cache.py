@@ -12,7 +12,7 @@ Guarantees:
   * the key changes with the traced program (`fingerprint`: every node, name, dtype, shape,
     attribute and source location, and which objects are the same object), the target
     architecture, the pass configs and compile flags, the compiler the user asked for
-    (TILELANG_CUDA_COMPILER), the default TL_WS_TILE_BARRIERS sets, the CUDA include directory, the package version and a stamp of
+    (TILELANG_CUDA_COMPILER), the CUDA include directory, the package version and a stamp of
     tilelang's own files (cache.package_stamp: an edited compiler misses). A compiler changed
     in memory (a monkeypatched pass) is not seen: disable the cache around such changes;
   * a hit gives the very module and cubin the miss produced: the entry stores the generated
@@ -170,11 +170,9 @@ def program_key(func: ir.PrimFunc, target, options: dict):
         configs = sorted((str(k), repr(v)) for k, v in options.get("pass_configs", {}).items())
     except (_Unkeyable, RecursionError):
         return None
-    from ..env import env
-
     h.update(repr((str(target.arch), configs, list(options.get("compile_flags", ())),
                    toolkit.requested_compiler(), toolkit.include_dirs()[1:],
-                   __version__, cache.package_stamp(), env.ws_tile_barriers)).encode())
+                   __version__, cache.package_stamp())).encode())
     return h.hexdigest()
 
 

@@ -79,7 +79,7 @@ class PassConfigKey(str, enum.Enum):
     TL_DISABLE_CLEAR_FOLD = "tl.disable_clear_fold"
     TL_DISABLE_MASK_UNSWITCHING = "tl.disable_mask_unswitching"
     # a warp-specialised stage gets one full barrier per tile, waited for before the tile's
-    # first reader (default: the environment variable TL_WS_TILE_BARRIERS)
+    # first reader: True / False force it (default: loops known to run at most 4 times)
     TL_WS_TILE_BARRIERS = "tl.ws_tile_barriers"
     # reducers keep the always-available form: shared memory, one atomic per contribution
     TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"

@@ -151,6 +151,8 @@ def constant_upper_bound(e, var_bounds=None):
     if e.op == "mul" and a is not None and b is not None and _non_negative(e.a, bounds) \
             and _non_negative(e.b, bounds):
         return a * b
+    if e.op == "sub" and a is not None and _non_negative(e.b, bounds):
+        return a  # (a loop from a start >= 0 to an end: `end - start`)
     if e.op == "floordiv" and a is not None and isinstance(e.b, ir.Const) and int(e.b.value) > 0:
         return a // int(e.b.value)
     return None
@@ -163,6 +165,8 @@ def _non_negative(e, bounds) -> bool:
         return e.dtype.is_int and int(e.value) >= 0
     if isinstance(e, ir.Var):
         return e in bounds
-    if isinstance(e, ir.Binary) and e.op in ("add", "mul", "floordiv", "min", "max"):
+    if isinstance(e, ir.Binary) and e.op == "max":
+        return _non_negative(e.a, bounds) or _non_negative(e.b, bounds)
+    if isinstance(e, ir.Binary) and e.op in ("add", "mul", "floordiv", "min"):
         return _non_negative(e.a, bounds) and _non_negative(e.b, bounds)
     return False

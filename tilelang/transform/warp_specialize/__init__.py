@@ -94,6 +94,8 @@ from ..analysis.scopes import SHARED, is_global_to_shared
 VOID = ir.DType("void")
 U64 = ir.DType("uint64")
 PRODUCER_THREADS = 128
+# the longest loop whose stage tiles get a full barrier each (_first_reads)
+TILE_BARRIER_MAX_TRIPS = 4
 
 
 _call = ir.extern_stmt
@@ -475,7 +477,7 @@ class WarpSpecializer:
                      "copy does not fit in shared memory")
             computed = []
         n_lets = len(self.guard.lets) if self.guard else 0  # never copies: rest's head
-        first_reads = None if computed else self._first_reads(rest[n_lets:], mapping)
+        first_reads = None if computed else self._first_reads(rest[n_lets:], mapping, loop)
         if first_reads is None:
             fulls = {b: None for b in mapping}
             fulls[None] = ctx.add_scratch_shared("full_bar", (S,), U64)
@@ -554,18 +556,24 @@ class WarpSpecializer:
                    f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
         return self._assemble(rings, S, producer, consumer, note)
 
-    def _first_reads(self, rest, mapping):
+    def _first_reads(self, rest, mapping, loop):
         """{stage tile: index in `rest` of its first reader} when each tile of a stage gets
-        its own full barrier (pass config tl.ws_tile_barriers, by default the environment
-        variable TL_WS_TILE_BARRIERS), else None: the consumers then wait once for the whole
-        stage. With a barrier per tile, the first gemm of an iteration starts when its own
-        operand has landed, while the loads of the later operands are still in flight (a
-        FlashAttention forward's Q K^T before V arrives; a backward's Q K^T before dO, lse
-        and Delta): in a loop of one or two iterations that is a load's transfer time."""
-        from ...env import env
-
-        if len(mapping) < 2 or self.cluster > 1 or \
-                not self.ctx.flag(PassConfigKey.TL_WS_TILE_BARRIERS, env.ws_tile_barriers):
+        its own full barrier, else None: the consumers then wait once for the whole stage.
+        With a barrier per tile, the first gemm of an iteration starts when its own operand
+        has landed, while the loads of the later operands are still in flight (a
+        FlashAttention forward's Q K^T before V arrives): in a loop of a few iterations that
+        is a load's transfer time. Used where the loop is known to run at most
+        `TILE_BARRIER_MAX_TRIPS` times (H200: attention-sink forward, 2 iterations, 10.2 ->
+        9.7 µs), not on longer loops, where the extra waits cost more (a 32-iteration GQA
+        forward 31.5 -> 33.5 µs, the attention backward kernels 1-3%); the pass config
+        tl.ws_tile_barriers forces the choice either way."""
+        forced = self.ctx.configs.get(PassConfigKey.TL_WS_TILE_BARRIERS.value)
+        if forced is None:
+            bound = constant_upper_bound(loop.extent, self._block_bounds())
+            wanted = bound is not None and bound <= TILE_BARRIER_MAX_TRIPS
+        else:
+            wanted = self.ctx.flag(PassConfigKey.TL_WS_TILE_BARRIERS)
+        if len(mapping) < 2 or self.cluster > 1 or not wanted:
             return None
         nodes = [it.value if isinstance(it, tuple) else it for it in rest]
         if any(collect(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in mapping)
@@ -577,6 +585,8 @@ class WarpSpecializer:
             if not at:
                 return None
             first[b] = at[0]
+        if forced is None and len(set(first.values())) < 2:
+            return None  # all first read by one statement (a GEMM's A and B): nothing gained
         return first
 
     def _single_stage(self, items, li, loop, plans, body_items):
