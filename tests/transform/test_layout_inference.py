@@ -270,3 +270,51 @@ def test_loop_over_two_lower_rank_fragments_extends_the_one_both_can_serve():
     kern(r, c, z)
     first = torch.where(c[None, :] > 0.5, r[:, None].expand(3, 32), torch.full((3, 32), 0.5))
     torch.testing.assert_close(z, first - r[:, None] + c[None, :])
+
+
+def _staged_output_kernel(extra_reader=False):
+    """A gemm whose result the program stages itself: fragment -> shared tile -> global."""
+    @T.prim_func
+    def f(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16"),
+          C: T.Tensor((128, 128), "float16"), R: T.Tensor((128,), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((128, 64), "float16")
+            Bs = T.alloc_shared((128, 64), "float16")
+            Cl = T.alloc_fragment((128, 128), "float32")
+            Cs = T.alloc_shared((128, 128), "float16")
+            T.copy(A[0, 0], As)
+            T.copy(B[0, 0], Bs)
+            T.gemm(As, Bs, Cl, transpose_B=True, clear_accum=True)
+            T.copy(Cl, Cs)
+            T.copy(Cs, C[0, 0])
+            if extra_reader:
+                for i in T.Parallel(128):
+                    R[i] = Cs[i, i]
+    return f
+
+
+def _store_banks(frag: L.Fragment, tile: L.Layout, lanes, value: int):
+    """The shared-memory bank of each lane's 4-byte store of fragment values value and
+    value + 1 (two 16-bit elements of one row) into `tile`."""
+    banks = []
+    for t in lanes:
+        r, c = (int(x) for x in frag.coords(t, value))
+        offset = int(tile.forward(r, c))
+        banks.append(offset * 2 // 4 % 32)
+    return banks
+
+
+def test_a_hand_staged_output_tile_is_swizzled_so_fragment_stores_spread_over_the_banks():
+    for target in (SM80, SM90):
+        _, _, lay = _layouts(_staged_output_kernel(), target)
+        assert lay["Cs"].swizzle_bytes == 128, (target, lay["Cs"])
+        # every 4-byte store of a warp (lanes 0-31, one value pair) hits 32 distinct banks;
+        # row-major 256-byte rows would put the 8 row groups of lanes in the same 4 banks
+        for value in (0, 2, 4, 6):
+            banks = _store_banks(lay["Cl"], lay["Cs"], range(32), value)
+            assert len(set(banks)) == 32, (target, value, banks)
+
+
+def test_a_staging_tile_something_else_reads_keeps_the_row_major_layout():
+    _, _, lay = _layouts(_staged_output_kernel(extra_reader=True), SM90)
+    assert lay["Cs"].is_row_major()

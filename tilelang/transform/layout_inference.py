@@ -24,7 +24,10 @@ strongest first, as in the reference (docs/layouts.md):
      multiple (x[i, jj * 4 + j]) is that dim split at the window
      (`fragment_access.window_view`), its outer part indexed by jj;
   6. anything left: the default element-wise layout (dims indexed by serial variables in
-     value modes).
+     value modes); shared tiles: swizzled where the TMA unit reads them (`T.atomic_add(...,
+     use_tma=True)` sources) or where the program stages its output through them (written
+     only by copies from fragments, read only by copies to global memory, as the reference's
+     TMA store sources), row-major otherwise.
 Conflicts between 1-3 raise a located error naming both.
 
 Tile operations inside a role's own thread group (transform/warp_roles.py, roles of different
@@ -43,7 +46,7 @@ import numpy as np
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import role_group
-from ..ir.visitor import LocatedVisitor, Mutator
+from ..ir.visitor import LocatedVisitor, Mutator, collect
 from .. import layout as L
 from .analysis import fragment_access as FA
 from .analysis.reductions import UPDATE as REDUCER_UPDATE
@@ -671,6 +674,46 @@ class LayoutSolver:
                 out.append(S)
         return out
 
+    def _staging_tiles(self) -> list:
+        """Shared tiles a program stages its output through (constraint 6, before row-major):
+        written only by `T.copy(fragment, S)` and read only by `T.copy(S, global)`. They take
+        the swizzle the reference gives them (its TMA store reads that layout): a thread's
+        fragment elements sit in 8 rows at one column, which in a row-major tile of 128-byte
+        multiple rows are all in the same banks (8-way conflicts on every store; the 16-byte
+        copy out reads whole chunks, conflict-free either way). 16- and 32-bit 2-D tiles of
+        whole 8-row groups with rows of a swizzle width; a tile anything else touches (a gemm,
+        a pointer, a view, a user loop) keeps its row-major layout.
+        TL_EXPERIMENT=row_major_staging keeps them all row-major (A/B timing)."""
+        from ..env import env
+
+        if "row_major_staging" in env.experiments:
+            return []
+        viewed = {v.view_of for v in self.kernel.allocs if v.view_of is not None}
+        viewed |= {v.view_of for k, v in self.kernel.attrs if k == "local_view"}
+        uses: dict = {}  # shared tile -> [copies from fragments into it, copies out to global]
+        for info in self.c.loops:
+            move = _copy_nest_move(info.stmt)
+            if move is None:
+                continue
+            dst, src = move
+            if dst.scope in SHARED and src.scope == "local.fragment":
+                uses.setdefault(dst, [0, 0])[0] += 1
+            elif src.scope in SHARED and dst.scope == "global":
+                uses.setdefault(src, [0, 0])[1] += 1
+        out = []
+        for S, (written, read) in uses.items():
+            if not (written and read) or S.view_of is not None or S in viewed:
+                continue
+            if S.ndim != 2 or S.dtype.bits not in (16, 32) or not all(
+                    isinstance(d, int) for d in S.shape) or S.shape[0] % 8:
+                continue
+            if L.swizzle_mode(S.shape, S.dtype.bits) is None:
+                continue
+            if _mentions(self.kernel.body, S) != written + read:
+                continue  # something besides these copies touches the tile (one access each)
+            out.append(S)
+        return out
+
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
@@ -700,7 +743,7 @@ class LayoutSolver:
                 self.assign(buf, self.default_fragment(buf), "the default element-wise "
                             "layout", loc)
             self.propagate()
-        for buf in self._tma_add_sources():
+        for buf in self._tma_add_sources() + self._staging_tiles():
             if buf not in self.layouts:
                 self.layouts[buf] = L.make_swizzled_layout(buf)
         for buf in self.kernel.allocs:
@@ -711,6 +754,25 @@ class LayoutSolver:
             with self.ctx.thread_group(info.group):
                 self.finish_loop(info)
         return self.layouts
+
+
+def _copy_nest_move(nest):
+    """(destination, source) buffers of a `T.copy` nest whose body is one store of a
+    (converted) load, else None."""
+    if nest.annotation("from_tile_op") != "copy":
+        return None
+    body = _innermost(nest)
+    if not isinstance(body, ir.Store):
+        return None
+    v = body.value.value if isinstance(body.value, ir.Cast) else body.value
+    if not isinstance(v, ir.Load):
+        return None
+    return body.buffer, v.buffer
+
+
+def _mentions(node, buf) -> int:
+    """How many places of `node` name `buf` (loads, stores, regions, pointers)."""
+    return len(collect(node, lambda n: n is buf))
 
 
 def _innermost(nest):
