@@ -4,6 +4,8 @@ code, across loop iterations and around branches; never inside a thread-dependen
 loop. Checked with an independent hazard finder that linearises the kernel (loops run twice)
 and looks for conflicting accesses without a barrier between them."""
 
+import os
+import sys
 
 import tilelang
 import tilelang.language as T
@@ -13,6 +15,9 @@ from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, externs, gemm_with_epilogue, nodes, pipelined_gemm,
                                requires_compiler, run_passes, show, two_phases)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from gpu import role_kernels as R  # noqa: E402
 
 SHARED = ("shared", "shared.dyn")
 _WRITERS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
@@ -347,3 +352,88 @@ def test_statements_under_a_tensor_at_a_computed_address_are_synchronised():
     k, ctx = run_passes(f, "insert_sync", SM80)
     assert not hazards(k, ctx)
     assert _barriers(k) >= 2  # after the copy in, before the next iteration's copy
+
+
+def _fenced(names, target):
+    """For each call of `target` in the extern list, whether a proxy fence precedes it."""
+    return [names[i - 1] == "tl::fence_proxy_async" for i, n in enumerate(names)
+            if n == target]
+
+
+def _arrivals_and_barriers(k):
+    out = []
+    for n in nodes(k, ir.Evaluate, lambda s: ir.extern_name(s.value) is not None):
+        name = ir.extern_name(n.value)
+        if name == "tl::mbarrier_arrive":
+            name += ":" + n.value.args[1].args[0].buffer.name
+        out.append(name)
+    return out
+
+
+def test_a_user_arrival_is_fenced_only_after_touching_memory_the_async_proxy_reads():
+    k, _ = run_passes(R.handover_through_shared(64), "insert_sync", SM90)
+    names = _arrivals_and_barriers(k)
+    # the scales are only ever read and written by threads: no fence before handing them
+    # over; the gemm operand the first role copied in is read by wgmma: fenced
+    assert _fenced(names, "tl::mbarrier_arrive:bar_scale") == [False], names
+    assert _fenced(names, "tl::mbarrier_arrive:bar_p") == [True], names
+
+
+def test_an_inserted_fence_goes_where_the_thread_touched_no_async_proxy_memory():
+    k, _ = run_passes(R.handover_through_shared(64), "insert_sync", SM90)
+    names = _arrivals_and_barriers(k)
+    syncs = _fenced(names, "tl::named_barrier_sync")
+    # before the gemm: the role's own cp.async into its operand completed (fenced); before
+    # the exchange of `row` after the gemm: nothing since that fence but wgmma (no fence)
+    assert syncs == [True, False], names
+
+
+def test_a_shared_pointer_given_to_a_user_function_keeps_every_fence():
+    k, _ = run_passes(R.handover_through_shared(64, opaque_call=True), "insert_sync", SM90)
+    names = _arrivals_and_barriers(k)
+    assert _fenced(names, "tl::mbarrier_arrive:bar_scale") == [True], names
+    syncs = _fenced(names, "tl::named_barrier_sync")
+    assert len(syncs) >= 2 and all(syncs), names
+
+
+@requires_compiler
+def test_the_handover_kernel_builds_and_runs_on_the_interpreter():
+    import torch
+
+    compile_cuda(tilelang.lower(R.handover_through_shared(200), target=SM90), "sm_90a",
+                 name="handover")
+    a, b = torch.randn(200, 64).half(), torch.randn(64, 64).half()
+    c = torch.full((200, 64), float("nan"))
+    tilelang.compile(R.handover_through_shared(200), target="cpu")(a, b, c)
+    torch.testing.assert_close(c, 3 * (a.float() @ b.float().T), rtol=1e-3, atol=1e-3)
+
+
+def test_a_wait_for_cp_async_arrivals_is_followed_by_a_fence():
+    """Another thread's cp.async writes, completed by its cp.async arrival, cannot be fenced
+    by the writer: the waiting consumer fences before its wgmma reads them; its own arrival
+    after the wgmma (nothing generic since) needs none. The producer that also stores zeros
+    into the ring fences before its cp.async arrival."""
+    k, _ = run_passes(R.cp_async_gather_gemm(200), "insert_sync", SM90)
+    names = externs(k)
+    waits = [i for i, n in enumerate(names) if n == "tl::mbarrier_wait"]
+    full_waits = [i for i in waits if names[i + 1] == "tl::fence_proxy_async"]
+    assert len(full_waits) == 1, names  # the consumer's wait on `full` (the loop body)
+    i = full_waits[0]
+    assert names[i + 2].startswith("tl::wgmma_gemm"), names[i:i + 4]
+    assert _fenced(names, "tl::mbarrier_arrive") == [False], names
+    assert _fenced(names, "tl::mbarrier_cp_async_arrive_noinc") == [True], names
+
+
+@requires_compiler
+def test_the_gather_kernel_builds_and_runs_on_the_interpreter():
+    import torch
+
+    compile_cuda(tilelang.lower(R.cp_async_gather_gemm(200), target=SM90), "sm_90a",
+                 name="gather")
+    a, b = torch.randn(200, 64).half(), torch.randn(128, 64).half()
+    idx = torch.randint(0, 140, (4, 64), dtype=torch.int32)
+    c = torch.full((200, 64), float("nan"))
+    tilelang.compile(R.cp_async_gather_gemm(200), target="cpu")(a, b, idx, c)
+    rows = torch.cat([b.float(), torch.zeros(12, 64)])
+    ref = sum(a.float() @ rows[idx[s].long()].T for s in range(4))
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
