@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
-from .analysis.device_ops import Effect, has_effect
+from .analysis.device_ops import (Effect, has_effect, inserted_proxy_fence,
+                                   is_inserted_proxy_fence)
 from .analysis.scopes import SHARED
 from .analysis.shared_access import SharedAccesses, call_buffers
 
@@ -39,9 +40,7 @@ VOID = ir.DType("void")
 
 
 def _fence_proxy_async() -> ir.Stmt:
-    # marked: _ProxyFences may drop a fence this pass added, never one the program wrote
-    return ir.Evaluate(ir.Call("call_extern", ("tl::fence_proxy_async",), VOID,
-                               (("inserted", True),)))
+    return inserted_proxy_fence()
 
 
 def _is_async_proxy_reader(s) -> bool:
@@ -315,9 +314,11 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     user_arrivals = async_readers and not kernel.attr("warp_specialized") and any_node(
         body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive"))
     body, _ = SyncInserter(ctx).block(body, State())
-    if user_arrivals:
-        from ..env import env
+    from ..env import env
 
+    if "keep_covered_fences" not in env.experiments:
+        body = _drop_covered_fences(body)
+    if user_arrivals:
         if "fence_every_arrival" in env.experiments:
             body = _fence_every_arrival(body)  # the previous rule, for an A/B timing
         else:
@@ -393,7 +394,7 @@ class _ProxyFences:
         out, i = [], 0
         while i < len(stmts):
             s = stmts[i]
-            if (_is_inserted_fence(s) and i + 1 < len(stmts)
+            if (is_inserted_proxy_fence(s) and i + 1 < len(stmts)
                     and _is_barrier_call(stmts[i + 1])):
                 if state[0]:
                     out.append(s)
@@ -480,13 +481,74 @@ class _ProxyFences:
         return s, (dirty or self._touches_async(r | w), pending)
 
 
+def _drop_covered_fences(body):
+    """Drop a fence this pass put before a barrier when, in the same statement sequence, every
+    thread reaches another fence + barrier before any async-proxy operation, mbarrier arrival
+    or early exit: that later fence orders the same accesses (all of them precede it in each
+    thread's program order) before anything of the async proxy can touch them. A two-stage
+    cp.async pipeline feeding wgmma with operands the threads compute (a dequantised tile)
+    fenced after its copies' wait and again after the computed stores: one MEMBAR + proxy
+    fence per iteration too many. A call of the user's own given a shared pointer ends the
+    search (it may touch anything). TL_EXPERIMENT=keep_covered_fences keeps them (A/B)."""
+    from ..ir.visitor import Mutator
+
+    class Drop(Mutator):
+        def visit_Seq(self, s):
+            stmts = [self.visit(x) for x in s.stmts]
+            out = []
+            for i, x in enumerate(stmts):
+                if (is_inserted_proxy_fence(x) and i + 1 < len(stmts)
+                        and _is_barrier_call(stmts[i + 1]) and _fence_follows(stmts[i + 2:])):
+                    continue
+                out.append(x)
+            if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
+                return s
+            return ir.Seq(tuple(out))
+
+    return Drop().visit(body)
+
+
+def _fence_follows(stmts) -> bool:
+    """Whether `stmts` (a continuation, entered through the bodies of allocations, lets and
+    annotations that open it) reach a fence + barrier pair before anything that lets the
+    async proxy or another role see shared memory."""
+    for i, x in enumerate(stmts):
+        if (isinstance(x, ir.Evaluate) and ir.extern_name(x.value) == "tl::fence_proxy_async"
+                and i + 1 < len(stmts) and _is_barrier_call(stmts[i + 1])):
+            return True
+        if isinstance(x, (ir.Allocate, ir.LetStmt)) or (
+                isinstance(x, ir.Attr) and x.key != "thread_group" and not _is_user_role(x)):
+            if isinstance(x, ir.LetStmt) and _publishes(x.value):
+                return False
+            inner = x.body.stmts if isinstance(x.body, ir.Seq) else (x.body,)
+            return _fence_follows(list(inner) + list(stmts[i + 1:]))
+        if _publishes(x):
+            return False
+    return False
+
+
+def _publishes(node) -> bool:
+    """Whether `node` holds an async-proxy operation, an mbarrier arrival, a role split, an
+    early exit, or a call outside tilelang's headers given a shared pointer."""
+    def bad(n):
+        if isinstance(n, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(n, ir.Attr) and (n.key == "thread_group" or _is_user_role(n)):
+            return True
+        name = ir.extern_name(n)
+        if name is None:
+            return False
+        if name.startswith(_ASYNC_PROXY_PREFIXES + ("tl::mbarrier_arrive",
+                                                    "tl::mbarrier_cp_async_arrive")):
+            return True
+        return not name.startswith("tl::") and any(
+            b is not None and b.scope in SHARED for b in call_buffers(n))
+
+    return any_node(node, bad)
+
+
 def _join(a, b):
     return (a[0] or b[0], a[1] or b[1])
-
-
-def _is_inserted_fence(s) -> bool:
-    return (isinstance(s, ir.Evaluate) and ir.extern_name(s.value) == "tl::fence_proxy_async"
-            and dict(s.value.attrs).get("inserted", False))
 
 
 def _is_barrier_call(s) -> bool:
