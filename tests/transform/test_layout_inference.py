@@ -318,3 +318,49 @@ def test_a_hand_staged_output_tile_is_swizzled_so_fragment_stores_spread_over_th
 def test_a_staging_tile_something_else_reads_keeps_the_row_major_layout():
     _, _, lay = _layouts(_staged_output_kernel(extra_reader=True), SM90)
     assert lay["Cs"].is_row_major()
+
+
+def _slice_tile_kernel(vector_atomic=True):
+    """Accumulator rows stored into a shared slice under a guard, added to C from there."""
+    @T.prim_func
+    def f(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 256), "float16"),
+          C: T.Tensor((32, 256), "float32")):
+        with T.Kernel(1, threads=256):
+            As = T.alloc_shared((32, 32), "float16")
+            Bs = T.alloc_shared((32, 256), "float16")
+            Cl = T.alloc_fragment((32, 256), "float32")
+            Cs = T.alloc_shared((16, 256), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cl, clear_accum=True)
+            for s in range(2):
+                for i, j in T.Parallel(32, 256):
+                    if i < 16:
+                        Cs[i, j] = Cl[i + s * 16, j]
+                if vector_atomic:
+                    for i, j in T.Parallel(16, 64):
+                        T.atomic_addx4(C[s * 16 + i, j * 4], Cs[i, j * 4])
+                else:
+                    for i, j in T.Parallel(16, 256):
+                        T.atomic_add(C[s * 16 + i, j], Cs[i, j])
+    return f
+
+
+def test_a_slice_tile_vector_atomics_read_is_swizzled():
+    _, _, lay = _layouts(_slice_tile_kernel(), SM90)
+    assert lay["Cs"].swizzle_bytes == 128, lay["Cs"]
+    # each 8-byte store of a warp: 256 bytes over the 32 banks, each bank twice (the minimum)
+    frag, tile = lay["Cl"], lay["Cs"]
+    for value in (0, 2):
+        banks = []
+        for t in range(32):
+            r, c = (int(x) for x in frag.coords(t, value))
+            if r < 16:
+                b = int(tile.forward(r, c)) * 4 // 4 % 32
+                banks += [b, b + 1]
+        assert max(banks.count(b) for b in set(banks)) <= 2, (value, sorted(banks))
+
+
+def test_a_slice_tile_read_element_by_element_keeps_the_row_major_layout():
+    _, _, lay = _layouts(_slice_tile_kernel(vector_atomic=False), SM90)
+    assert lay["Cs"].is_row_major()

@@ -675,14 +675,17 @@ class LayoutSolver:
         return out
 
     def _staging_tiles(self) -> list:
-        """Shared tiles a program stages its output through (constraint 6, before row-major):
-        written only by `T.copy(fragment, S)` and read only by `T.copy(S, global)`. They take
-        the swizzle the reference gives them (its TMA store reads that layout): a thread's
-        fragment elements sit in 8 rows at one column, which in a row-major tile of 128-byte
-        multiple rows are all in the same banks (8-way conflicts on every store; the 16-byte
-        copy out reads whole chunks, conflict-free either way). 16- and 32-bit 2-D tiles of
-        whole 8-row groups with rows of a swizzle width; a tile anything else touches (a gemm,
-        a pointer, a view, a user loop) keeps its row-major layout.
+        """Shared tiles a program stages fragment values through (constraint 6, before
+        row-major): written only element-wise from fragments (`T.copy(fragment, S)`, or a
+        T.Parallel nest storing `S[i, j] = fragment[...]` at its own loop variables) and read
+        only by copies to global memory or by vector atomics of whole 8- or 16-byte groups
+        (`T.atomic_addx4(G[...], S[i, 4 * j])`). They take the swizzle the reference gives
+        its TMA store sources: a thread's accumulator elements sit in 8 rows at one column,
+        which in a row-major tile of 128-byte multiple rows are all in the same banks (8-way
+        conflicts on 4-byte stores, 4-way on 8-byte ones); the readers take whole 16-byte
+        chunks, which the swizzle keeps whole. 16- and 32-bit 2-D tiles of whole 8-row
+        groups with rows of a swizzle width; a tile anything else touches (a gemm, a pointer,
+        a view, another loop) keeps its row-major layout.
         TL_EXPERIMENT=row_major_staging keeps them all row-major (A/B timing)."""
         from ..env import env
 
@@ -690,16 +693,21 @@ class LayoutSolver:
             return []
         viewed = {v.view_of for v in self.kernel.allocs if v.view_of is not None}
         viewed |= {v.view_of for k, v in self.kernel.attrs if k == "local_view"}
-        uses: dict = {}  # shared tile -> [copies from fragments into it, copies out to global]
+        uses: dict = {}  # shared tile -> [element-wise stores from fragments, whole reads]
         for info in self.c.loops:
             move = _copy_nest_move(info.stmt)
-            if move is None:
+            if move is not None and move[1].scope in SHARED and move[0].scope == "global":
+                uses.setdefault(move[1], [0, 0])[1] += 1
                 continue
-            dst, src = move
-            if dst.scope in SHARED and src.scope == "local.fragment":
-                uses.setdefault(dst, [0, 0])[0] += 1
-            elif src.scope in SHARED and dst.scope == "global":
-                uses.setdefault(src, [0, 0])[1] += 1
+            for st in collect(info.stmt, lambda n: isinstance(n, ir.Store)):
+                if st.buffer.scope in SHARED and _stores_fragment_elementwise(st, info.vars):
+                    uses.setdefault(st.buffer, [0, 0])[0] += 1
+        for call in collect(self.kernel.body, lambda n: isinstance(n, ir.Call)
+                            and n.op in _VECTOR_ATOMICS):
+            src = call.args[1] if len(call.args) > 1 else None
+            if isinstance(src, ir.Load) and src.buffer.scope in SHARED and \
+                    _whole_chunk_group(src, _VECTOR_ATOMICS[call.op]):
+                uses.setdefault(src.buffer, [0, 0])[1] += 1
         out = []
         for S, (written, read) in uses.items():
             if not (written and read) or S.view_of is not None or S in viewed:
@@ -710,7 +718,7 @@ class LayoutSolver:
             if L.swizzle_mode(S.shape, S.dtype.bits) is None:
                 continue
             if _mentions(self.kernel.body, S) != written + read:
-                continue  # something besides these copies touches the tile (one access each)
+                continue  # something besides these touches the tile (one access each)
             out.append(S)
         return out
 
@@ -754,6 +762,33 @@ class LayoutSolver:
             with self.ctx.thread_group(info.group):
                 self.finish_loop(info)
         return self.layouts
+
+
+# vector atomics whose value operand may be read from a swizzled tile: lanes per access
+_VECTOR_ATOMICS = {"atomic_addx2": 2, "atomic_addx4": 4}
+
+
+def _stores_fragment_elementwise(st, loop_vars) -> bool:
+    """`S[i, j] = cast?(F[...])` with F a fragment and (i, j) the nest's last two loop
+    variables, in order."""
+    v = st.value.value if isinstance(st.value, ir.Cast) else st.value
+    if not (isinstance(v, ir.Load) and v.buffer.scope == "local.fragment"):
+        return False
+    return len(st.indices) == 2 and len(loop_vars) >= 2 and all(
+        i is x for i, x in zip(st.indices, loop_vars[-2:]))
+
+
+def _whole_chunk_group(load, lanes) -> bool:
+    """Whether `load` starts `lanes` consecutive elements at a multiple of `lanes` along the
+    row, a group of 8 or 16 bytes: inside one 16-byte chunk, which a swizzle moves whole."""
+    nbytes = lanes * load.buffer.dtype.bytes
+    if nbytes not in (8, 16) or len(load.indices) != 2:
+        return False
+    col = load.indices[-1]
+    if isinstance(col, ir.Const):
+        return col.value % lanes == 0
+    return (isinstance(col, ir.Binary) and col.op == "mul" and any(
+        isinstance(x, ir.Const) and x.value % lanes == 0 for x in (col.a, col.b)))
 
 
 def _copy_nest_move(nest):
