@@ -293,14 +293,18 @@ def _staged_output_kernel(extra_reader=False):
     return f
 
 
-def _store_banks(frag: L.Fragment, tile: L.Layout, lanes, value: int):
-    """The shared-memory bank of each lane's 4-byte store of fragment values value and
-    value + 1 (two 16-bit elements of one row) into `tile`."""
+def _store_banks(frag: L.Fragment, tile: L.Layout, lanes, value: int, elem_bytes=2,
+                 rows=None):
+    """The shared-memory banks each lane's store of fragment values value and value + 1 (two
+    elements of one row) into `tile` touches (lanes whose row is not below `rows` store
+    nothing)."""
     banks = []
     for t in lanes:
         r, c = (int(x) for x in frag.coords(t, value))
-        offset = int(tile.forward(r, c))
-        banks.append(offset * 2 // 4 % 32)
+        if rows is not None and r >= rows:
+            continue
+        first = int(tile.forward(r, c)) * elem_bytes // 4
+        banks += [(first + k) % 32 for k in range(max(1, 2 * elem_bytes // 4))]
     return banks
 
 
@@ -350,14 +354,8 @@ def test_a_slice_tile_vector_atomics_read_is_swizzled():
     _, _, lay = _layouts(_slice_tile_kernel(), SM90)
     assert lay["Cs"].swizzle_bytes == 128, lay["Cs"]
     # each 8-byte store of a warp: 256 bytes over the 32 banks, each bank twice (the minimum)
-    frag, tile = lay["Cl"], lay["Cs"]
     for value in (0, 2):
-        banks = []
-        for t in range(32):
-            r, c = (int(x) for x in frag.coords(t, value))
-            if r < 16:
-                b = int(tile.forward(r, c)) * 4 // 4 % 32
-                banks += [b, b + 1]
+        banks = _store_banks(lay["Cl"], lay["Cs"], range(32), value, elem_bytes=4, rows=16)
         assert max(banks.count(b) for b in set(banks)) <= 2, (value, sorted(banks))
 
 
