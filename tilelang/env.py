@@ -168,6 +168,14 @@ class Environment:
                 or "auto")
 
     @property
+    def experiments(self) -> frozenset:
+        """Names listed in TL_EXPERIMENT (comma-separated): temporary switches that select
+        the other variant of a code-generation choice, for an A/B timing of both in one GPU
+        run (part of the program cache's key); each is removed once measured."""
+        raw = os.environ.get("TL_EXPERIMENT", "")
+        return frozenset(n.strip() for n in raw.split(",") if n.strip())
+
+    @property
     def dump_ir(self) -> bool:
         return _flag("TILELANG_DUMP_IR")
 

@@ -75,6 +75,35 @@ def hand_staged(M, N, K, bm=128, bn=128, bk=32, stages=3, threads=128):
     return f
 
 
+def atomic_staged(M, N, K, bm=32, bn=256, bk=32, threads=256, split=2):
+    """The sparse MLA backward's dKV update: the accumulator goes to shared memory in `split`
+    row slices (a T.Parallel store under `if i < part`), each added to C with
+    T.atomic_addx4 of 4 consecutive floats (C += A @ B: C must hold zeros or a sum)."""
+    part = bm // split
+
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            As = T.alloc_shared((bm, bk), "float16")
+            Bs = T.alloc_shared((bk, bn), "float16")
+            Cl = T.alloc_fragment((bm, bn), "float32")
+            Cs = T.alloc_shared((part, bn), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                T.copy(A[by * bm, ko * bk], As)
+                T.copy(B[ko * bk, bx * bn], Bs)
+                T.gemm(As, Bs, Cl)
+            for s in range(split):
+                for i, j in T.Parallel(bm, bn):
+                    if i < part:
+                        Cs[i, j] = Cl[i + s * part, j]
+                for i, j in T.Parallel(part, bn // 4):
+                    if by * bm + s * part + i < M and bx * bn + j * 4 < N:
+                        T.atomic_addx4(C[by * bm + s * part + i, bx * bn + j * 4], Cs[i, j * 4])
+    return f
+
+
 def persistent_tiles(M, N, K, bm=128, bn=256, bk=64, stages=3, threads=256, blocks=132,
                      group_size=8):
     """The reference's persistent GEMM idiom (`T.Persistent` over the tile grid, `blocks`

@@ -550,3 +550,86 @@ def sliced_tma_gemm(M, N, K, bm=64, k_tile=64, dtype="float16"):
             T.copy(C_l, C[bx * bm, 0])
 
     return main
+
+
+def handover_through_shared(M, opaque_call=False):
+    """Two warpgroups synchronised by the program's mbarriers: the first hands the second a
+    row of scales (memory only generic accesses touch) and the gemm operand B it copied in
+    (memory the wgmma reads through the async proxy); the second exchanges a row through
+    shared memory among its own threads after the gemm. C = (A @ B^T) * (2 + 1) per row,
+    A: M x 64 (M ragged), B: 64 x 64. `opaque_call` hands B's tile to a device function of
+    the user's (lowering only)."""
+    @T.prim_func
+    def f(A: T.Tensor((M, 64), "float16"), B: T.Tensor((64, 64), "float16"),
+          C: T.Tensor((M, 64), "float32")):
+        with T.Kernel(T.ceildiv(M, 64), threads=256) as bx:
+            As = T.alloc_shared((64, 64), "float16")
+            Ps = T.alloc_shared((64, 64), "float16")
+            scale = T.alloc_shared((64,), "float32")
+            row = T.alloc_shared((64,), "float32")
+            acc = T.alloc_fragment((64, 64), "float32")
+            bar_scale = T.alloc_barrier(128)
+            bar_p = T.alloc_barrier(128)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for i in T.Parallel(64):
+                    scale[i] = 2.0
+                T.barrier_arrive(bar_scale)
+                T.copy(B, Ps)
+                if opaque_call:
+                    T.call_extern("user_fn", T.access_ptr(Ps, "r"), dtype="void")
+                T.barrier_arrive(bar_p)
+            else:
+                T.copy(A[bx * 64, 0], As)
+                T.barrier_wait(bar_scale, 0)
+                T.barrier_wait(bar_p, 0)
+                T.gemm(As, Ps, acc, transpose_B=True, clear_accum=True)
+                for i in T.Parallel(64):
+                    row[i] = scale[i] + 1.0
+                for i, j in T.Parallel(64, 64):
+                    C[bx * 64 + i, j] = acc[i, j] * row[63 - i]
+    return f
+
+
+def cp_async_gather_gemm(M, N=64, K=64, bm=64):
+    """The sparse-attention idiom: a producer warpgroup gathers the rows of B that `Idx`
+    names (out-of-range ones skipped: zero) with T.ptx_cp_async into a two-stage ring whose
+    full barriers the copies' completion arrives on (T.cp_async_barrier_noinc); the consumer
+    warpgroup multiplies each stage with wgmma (T.gemm) and hands it back.
+    C[m, n] = sum over stages s of A[m, :] . B[Idx[s, n], :] (rows past `rows` count 0)."""
+    stages, rows = 2, 2 * N
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((rows, K), "float16"),
+             Idx: T.Tensor((4, N), "int32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=256) as bx:
+            As = T.alloc_shared((bm, K), "float16")
+            Bs = T.alloc_shared((stages, N, K), "float16")
+            acc = T.alloc_fragment((bm, N), "float32")
+            full = T.alloc_barrier([128] * stages)
+            empty = T.alloc_barrier([128] * stages)
+            tx = T.get_thread_binding()
+            if tx >= 128:
+                for s in T.serial(4):
+                    T.barrier_wait(empty[s % 2], ((s // 2) + 1) % 2)
+                    for r in T.serial(N * K // 8 // 128):
+                        e = (r * 128 + tx - 128) * 8
+                        n, k = e // K, e % K
+                        row = Idx[s, n]
+                        if row < rows:
+                            T.ptx_cp_async(T.access_ptr(Bs[s % 2, n, k], "w", 8),
+                                           T.access_ptr(B[row, k], "r", 8), 8)
+                        else:
+                            for v in T.serial(8):
+                                Bs[s % 2, n, k + v] = T.cast(0, "float16")
+                    T.cp_async_barrier_noinc(full[s % 2])
+            else:
+                T.copy(A[bx * bm, 0], As)
+                T.clear(acc)
+                for s in T.serial(4):
+                    T.barrier_wait(full[s % 2], (s // 2) % 2)
+                    T.gemm(As, Bs[s % 2, :, :], acc, transpose_B=True)
+                    T.barrier_arrive(empty[s % 2])
+                T.copy(acc, C[bx * bm, 0])
+
+    return main

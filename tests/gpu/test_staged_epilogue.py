@@ -8,7 +8,7 @@ import torch
 import tilelang
 from tilelang.transform.pass_config import PassConfigKey
 
-from .epilogue_kernels import gemm, hand_staged, persistent
+from .epilogue_kernels import atomic_staged, gemm, hand_staged, persistent
 
 pytestmark = pytest.mark.gpu
 
@@ -54,3 +54,19 @@ def test_persistent_epilogue_reuses_stage_bytes(mode, M, N, K, blocks):
 @pytest.mark.parametrize("M,N,K", [(1000, 1000, 520), (4096, 4096, 256)])
 def test_hand_staged_reuses_warp_specialised_stages(M, N, K):
     _check(hand_staged(M, N, K, 128, 256, 64, 3, 256), M, N, K, {})
+
+
+@pytest.mark.parametrize("M,N,K", [(256, 512, 128), (200, 520, 96)])
+def test_atomic_adds_from_a_swizzled_slice_tile(M, N, K):
+    """Accumulator slices stored into a tile the compiler swizzles (layout_inference.py,
+    _staging_tiles), read back 4 floats at a time by T.atomic_addx4: every element added
+    exactly once (C starts at zero; ragged edges guarded by the program)."""
+    kern = tilelang.compile(atomic_staged(M, N, K))
+    for _ in range(2):
+        a = torch.randn(M, K, device="cuda").half()
+        b = torch.randn(K, N, device="cuda").half()
+        c = torch.zeros(M, N, device="cuda")
+        kern(a, b, c)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-3, atol=1e-2)
+

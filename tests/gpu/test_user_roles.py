@@ -215,3 +215,35 @@ def test_tma_slices_at_run_time_offsets(M):
     c = _poisoned(M, 64)
     k(a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize("M", [64, 200, 333])
+def test_handover_through_shared_with_only_the_proxy_fences_needed(M):
+    """Arrivals after generic accesses of memory no async-proxy operation touches go
+    unfenced, as do the barriers after nothing but wgmma (transform/insert_sync.py,
+    _ProxyFences); the fenced handover of the gemm operand must still be seen by wgmma."""
+    _sm90()
+    k = tilelang.compile(R.handover_through_shared(M), target="cuda")
+    for _ in range(2):
+        a = torch.randn(M, 64, device="cuda", dtype=torch.float16)
+        b = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+        c = _poisoned(M, 64)
+        k(a, b, c)
+        torch.testing.assert_close(c, 3 * (a.float() @ b.float().T), rtol=1e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("M", [64, 200, 333])
+def test_cp_async_gather_into_wgmma(M):
+    """Rows gathered by another warpgroup's cp.async (completion = the arrival), read by
+    wgmma after the consumer's wait and proxy fence; out-of-range indices give zero rows."""
+    _sm90()
+    k = tilelang.compile(R.cp_async_gather_gemm(M), target="cuda")
+    for _ in range(2):
+        a = torch.randn(M, 64, device="cuda", dtype=torch.float16)
+        b = torch.randn(128, 64, device="cuda", dtype=torch.float16)
+        idx = torch.randint(0, 140, (4, 64), device="cuda", dtype=torch.int32)
+        c = _poisoned(M, 64)
+        k(a, b, idx, c)
+        rows = torch.cat([b.float(), torch.zeros(12, 64, device="cuda")])
+        ref = sum(a.float() @ rows[idx[s].long()].T for s in range(4))
+        torch.testing.assert_close(c, ref, rtol=1e-2, atol=5e-2)

@@ -356,6 +356,8 @@ CASES = {
     "inner_serial_mix": inner_serial_mix,
     "shifted_store": shifted_store,
     "shifted_store_4": lambda: shifted_store(split=4),
+    # the sparse MLA backward's shape: 8 warps over 32 x 512, the shifted trip vectorised
+    "shifted_store_mla": lambda: shifted_store(BS=32, D=512, K=64, threads=256),
     "grown_fragment": grown_fragment,
     "gemm_sr": lambda: register_gemm(b_reg=True),
     "gemm_sr_transB": lambda: register_gemm(b_reg=True, trans_B=True),

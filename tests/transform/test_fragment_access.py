@@ -100,6 +100,19 @@ def test_a_shifted_index_lays_the_loop_out_over_the_fragments_elements():
     assert all(lp.annotation("loop_layout") is acc for lp in loops)
 
 
+def test_a_shifted_store_stays_a_vector_loop():
+    """Iterations of the shifted loop whose element lies past the fragment (bi + 16 >= 32:
+    the program's `if bi < 16` skips them) take any register: the loop stays one compact
+    loop of 8-byte vector stores, as the unshifted one, not unrolled scalar stores."""
+    func = CASES["shifted_store_mla"]()[0]
+    for target in (SM80, SM90):
+        k, _ = run_passes(func, "partition_parallel", target)
+        assert not nodes(k, ir.Attr, lambda a: a.key == "partitioned"), target
+        stores = [n for n in nodes(k, ir.Evaluate, lambda e: ir.extern_name(e.value) ==
+                                   "tl::copy_vec<float2>")]
+        assert len(stores) == 2, (target, len(stores))  # one per trip of the split loop
+
+
 def test_a_fragment_grows_to_the_loop_that_indexes_it():
     func = CASES["grown_fragment"]()[0]  # s = T.alloc_fragment((heads,)) with heads = 4
     frag = next(b for k in nodes(func.body, ir.Kernel) for b in k.allocs if b.name == "s")

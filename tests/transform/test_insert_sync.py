@@ -4,6 +4,8 @@ code, across loop iterations and around branches; never inside a thread-dependen
 loop. Checked with an independent hazard finder that linearises the kernel (loops run twice)
 and looks for conflicting accesses without a barrier between them."""
 
+import os
+import sys
 
 import tilelang
 import tilelang.language as T
@@ -13,6 +15,9 @@ from tilelang.transform.pass_config import PassConfigKey
 
 from transform_helpers import (SM80, SM90, externs, gemm_with_epilogue, nodes, pipelined_gemm,
                                requires_compiler, run_passes, show, two_phases)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from gpu import role_kernels as R  # noqa: E402
 
 SHARED = ("shared", "shared.dyn")
 _WRITERS = ("tl::cp_async", "tl::copy_zfill", "tl::copy_vec")
@@ -307,12 +312,16 @@ def test_wgmma_kernels_fence_the_async_proxy():
     assert ctx.uses_wgmma
     # (waits for the gemm still in flight may sit between the fence and the barrier)
     names = [n for n in externs(k) if not n.startswith(("tl::wgmma_wait", "tl::wgmma_fence"))]
-    barriers = [i for i, n in enumerate(names) if n == "__syncthreads"]
-    # the barrier before the epilogue's stores into the bytes the main loop's wgmma read
-    # (the loop's own barrier, the pipeliner's, comes with its fence): nothing generic was
-    # written since that fence; the barrier after the stores, before the tile is read, fences
-    assert names[barriers[-2] - 1] != "tl::fence_proxy_async", names
-    assert names[barriers[-1] - 1] == "tl::fence_proxy_async", names
+    fenced = [i for i, n in enumerate(names)
+              if n == "__syncthreads" and names[i - 1] == "tl::fence_proxy_async"]
+    assert fenced, names
+    for i, n in enumerate(names):
+        if n == "__syncthreads" and i not in fenced:
+            # an unfenced barrier only where a fenced one follows before any wgmma
+            after = names[i + 1:]
+            first_async = next((j for j, m in enumerate(after)
+                                if m.startswith("tl::wgmma_gemm")), len(after))
+            assert any(i + 1 + j in fenced for j in range(first_async)), names[i - 3:i + 6]
 
 
 def store_then_wgmma(n=3):
@@ -427,3 +436,125 @@ def test_user_block_sync_in_the_consumers_code_synchronises_the_consumers():
         assert not nodes(c, ir.Evaluate, lambda e: e.value.__class__ is ir.Call and (
             e.value.op == "sync_threads" or _is_barrier(e)))
         assert "tl::named_barrier_sync" in externs(c)
+
+
+def _fenced(names, target):
+    """For each call of `target` in the extern list, whether a proxy fence precedes it."""
+    return [names[i - 1] == "tl::fence_proxy_async" for i, n in enumerate(names)
+            if n == target]
+
+
+def _arrivals_and_barriers(k):
+    out = []
+    for n in nodes(k, ir.Evaluate, lambda s: ir.extern_name(s.value) is not None):
+        name = ir.extern_name(n.value)
+        if name == "tl::mbarrier_arrive":
+            name += ":" + n.value.args[1].args[0].buffer.name
+        out.append(name)
+    return out
+
+
+def test_a_user_arrival_is_fenced_only_after_touching_memory_the_async_proxy_reads():
+    k, _ = run_passes(R.handover_through_shared(64), "insert_sync", SM90)
+    names = _arrivals_and_barriers(k)
+    # the scales are only ever read and written by threads: no fence before handing them
+    # over; the gemm operand the first role copied in is read by wgmma: fenced
+    assert _fenced(names, "tl::mbarrier_arrive:bar_scale") == [False], names
+    assert _fenced(names, "tl::mbarrier_arrive:bar_p") == [True], names
+
+
+def test_an_inserted_fence_goes_where_the_thread_touched_no_async_proxy_memory():
+    k, _ = run_passes(R.handover_through_shared(64), "insert_sync", SM90)
+    names = _arrivals_and_barriers(k)
+    syncs = _fenced(names, "tl::named_barrier_sync")
+    # before the gemm: the role's own cp.async into its operand completed (fenced); before
+    # the exchange of `row` after the gemm: nothing since that fence but wgmma (no fence)
+    assert syncs == [True, False], names
+
+
+def test_a_shared_pointer_given_to_a_user_function_keeps_every_fence():
+    k, _ = run_passes(R.handover_through_shared(64, opaque_call=True), "insert_sync", SM90)
+    names = _arrivals_and_barriers(k)
+    assert _fenced(names, "tl::mbarrier_arrive:bar_scale") == [True], names
+    syncs = _fenced(names, "tl::named_barrier_sync")
+    assert len(syncs) >= 2 and all(syncs), names
+
+
+@requires_compiler
+def test_the_handover_kernel_builds_and_runs_on_the_interpreter():
+    import torch
+
+    compile_cuda(tilelang.lower(R.handover_through_shared(200), target=SM90), "sm_90a",
+                 name="handover")
+    a, b = torch.randn(200, 64).half(), torch.randn(64, 64).half()
+    c = torch.full((200, 64), float("nan"))
+    tilelang.compile(R.handover_through_shared(200), target="cpu")(a, b, c)
+    torch.testing.assert_close(c, 3 * (a.float() @ b.float().T), rtol=1e-3, atol=1e-3)
+
+
+def test_a_wait_for_cp_async_arrivals_is_followed_by_a_fence():
+    """Another thread's cp.async writes, completed by its cp.async arrival, cannot be fenced
+    by the writer: the waiting consumer fences before its wgmma reads them; its own arrival
+    after the wgmma (nothing generic since) needs none. The producer that also stores zeros
+    into the ring fences before its cp.async arrival."""
+    k, _ = run_passes(R.cp_async_gather_gemm(200), "insert_sync", SM90)
+    names = externs(k)
+    waits = [i for i, n in enumerate(names) if n == "tl::mbarrier_wait"]
+    full_waits = [i for i in waits if names[i + 1] == "tl::fence_proxy_async"]
+    assert len(full_waits) == 1, names  # the consumer's wait on `full` (the loop body)
+    i = full_waits[0]
+    assert names[i + 2].startswith("tl::wgmma_gemm"), names[i:i + 4]
+    assert _fenced(names, "tl::mbarrier_arrive") == [False], names
+    assert _fenced(names, "tl::mbarrier_cp_async_arrive_noinc") == [True], names
+
+
+@requires_compiler
+def test_the_gather_kernel_builds_and_runs_on_the_interpreter():
+    import torch
+
+    compile_cuda(tilelang.lower(R.cp_async_gather_gemm(200), target=SM90), "sm_90a",
+                 name="gather")
+    a, b = torch.randn(200, 64).half(), torch.randn(128, 64).half()
+    idx = torch.randint(0, 140, (4, 64), dtype=torch.int32)
+    c = torch.full((200, 64), float("nan"))
+    tilelang.compile(R.cp_async_gather_gemm(200), target="cpu")(a, b, idx, c)
+    rows = torch.cat([b.float(), torch.zeros(12, 64)])
+    ref = sum(a.float() @ rows[idx[s].long()].T for s in range(4))
+    torch.testing.assert_close(c, ref, rtol=1e-3, atol=1e-3)
+
+
+def _computed_operand_gemm():
+    """A two-stage cp.async pipeline whose gemm reads an operand the threads compute from a
+    copied tile (the dequantising GEMMs' shape)."""
+    @T.prim_func
+    def f(A: T.Tensor((256, 256), "float16"), B: T.Tensor((256, 256), "float16"),
+          C: T.Tensor((256, 256), "float32")):
+        with T.Kernel(2, 2, threads=128) as (bx, by):
+            As = T.alloc_shared((128, 32), "float16")
+            Bs = T.alloc_shared((128, 32), "float16")
+            Bd = T.alloc_shared((128, 32), "float16")
+            Cl = T.alloc_fragment((128, 128), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(8, num_stages=2):
+                T.copy(A[by * 128, ko * 32], As)
+                T.copy(B[bx * 128, ko * 32], Bs)
+                for i, j in T.Parallel(128, 32):
+                    Bd[i, j] = Bs[i, j] * 2.0
+                T.gemm(As, Bd, Cl, transpose_B=True)
+            T.copy(Cl, C[by * 128, bx * 128])
+    return f
+
+
+def test_a_fence_a_later_fence_covers_before_any_wgmma_goes():
+    k, _ = run_passes(_computed_operand_gemm(), "insert_sync", SM90,
+                      {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True})
+    (main,) = nodes(k, ir.For, lambda s: s.annotation("pipelined_from") is not None)
+    names = externs(main)
+    # the copies' wait and the computed stores each had a fence before their barrier; the
+    # second orders the copied tile too (it comes first in every thread), so one is left,
+    # right before the barrier in front of the gemm
+    fences = [i for i, n in enumerate(names) if n == "tl::fence_proxy_async"]
+    gemm = next(i for i, n in enumerate(names) if n.startswith("tl::wgmma_gemm"))
+    assert len(fences) == 1, names
+    assert names[fences[0] + 1] == "__syncthreads" and fences[0] + 2 == gemm, names
+    assert names.count("__syncthreads") == 3, names

@@ -270,3 +270,95 @@ def test_loop_over_two_lower_rank_fragments_extends_the_one_both_can_serve():
     kern(r, c, z)
     first = torch.where(c[None, :] > 0.5, r[:, None].expand(3, 32), torch.full((3, 32), 0.5))
     torch.testing.assert_close(z, first - r[:, None] + c[None, :])
+
+
+def _staged_output_kernel(extra_reader=False):
+    """A gemm whose result the program stages itself: fragment -> shared tile -> global."""
+    @T.prim_func
+    def f(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16"),
+          C: T.Tensor((128, 128), "float16"), R: T.Tensor((128,), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            As = T.alloc_shared((128, 64), "float16")
+            Bs = T.alloc_shared((128, 64), "float16")
+            Cl = T.alloc_fragment((128, 128), "float32")
+            Cs = T.alloc_shared((128, 128), "float16")
+            T.copy(A[0, 0], As)
+            T.copy(B[0, 0], Bs)
+            T.gemm(As, Bs, Cl, transpose_B=True, clear_accum=True)
+            T.copy(Cl, Cs)
+            T.copy(Cs, C[0, 0])
+            if extra_reader:
+                for i in T.Parallel(128):
+                    R[i] = Cs[i, i]
+    return f
+
+
+def _store_banks(frag: L.Fragment, tile: L.Layout, lanes, value: int, elem_bytes=2,
+                 rows=None):
+    """The shared-memory banks each lane's store of fragment values value and value + 1 (two
+    elements of one row) into `tile` touches (lanes whose row is not below `rows` store
+    nothing)."""
+    banks = []
+    for t in lanes:
+        r, c = (int(x) for x in frag.coords(t, value))
+        if rows is not None and r >= rows:
+            continue
+        first = int(tile.forward(r, c)) * elem_bytes // 4
+        banks += [(first + k) % 32 for k in range(max(1, 2 * elem_bytes // 4))]
+    return banks
+
+
+def test_a_hand_staged_output_tile_is_swizzled_so_fragment_stores_spread_over_the_banks():
+    for target in (SM80, SM90):
+        _, _, lay = _layouts(_staged_output_kernel(), target)
+        assert lay["Cs"].swizzle_bytes == 128, (target, lay["Cs"])
+        # every 4-byte store of a warp (lanes 0-31, one value pair) hits 32 distinct banks;
+        # row-major 256-byte rows would put the 8 row groups of lanes in the same 4 banks
+        for value in (0, 2, 4, 6):
+            banks = _store_banks(lay["Cl"], lay["Cs"], range(32), value)
+            assert len(set(banks)) == 32, (target, value, banks)
+
+
+def test_a_staging_tile_something_else_reads_keeps_the_row_major_layout():
+    _, _, lay = _layouts(_staged_output_kernel(extra_reader=True), SM90)
+    assert lay["Cs"].is_row_major()
+
+
+def _slice_tile_kernel(vector_atomic=True):
+    """Accumulator rows stored into a shared slice under a guard, added to C from there."""
+    @T.prim_func
+    def f(A: T.Tensor((32, 32), "float16"), B: T.Tensor((32, 256), "float16"),
+          C: T.Tensor((32, 256), "float32")):
+        with T.Kernel(1, threads=256):
+            As = T.alloc_shared((32, 32), "float16")
+            Bs = T.alloc_shared((32, 256), "float16")
+            Cl = T.alloc_fragment((32, 256), "float32")
+            Cs = T.alloc_shared((16, 256), "float32")
+            T.copy(A, As)
+            T.copy(B, Bs)
+            T.gemm(As, Bs, Cl, clear_accum=True)
+            for s in range(2):
+                for i, j in T.Parallel(32, 256):
+                    if i < 16:
+                        Cs[i, j] = Cl[i + s * 16, j]
+                if vector_atomic:
+                    for i, j in T.Parallel(16, 64):
+                        T.atomic_addx4(C[s * 16 + i, j * 4], Cs[i, j * 4])
+                else:
+                    for i, j in T.Parallel(16, 256):
+                        T.atomic_add(C[s * 16 + i, j], Cs[i, j])
+    return f
+
+
+def test_a_slice_tile_vector_atomics_read_is_swizzled():
+    _, _, lay = _layouts(_slice_tile_kernel(), SM90)
+    assert lay["Cs"].swizzle_bytes == 128, lay["Cs"]
+    # each 8-byte store of a warp: 256 bytes over the 32 banks, each bank twice (the minimum)
+    for value in (0, 2):
+        banks = _store_banks(lay["Cl"], lay["Cs"], range(32), value, elem_bytes=4, rows=16)
+        assert max(banks.count(b) for b in set(banks)) <= 2, (value, sorted(banks))
+
+
+def test_a_slice_tile_read_element_by_element_keeps_the_row_major_layout():
+    _, _, lay = _layouts(_slice_tile_kernel(vector_atomic=False), SM90)
+    assert lay["Cs"].is_row_major()

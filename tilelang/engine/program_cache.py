@@ -12,9 +12,10 @@ Guarantees:
   * the key changes with the traced program (`fingerprint`: every node, name, dtype, shape,
     attribute and source location, and which objects are the same object), the target
     architecture, the pass configs and compile flags, the compiler the user asked for
-    (TILELANG_CUDA_COMPILER), the CUDA include directory, the package version and a stamp of
-    tilelang's own files (cache.package_stamp: an edited compiler misses). A compiler changed
-    in memory (a monkeypatched pass) is not seen: disable the cache around such changes;
+    (TILELANG_CUDA_COMPILER), the CUDA include directory, the package version, the
+    TL_EXPERIMENT switches and a stamp of tilelang's own files (cache.package_stamp: an
+    edited compiler misses). A compiler changed in memory (a monkeypatched pass) is not
+    seen: disable the cache around such changes;
   * a hit gives the very module and cubin the miss produced: the entry stores the generated
     source, each kernel's launch description and TMA descriptors with the program's own
     objects (parameters, workspaces, symbolic sizes) named by position, and the key of the
@@ -162,6 +163,7 @@ def _bypass(options: dict) -> bool:
 def program_key(func: ir.PrimFunc, target, options: dict):
     """The key of `func` compiled for `target` with `options`, or None (see module doc)."""
     from .. import __version__
+    from ..env import env
     from ..runtime import cache, toolkit
 
     h = hashlib.sha256()
@@ -172,7 +174,7 @@ def program_key(func: ir.PrimFunc, target, options: dict):
         return None
     h.update(repr((str(target.arch), configs, list(options.get("compile_flags", ())),
                    toolkit.requested_compiler(), toolkit.include_dirs()[1:],
-                   __version__, cache.package_stamp())).encode())
+                   __version__, cache.package_stamp(), sorted(env.experiments))).encode())
     return h.hexdigest()
 
 

@@ -23,23 +23,27 @@ With wgmma in the kernel, a barrier this pass inserts after generic shared-memor
 its last fenced barrier) is preceded by `fence.proxy.async`, so a wgmma after the barrier reads
 what they wrote; a barrier that only orders earlier reads before later stores has no fence.
 In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
-that uses wgmma or TMA loads, every mbarrier arrival is preceded by `fence.proxy.async`: the
-arriving thread's generic shared-memory accesses are then ordered with the async proxy (the
-wgmma that reads what it wrote, the TMA load that overwrites what it read).
+that uses wgmma or TMA loads, `fence.proxy.async` orders each thread's generic shared-memory
+accesses with the async proxy (the wgmma that reads what it wrote, the TMA load that overwrites
+what it read) where the thread touched memory the async proxy also touches since its last
+fence: before such an mbarrier arrival, and before the barriers added here (dropped where the
+thread touched none); and after a wait for other threads' cp.async arrivals (_ProxyFences).
 """
 
 from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
-from .analysis.device_ops import Effect, has_effect
-from .analysis.shared_access import SharedAccesses
+from .analysis.device_ops import (Effect, has_effect, inserted_proxy_fence,
+                                   is_inserted_proxy_fence)
+from .analysis.scopes import SHARED
+from .analysis.shared_access import SharedAccesses, call_buffers
 
 VOID = ir.DType("void")
 
 
 def _fence_proxy_async() -> ir.Stmt:
-    return ir.Evaluate(ir.Call("call_extern", ("tl::fence_proxy_async",), VOID))
+    return inserted_proxy_fence()
 
 
 def _is_async_proxy_reader(s) -> bool:
@@ -364,19 +368,253 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     body = kernel.body
     async_readers = ctx.uses_wgmma or any_node(
         body, lambda s: ir.calls_extern(s, "tl::tma_load"))
-    if async_readers and not kernel.attr("warp_specialized") and any_node(
-            body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive")):
-        body = _fence_user_arrivals(body)
+    user_arrivals = async_readers and not kernel.attr("warp_specialized") and any_node(
+        body, lambda s: ir.calls_extern(s, "tl::mbarrier_arrive"))
     body, _ = SyncInserter(ctx, body).block(body, State())
+    from ..env import env
+
+    if "keep_covered_fences" not in env.experiments:
+        body = _drop_covered_fences(body)
+    if user_arrivals:
+        if "fence_every_arrival" in env.experiments:
+            body = _fence_every_arrival(body)  # the previous rule, for an A/B timing
+        else:
+            body = _ProxyFences(ctx, body).run(body)
     return ir.with_fields(kernel, body=body)
 
 
-def _fence_user_arrivals(body):
-    """With user-synchronised roles, an mbarrier arrival may order generic shared-memory
-    accesses before the async proxy's (a wgmma reading what a role stored; a TMA load
-    overwriting what a role read): a `fence.proxy.async` precedes each arrival, so the
-    arriving thread's accesses are ordered with the async proxy, not only with the waiting
-    threads."""
+# extern calls that access shared memory through the async proxy (wgmma operands, TMA and bulk
+# copies); the shared buffers their pointers name are the memory proxy fences are about
+_ASYNC_PROXY_PREFIXES = ("tl::wgmma", "tl::tma", "tl::bulk")
+
+
+class _ProxyFences:
+    """Proxy fences of a kernel whose roles the user synchronises with mbarriers.
+
+    A `fence.proxy.async` orders the executing thread's earlier generic-proxy accesses of
+    shared memory with later async-proxy accesses (a wgmma reading what the thread stored, a
+    TMA load overwriting what it read) of any thread that synchronises with it afterwards.
+    Walking each thread's program order, a thread is *dirty* from a generic access of memory
+    the async proxy touches anywhere in the kernel (overlap by the planned byte ranges) until
+    its next fence; also after `tl::cp_async_wait` once it issued cp.async into such memory
+    (the copies complete there). Then:
+      * an mbarrier arrival (also a cp.async one) is preceded by a fence when the thread is
+        dirty there (before: every plain arrival was, a MEMBAR + proxy fence each in the
+        roles' hot loops);
+      * a wait on an mbarrier that cp.async arrivals complete (`T.cp_async_barrier_noinc`) is
+        followed by a fence: the copies are other threads' generic writes that none of them
+        can fence, and the waiting thread's wgmma may read them next;
+      * a fence this pass's barrier insertion put before a barrier is dropped when the
+        thread is clean there on every path (the fences the program wrote stay).
+    Loops are walked until the state at their head is stable (the union of entry and
+    back edge; with break/continue, every state inside the body counts). Kernels with an
+    extern call or pointer this cannot see through (a callee outside tilelang's headers
+    given a shared pointer, or an async-proxy call whose operand is not a named buffer)
+    keep a fence before every arrival and every inserted one."""
+
+    def __init__(self, ctx, body):
+        self.trace = None  # statement-entry states of a loop body with break/continue
+        self.acc = SharedAccesses(ctx)
+        self.async_bufs, self.opaque = self._async_memory(body)
+        self.cp_async_bars = {b for n in collect(body, lambda n: ir.extern_name(n) ==
+                                                 "tl::mbarrier_cp_async_arrive_noinc")
+                              for b in call_buffers(n) if b is not None}
+
+    def _async_memory(self, body):
+        bufs, opaque = set(), False
+        for n in collect(body, ir.is_extern_call):
+            name = ir.extern_name(n)
+            if name is None:
+                opaque = True
+                continue
+            shared = [b for b in call_buffers(n) if b is not None and b.scope in SHARED]
+            if name.startswith(_ASYNC_PROXY_PREFIXES):
+                if not shared and any(isinstance(a, ir.Call) or getattr(a, "dtype", None) ==
+                                      ir.DType("handle") for a in n.args[1:]):
+                    opaque = True  # an operand pointer that names no buffer
+                bufs.update(shared)
+            elif not name.startswith("tl::") and shared:
+                opaque = True  # the user's own device function sees a shared tile
+        return bufs, opaque
+
+    def _touches_async(self, buffers) -> bool:
+        return any(self.acc.overlap(b, a) for b in buffers for a in self.async_bufs)
+
+    # ---- the walk: (statement, (dirty, cp.async pending)) -> (statement, state) ------------
+    def run(self, body):
+        if self.opaque:
+            return _fence_every_arrival(body)
+        new, _ = self.stmt(body, (False, False))
+        return new
+
+    def seq(self, stmts, state):
+        out, i = [], 0
+        while i < len(stmts):
+            s = stmts[i]
+            if (is_inserted_proxy_fence(s) and i + 1 < len(stmts)
+                    and _is_barrier_call(stmts[i + 1])):
+                if state[0]:
+                    out.append(s)
+                    state = (False, state[1])
+                i += 1
+                continue
+            new, state = self.stmt(s, state)
+            out.append(new)
+            i += 1
+        return out, state
+
+    def stmt(self, s, state):
+        if self.trace is not None:
+            self.trace.append(state)  # a break/continue may leave the loop from here
+        if isinstance(s, ir.Seq):
+            items, state = self.seq(s.stmts, state)
+            return ir.Seq(tuple(items)), state
+        if isinstance(s, (ir.For, ir.While)):
+            return self.loop(s, state)
+        if isinstance(s, ir.If):
+            then, st1 = self.stmt(s.then_body, state)
+            other, st2 = (self.stmt(s.else_body, state) if s.else_body is not None
+                          else (None, state))
+            return ir.If(s.cond, then, other, loc=s.loc), _join(st1, st2)
+        if isinstance(s, (ir.LetStmt, ir.Allocate, ir.Attr)):
+            dirty = state[0]
+            if isinstance(s, ir.LetStmt):
+                r, w = self.acc.effects(s.value)
+                dirty = dirty or self._touches_async(r | w)
+            body, state = self.stmt(s.body, (dirty, state[1]))
+            return ir.with_fields(s, body=body), state
+        return self.leaf(s, state)
+
+    def loop(self, s, state):
+        has_exit = any_node(s.body, lambda n: isinstance(n, (ir.Break, ir.Continue)))
+        head = state
+        while True:
+            saved, self.trace = self.trace, ([] if has_exit else None)
+            try:
+                body, end = self.stmt(s.body, head)
+                inside = self.trace
+            finally:
+                self.trace = saved
+            if inside:
+                for st in inside:
+                    end = _join(end, st)
+            nxt = _join(state, end)
+            if nxt == head:
+                break
+            head = nxt
+        return ir.with_fields(s, body=body), _join(state, end)
+
+    def leaf(self, s, state):
+        dirty, pending = state
+        name = ir.extern_name(s.value) if isinstance(s, ir.Evaluate) else None
+        if name is not None:
+            if name == "tl::fence_proxy_async":
+                return s, (False, pending)
+            if name.startswith(("tl::mbarrier_arrive", "tl::mbarrier_cp_async_arrive")):
+                if dirty:
+                    return ir.Seq((_fence_proxy_async(), s)), (False, pending)
+                return s, state
+            if name.startswith("tl::cp_async_wait"):
+                return s, (dirty or pending, pending)
+            if name.startswith(("tl::mbarrier_wait", "tl::mbarrier_try_wait")):
+                bar = call_buffers(s.value)[0]
+                waits_cp_async = bar is not None and any(
+                    self.acc.overlap(bar, b) or bar is b for b in self.cp_async_bars)
+                if waits_cp_async:
+                    # cp.async writes that other threads' arrivals completed: no writer can
+                    # fence them, so the waiting thread does before its wgmma reads them
+                    return ir.Seq((s, _fence_proxy_async())), (False, pending)
+                return s, state
+            if name.startswith(_ASYNC_PROXY_PREFIXES):
+                return s, state
+            if name.startswith("tl::cp_async") and name != "tl::cp_async_commit":
+                dst = call_buffers(s.value)[0]
+                if dst is not None and self._touches_async([dst]):
+                    pending = True
+                return s, (dirty, pending)
+        r, w, a = self.acc.all_effects(s)
+        if self._touches_async(a):
+            pending = True
+        return s, (dirty or self._touches_async(r | w), pending)
+
+
+def _drop_covered_fences(body):
+    """Drop a fence this pass put before a barrier when, in the same statement sequence, every
+    thread reaches another fence + barrier before any async-proxy operation, mbarrier arrival
+    or early exit: that later fence orders the same accesses (all of them precede it in each
+    thread's program order) before anything of the async proxy can touch them. A two-stage
+    cp.async pipeline feeding wgmma with operands the threads compute (a dequantised tile)
+    fenced after its copies' wait and again after the computed stores: one MEMBAR + proxy
+    fence per iteration too many. A call of the user's own given a shared pointer ends the
+    search (it may touch anything). TL_EXPERIMENT=keep_covered_fences keeps them (A/B)."""
+    from ..ir.visitor import Mutator
+
+    class Drop(Mutator):
+        def visit_Seq(self, s):
+            stmts = [self.visit(x) for x in s.stmts]
+            out = []
+            for i, x in enumerate(stmts):
+                if (is_inserted_proxy_fence(x) and i + 1 < len(stmts)
+                        and _is_barrier_call(stmts[i + 1]) and _fence_follows(stmts[i + 2:])):
+                    continue
+                out.append(x)
+            if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
+                return s
+            return ir.Seq(tuple(out))
+
+    return Drop().visit(body)
+
+
+def _fence_follows(stmts) -> bool:
+    """Whether `stmts` (a continuation, entered through the bodies of allocations, lets and
+    annotations that open it) reach a fence + barrier pair before anything that lets the
+    async proxy or another role see shared memory."""
+    for i, x in enumerate(stmts):
+        if (isinstance(x, ir.Evaluate) and ir.extern_name(x.value) == "tl::fence_proxy_async"
+                and i + 1 < len(stmts) and _is_barrier_call(stmts[i + 1])):
+            return True
+        if isinstance(x, (ir.Allocate, ir.LetStmt)) or (
+                isinstance(x, ir.Attr) and x.key != "thread_group" and not _is_user_role(x)):
+            if isinstance(x, ir.LetStmt) and _publishes(x.value):
+                return False
+            inner = x.body.stmts if isinstance(x.body, ir.Seq) else (x.body,)
+            return _fence_follows(list(inner) + list(stmts[i + 1:]))
+        if _publishes(x):
+            return False
+    return False
+
+
+def _publishes(node) -> bool:
+    """Whether `node` holds an async-proxy operation, an mbarrier arrival, a role split, an
+    early exit, or a call outside tilelang's headers given a shared pointer."""
+    def bad(n):
+        if isinstance(n, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(n, ir.Attr) and (n.key == "thread_group" or _is_user_role(n)):
+            return True
+        name = ir.extern_name(n)
+        if name is None:
+            return False
+        if name.startswith(_ASYNC_PROXY_PREFIXES + ("tl::mbarrier_arrive",
+                                                    "tl::mbarrier_cp_async_arrive")):
+            return True
+        return not name.startswith("tl::") and any(
+            b is not None and b.scope in SHARED for b in call_buffers(n))
+
+    return any_node(node, bad)
+
+
+def _join(a, b):
+    return (a[0] or b[0], a[1] or b[1])
+
+
+def _is_barrier_call(s) -> bool:
+    return is_barrier(s) or ir.calls_extern(s, "tl::named_barrier_sync")
+
+
+def _fence_every_arrival(body):
+    """A `fence.proxy.async` before each mbarrier arrival (what _ProxyFences does when it
+    cannot see which memory the async proxy touches)."""
     from ..ir.visitor import Mutator
 
     class Fence(Mutator):

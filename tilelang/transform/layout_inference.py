@@ -24,7 +24,10 @@ strongest first, as in the reference (docs/layouts.md):
      multiple (x[i, jj * 4 + j]) is that dim split at the window
      (`fragment_access.window_view`), its outer part indexed by jj;
   6. anything left: the default element-wise layout (dims indexed by serial variables in
-     value modes).
+     value modes); shared tiles: swizzled where the TMA unit reads them (`T.atomic_add(...,
+     use_tma=True)` sources) or where the program stages its output through them (written
+     only by copies from fragments, read only by copies to global memory, as the reference's
+     TMA store sources), row-major otherwise.
 Conflicts between 1-3 raise a located error naming both.
 
 Tile operations inside a role's own thread group (transform/warp_roles.py, roles of different
@@ -43,7 +46,7 @@ import numpy as np
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import role_group
-from ..ir.visitor import LocatedVisitor, Mutator
+from ..ir.visitor import LocatedVisitor, Mutator, collect
 from .. import layout as L
 from .analysis import fragment_access as FA
 from .analysis.reductions import UPDATE as REDUCER_UPDATE
@@ -671,6 +674,54 @@ class LayoutSolver:
                 out.append(S)
         return out
 
+    def _staging_tiles(self) -> list:
+        """Shared tiles a program stages fragment values through (constraint 6, before
+        row-major): written only element-wise from fragments (`T.copy(fragment, S)`, or a
+        T.Parallel nest storing `S[i, j] = fragment[...]` at its own loop variables) and read
+        only by copies to global memory or by vector atomics of whole 8- or 16-byte groups
+        (`T.atomic_addx4(G[...], S[i, 4 * j])`). They take the swizzle the reference gives
+        its TMA store sources: a thread's accumulator elements sit in 8 rows at one column,
+        which in a row-major tile of 128-byte multiple rows are all in the same banks (8-way
+        conflicts on 4-byte stores, 4-way on 8-byte ones); the readers take whole 16-byte
+        chunks, which the swizzle keeps whole. 16- and 32-bit 2-D tiles of whole 8-row
+        groups with rows of a swizzle width; a tile anything else touches (a gemm, a pointer,
+        a view, another loop) keeps its row-major layout.
+        TL_EXPERIMENT=row_major_staging keeps them all row-major (A/B timing)."""
+        from ..env import env
+
+        if "row_major_staging" in env.experiments:
+            return []
+        viewed = {v.view_of for v in self.kernel.allocs if v.view_of is not None}
+        viewed |= {v.view_of for k, v in self.kernel.attrs if k == "local_view"}
+        uses: dict = {}  # shared tile -> [element-wise stores from fragments, whole reads]
+        for info in self.c.loops:
+            move = _copy_nest_move(info.stmt)
+            if move is not None and move[1].scope in SHARED and move[0].scope == "global":
+                uses.setdefault(move[1], [0, 0])[1] += 1
+                continue
+            for st in collect(info.stmt, lambda n: isinstance(n, ir.Store)):
+                if st.buffer.scope in SHARED and _stores_fragment_elementwise(st, info.vars):
+                    uses.setdefault(st.buffer, [0, 0])[0] += 1
+        for call in collect(self.kernel.body, lambda n: isinstance(n, ir.Call)
+                            and n.op in _VECTOR_ATOMICS):
+            src = call.args[1] if len(call.args) > 1 else None
+            if isinstance(src, ir.Load) and src.buffer.scope in SHARED and \
+                    _whole_chunk_group(src, _VECTOR_ATOMICS[call.op]):
+                uses.setdefault(src.buffer, [0, 0])[1] += 1
+        out = []
+        for S, (written, read) in uses.items():
+            if not (written and read) or S.view_of is not None or S in viewed:
+                continue
+            if S.ndim != 2 or S.dtype.bits not in (16, 32) or not all(
+                    isinstance(d, int) for d in S.shape) or S.shape[0] % 8:
+                continue
+            if L.swizzle_mode(S.shape, S.dtype.bits) is None:
+                continue
+            if _mentions(self.kernel.body, S) != written + read:
+                continue  # something besides these touches the tile (one access each)
+            out.append(S)
+        return out
+
     def solve(self):
         self.annotated()
         for g in self.c.gemms:
@@ -700,7 +751,7 @@ class LayoutSolver:
                 self.assign(buf, self.default_fragment(buf), "the default element-wise "
                             "layout", loc)
             self.propagate()
-        for buf in self._tma_add_sources():
+        for buf in self._tma_add_sources() + self._staging_tiles():
             if buf not in self.layouts:
                 self.layouts[buf] = L.make_swizzled_layout(buf)
         for buf in self.kernel.allocs:
@@ -711,6 +762,52 @@ class LayoutSolver:
             with self.ctx.thread_group(info.group):
                 self.finish_loop(info)
         return self.layouts
+
+
+# vector atomics whose value operand may be read from a swizzled tile: lanes per access
+_VECTOR_ATOMICS = {"atomic_addx2": 2, "atomic_addx4": 4}
+
+
+def _stores_fragment_elementwise(st, loop_vars) -> bool:
+    """`S[i, j] = cast?(F[...])` with F a fragment and (i, j) the nest's last two loop
+    variables, in order."""
+    v = st.value.value if isinstance(st.value, ir.Cast) else st.value
+    if not (isinstance(v, ir.Load) and v.buffer.scope == "local.fragment"):
+        return False
+    return len(st.indices) == 2 and len(loop_vars) >= 2 and all(
+        i is x for i, x in zip(st.indices, loop_vars[-2:]))
+
+
+def _whole_chunk_group(load, lanes) -> bool:
+    """Whether `load` starts `lanes` consecutive elements at a multiple of `lanes` along the
+    row, a group of 8 or 16 bytes: inside one 16-byte chunk, which a swizzle moves whole."""
+    nbytes = lanes * load.buffer.dtype.bytes
+    if nbytes not in (8, 16) or len(load.indices) != 2:
+        return False
+    col = load.indices[-1]
+    if isinstance(col, ir.Const):
+        return col.value % lanes == 0
+    return (isinstance(col, ir.Binary) and col.op == "mul" and any(
+        isinstance(x, ir.Const) and x.value % lanes == 0 for x in (col.a, col.b)))
+
+
+def _copy_nest_move(nest):
+    """(destination, source) buffers of a `T.copy` nest whose body is one store of a
+    (converted) load, else None."""
+    if nest.annotation("from_tile_op") != "copy":
+        return None
+    body = _innermost(nest)
+    if not isinstance(body, ir.Store):
+        return None
+    v = body.value.value if isinstance(body.value, ir.Cast) else body.value
+    if not isinstance(v, ir.Load):
+        return None
+    return body.buffer, v.buffer
+
+
+def _mentions(node, buf) -> int:
+    """How many places of `node` name `buf` (loads, stores, regions, pointers)."""
+    return len(collect(node, lambda n: n is buf))
 
 
 def _innermost(nest):

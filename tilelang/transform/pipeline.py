@@ -46,6 +46,7 @@ from ..ir import nodes as ir
 from ..ir.thread_range import has_user_roles
 from ..ir.visitor import Mutator, collect, substitute
 from .analysis.buffer_use import uses_buffer, whole_buffer_user, written_buffers
+from .analysis.device_ops import inserted_proxy_fence
 from .analysis.gather import ASYNC_GATHER, gather_parts
 from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
@@ -150,7 +151,7 @@ class Pipeliner:
             ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
             _call("tl::cp_async_commit"))), loc=loop.loc)
         ahead = ir.binary("add", ir.binary("sub", k, start), S - 1)
-        fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
+        fence = (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
         # the stage written here is read by no statement of this iteration (insert_sync.py)
         issue_ahead = ir.Attr("issue_ahead", S - 1, ir.Seq((
             ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S - 1),
@@ -264,7 +265,7 @@ class Pipeliner:
             return ir.If(fresh, _call(f"tl::cp_async_wait<{first}>"),
                          _call(f"tl::cp_async_wait<{later}>"))
 
-        fence = (_call("tl::fence_proxy_async"),) if self.ctx.target.is_hopper else ()
+        fence = (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
         body = []
         nxt = ir.binary("add", k, 1)
         remaining = ir.compare("lt", ir.binary("add", ir.binary("sub", k, start), 1), n)

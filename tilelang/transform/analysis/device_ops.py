@@ -15,6 +15,8 @@ from enum import Flag, auto
 from functools import lru_cache
 from typing import NamedTuple
 
+from ...ir import nodes as ir
+
 
 class Effect(Flag):
     NONE = 0
@@ -122,3 +124,17 @@ def copy_vec_name(nbytes: int, dtype) -> str:
     if dtype.name == "float32" and dtype.lanes == 1:
         return f"tl::copy_vec<{_FLOAT_VECTORS[nbytes]}>"
     return f"tl::copy_vec<{nbytes}>"
+
+
+def inserted_proxy_fence():
+    """`tl::fence_proxy_async()` placed by a pass before one of its barriers (marked: the
+    barrier pass may drop it where a later fence + barrier covers it; a fence the program
+    wrote always stays)."""
+    return ir.Evaluate(ir.Call("call_extern", ("tl::fence_proxy_async",), ir.DType("void"),
+                               (("inserted", True),)))
+
+
+def is_inserted_proxy_fence(s) -> bool:
+    return (isinstance(s, ir.Evaluate) and ir.extern_name(s.value) == "tl::fence_proxy_async"
+            and dict(s.value.attrs).get("inserted", False))
+

@@ -151,14 +151,22 @@ def value_digit_exprs(layout, v):
     return out
 
 
-def fit_affine_in_digits(layout, table):
+def fit_affine_in_digits(layout, table, valid=None, bound=None):
     """Express `table[v]` (one int per value index) as Σ digit_k * c_k + c0 over the layout's
-    value digits; returns a function v -> Expr, or None when it is not of that form."""
+    value digits; returns a function v -> Expr, or None when it is not of that form.
+
+    With `valid` (a bool per value index), only those entries must match: the others are
+    iterations whose element lies outside the fragment (the program guards them, or reads
+    undefined values), where any slot in [0, `bound`) will do, so the fit must stay inside
+    it there too."""
     V = layout.num_values
     exts = [m.extent for m in layout.value_modes]
     prefix = np.cumprod([1] + exts)[:-1]
     vs = np.arange(V)
     digits = [(vs // p) % e for p, e in zip(prefix, exts)]
+    if valid is not None and not np.all(valid):
+        return _fit_where_valid(layout, np.asarray(table), np.asarray(valid, bool), digits,
+                                bound)
     if np.array_equal(table, vs):
         return lambda v: v
     c0 = int(table[0])
@@ -168,7 +176,25 @@ def fit_affine_in_digits(layout, table):
     pred = c0 + sum(d * c for d, c in zip(digits, coeffs))
     if not np.array_equal(pred, table):
         return None
+    return _affine_expr(layout, c0, coeffs)
 
+
+def _fit_where_valid(layout, table, valid, digits, bound):
+    vs = np.arange(layout.num_values)
+    if not valid.any() or bound is None:
+        return None
+    if np.array_equal(table[valid], vs[valid]) and vs.max() < bound:
+        return lambda v: v
+    A = np.stack([np.ones(len(vs))] + [d.astype(float) for d in digits], axis=1)
+    sol, *_ = np.linalg.lstsq(A[valid], table[valid].astype(float), rcond=None)
+    c = np.rint(sol).astype(np.int64)
+    pred = c[0] + sum(d * ck for d, ck in zip(digits, c[1:]))
+    if not np.array_equal(pred[valid], table[valid]) or pred.min() < 0 or pred.max() >= bound:
+        return None
+    return _affine_expr(layout, int(c[0]), [int(x) for x in c[1:]])
+
+
+def _affine_expr(layout, c0, coeffs):
     def make(v):
         total = ir.const(c0)
         for d, c in zip(value_digit_exprs(layout, v), coeffs):

@@ -152,7 +152,13 @@ class NestPartitioner:
                                 f"served by this T.Parallel loop's layout {self.layout!r}; "
                                 "please report it (a workaround: T.copy the fragment into a "
                                 "shared buffer and index that)")
-        fn = fit_affine_in_digits(self.layout, np.maximum(served.slots, 0))
+        # slots of iterations whose element lies outside the fragment (-1: the program guards
+        # them) may take any register index: the loop stays compact (vectorisable)
+        # (only for a plain access: a window or runtime-fixed dims index other registers)
+        plain = not served.fixed and (served.view is None or served.view.layout is P)
+        fn = fit_affine_in_digits(self.layout, np.maximum(served.slots, 0),
+                                  valid=np.asarray(served.slots) >= 0,
+                                  bound=P.num_values if plain else None)
         if fn is None:
             self.compact = False
         self.slot_fns[key] = (fn, served.slots, served.fixed, write, served.view)
