@@ -46,7 +46,7 @@ import numpy as np
 from ..errors import located
 from ..ir import nodes as ir
 from ..ir.thread_range import role_group
-from ..ir.visitor import LocatedVisitor, Mutator, collect
+from ..ir.visitor import LocatedVisitor, Mutator, children, collect
 from .. import layout as L
 from .analysis import fragment_access as FA
 from .analysis.reductions import UPDATE as REDUCER_UPDATE
@@ -806,8 +806,19 @@ def _copy_nest_move(nest):
 
 
 def _mentions(node, buf) -> int:
-    """How many places of `node` name `buf` (loads, stores, regions, pointers)."""
-    return len(collect(node, lambda n: n is buf))
+    """How many places of `node` name `buf` (loads, stores, regions, pointers); loop
+    annotations are not places (a shared -> global copy nest carries its Copy in one,
+    lower_elementwise's STORE_COPY)."""
+    count, stack = 0, [node]
+    while stack:
+        x = stack.pop()
+        if x is buf:
+            count += 1
+        if isinstance(x, ir.For):
+            stack.extend((x.start, x.extent, x.body))
+        elif x is not None:
+            stack.extend(children(x))
+    return count
 
 
 def _innermost(nest):
