@@ -272,11 +272,12 @@ def test_loop_over_two_lower_rank_fragments_extends_the_one_both_can_serve():
     torch.testing.assert_close(z, first - r[:, None] + c[None, :])
 
 
-def _staged_output_kernel(extra_reader=False):
-    """A gemm whose result the program stages itself: fragment -> shared tile -> global."""
+def _staged_output_kernel(extra_reader=False, c_cols=256):
+    """A gemm whose result the program stages itself: fragment -> shared tile -> global
+    (C's first 128 columns: rows apart in memory, unless C has 128 columns)."""
     @T.prim_func
     def f(A: T.Tensor((128, 64), "float16"), B: T.Tensor((128, 64), "float16"),
-          C: T.Tensor((128, 128), "float16"), R: T.Tensor((128,), "float16")):
+          C: T.Tensor((128, c_cols), "float16"), R: T.Tensor((128,), "float16")):
         with T.Kernel(1, threads=128) as bx:
             As = T.alloc_shared((128, 64), "float16")
             Bs = T.alloc_shared((128, 64), "float16")
@@ -317,6 +318,14 @@ def test_a_hand_staged_output_tile_is_swizzled_so_fragment_stores_spread_over_th
         for value in (0, 2, 4, 6):
             banks = _store_banks(lay["Cl"], lay["Cs"], range(32), value)
             assert len(set(banks)) == 32, (target, value, banks)
+
+
+def test_a_staging_tile_stored_to_one_contiguous_run_keeps_the_row_major_layout():
+    """The whole of a 128 x 128 C: one 1-D bulk store, which needs the tile row-major (and
+    no tensor map)."""
+    for target in (SM80, SM90):
+        _, _, lay = _layouts(_staged_output_kernel(c_cols=128), target)
+        assert lay["Cs"].is_row_major(), target
 
 
 def test_a_staging_tile_something_else_reads_keeps_the_row_major_layout():

@@ -152,3 +152,42 @@ def tma_tile_stores(ctx, op, name, G, S, row_dim, rows, cols, blk, swizzle, star
     # generic writes of S -> async-proxy reads by TMA: fence in every writer, then barrier
     return (ir.extern_stmt("tl::fence_proxy_async"), ir.extern_stmt("__syncthreads"),
             ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None))
+
+
+def _strides(buf: ir.Buffer):
+    if buf.strides is not None:
+        return [ir.as_expr(x) for x in buf.strides]
+    out, acc = [], ir.const(1)
+    for n in reversed(buf.shape):
+        out.append(acc)
+        acc = ir.binary("mul", acc, ir.as_expr(n))
+    return list(reversed(out))
+
+
+def contiguous_offset(region: ir.BufferRegion, analyzer):
+    """The element offset of a region that is one contiguous run of its buffer (every
+    dimension inside the first partial one spans the whole buffer; the ones outside it have
+    extent 1), else None."""
+    buf = region.buffer
+    strides = _strides(buf)
+    expected = ir.const(1)
+    partial = False
+    for d in range(len(buf.shape) - 1, -1, -1):
+        start, extent = region.region[d]
+        unit = analyzer.prove(ir.compare("eq", extent, 1))
+        if partial:
+            if not unit:
+                return None
+            continue
+        if not unit and not analyzer.prove(ir.compare("eq", strides[d], expected)):
+            return None
+        whole = analyzer.prove(ir.logical_and(ir.compare("eq", start, 0),
+                                              ir.compare("eq", extent, buf.shape[d])))
+        if whole:
+            expected = ir.binary("mul", expected, ir.as_expr(buf.shape[d]))
+        else:
+            partial = True
+    offset = ir.const(0)
+    for (start, _), st in zip(region.region, strides):
+        offset = ir.binary("add", offset, ir.binary("mul", start, st))
+    return analyzer.simplify(offset)

@@ -37,6 +37,7 @@ import math
 from ...errors import located
 from ...ir import nodes as ir
 from .lower_tma_copy import tma_descriptor, TmaBoxPlan, TMA_DTYPES
+from ..analysis.tma_plan import contiguous_offset
 
 MAX_BULK_BYTES = (1 << 20) - 1  # an mbarrier's transaction count
 PREFER_TMA = 'T.copy(prefer_instruction="tma")'
@@ -46,45 +47,6 @@ def _fail(s, required, msg):
     if required:
         raise located(ValueError)(f"{PREFER_TMA}: {msg}", s.loc)
     return None
-
-
-def _strides(buf: ir.Buffer):
-    if buf.strides is not None:
-        return [ir.as_expr(x) for x in buf.strides]
-    out, acc = [], ir.const(1)
-    for n in reversed(buf.shape):
-        out.append(acc)
-        acc = ir.binary("mul", acc, ir.as_expr(n))
-    return list(reversed(out))
-
-
-def _contiguous_offset(region: ir.BufferRegion, analyzer):
-    """The element offset of a region that is one contiguous run of its buffer (every
-    dimension inside the first partial one spans the whole buffer; the ones outside it have
-    extent 1), else None."""
-    buf = region.buffer
-    strides = _strides(buf)
-    expected = ir.const(1)
-    partial = False
-    for d in range(len(buf.shape) - 1, -1, -1):
-        start, extent = region.region[d]
-        unit = analyzer.prove(ir.compare("eq", extent, 1))
-        if partial:
-            if not unit:
-                return None
-            continue
-        if not unit and not analyzer.prove(ir.compare("eq", strides[d], expected)):
-            return None
-        whole = analyzer.prove(ir.logical_and(ir.compare("eq", start, 0),
-                                              ir.compare("eq", extent, buf.shape[d])))
-        if whole:
-            expected = ir.binary("mul", expected, ir.as_expr(buf.shape[d]))
-        else:
-            partial = True
-    offset = ir.const(0)
-    for (start, _), st in zip(region.region, strides):
-        offset = ir.binary("add", offset, ir.binary("mul", start, st))
-    return analyzer.simplify(offset)
 
 
 def _inside(region: ir.BufferRegion, analyzer) -> bool:
@@ -109,8 +71,8 @@ def _bulk_1d(g_region, s_region, layout, analyzer):
     nbytes = math.prod(n_elems) * esize
     if nbytes % 16 or nbytes > MAX_BULK_BYTES or not _inside(g_region, analyzer):
         return None
-    g_off = _contiguous_offset(g_region, analyzer)
-    s_off = _contiguous_offset(s_region, analyzer)
+    g_off = contiguous_offset(g_region, analyzer)
+    s_off = contiguous_offset(s_region, analyzer)
     if g_off is None or s_off is None:
         return None
     unit = 16 // math.gcd(16, esize)
