@@ -688,12 +688,8 @@ class LayoutSolver:
         conflicts on 4-byte stores, 4-way on 8-byte ones); the readers take whole 16-byte
         chunks, which the swizzle keeps whole. 16- and 32-bit 2-D tiles of whole 8-row
         groups with rows of a swizzle width; a tile anything else touches (a gemm, a pointer,
-        a view, another loop) keeps its row-major layout.
-        TL_EXPERIMENT=row_major_staging keeps them all row-major (A/B timing)."""
-        from ..env import env
-
-        if "row_major_staging" in env.experiments:
-            return []
+        a view, another loop), or one stored to a contiguous run of global memory (one 1-D
+        bulk store, which needs it row-major), keeps its row-major layout."""
         viewed = {v.view_of for v in self.kernel.allocs if v.view_of is not None}
         viewed |= {v.view_of for k, v in self.kernel.attrs if k == "local_view"}
         uses: dict = {}  # shared tile -> [element-wise stores from fragments, whole reads]
