@@ -695,6 +695,9 @@ class LayoutSolver:
         uses: dict = {}  # shared tile -> [element-wise stores from fragments, whole reads]
         one_run = set()  # tiles stored to a contiguous run of global memory
         analyzer = Analyzer()
+        for v, extent in zip(self.kernel.block_vars, self.kernel.grid):
+            if ir.int_value(extent) is not None:  # (a grid of one block: bx is 0)
+                analyzer.bind(v, 0, ir.int_value(extent))
         for info in self.c.loops:
             move = _copy_nest_move(info.stmt)
             if move is not None and move[1].scope in SHARED and move[0].scope == "global":
