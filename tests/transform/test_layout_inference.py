@@ -287,7 +287,7 @@ def _staged_output_kernel(extra_reader=False, c_cols=256):
             T.copy(B[0, 0], Bs)
             T.gemm(As, Bs, Cl, transpose_B=True, clear_accum=True)
             T.copy(Cl, Cs)
-            T.copy(Cs, C[bx * 128, 0])  # (one block: bx is 0)
+            T.copy(Cs, C[0, bx * 128])  # (one block: bx is 0)
             if extra_reader:
                 for i in T.Parallel(128):
                     R[i] = Cs[i, i]
@@ -321,7 +321,7 @@ def test_a_hand_staged_output_tile_is_swizzled_so_fragment_stores_spread_over_th
 
 
 def test_a_staging_tile_stored_to_one_contiguous_run_keeps_the_row_major_layout():
-    """The whole of a 128 x 128 C (at row bx * 128 of a grid of one block): one 1-D bulk
+    """The whole of a 128 x 128 C (at column bx * 128 of a grid of one block): one 1-D bulk
     store, which needs the tile row-major (and no tensor map)."""
     for target in (SM80, SM90):
         _, _, lay = _layouts(_staged_output_kernel(c_cols=128), target)
