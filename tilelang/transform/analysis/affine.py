@@ -73,12 +73,12 @@ def _extreme(coeffs, rest, box, lowest: bool):
     return total
 
 
-_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 
 
 def _difference(cond: ir.Compare, box):
     """(op, coeffs, rest) with cond == (sum(c * v) + rest  op  0), op in ge/gt/le/lt, or None."""
-    if cond.op not in _FLIPPED or not (cond.a.dtype.is_signed_int and cond.b.dtype.is_signed_int):
+    if cond.op not in _NEGATED or not (cond.a.dtype.is_signed_int and cond.b.dtype.is_signed_int):
         # (unsigned differences wrap)
         return None
     parts = split_affine(ir.binary("sub", cond.a, cond.b), set(box))
@@ -90,42 +90,37 @@ def _difference(cond: ir.Compare, box):
 def holds_everywhere(cond, box):
     """A condition free of the box's variables that implies `cond` at every point of `box`
     (var -> (start, extent) with constant ints), or None where none is derived. Comparisons
-    of affine expressions and `and`s of them are decided exactly."""
-    if isinstance(cond, ir.Logical) and cond.op == "and":
-        a, b = holds_everywhere(cond.a, box), holds_everywhere(cond.b, box)
-        return None if a is None or b is None else ir.logical_and(a, b)
-    if isinstance(cond, ir.Logical) and cond.op == "or":
-        a, b = holds_everywhere(cond.a, box), holds_everywhere(cond.b, box)
-        if a is None and b is None:
-            return None
-        return a if b is None else b if a is None else ir.logical_or(a, b)
-    if not isinstance(cond, ir.Compare):
-        return None
-    diff = _difference(cond, box)
-    if diff is None:
-        return None
-    op, coeffs, rest = diff
-    zero = ir.const(0, rest.dtype)
-    if op in ("ge", "gt"):
-        return ir.compare(op, _extreme(coeffs, rest, box, lowest=True), zero)
-    return ir.compare(op, _extreme(coeffs, rest, box, lowest=False), zero)
+    of affine expressions are decided exactly; `and`s and `or`s of them soundly."""
+    return _decided(cond, box, True)
 
 
 def fails_everywhere(cond, box):
     """A condition free of the box's variables that implies `not cond` at every point of
     `box`, or None (the dual of holds_everywhere)."""
-    if isinstance(cond, ir.Logical) and cond.op == "or":
-        a, b = fails_everywhere(cond.a, box), fails_everywhere(cond.b, box)
-        return None if a is None or b is None else ir.logical_and(a, b)
-    if isinstance(cond, ir.Logical) and cond.op == "and":
-        a, b = fails_everywhere(cond.a, box), fails_everywhere(cond.b, box)
+    return _decided(cond, box, False)
+
+
+def _decided(cond, box, truth: bool):
+    """holds_everywhere (truth) or fails_everywhere (not truth)."""
+    if isinstance(cond, ir.Logical) and cond.op in ("and", "or"):
+        a, b = _decided(cond.a, box, truth), _decided(cond.b, box, truth)
+        # holding on the box needs both sides of an `and` to hold; failing, both sides of
+        # an `or` to fail; either side suffices otherwise
+        if (cond.op == "and") == truth:
+            return None if a is None or b is None else ir.logical_and(a, b)
         if a is None and b is None:
             return None
         return a if b is None else b if a is None else ir.logical_or(a, b)
-    if not isinstance(cond, ir.Compare) or cond.op not in _FLIPPED:
+    if not isinstance(cond, ir.Compare) or cond.op not in _NEGATED:
         return None
-    negated = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}[cond.op]
-    return holds_everywhere(ir.Compare(negated, cond.a, cond.b), box)
+    if not truth:
+        cond = ir.Compare(_NEGATED[cond.op], cond.a, cond.b)
+    diff = _difference(cond, box)
+    if diff is None:
+        return None
+    op, coeffs, rest = diff
+    zero = ir.const(0, rest.dtype)
+    return ir.compare(op, _extreme(coeffs, rest, box, lowest=op in ("ge", "gt")), zero)
 
 
 def constant_upper_bound(e, var_bounds=None):
