@@ -278,3 +278,25 @@ def test_schedule_follows_occupancy(M, bm, bn, bk, stages, threads, specialised)
 def test_explicit_pass_config_keeps_warp_specialisation():
     notes = _gemm_notes(4096, 128, 128, 32, 3, **{"tl.disable_warp_specialized": False})
     assert "warp-specialised pipeline over k" in notes
+
+
+def test_lowering_does_not_import_torch():
+    """The SM count the schedule choice needs is asked of the CUDA driver (or taken as an
+    H100/H200's 132) when the program has not imported torch: importing it cost a process's
+    first compile about a second."""
+    import os
+    import subprocess
+    import sys as _sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; sys.path.insert(0, %r); import tilelang; "
+            "from as_written import gemm; "
+            "tilelang.lower(gemm(4096, 4096, 4096, 128, 128, 32, 3, 128), "
+            "target='cuda -arch=sm_90a'); "
+            "print('torch' in sys.modules)") % str(root / "benchmarks")
+    out = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stdout

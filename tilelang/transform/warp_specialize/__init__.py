@@ -72,6 +72,9 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 
 from __future__ import annotations
 
+import functools
+import sys
+
 from ...ir import nodes as ir
 from ...ir.thread_range import has_user_roles
 from ...ir.visitor import Mutator, collect, substitute
@@ -1058,16 +1061,26 @@ class WarpSpecializer:
 
 
 def streaming_multiprocessors() -> int:
-    """SMs of the current GPU, or of an H100/H200 (132) when there is none to ask."""
+    """SMs of the current GPU, or of an H100/H200 (132) when there is none to ask. Asked of
+    torch where the program has imported it (its current device), else of the CUDA driver
+    (device 0): importing torch here cost a process's first compile a second."""
+    torch = sys.modules.get("torch")
     try:
-        import torch
-
-        if torch.cuda.is_available():
-            return torch.cuda.get_device_properties(torch.cuda.current_device()) \
-                .multi_processor_count
+        if torch is not None:
+            if torch.cuda.is_available():
+                return torch.cuda.get_device_properties(torch.cuda.current_device()) \
+                    .multi_processor_count
+            return 132
+        return _driver_sm_count()
     except Exception:  # noqa: BLE001 - no usable GPU: the Hopper part's count
-        pass
-    return 132
+        return 132
+
+
+@functools.lru_cache(maxsize=1)
+def _driver_sm_count() -> int:
+    from ...runtime import driver
+
+    return driver.device_attribute(driver.DEV_MULTIPROCESSOR_COUNT, 0)
 
 
 def _merge_guards(parts):
