@@ -21,8 +21,11 @@ barrier first), except inside the pipeliner's `Attr("issue_ahead")`: the stage w
 is touched by nothing else in the iteration, and every iteration starts with its barrier.
 With wgmma in the kernel, a barrier this pass inserts after generic shared-memory stores (since
 its last fenced barrier) is preceded by `fence.proxy.async`, so a wgmma after the barrier reads
-what they wrote; a barrier that only orders earlier reads before later stores has no fence.
-In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
+what they wrote; a barrier that only orders earlier reads before later stores has no fence,
+and an inserted fence (this pass's or the pipeliner's) is dropped where a later fence +
+barrier covers it before any async-proxy operation, arrival or exit (_drop_covered_fences).
+The user's own block-wide `T.sync_threads()` inside a consumer group becomes the group's
+named barrier too (the producer warpgroup never reaches it). In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
 that uses wgmma or TMA loads, `fence.proxy.async` orders each thread's generic shared-memory
 accesses with the async proxy (the wgmma that reads what it wrote, the TMA load that overwrites
 what it read) where the thread touched memory the async proxy also touches since its last
