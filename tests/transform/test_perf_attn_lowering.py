@@ -117,3 +117,9 @@ def test_tile_barriers_by_default_only_on_short_loops():
     assert "full_bar" not in short_loop and "K_shared_full" in short_loop
     forced_off = _flash_source(256, **{"tl.ws_tile_barriers": False})
     assert "full_bar" in forced_off and "K_shared_full" not in forced_off
+
+
+def test_verbose_notes_say_why_a_loop_has_a_barrier_per_tile():
+    notes = tilelang.compile(K.flash_fwd(1, 2, 256, 64, block_M=64, block_N=64, num_stages=2),
+                             target=SM90).get_host_source()
+    assert "one full barrier per tile" in notes and "a short loop (at most 4 iterations)" in notes

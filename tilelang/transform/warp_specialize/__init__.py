@@ -550,7 +550,8 @@ class WarpSpecializer:
                 f"{', '.join(p.src.name for p in plans)} ({total_bytes} B per "
                 f"stage"
                 + ("" if full is not None else ", one full barrier per tile, waited for before "
-                   "its first reader")
+                   "its first reader: a short loop (at most "
+                   f"{TILE_BARRIER_MAX_TRIPS} iterations) or tl.ws_tile_barriers")
                 + f"), producer warpgroup + {T // 128} consumer warpgroup(s)"
                 + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "") + tile_loads
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
