@@ -252,3 +252,10 @@ def test_trip_bounds_from_the_grid():
     assert constant_upper_bound(trips - (bx - 3), {bx: 15}) is None
     window_start = ir.binary("max", ir.const(0), bx * 128 - 300)
     assert constant_upper_bound(trips - window_start, {bx: 15}) == 16
+
+
+def test_verbose_notes_name_the_masks_decided_per_tile():
+    _, ctx = run_passes(_scores("before"), "unswitch_masks")
+    assert any("1 mask(s) on acc decided per tile" in n for n in ctx.notes), ctx.notes
+    _, ctx = run_passes(_scores("thread"), "unswitch_masks")
+    assert not any("decided per tile" in n for n in ctx.notes)

@@ -43,20 +43,31 @@ def unswitch_masks(kernel: ir.Kernel, ctx) -> ir.Kernel:
     # examples' `q_len = cu_seqlens[bz + 1] - cu_seqlens[bz]`) only of global tensors the
     # kernel never writes (a fragment or shared element may differ between threads)
     written = written_buffers(kernel.body)
-    body = _Unswitch(set(kernel.thread_vars), lets, written).visit(kernel.body)
+    walk = _Unswitch(set(kernel.thread_vars), lets, written)
+    body = walk.visit(kernel.body)
+    if walk.versioned:
+        names = ", ".join(sorted({b.name for b in walk.versioned}))
+        ctx.note(f"{len(walk.versioned)} mask(s) on {names} decided per tile: computed only on "
+                 "tiles the mask's edge crosses (tl.disable_mask_unswitching keeps them on "
+                 "every tile)")
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
 
 
 class _Unswitch(Mutator):
     def __init__(self, thread_vars, lets, written):
         self.thread_vars, self.lets, self.written = thread_vars, lets, written
+        self.versioned = []  # the fragment of each loop versioned
 
     def visit_For(self, s: ir.For):
         if s.kind != "parallel":
             return self.generic(s)
         # a parallel nest is matched whole or left alone (the variables of an enclosing
         # parallel loop differ between threads)
-        return _versioned(s, self) or s
+        new = _versioned(s, self)
+        if new is None:
+            return s
+        self.versioned.append(_nest(s)[1].buffer)
+        return new
 
     def uniform(self, cond) -> bool:
         if collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call))):
