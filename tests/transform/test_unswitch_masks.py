@@ -247,9 +247,10 @@ def test_trip_bounds_from_the_grid():
     trips = ir.binary("floordiv", (bx + 1) * 128 + 127, ir.const(128))
     assert constant_upper_bound(trips) is None
     assert constant_upper_bound(trips, {bx: 15}) == 16
-    assert constant_upper_bound(trips - 1, {bx: 15}) == 16  # (a non-negative subtrahend)
-    assert constant_upper_bound(trips - bx, {bx: 15}) == 16
-    assert constant_upper_bound(trips - (bx - 3), {bx: 15}) is None
+    # exact through sums: trips - bx is 1 for every bx, trips - (bx - 3) is 4
+    assert constant_upper_bound(trips - 1, {bx: 15}) == 15
+    assert constant_upper_bound(trips - bx, {bx: 15}) == 1
+    assert constant_upper_bound(trips - (bx - 3), {bx: 15}) == 4
     window_start = ir.binary("max", ir.const(0), bx * 128 - 300)
     assert constant_upper_bound(trips - window_start, {bx: 15}) == 16
 

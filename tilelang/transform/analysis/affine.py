@@ -4,62 +4,29 @@
 `c_v` and a `rest` free of `vars`; `holds_everywhere(cond, box)` turns a comparison of such
 expressions into the condition (on `rest` alone) that it holds for every point of the box, and
 `fails_everywhere` into the one that it holds for none. Passes use them to decide per block
-(before a loop runs) what a per-element condition decides per element.
+(before a loop runs) what a per-element condition decides per element. The algebra is the
+arithmetic analyzer's (`detect_linear`, `const_int_bound`); this module adds the box.
 """
 
 from __future__ import annotations
 
+from ...arith import Analyzer
 from ...ir import nodes as ir
 
 
 def split_affine(e, vars_):
     """({var: int coefficient}, rest) with e == sum(c * var) + rest, or None when `e` is not
-    affine in `vars_` with constant integer coefficients."""
-    e = ir.as_expr(e)
-    if isinstance(e, ir.Var):
-        return ({e: 1}, ir.const(0, e.dtype)) if e in vars_ else ({}, e)
-    if isinstance(e, ir.Const):
-        return ({}, e) if e.dtype.is_int else None
-    if isinstance(e, ir.Cast) and e.dtype.is_int and e.value.dtype.is_int:
-        inner = split_affine(e.value, vars_)
-        if inner is None or (inner[0] and e.dtype.bits < e.value.dtype.bits):
-            return None  # a narrowing cast of a loop variable may wrap
-        return inner[0], ir.cast_to(inner[1], e.dtype)
-    if isinstance(e, ir.Unary) and e.op == "neg":
-        inner = split_affine(e.a, vars_)
-        return None if inner is None else (_scaled(inner[0], -1), ir.unary("neg", inner[1]))
-    if not isinstance(e, ir.Binary) or not e.dtype.is_int:
-        return _free_of(e, vars_)
-    if e.op in ("add", "sub"):
-        a, b = split_affine(e.a, vars_), split_affine(e.b, vars_)
-        if a is None or b is None:
+    affine in `vars_` with constant integer coefficients (the analyzer's detect_linear, one
+    variable after the other)."""
+    analyzer, coeffs, rest = Analyzer(), {}, ir.as_expr(e)
+    for v in vars_:
+        linear = analyzer.detect_linear(rest, v)
+        if linear is None or not isinstance(linear[0], int):
             return None
-        sign = 1 if e.op == "add" else -1
-        coeffs = dict(a[0])
-        for v, c in b[0].items():
-            coeffs[v] = coeffs.get(v, 0) + sign * c
-        return {v: c for v, c in coeffs.items() if c}, ir.binary(e.op, a[1], b[1])
-    if e.op == "mul":
-        for x, y in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(y, ir.Const):
-                inner = split_affine(x, vars_)
-                if inner is None:
-                    return None
-                return _scaled(inner[0], int(y.value)), ir.binary("mul", inner[1], y)
-    return _free_of(e, vars_)
-
-
-def _scaled(coeffs, k):
-    return {v: c * k for v, c in coeffs.items() if c * k}
-
-
-def _free_of(e, vars_):
-    """({}, e) when `e` reads none of `vars_`, else None (not affine in them)."""
-    from ...ir.visitor import collect
-
-    if any(v in vars_ for v in collect(e, lambda n: isinstance(n, ir.Var))):
-        return None
-    return {}, e
+        if linear[0]:
+            coeffs[v] = linear[0]
+        rest = linear[1]
+    return coeffs, rest
 
 
 def _extreme(coeffs, rest, box, lowest: bool):
@@ -124,44 +91,10 @@ def _decided(cond, box, truth: bool):
 
 
 def constant_upper_bound(e, var_bounds=None):
-    """An int no value of the integer expression `e` exceeds, where constants decide it
-    (`T.min(T.ceildiv(4096, 128), bx + 1)` -> 32), else None. `var_bounds`: var -> the
-    largest value it takes, for variables known to be non-negative (block indices)."""
-    e = ir.as_expr(e)
-    bounds = var_bounds or {}
-    if isinstance(e, ir.Const):
-        return int(e.value) if e.dtype.is_int else None
-    if isinstance(e, ir.Var):
-        return bounds.get(e)
-    if isinstance(e, ir.Cast) and e.dtype.is_int:
-        return constant_upper_bound(e.value, bounds)
-    if not isinstance(e, ir.Binary):
-        return None
-    a, b = constant_upper_bound(e.a, bounds), constant_upper_bound(e.b, bounds)
-    if e.op == "min":
-        known = [x for x in (a, b) if x is not None]
-        return min(known) if known else None
-    if e.op in ("max", "add") and a is not None and b is not None:
-        return max(a, b) if e.op == "max" else a + b
-    if e.op == "mul" and a is not None and b is not None and _non_negative(e.a, bounds) \
-            and _non_negative(e.b, bounds):
-        return a * b
-    if e.op == "sub" and a is not None and _non_negative(e.b, bounds):
-        return a  # (a loop from a start >= 0 to an end: `end - start`)
-    if e.op == "floordiv" and a is not None and isinstance(e.b, ir.Const) and int(e.b.value) > 0:
-        return a // int(e.b.value)
-    return None
-
-
-def _non_negative(e, bounds) -> bool:
-    """Whether `e` is a non-negative constant, or a sum / product of those and of `bounds`'
-    variables."""
-    if isinstance(e, ir.Const):
-        return e.dtype.is_int and int(e.value) >= 0
-    if isinstance(e, ir.Var):
-        return e in bounds
-    if isinstance(e, ir.Binary) and e.op == "max":
-        return _non_negative(e.a, bounds) or _non_negative(e.b, bounds)
-    if isinstance(e, ir.Binary) and e.op in ("add", "mul", "floordiv", "min"):
-        return _non_negative(e.a, bounds) and _non_negative(e.b, bounds)
-    return False
+    """An int no value of the integer expression `e` exceeds (the analyzer's bound), else None
+    (`T.min(T.ceildiv(4096, 128), bx + 1)` -> 32). `var_bounds`: var -> the largest value it
+    takes, for variables that start at 0 (block indices)."""
+    analyzer = Analyzer()
+    for v, hi in (var_bounds or {}).items():
+        analyzer.bind(v, 0, hi + 1)
+    return analyzer.const_int_bound(e)[1]
