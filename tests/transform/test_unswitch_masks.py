@@ -241,18 +241,21 @@ def test_values_bound_from_loads_count_only_from_unwritten_global_tensors(source
 
 def test_trip_bounds_from_the_grid():
     """`T.ceildiv((bx + 1) * 128, 128)` with bx < 16 runs at most 16 times."""
+    from tilelang.arith import Analyzer
     from tilelang.transform.analysis.affine import constant_upper_bound
 
     (bx,) = _vars("bx")
+    grid = Analyzer()
+    grid.bind(bx, 0, 16)
     trips = ir.binary("floordiv", (bx + 1) * 128 + 127, ir.const(128))
     assert constant_upper_bound(trips) is None
-    assert constant_upper_bound(trips, {bx: 15}) == 16
+    assert constant_upper_bound(trips, grid) == 16
     # exact through sums: trips - bx is 1 for every bx, trips - (bx - 3) is 4
-    assert constant_upper_bound(trips - 1, {bx: 15}) == 15
-    assert constant_upper_bound(trips - bx, {bx: 15}) == 1
-    assert constant_upper_bound(trips - (bx - 3), {bx: 15}) == 4
+    assert constant_upper_bound(trips - 1, grid) == 15
+    assert constant_upper_bound(trips - bx, grid) == 1
+    assert constant_upper_bound(trips - (bx - 3), grid) == 4
     window_start = ir.binary("max", ir.const(0), bx * 128 - 300)
-    assert constant_upper_bound(trips - window_start, {bx: 15}) == 16
+    assert constant_upper_bound(trips - window_start, grid) == 16
 
 
 def test_verbose_notes_name_the_masks_decided_per_tile():

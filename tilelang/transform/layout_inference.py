@@ -53,6 +53,7 @@ from .analysis import fragment_access as FA
 from .analysis.reductions import UPDATE as REDUCER_UPDATE
 from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_dims, place_dims,
                            replicated_fragment, transpose_fragment)
+from .analysis.scoped import bind_kernel_vars
 from .analysis.scopes import SHARED
 from .analysis.tile_loops import STORE_COPY
 from .analysis.tma_plan import contiguous_offset
@@ -695,9 +696,7 @@ class LayoutSolver:
         uses: dict = {}  # shared tile -> [element-wise stores from fragments, whole reads]
         one_run = set()  # tiles stored to a contiguous run of global memory
         analyzer = Analyzer()
-        for v, extent in zip(self.kernel.block_vars, self.kernel.grid):
-            if ir.int_value(extent) is not None:  # (a grid of one block: bx is 0)
-                analyzer.bind(v, 0, ir.int_value(extent))
+        bind_kernel_vars(analyzer, self.kernel)  # (a grid of one block: bx is 0)
         for info in self.c.loops:
             move = _copy_nest_move(info.stmt)
             if move is not None and move[1].scope in SHARED and move[0].scope == "global":

@@ -90,11 +90,8 @@ def _decided(cond, box, truth: bool):
     return ir.compare(op, _extreme(coeffs, rest, box, lowest=op in ("ge", "gt")), zero)
 
 
-def constant_upper_bound(e, var_bounds=None):
-    """An int no value of the integer expression `e` exceeds (the analyzer's bound), else None
-    (`T.min(T.ceildiv(4096, 128), bx + 1)` -> 32). `var_bounds`: var -> the largest value it
-    takes, for variables that start at 0 (block indices)."""
-    analyzer = Analyzer()
-    for v, hi in (var_bounds or {}).items():
-        analyzer.bind(v, 0, hi + 1)
-    return analyzer.const_int_bound(e)[1]
+def constant_upper_bound(e, analyzer=None):
+    """An int no value of the integer expression `e` exceeds (the analyzer's bound, with the
+    ranges bound in `analyzer`, e.g. the block indices), else None:
+    `T.min(T.ceildiv(4096, 128), bx + 1)` -> 32."""
+    return (analyzer or Analyzer()).const_int_bound(e)[1]

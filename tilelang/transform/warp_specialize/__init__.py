@@ -83,7 +83,9 @@ from .computed_operands import computed_operands, publish_then_issue, swap_buffe
 from ..pass_config import PassConfigKey
 from ..analysis.shared_memory import arena_bytes, smem_limit
 from ..analysis.buffer_use import touched_buffers
+from ...arith import Analyzer
 from ..analysis.affine import constant_upper_bound
+from ..analysis.scoped import bind_kernel_vars
 from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
 from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
 from ..analysis.loop_items import (Rebuffer, copy_lets_needed, copy_oob_value, flatten,
@@ -388,8 +390,7 @@ class WarpSpecializer:
         if auto:
             why = []
             annotation = auto_schedule(stmts, plan_ids, self.ctx.is_wgmma,
-                                       constant_upper_bound(loop.extent, self._block_bounds()),
-                                       why)
+                                       self._trip_bound(loop), why)
             if annotation is None:
                 return self._note_overlap(why[0], auto) if why else None
         compute = [st for st in stmts if id(st) not in plan_ids]
@@ -411,14 +412,12 @@ class WarpSpecializer:
                           + " (tl.disable_wgmma_overlap keeps the plain loop)")
         return slots
 
-    def _block_bounds(self) -> dict:
-        """block index -> its largest value, for the grid's static extents."""
-        out = {}
-        for v, extent in zip(self.kernel.block_vars, self.kernel.grid):
-            n = ir.int_value(extent)
-            if n is not None:
-                out[v] = n - 1
-        return out
+    def _trip_bound(self, loop):
+        """An upper bound of `loop`'s trip count known at compile time (through the grid's
+        extents), or None."""
+        analyzer = Analyzer()
+        bind_kernel_vars(analyzer, self.kernel)
+        return constant_upper_bound(loop.extent, analyzer)
 
     def _note_overlap(self, reason, auto=False):
         if auto:
@@ -573,7 +572,7 @@ class WarpSpecializer:
         tl.ws_tile_barriers forces the choice either way."""
         forced = self.ctx.configs.get(PassConfigKey.TL_WS_TILE_BARRIERS.value)
         if forced is None:
-            bound = constant_upper_bound(loop.extent, self._block_bounds())
+            bound = self._trip_bound(loop)
             wanted = bound is not None and bound <= TILE_BARRIER_MAX_TRIPS
         else:
             wanted = self.ctx.flag(PassConfigKey.TL_WS_TILE_BARRIERS)
