@@ -195,3 +195,79 @@ def test_ldmatrix_x4_addresses_conflict_free(bits):
         groups = (addr * bits // 8 // 16) % 8
         for k in range(4):
             assert len(set(groups[8 * k:8 * k + 8].tolist())) == 8
+
+
+# ---- hand-written maps recognised as the swizzle they equal (recognised_swizzle) -----------
+
+
+def ptx_map(shape, bits, mode, tamper=None):
+    """A hand-written index map: the tile stored in TMA box order (P-byte column blocks,
+    block-major) with PTX's XOR applied to the byte address (a 1024-byte aligned base), as a
+    user would write it. `tamper(i, j, offset)` perturbs it."""
+    rows, cols = shape[-2:]
+    esize = bits // 8
+    nblk = cols * esize // mode
+
+    def fwd(*idx):
+        lead = 0
+        for i, e in zip(idx[:-2], shape[:-2]):
+            lead = lead * e + i
+        r, c = idx[-2], idx[-1]
+        byte = c * esize
+        dense = ((lead * nblk + byte // mode) * rows + r) * mode + byte % mode
+        off = ptx_swizzle(dense, mode) // esize
+        return off if tamper is None else tamper(r, c, off)
+    return L.Layout(shape, fwd)
+
+
+RECOGNISED = [((64, 512), 16, 128), ((16, 64), 16, 128), ((8, 32), 16, 64), ((8, 16), 16, 32),
+              ((32, 96), 16, 64), ((32, 96), 16, 32), ((64, 128), 16, 32), ((3, 16, 64), 16, 128),
+              ((2, 2, 24, 128), 8, 128), ((16, 256), 8, 64), ((8, 96), 32, 128),
+              ((40, 48), 32, 64)]
+
+
+@pytest.mark.parametrize("shape,bits,mode", RECOGNISED)
+def test_hand_written_swizzle_is_recognised(shape, bits, mode):
+    got = L.recognised_swizzle(ptx_map(shape, bits, mode), bits)
+    assert got is not None and got.swizzle_bytes == mode
+    assert got.column_block == mode * 8 // bits
+    assert np.array_equal(got.offsets(), ptx_map(shape, bits, mode).offsets())
+
+
+def test_multi_output_and_scalar_only_maps_are_recognised():
+    def scalar_only(i, j):  # Python ints only: enumerated index by index
+        return int((j % 8) + ((i % 8) ^ ((j // 8) % 8)) * 8 + i * 64 + (j // 64) * 1024)
+    got = L.recognised_swizzle(L.Layout((16, 128), scalar_only), 16)
+    assert got is not None and got.swizzle_bytes == 128
+    # the reference's [row, column] form: block-major rows of 64 elements
+    two = L.Layout((16, 128), lambda i, j: [(j // 64) * 16 + i,
+                                            (j % 8) + ((i % 8) ^ ((j // 8) % 8)) * 8])
+    got = L.recognised_swizzle(two, 16)
+    assert got is not None and got.swizzle_bytes == 128
+
+
+def _swap_first_two(r, c, off):  # elements (0, 0) and (0, 1) trade places
+    return np.where((r == 0) & (c == 0), off + 1, np.where((r == 0) & (c == 1), off - 1, off))
+
+
+@pytest.mark.parametrize("layout,bits", [
+    (ptx_map((64, 512), 16, 128, _swap_first_two), 16),            # one pair of elements off
+    (ptx_map((16, 64), 16, 128, lambda r, c, o: o ^ ((r >= 8) * 8)), 16),  # rows 8.. differ
+    (L.Layout((64, 512), lambda i, j: (j % 8) + ((i % 8) ^ ((j // 8) % 8)) * 8 + i * 512
+              + (j // 64) * 64), 16),                               # blocks not block-major
+    (L.Layout((16, 64), lambda i, j: (j % 8) + (((i // 2) % 8) ^ ((j // 8) % 8)) * 8
+              + i * 64), 16),                                       # XOR phase of i // 2
+    (L.Layout((16, 64), lambda i, j: i * 64 + j), 16),              # row-major
+    (L.Layout((16, 64), lambda i, j: j * 16 + i), 16),              # transposed
+    (ptx_map((4, 64), 16, 128), 16),                                # 4 rows: not whole atoms
+    (ptx_map((16, 64), 16, 128), 32),                               # another element size
+])
+def test_almost_swizzles_are_not_recognised(layout, bits):
+    assert L.recognised_swizzle(layout, bits) is None
+
+
+def test_recognition_keeps_swizzled_layouts_and_skips_symbolic_shapes():
+    own = L.swizzled((16, 64), 16)
+    assert L.recognised_swizzle(own, 16) is own
+    n = ir.Var("n")
+    assert L.recognised_swizzle(L.Layout((n, 64), lambda i, j: i * 64 + j), 16) is None

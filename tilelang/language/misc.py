@@ -68,7 +68,11 @@ def annotate_compile_flags(flags):
 
 
 def annotate_layout(layout_map: dict):
-    """Fix the physical layout of shared buffers / fragments (results are unchanged)."""
+    """Fix the physical layout of shared buffers / fragments (results are unchanged).
+
+    A shared tile's layout given as an index map (`Layout(shape, fn)`) that stores every
+    element where one of the 32/64/128-byte TMA swizzles does is that swizzle: TMA copies
+    use the tensor map's swizzle and gemms read the tile as a swizzled operand."""
     if not isinstance(layout_map, dict):
         raise error(TypeError, "T.annotate_layout takes a dict {buffer: layout}")
     for buf, layout in layout_map.items():
@@ -88,6 +92,11 @@ def annotate_layout(layout_map: dict):
                                     "part plus a local part, each a mixed-radix sum of strides")
         if buf.scope in ("shared", "shared.dyn"):
             _check_injective(buf, layout)
+            # a hand-written map equal to a TMA swizzle is that swizzle: TMA copies and
+            # wgmma descriptors then use it as they use make_swizzled_layout's
+            from ..layout.swizzle import recognised_swizzle
+
+            layout = recognised_swizzle(layout, buf.dtype.bits) or layout
         _check_fits_block(buf, layout)
         _kernel_attrs().append(("layout", (buf, layout)))
 

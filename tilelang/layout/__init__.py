@@ -16,7 +16,8 @@ from .layout import (Layout, layout_equal, make_linear_layout,  # noqa: F401
 from .swizzle import (SWIZZLE_MODES, make_full_bank_swizzled_layout,  # noqa: F401
                       make_half_bank_swizzled_layout, make_mma_swizzle_layout,
                       make_quarter_bank_swizzled_layout, make_swizzled_layout,
-                      make_wgmma_swizzled_layout, swizzle_mode, swizzled)
+                      make_wgmma_swizzled_layout, recognised_swizzle, swizzle_mode,
+                      swizzled)
 from .swizzle_enum import SwizzleMode  # noqa: F401
 from .fragment import Fragment, Mode, ShufflePlan, Span, fragment_equal  # noqa: F401
 from .build import (elementwise_fragment, make_fully_replicated_layout_fragment,  # noqa: F401

@@ -23,16 +23,26 @@ Guarantees (tested in tests/layout/test_swizzle.py):
   bank-conflict-free).
 
 `mode=None` (the default) chooses the width automatically; pass 0 / "none" for row-major.
+
+`recognised_swizzle(layout, elem_bits)`: a hand-written `Layout` (an index map, e.g.
+`Layout((M, N), lambda i, j: ...)`) that stores every element where one of these swizzles does
+is that swizzle: it returns the equal `swizzled(...)` layout, which carries the facts TMA and
+wgmma descriptors need (`swizzle_bytes`, `column_block`). Decided by evaluating both maps at
+every index of the tile (never from the expression's text), for tiles of whole swizzle atoms
+(rows a multiple of 8, rows of a multiple of the width's bytes).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from .index import prod, static_int, xor
 from .layout import Layout, row_major
 
 __all__ = ["swizzled", "swizzle_mode", "make_swizzled_layout", "make_mma_swizzle_layout",
            "make_full_bank_swizzled_layout", "make_half_bank_swizzled_layout",
-           "make_quarter_bank_swizzled_layout", "make_wgmma_swizzled_layout", "SWIZZLE_MODES"]
+           "make_quarter_bank_swizzled_layout", "make_wgmma_swizzled_layout", "SWIZZLE_MODES",
+           "recognised_swizzle"]
 
 SWIZZLE_MODES = (None, 32, 64, 128)
 
@@ -130,6 +140,40 @@ def swizzled(shape, elem_bits: int, mode=None) -> Layout:
     return Layout(shape, fwd, name=f"swizzle{p}B", elem_bits=elem_bits, swizzle_bytes=p,
                   column_block=blk, row_major=False, physical_size=prod(shape),
                   describe=f"swizzle{p}B, elem_bits={elem_bits}")
+
+
+def recognised_swizzle(layout: Layout, elem_bits: int):
+    """The swizzled layout (`swizzled(layout.shape, elem_bits, P)`, P = 128, 64 or 32 bytes)
+    that maps every index of `layout`'s tile to the same offset as `layout`, or None.
+
+    Only tiles of whole swizzle atoms qualify: a static shape of at least two dims, rows
+    (`shape[-2]`) a multiple of 8 and rows of a multiple of P bytes; 16-byte chunks must hold
+    whole `elem_bits`-bit elements. A layout that already carries its swizzle is returned
+    as it is. The maps are compared by evaluating them, so a map that differs from the
+    swizzle at a single index is not recognised."""
+    if not isinstance(layout, Layout):
+        return None
+    if layout.swizzle_bytes:
+        return layout
+    elem_bits = int(elem_bits)
+    shape = tuple(static_int(s) for s in layout.shape)
+    if len(shape) < 2 or None in shape or elem_bits <= 0 or 128 % elem_bits:
+        return None
+    row_bytes = _row_bytes(shape, elem_bits)
+    if row_bytes is None or shape[-2] % 8:
+        return None
+    widths = [p for p in (128, 64, 32) if row_bytes % p == 0]
+    if not widths:
+        return None
+    try:
+        offsets = layout.offsets()
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None  # a map not defined at every index of the tile is no swizzle
+    for p in widths:
+        candidate = swizzled(shape, elem_bits, p)
+        if np.array_equal(offsets, candidate.offsets()):
+            return candidate
+    return None
 
 
 # ---- reference-compatible constructors ---------------------------------------------------------
