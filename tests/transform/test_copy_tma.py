@@ -11,6 +11,9 @@ import torch
 import tilelang
 import tilelang.language as T
 from tilelang.errors import KernelError
+from tilelang.layout import Layout
+
+from transform_helpers import run_passes
 
 SM90 = "cuda -arch=sm_90a"
 
@@ -182,3 +185,99 @@ def test_strided_tensor_store_leaves_padding_on_gpu():
     kernel(a, padded[:, :cols])
     torch.testing.assert_close(padded[:, :cols], a)
     assert torch.isnan(padded[:, cols:]).all()
+
+
+# ---- hand-written index maps equal to a TMA swizzle (layout/swizzle.py recognised_swizzle) --
+
+
+def hand_swizzle(rows, cols, esize, mode, almost=False):
+    """The map a user writes for the `mode`-byte TMA swizzle of a rows x cols tile: the tile
+    stored in P-byte column blocks (block-major), PTX's XOR on the byte address. `almost`
+    swaps elements (0, 0) and (0, 1): a permutation, but no swizzle."""
+    nblk = cols * esize // mode
+    mask = {32: 1, 64: 3, 128: 7}[mode]
+
+    def fwd(i, j):
+        byte = j * esize
+        dense = ((byte // mode) * rows + i) * mode + byte % mode
+        off = (dense ^ (((dense >> 7) & mask) << 4)) // esize
+        if almost:
+            off = off + (i == 0) * ((j == 0) * 1 - (j == 1) * 1)
+        return off
+    assert nblk >= 1
+    return fwd
+
+
+def _hand_swizzled_copy(M, N, bm, bn, dtype, mode, almost=False, store="tma"):
+    """Each block loads its bm x bn tile of A into a tile laid out by a hand-written swizzle
+    map, by TMA, and writes 2 * A back (through a second such tile stored by TMA)."""
+    esize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    fwd = hand_swizzle(bm, bn, esize, mode, almost)
+
+    @T.prim_func
+    def f(A: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), dtype)
+            R = T.alloc_shared((bm, bn), dtype)
+            T.annotate_layout({S: Layout((bm, bn), fwd), R: Layout((bm, bn), fwd)})
+            T.copy(A[by * bm, bx * bn], S, prefer_instruction="tma")
+            for i, j in T.Parallel(bm, bn):
+                R[i, j] = S[i, j] * 2
+            T.copy(R, C[by * bm, bx * bn], prefer_instruction=store)
+    return f
+
+
+def test_hand_written_128B_swizzle_is_a_loop_of_swizzled_tma_boxes():
+    func = _hand_swizzled_copy(64, 512, 64, 512, "float16", 128)
+    src = _src(func)
+    # one 64-column (128-byte) box per iteration, into 64 x 64 panels 4096 elements apart
+    assert re.search(r"for \(int (\w+) = 0; \1 < 8; \+\+\1\) \{\n\s*tl::tma_load\([^;]*"
+                     r"\(&S\[\1 \* 4096\]\), bx \* 512 \+ \1 \* 64, by \* 64\);", src), src
+    assert re.search(r"for \(int (\w+) = 0; \1 < 8; \+\+\1\) \{\n\s*tl::tma_store\([^;]*"
+                     r"\(&R\[\1 \* 4096\]\), bx \* 512 \+ \1 \* 64, by \* 64\);", src), src
+    _, ctx = run_passes(func, "lower_copies", SM90)
+    assert sorted((d.box, d.swizzle) for d in ctx.tma_descriptors) == [((64, 64), 128)] * 2
+    (S,) = [b for b in ctx.layouts if b.name == "S"]
+    assert ctx.layouts[S].swizzle_bytes == 128
+
+
+def test_hand_written_64B_swizzle_of_a_ragged_tensor():
+    # rows of 256 bytes laid out by the 64-byte swizzle (not the default 128): 4 boxes of 32
+    func = _hand_swizzled_copy(200, 200, 32, 128, "float16", 64)
+    src = _src(func)
+    assert re.search(r"for \(int (\w+) = 0; \1 < 4; \+\+\1\) \{\n\s*tl::tma_load\(", src), src
+    _, ctx = run_passes(func, "lower_copies", SM90)
+    assert {(d.box, d.swizzle) for d in ctx.tma_descriptors} == {((32, 32), 64)}
+
+
+def test_almost_a_swizzle_is_copied_by_the_threads():
+    src = _src(_hand_swizzled_copy(64, 128, 64, 128, "float16", 128, almost=True))
+    assert "tma_load" not in src and "CUtensorMap" not in src
+
+
+@pytest.mark.parametrize("args", [(64, 512, 64, 512, "float16", 128),
+                                  (200, 200, 32, 128, "float16", 64),
+                                  (72, 100, 16, 64, "float32", 32),
+                                  (64, 128, 64, 128, "float16", 128, True)])
+def test_hand_written_swizzle_interpreter_values(args):
+    M, N = args[:2]
+    a = torch.randn(M, N).to(getattr(torch, args[4]))
+    c = torch.full((M, N), float("nan"), dtype=a.dtype)
+    tilelang.compile(_hand_swizzled_copy(*args), target="cpu")(a, c)
+    torch.testing.assert_close(c, a * 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("args", [(64, 512, 64, 512, "float16", 128),
+                                  (200, 200, 32, 128, "float16", 64),
+                                  (72, 100, 16, 64, "float32", 32),
+                                  (136, 520, 64, 256, "bfloat16", 128, False, None),
+                                  (64, 128, 64, 128, "float16", 128, True)])
+def test_hand_written_swizzle_on_gpu(args):
+    M, N = args[:2]
+    kernel = tilelang.compile(_hand_swizzled_copy(*args), target="cuda")
+    a = torch.randn(M, N, device="cuda").to(getattr(torch, args[4]))
+    c = torch.full_like(a, float("nan"))
+    kernel(a, c)
+    torch.testing.assert_close(c, a * 2)

@@ -23,11 +23,15 @@ The transfer is one 1-D bulk copy (`tl::tma_load_1d` / `tl::tma_store_1d`, no te
 when both regions are contiguous runs of memory (the shared tile row-major), the global one is
 provably inside its tensor, both start 16-byte aligned and the bytes are a multiple of 16;
 otherwise tensor-map boxes as `T.tma_copy` cuts them (lower_tma_copy.py), which read 0 and
-write nothing outside the tensor, so ragged edges are exact. A tensor at an address computed
-in the kernel (`T.make_tensor` of a pointer) has no tensor map: only the 1-D copy applies.
+write nothing outside the tensor, so ragged edges are exact, issued by a loop over the boxes
+(one per dimension cut into several; a swizzled tile's boxes are one swizzle row wide, its
+column blocks one iteration each), as the reference issues them. A tensor at an address
+computed in the kernel (`T.make_tensor` of a pointer) has no tensor map: only the 1-D copy
+applies.
 A copy TMA cannot do is a located error when the user asked for TMA, except a shared tile
-laid out in a way TMA does not write (neither swizzled nor row-major: a hand-written
-`Layout`), which the threads copy as before; a default store TMA cannot do stays the threads'.
+laid out in a way TMA does not write (neither swizzled nor row-major: a hand-written `Layout`
+that is not one of the swizzles, see layout/swizzle.py recognised_swizzle), which the threads
+copy as before; a default store TMA cannot do stays the threads'.
 """
 
 from __future__ import annotations
@@ -146,9 +150,9 @@ def tma_load(s: ir.Copy, ctx, analyzer, barrier: ir.Buffer, parity) -> ir.Stmt:
         nbytes = plan.bytes
         desc = tma_descriptor(ctx, plan.G, plan.box, plan.swizzle)
         param = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
-        loads = [ir.Evaluate(ir.Call("call_extern", (
+        loads = [plan.box_loop(lambda coords, index: ir.Evaluate(ir.Call("call_extern", (
             "tl::tma_load", param, bar, ir.address_of(plan.S, index), *reversed(coords)),
-            ir.DType("void"), async_)) for coords, index in plan.boxes()]
+            ir.DType("void"), async_)))]
     issue = ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq((
         ir.extern_stmt("tl::mbarrier_arrive_expect_tx", bar, ir.const(nbytes)),
         *loads)), None, loc=s.loc)
@@ -171,8 +175,8 @@ def tma_store(s: ir.Copy, ctx, analyzer, required: bool):
     else:
         desc = tma_descriptor(ctx, plan.G, plan.box, plan.swizzle)
         param = ir.Call("address_of_param", (desc.param,), ir.DType("handle"))
-        issue = [ir.extern_stmt("tl::tma_store", param, ir.address_of(plan.S, index),
-                                *reversed(coords)) for coords, index in plan.boxes()]
+        issue = [plan.box_loop(lambda coords, index: ir.extern_stmt(
+            "tl::tma_store", param, ir.address_of(plan.S, index), *reversed(coords)))]
     issue += [ir.extern_stmt("tl::tma_store_arrive"), ir.extern_stmt("tl::tma_store_wait<0>")]
     return ir.Seq((ir.extern_stmt("tl::fence_proxy_async"), ir.extern_stmt("__syncthreads"),
                    ir.If(ir.compare("eq", ctx.tid, 0), ir.Seq(tuple(issue)), None,

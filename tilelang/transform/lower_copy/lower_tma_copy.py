@@ -106,10 +106,10 @@ class TmaBoxPlan:
         else:
             _err(s, f"{S.name}'s layout ({lay!r}) is neither swizzled nor row-major; TMA "
                     "writes only those")
-        counts = [e // b for e, b in zip(self.E, self.B)]
-        if math.prod(counts) > MAX_LOADS:
-            _err(s, f"the tile needs {math.prod(counts)} TMA boxes of {self.B} elements; at "
-                    f"most {MAX_LOADS} are issued per T.tma_copy")
+        self.counts = [e // b for e, b in zip(self.E, self.B)]  # boxes along each dim
+        if math.prod(self.counts) > MAX_LOADS:
+            _err(s, f"the tile needs {math.prod(self.counts)} TMA boxes of {self.B} elements; "
+                    f"at most {MAX_LOADS} are issued per T.tma_copy")
         self.box = [1] * len(G.shape)
         for d, b in zip(self.g_dims, self.B):
             self.box[d] = b
@@ -164,7 +164,7 @@ class TmaBoxPlan:
 
     def boxes(self):
         """(global coordinates, shared index) of every box."""
-        counts = [e // b for e, b in zip(self.E, self.B)]
+        counts = self.counts
         g_starts = [ir.as_expr(x) for x in self.g_region.starts]
         s_starts = [ir.as_expr(x) for x in self.s_region.starts]
         for flat in range(math.prod(counts)):
@@ -178,6 +178,27 @@ class TmaBoxPlan:
                     coords[gd] = ir.binary("add", coords[gd], o)
                     index[sd] = ir.binary("add", index[sd], o)
             yield coords, index
+
+    def box_loop(self, issue):
+        """The boxes as a loop nest: `issue(coords, index)` (global coordinates, shared index,
+        expressions of the loop variables) gives the statement of one box, inside one serial
+        loop per dimension cut into more than one box (outermost first)."""
+        coords = [ir.as_expr(x) for x in self.g_region.starts]
+        index = [ir.as_expr(x) for x in self.s_region.starts]
+        loops = []
+        for t, n in enumerate(self.counts):
+            if n == 1:
+                continue
+            v = ir.Var("box")
+            step = ir.binary("mul", v, self.B[t])
+            gd, sd = self.g_dims[t], self.s_dims[t]
+            coords[gd] = ir.binary("add", coords[gd], step)
+            index[sd] = ir.binary("add", index[sd], step)
+            loops.append((v, n))
+        body = issue(coords, index)
+        for v, n in reversed(loops):
+            body = ir.For(v, ir.const(0), ir.const(n), "serial", body, loc=self.s.loc)
+        return body
 
 
 def tma_descriptor(ctx, G, box, swizzle):
