@@ -8,11 +8,12 @@ from ...ir import nodes as ir
 from ...ir.visitor import collect
 
 
-def parallel_nest(loop: ir.For):
-    """(loops, body) of a perfect chain of unannotated parallel loops starting at 0."""
+def parallel_nest(loop: ir.For, annotated: bool = False):
+    """(loops, body) of a perfect chain of parallel loops starting at 0, unannotated unless
+    `annotated` (layout inference's loop layouts)."""
     loops, s = [], loop
     while isinstance(s, ir.For) and s.kind == "parallel":
-        if s.annotations or s.step != 1 or ir.int_value(s.start) != 0:
+        if (s.annotations and not annotated) or s.step != 1 or ir.int_value(s.start) != 0:
             return None
         loops.append(s)
         s = s.body
