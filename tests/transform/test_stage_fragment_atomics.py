@@ -11,7 +11,7 @@ import pytest
 
 import tilelang
 
-from tma_reduce_kernels import fragment_split_k
+from tma_reduce_kernels import fragment_add_in_thread_branch, fragment_split_k
 from transform_helpers import SM80, SM90, requires_compiler
 
 EXPERIMENT = "tma_reduce_fragment_atomics"
@@ -50,6 +50,11 @@ def test_before_sm90_the_adds_stay_element_wise(experiment):
 def test_a_transposed_add_stays_element_wise(experiment):
     src = tilelang.lower(fragment_split_k(200, 64, 512, transposed=True), target=SM90)
     assert "tma_store_add" not in src and "C_staged" not in src
+
+
+def test_an_add_under_a_thread_branch_stays_element_wise(experiment):
+    src = tilelang.lower(fragment_add_in_thread_branch(), target=SM90)
+    assert "tma_store_add" not in src and "F_staged" not in src
 
 
 @requires_compiler

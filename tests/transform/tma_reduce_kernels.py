@@ -150,3 +150,19 @@ def fragment_split_k(M, N, K, bm=64, bk=64, splits=2, tile_form=False, transpose
                     T.atomic_add(G[by * bm + i, j], C[i, j])
 
     return main
+
+
+def fragment_add_in_thread_branch(M=64, N=64):
+    """The fragment adds under a branch on the thread index: no barrier may go there."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), G: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            F = T.alloc_fragment((M, N), "float32")
+            T.copy(X[0, 0], F)
+            if tx < 256:
+                for i, j in T.Parallel(M, N):
+                    T.atomic_add(G[i, j], F[i, j])
+
+    return main

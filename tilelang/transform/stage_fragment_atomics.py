@@ -22,7 +22,8 @@ the nest's variables in order, and G a static, contiguous float global tensor (a
 TMA unit adds) whose innermost index is `c0 + j` and one other index `r0 + i`, every other
 index free of the loop, becomes the two statements above. The sums are the same (each
 element added once, atomically per element; relaxed order as written). Anything else, and
-every program without the experiment, is left as written.
+every program without the experiment, is left as written; so are adds under a branch on the
+thread index (the staged add has a barrier every thread reaches).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..arith import Analyzer
 from ..env import env
 from ..ir import nodes as ir
 from ..ir.dtype import TMA_ADD_DTYPES
-from ..ir.visitor import Mutator
+from ..ir.visitor import Mutator, collect
 from .analysis.parallel_nest import match_indices, parallel_nest
 from .analysis.scopes import SHARED
 from .analysis.shared_memory import smem_limit
@@ -52,6 +53,7 @@ def _atomic_add_call(body):
 class _Stage(Mutator):
     def __init__(self, kernel, ctx):
         self.ctx = ctx
+        self.thread_vars = {id(v) for v in kernel.thread_vars}
         self.analyzer = Analyzer()
         self.new_allocs = []
         # the tiles as declared (before the planner overlaps some and the pipeliner doubles
@@ -60,6 +62,13 @@ class _Stage(Mutator):
         self.shared_bytes = sum(b.dtype.bytes * _size(b) for b in kernel.allocs
                                 if b.scope in SHARED)
         self.budget = smem_limit(ctx.target.sm) - 1024
+
+    def visit_If(self, s):
+        # the staged add has a barrier every thread of the block must reach
+        if any(id(v) in self.thread_vars
+               for v in collect(s.cond, lambda n: isinstance(n, ir.Var))):
+            return s
+        return self.generic(s)
 
     def visit_AtomicTile(self, s):
         # T.atomic_add(G[region], F): the tile form of the same adds
