@@ -15,7 +15,7 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
 from tma_reduce_kernels import (add_each_step, add_then_read, all_into_one,  # noqa: E402
-                                cluster_split_k, scaled_add)
+                                cluster_split_k, fragment_split_k, scaled_add)
 
 from .hopper import need_sm90  # noqa: E402
 
@@ -142,3 +142,26 @@ def test_cluster_sum_split_k(split, axis, use_tma, M, N, K):
         ref = a.double() @ b.double()
         assert not torch.isnan(c).any(), run
         assert ((c.double() - ref).abs().max() / ref.abs().max()).item() < 2e-3, run
+
+
+@pytest.mark.parametrize("M,splits", [(200, 2), (64, 4), (1000, 3)])
+@pytest.mark.parametrize("tile_form", [False, True])
+def test_staged_fragment_adds_match_torch(monkeypatch, M, splits, tile_form):
+    """TL_EXPERIMENT=tma_reduce_fragment_atomics (transform/stage_fragment_atomics.py): the
+    gemm's partial products staged in shared memory and added by the TMA unit, several blocks
+    racing into each tile, ragged last tile."""
+    need_sm90()
+    monkeypatch.setenv("TL_EXPERIMENT", "tma_reduce_fragment_atomics")
+    torch.manual_seed(M + splits)
+    N, K = 64, 128 * splits * 2
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    g0 = torch.randn(M, N, device="cuda")
+    kern = tilelang.compile(fragment_split_k(M, N, K, splits=splits, tile_form=tile_form),
+                            target="cuda")
+    assert "tma_store_add" in kern.get_kernel_source()
+    g = g0.clone()
+    kern(a, b, g)
+    torch.cuda.synchronize()
+    ref = g0.double() + a.double() @ b.double()
+    torch.testing.assert_close(g.double(), ref, rtol=1e-3, atol=1e-2)

@@ -118,3 +118,51 @@ def cluster_split_k(M, N, K, split, cluster_axis="z", bm=64, bn=64, bk=32, dtype
             T.store_cluster_sum(C[by * bm, bx * bn], C_s, use_tma=use_tma)
 
     return main
+
+
+def fragment_split_k(M, N, K, bm=64, bk=64, splits=2, tile_form=False, transposed=False):
+    """G[M, N] += A[M, K] @ B[K, N], K split over `splits` blocks per row tile, each adding its
+    partial product from the gemm's accumulator fragment into G element-wise (`tile_form`:
+    `T.atomic_add(G[region], C)` instead of a T.Parallel nest; `transposed`: G is (N, M) and
+    gets the product transposed, which the TMA unit cannot add as one tile)."""
+    gshape = (N, M) if transposed else (M, N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             G: T.Tensor(gshape, "float32")):
+        with T.Kernel(splits, T.ceildiv(M, bm), threads=128) as (bs, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bk, N), "float16")
+            C = T.alloc_fragment((bm, N), "float32")
+            T.clear(C)
+            per = T.ceildiv(K, bk * splits)
+            for k in T.Pipelined(per, num_stages=2):
+                T.copy(A[by * bm, (bs * per + k) * bk], A_s)
+                T.copy(B[(bs * per + k) * bk, 0], B_s)
+                T.gemm(A_s, B_s, C)
+            if transposed:
+                for i, j in T.Parallel(bm, N):
+                    T.atomic_add(G[j, by * bm + i], C[i, j])
+            elif tile_form:
+                T.atomic_add(G[by * bm:(by + 1) * bm, 0:N], C)
+            else:
+                for i, j in T.Parallel(bm, N):
+                    T.atomic_add(G[by * bm + i, j], C[i, j])
+
+    return main
+
+
+def fragment_add_in_thread_branch(M=64, N=64):
+    """The fragment adds under a branch on the thread index: no barrier may go there."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), G: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tx = T.get_thread_binding()
+            F = T.alloc_fragment((M, N), "float32")
+            T.copy(X[0, 0], F)
+            if tx < 256:
+                for i, j in T.Parallel(M, N):
+                    T.atomic_add(G[i, j], F[i, j])
+
+    return main

@@ -35,6 +35,7 @@ from ..transform.rasterize import rasterize_large_gemms
 from ..transform.reducer_fragments import lower_reducers
 from ..transform.simplify_stmt import simplify_kernel
 from ..transform.stage_epilogue import stage_epilogues
+from ..transform.stage_fragment_atomics import stage_fragment_atomics
 from ..transform.tma_reduce import lower_tma_atomics
 from ..transform.unroll_fragment_offsets import unroll_fragment_offsets
 from ..transform.unswitch_masks import unswitch_masks
@@ -58,6 +59,7 @@ PASSES = [
     ("inline_pure_lets", _on_body(inline_pure_lets)),          # whole index expressions
     ("reducer_fragments", lower_reducers),                     # reducers: register partials
     ("parallel_copies", _on_body(recognise_parallel_copies)),  # global->shared loops -> copy
+    ("stage_fragment_atomics", stage_fragment_atomics),        # experiment: fragment adds by TMA
     ("warp_roles", assign_warp_roles),                         # tile ops on a role's threads
     ("rasterize", rasterize_large_gemms),                      # panelled launch of big GEMMs
     ("pack_sub_byte", pack_sub_byte),                          # int4 buffers -> their bytes

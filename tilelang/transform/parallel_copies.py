@@ -19,46 +19,9 @@ from __future__ import annotations
 
 from ..arith import Analyzer
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect
+from ..ir.visitor import Mutator
+from .analysis.parallel_nest import match_indices, parallel_nest
 from .analysis.scopes import SHARED
-
-
-def _parallel_nest(loop: ir.For):
-    """(loops, body) of a perfect chain of unannotated parallel loops starting at 0."""
-    loops, s = [], loop
-    while isinstance(s, ir.For) and s.kind == "parallel":
-        if s.annotations or s.step != 1 or ir.int_value(s.start) != 0:
-            return None
-        loops.append(s)
-        s = s.body
-    return loops, s
-
-
-def _match_indices(analyzer, indices, loop_vars):
-    """Per index: (loop var or None, start). None if an index is not `start + var` or a loop
-    variable appears twice."""
-    out, used = [], set()
-    for idx in indices:
-        found = None
-        for v in loop_vars:
-            lin = analyzer.detect_linear(idx, v)
-            if lin is None:
-                return None
-            coef, rest = lin
-            if isinstance(coef, int) and coef == 0:
-                continue
-            if found is not None or not (isinstance(coef, int) and coef == 1) or id(v) in used:
-                return None
-            found = (v, rest)
-        if found is None:
-            if any(any(v is lv for lv in loop_vars)
-                   for v in collect(idx, lambda n: isinstance(n, ir.Var))):
-                return None
-            found = (None, idx)
-        if found[0] is not None:
-            used.add(id(found[0]))
-        out.append(found)
-    return out if len(used) == len(loop_vars) else None
 
 
 class _Recognise(Mutator):
@@ -74,7 +37,7 @@ class _Recognise(Mutator):
         return self.generic(s)
 
     def _as_copy(self, loop):
-        nest = _parallel_nest(loop)
+        nest = parallel_nest(loop)
         if nest is None:
             return None
         loops, body = nest
@@ -91,8 +54,8 @@ class _Recognise(Mutator):
         if None in extent.values():
             return None
         loop_vars = [lp.var for lp in loops]
-        dst = _match_indices(self.analyzer, body.indices, loop_vars)
-        src = _match_indices(self.analyzer, value.indices, loop_vars)
+        dst = match_indices(self.analyzer, body.indices, loop_vars)
+        src = match_indices(self.analyzer, value.indices, loop_vars)
         if dst is None or src is None:
             return None
         order_dst = [id(v) for v, _ in dst if v is not None]

@@ -83,6 +83,8 @@ from .computed_operands import computed_operands, publish_then_issue, swap_buffe
 from ..pass_config import PassConfigKey
 from ..analysis.shared_memory import arena_bytes, smem_limit
 from ..analysis.buffer_use import touched_buffers
+from ..analysis.consumed_loads import loads_consumed_by_wgmma
+from ...env import env
 from ...arith import Analyzer
 from ..analysis.affine import constant_upper_bound
 from ..analysis.scoped import bind_kernel_vars
@@ -451,6 +453,9 @@ class WarpSpecializer:
         regs = self._register_split()
         if regs is not None:
             producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
+        total = self.T + PRODUCER_THREADS
+        ctx.consumer_registers = regs[1] if regs is not None else \
+            min(255, 65536 // total) // 8 * 8
         return producer, regs
 
     def _build(self, items, li, loop, S, plans, body_items, slots=None):
@@ -535,7 +540,7 @@ class WarpSpecializer:
                         for w in [waits[b] for b in mapping if first_reads[b] == i] + [it]]
             else:
                 body = [_call("tl::mbarrier_wait", _addr(full, (stage,)), phase)] + body
-            body = self._fence_after_reads(body, set(mapping))
+            body = self._fence_after_reads(body, set(mapping), release)
             consumer_body = Rebuffer(mapping, stage).visit(rebuild(body))
             consumer_body = rebuild(outer_lets + [self._guarded(consumer_body, False)])
             consumer_loop = ir.For(k, start, n, "serial", consumer_body, 1, (), loc=loop.loc)
@@ -824,17 +829,29 @@ class WarpSpecializer:
             out.update(b for b in buffers if _mentions(rest, b))
         return out
 
-    def _fence_after_reads(self, items, buffers) -> list:
+    def _fence_after_reads(self, items, buffers, release=None) -> list:
         """`items` with a proxy fence after the last one that reads a stage with ordinary
         loads (ld.shared, ldmatrix: not only through wgmma). The TMA load that next fills the
         stage is an async-proxy write, which the consumers' arrival does not order after
         generic-proxy reads (without the fence a persistent GEMM whose A went through
         registers read tiles already overwritten). Right after the reads the fence costs
-        little; at the hand-back it measured 2% on the MHA backward kernel."""
+        little; at the hand-back it measured 2% on the MHA backward kernel.
+        Experiment `no_consumed_release_fence`: none where every such read is consumed by a
+        wgmma issued before the arrival `release` (analysis/consumed_loads.py: the loads are
+        then complete when the stage goes back)."""
         last = max((i for i, it in enumerate(items)
                     if self._read_generically([it], buffers)), default=None)
         if last is None:
             return items
+        if release is not None and "no_consumed_release_fence" in env.experiments \
+                and any(it is release for it in items):
+            end = next(i for i, it in enumerate(items) if it is release)
+            if last < end and loads_consumed_by_wgmma(
+                    items, end, lambda it: bool(self._read_generically([it], buffers)),
+                    self.ctx.is_wgmma):
+                self.ctx.note("warp_specialize: no proxy fence before the stage hand-back "
+                              "(every ordinary load of the stage feeds a wgmma issued first)")
+                return items
         return items[:last + 1] + [_call("tl::fence_proxy_async")] + items[last + 1:]
 
     def _second_copies_fit(self, computed) -> bool:
