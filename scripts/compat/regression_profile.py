@@ -6,6 +6,7 @@ Run it for the project and for the reference on one GPU, then compare side by si
 
     python scripts/compat/regression_profile.py REGRESSION_PERF_PY EXAMPLES OUT_DIR LABEL [substr ...]
 
+REGRESSION_FNS=a,b (environment) keeps only the functions whose names contain one of them.
 Writes OUT_DIR/profile_LABEL.jsonl and OUT_DIR/src_LABEL/<function>__<n>.cu.
 """
 import importlib.util
@@ -97,7 +98,10 @@ def worker(perf_py, path, out_dir, label):
     except BaseException as e:  # noqa: BLE001
         print(json.dumps({"file": rel, "fn": "<import>", "ok": False, "error": rp._err(e)[:300]}))
         return
+    wanted = [w for w in os.environ.get("REGRESSION_FNS", "").split(",") if w]
     for name in sorted(n for n in dir(mod) if n.startswith("regression_")):
+        if wanted and not any(w in name for w in wanted):
+            continue
         calls.clear()
         records.clear()
         built.clear()
