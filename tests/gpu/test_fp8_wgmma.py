@@ -12,7 +12,7 @@ import torch
 import tilelang
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
-from fp8_kernels import fp8_gemm  # noqa: E402  (shared with the CPU codegen tests)
+from fp8_kernels import fp8_gemm, fp8_gemm_two_level  # noqa: E402  (shared with the CPU codegen tests)
 
 sys.path.pop(0)
 
@@ -72,3 +72,28 @@ def test_fp8_two_warpgroups_wide_n():
 def test_fp8_a_from_registers(threads, block_N):
     _run(264, 392, 336, 4, "wgmma_gemm_rs", a_in_registers=True, threads=threads,
          block_N=block_N, b_dtype=E5)
+
+
+@pytest.mark.parametrize("M,N,K,interval,dtype", [
+    (200, 136, 8 * 64 + 48, 2, E4),   # ragged M, N and K; an odd step count leaves a partial
+    (512, 384, 16 * 64, 2, E5),       # whole tiles; the last step promotes inside the loop
+    (136, 264, 7 * 64, 3, E4),
+])
+def test_fp8_two_level_accumulation(M, N, K, interval, dtype):
+    """The warp-specialised fp8 GEMM with a second fp32 accumulator the partial wgmma sums
+    are added into every `interval` k-steps (one consumer warpgroup: its role branches on
+    lane 0's thread index, its loop on the uniform datapath)."""
+    _need_sm90()
+    kernel = tilelang.compile(fp8_gemm_two_level(M, N, K, interval=interval, dtype=dtype),
+                              target="cuda")
+    assert "thread_group: ('consumer'" in kernel.get_kernel_source()
+    gen = torch.Generator(device="cuda").manual_seed(M + N + K)
+    a, b = _fp8((M, K), dtype, gen), _fp8((N, K), dtype, gen)
+    c = torch.full((M, N), float("nan"), device="cuda")
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.double() @ b.double().t()
+    assert not torch.isnan(c).any(), "output not fully written"
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 2e-3, f"relative error {err:.2e}"
+    torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=4e-3 * ref.abs().max().item())
