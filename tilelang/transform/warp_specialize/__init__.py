@@ -19,7 +19,8 @@ unchanged) run everything else:
 
     if tid == 0: init full[s] (1 arrival + tx bytes), empty[s] (T arrivals); fence
     __syncthreads()
-    if tid >= T:  producer (setmaxnreg.dec):  for k: wait empty[k%S] parity ((k/S)&1)^1;
+    if lane0(tid) >= T:                       (lane 0's tid: the split is warp-uniform to ptxas)
+                  producer (setmaxnreg.dec):  for k: wait empty[k%S] parity ((k/S)&1)^1;
                                                      expect_tx(full[k%S], bytes); TMA -> stage
     else:         consumers (setmaxnreg.inc): <code before the loop>
                                               for k: wait full[k%S] parity (k/S)&1;
