@@ -9,7 +9,9 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
     for vi: ... a_vec[vi] ...  c_vec[vi] = ...      # the tensor (the bounds pass guards those)
     copy_vec(&C[base], c_vec)
 
-Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
+A lane loop that only fills a register array from memory (`a_local[k + vi] = A[.. + vi]`, a
+vector-aligned constant element k of an array aligned to the access) is the vector access
+straight into the array, without the staging array. Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
 loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
 the same lane loop and gets the same treatment (`vectorize_explicit_loop`); one longer than a
