@@ -33,6 +33,8 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
         p.analyzer.bind(v, 0, g)
     for v, t in zip(k.thread_vars, k.threads):
         p.analyzer.bind(v, 0, t)
+    if len(k.threads) == 1:
+        p.block_thread = k.thread_vars[0]
     # A kernel that waits for the previous one of its stream (T.pdl_sync) reads what that one
     # wrote while it ran: __restrict__ would let its loads go through the read-only cache
     # (ld.global.nc) or move above the wait.

@@ -19,8 +19,7 @@ unchanged) run everything else:
 
     if tid == 0: init full[s] (1 arrival + tx bytes), empty[s] (T arrivals); fence
     __syncthreads()
-    if lane0(tid) >= T:                       (lane 0's tid: the split is warp-uniform to ptxas)
-                  producer (setmaxnreg.dec):  for k: wait empty[k%S] parity ((k/S)&1)^1;
+    if tid >= T:  producer (setmaxnreg.dec):  for k: wait empty[k%S] parity ((k/S)&1)^1;
                                                      expect_tx(full[k%S], bytes); TMA -> stage
     else:         consumers (setmaxnreg.inc): <code before the loop>
                                               for k: wait full[k%S] parity (k/S)&1;
@@ -876,7 +875,7 @@ class WarpSpecializer:
             _call("tl::fence_mbarrier_init"),
             _call("tl::fence_proxy_async"),
         )), None)
-        split = ir.If(ir.compare("ge", _warp_uniform(tid), T),
+        split = ir.If(ir.compare("ge", tid, T),
                       ir.Attr("thread_group", ("producer", PRODUCER_THREADS), producer),
                       ir.Attr("thread_group", ("consumer", T), consumer))
         if self.cluster > 1:
@@ -1084,17 +1083,6 @@ def _driver_sm_count() -> int:
     return driver.device_attribute(driver.DEV_MULTIPROCESSOR_COUNT, 0)
 
 
-
-def _warp_uniform(tid: ir.Expr) -> ir.Expr:
-    """`tid` as its warp's lane 0 holds it (`__shfl_sync(~0, tid, 0)`), for the role split:
-    T is whole warpgroups, so the branch is the same for every lane either way, but only
-    a condition the CUDA compiler knows to be warp-uniform lets it keep each role's loop
-    counters, stage indices and shared-memory addresses (mbarriers, wgmma descriptors) in
-    uniform registers. On `tid >= T` it computed them per thread instead, and spilled:
-    the 2xAcc fp8 GEMM (128x128x64, one consumer warpgroup) reloaded the stage address
-    from local memory before every mbarrier wait and wgmma (ptxas, sm_90a). Every thread of
-    the block reaches the split (after __syncthreads), so the full-warp shuffle is safe."""
-    return ir.Call("shfl_sync", (tid, ir.const(0), ir.const(32)), tid.dtype)
 
 def _merge_guards(parts):
     """Adjacent `if c: ...` with the same condition become one branch (prologue passes)."""
