@@ -313,3 +313,36 @@ def test_fp8_wrappers_cover_every_n_and_mix():
                         body = text[text.index(name):].split("\n}\n", 1)[0]
                         assert body.count('(d[') == n // per, name
                         assert f"m64n{n}k32.{acc}.{a}.{b} " in body, name
+
+
+def _two_level_kernel():
+    from fp8_kernels import fp8_gemm_two_level
+
+    # one consumer warpgroup, 16 blocks: the warp-specialised TMA pipeline
+    return compile_sm90(fp8_gemm_two_level(512, 512, 1024))
+
+
+@requires_nvrtc
+def test_two_level_accumulation_roles_branch_on_a_warp_uniform_index():
+    k = _two_level_kernel()
+    src = k.get_kernel_source()
+    assert "thread_group: ('consumer'" in src
+    # lane 0's thread index: ptxas then knows each role's code runs warp-converged
+    assert re.search(r"if \(__shfl_sync\(0xffffffffu, tx, 0, 32\) > 127\) \{", src), src
+
+
+@requires_nvrtc
+@requires_cuobjdump
+def test_two_level_accumulation_keeps_the_main_loop_on_the_uniform_datapath():
+    """Stage addresses, mbarriers and wgmma descriptors of the consumer's loop come from the
+    uniform datapath: no vector-to-uniform moves (R2UR) among the loop's QGMMAs, and the
+    mbarrier wait before them addresses its barrier through a uniform register (before: the
+    stage address was a per-thread value, spilled and reloaded from local memory right before
+    every wait, and the descriptors were built per thread and moved over with R2UR)."""
+    sass, _ = sass_of(_two_level_kernel())
+    lines = [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", ln)]
+    qgmma = [i for i, ln in enumerate(lines) if "QGMMA" in ln]
+    assert len(qgmma) == 4, len(qgmma)  # 2 slabs of 64 rows x 2 k32 steps, one loop body
+    assert not any("R2UR" in ln for ln in lines[qgmma[0]:qgmma[-1]])
+    wait = max(i for i, ln in enumerate(lines[:qgmma[0]]) if "SYNCS.PHASECHK" in ln)
+    assert re.search(r"SYNCS\.PHASECHK\S* P\d+, \[UR\d+", lines[wait]), lines[wait]

@@ -185,3 +185,16 @@ def test_emitter_rejects_what_it_cannot_do():
                 A_f = T.alloc_fragment((16, 16), "float16")
                 e.ldmatrix_a(A_f, A_s, 0)
     assert "test_mma_emitter.py" in str(info.value)
+
+
+@requires_compiler
+def test_emitter_gemm_sm90a_has_no_proxy_fence_and_no_barriers_in_stmatrix():
+    # ldmatrix reads the cp.async stages through the generic proxy: no fence.proxy.async
+    # (a MEMBAR.ALL.CTA each iteration); each thread's stmatrix stores need no barrier
+    # between its (i, j) tiles, only one before the block reads C_s back
+    func = emitter_gemm(128, 128, 64, "float16", "float32", False, True, (2, 2), (32, 32), 32)
+    src = tilelang.compile(func, out_idx=[2], target="cuda -arch=sm_90a").get_kernel_source()
+    assert "fence_proxy_async" not in src
+    epilogue = src[src.index("tl::cp_async_wait<0>();"):]
+    stores = epilogue[:epilogue.index("copy_vec")]
+    assert stores.count("__syncthreads()") == 2, stores  # after the last wait; before reading

@@ -12,7 +12,7 @@ import torch
 import tilelang
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "codegen"))
-from fp8_kernels import fp8_gemm  # noqa: E402  (shared with the CPU codegen tests)
+from fp8_kernels import fp8_gemm, fp8_gemm_two_level  # noqa: E402  (shared with the CPU codegen tests)
 
 sys.path.pop(0)
 
@@ -36,8 +36,12 @@ def _run(M, N, K, seed, wgmma_name, **kw):
     func = fp8_gemm(M, N, K, **kw)
     kernel = tilelang.compile(func, target="cuda")
     assert wgmma_name in kernel.get_kernel_source()
+    _check_against_torch(kernel, M, N, K, kw.get("a_dtype", E4), kw.get("b_dtype", E4), seed)
+
+
+def _check_against_torch(kernel, M, N, K, a_dtype, b_dtype, seed):
+    """Run `kernel` (A M x K, B N x K, C = A @ B^T in fp32) on fresh inputs, C poisoned."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    a_dtype, b_dtype = kw.get("a_dtype", E4), kw.get("b_dtype", E4)
     a = _fp8((M, K), a_dtype, gen)
     b = _fp8((N, K), b_dtype, gen)
     c = torch.full((M, N), float("nan"), device="cuda")
@@ -72,3 +76,19 @@ def test_fp8_two_warpgroups_wide_n():
 def test_fp8_a_from_registers(threads, block_N):
     _run(264, 392, 336, 4, "wgmma_gemm_rs", a_in_registers=True, threads=threads,
          block_N=block_N, b_dtype=E5)
+
+
+@pytest.mark.parametrize("M,N,K,interval,dtype", [
+    (200, 136, 8 * 64 + 48, 2, E4),   # ragged M, N and K; an odd step count leaves a partial
+    (512, 384, 16 * 64, 2, E5),       # whole tiles; the last step promotes inside the loop
+    (136, 264, 7 * 64, 3, E4),
+])
+def test_fp8_two_level_accumulation(M, N, K, interval, dtype):
+    """The warp-specialised fp8 GEMM with a second fp32 accumulator the partial wgmma sums
+    are added into every `interval` k-steps (one consumer warpgroup: its role branches on
+    lane 0's thread index, its loop on the uniform datapath)."""
+    _need_sm90()
+    kernel = tilelang.compile(fp8_gemm_two_level(M, N, K, interval=interval, dtype=dtype),
+                              target="cuda")
+    assert "thread_group: ('consumer'" in kernel.get_kernel_source()
+    _check_against_torch(kernel, M, N, K, dtype, dtype, M + N + K)

@@ -558,3 +558,66 @@ def test_a_fence_a_later_fence_covers_before_any_wgmma_goes():
     assert len(fences) == 1, names
     assert names[fences[0] + 1] == "__syncthreads" and fences[0] + 2 == gemm, names
     assert names.count("__syncthreads") == 3, names
+
+
+# ---- kernels in which nothing touches shared memory through the async proxy ----------------
+
+def _pipelined_plain_reads(K=128, BK=32):
+    """A cp.async pipeline whose stages only ordinary loads read (as ldmatrix does):
+    C[i] = sum_k A[i, k] * 2 over BK-wide tiles."""
+    @T.prim_func
+    def f(A: T.Tensor((128, K), "float32"), C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            As = T.alloc_shared((128, BK), "float32")
+            acc = T.alloc_fragment((128,), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(K // BK, num_stages=2):
+                T.copy(A[0, ko * BK], As)
+                for i in T.Parallel(128):
+                    for kk in T.serial(BK):
+                        acc[i] += As[i, kk] * 2.0
+            T.copy(acc, C)
+    return f
+
+
+def test_no_proxy_fence_where_nothing_reads_through_the_async_proxy():
+    # Hopper: the pipeliner fences after its cp.async wait for a wgmma that may read the
+    # stage; with only ordinary loads reading it that MEMBAR + proxy fence orders nothing
+    k, ctx = _check(_pipelined_plain_reads(), SM90,
+                    {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True})
+    assert not ctx.uses_wgmma
+    assert "tl::cp_async_wait<1>" in externs(k)
+    assert "tl::fence_proxy_async" not in externs(k), show(k)
+
+
+def test_the_proxy_fence_stays_for_wgmma_readers():
+    k, ctx = _check(pipelined_gemm(4 * 32, 2), SM90,
+                    {PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True})
+    assert ctx.uses_wgmma
+    assert "tl::fence_proxy_async" in externs(k), show(k)
+
+
+def _nested_tile_stores():
+    """Each thread stores its values of an (i, j) grid of 8 x 8 tiles into shared memory in
+    nested serial loops (the mma emitter's stmatrix), then the block reads them transposed."""
+    @T.prim_func
+    def f(A: T.Tensor((128,), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=64) as _:
+            S = T.alloc_shared((64, 64), "float32")
+            tx = T.get_thread_binding()
+            for i in T.serial(8):
+                for j in T.serial(8):
+                    for v in T.serial(8):
+                        S[i * 8 + v, tx] = A[(i * 8 + j + v + tx) % 128]
+            for r, c in T.Parallel(64, 64):
+                B[r, c] = S[c, r]
+    return f
+
+
+def test_nested_store_loops_get_no_barrier_per_iteration():
+    # a nested loop is one statement of its loop's body: its writes after the same writes of
+    # the previous iteration are no hazard (before: a barrier in each of the 8 + 64 bodies)
+    k, _ = _check(_nested_tile_stores())
+    loops = nodes(k, ir.For, lambda s: s.var.name in ("i", "j", "v"))
+    assert loops and all(not nodes(s.body, ir.Evaluate, _is_barrier) for s in loops), show(k)
+    assert _barriers(k) == 1, show(k)  # the one before the transposed read

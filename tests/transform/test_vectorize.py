@@ -282,15 +282,81 @@ def _lanes(K, chunk=8, off=0, dtype="float16"):
 
 def test_a_vectorized_loop_moves_its_lanes_in_one_access():
     src = tilelang.lower(_lanes(256), target=SM90)
-    assert re.search(r"tl::copy_vec<16>\(\(&A_vec\[0\]\), \(&A\[", src), src
+    # straight into the register array: no staging array, no element loop
+    assert re.search(r"tl::copy_vec<16>\(\(&a\[0\]\), \(&A\[", src), src
+    assert "A_vec" not in src
     assert re.search(r"tl::copy_vec<16>\(\(&B\[", src), src
     # misaligned by one element: no provable 16-byte access, the lanes stay scalar
     src = tilelang.lower(_lanes(256, off=1), target=SM90)
-    assert "copy_vec<16>((&A_vec" not in src
+    assert "copy_vec<16>((&a" not in src and "copy_vec<16>((&A_vec" not in src
     # the pass config that turns vectorisation off keeps the scalar loop
     k = tilelang.compile(_lanes(256), target=SM90,
                          pass_configs={PassConfigKey.TIR_DISABLE_VECTORIZE: True})
     assert "copy_vec" not in k.get_kernel_source()
+
+
+def _lanes_into(K, reg, at, chunk=8, rows=4, dtype="float16"):
+    """Chunk `chunk` of row `by` loaded into elements at..at+chunk-1 of a register array of
+    `reg` elements (zeros elsewhere), then every element of the array, doubled, summed into
+    B (rows past `rows` of A's 4 are out of bounds: A has `rows` rows)."""
+
+    @T.prim_func
+    def f(A: T.Tensor((rows, K), dtype), B: T.Tensor((4, K // chunk), dtype)):
+        with T.Kernel(1, 4, threads=K // chunk) as (bx, by):
+            tx = T.get_thread_binding()
+            a = T.alloc_local((reg,), dtype)
+            for v in T.serial(reg):
+                a[v] = T.cast(0, dtype)
+            if by < rows:
+                for v in T.vectorized(chunk):
+                    a[at + v] = A[by, tx * chunk + v]
+            s = T.alloc_var(dtype)
+            s = T.cast(0, dtype)
+            for v in T.serial(reg):
+                s = s + a[v] * T.cast(2, dtype)
+            B[by, tx] = s
+    return f
+
+
+def test_a_register_array_is_loaded_directly_only_at_an_aligned_element():
+    # elements 8..15 of a 16-element (32-byte, 16-aligned) array: a 16-byte access in place
+    src = tilelang.lower(_lanes_into(256, 16, 8), target=SM90)
+    assert re.search(r"tl::copy_vec<16>\(\(&a\[8\]\), \(&A\[", src), src
+    # elements 4..11: the array's address plus 8 bytes is no 16-byte boundary: staged
+    src = tilelang.lower(_lanes_into(256, 16, 4), target=SM90)
+    assert not re.search(r"copy_vec<16>\(\(&a\[", src), src
+    assert re.search(r"tl::copy_vec<16>\(\(&A_vec\[0\]\), \(&A\[", src), src
+
+
+@pytest.mark.parametrize("reg,at", [(16, 8), (16, 4), (8, 0)])
+def test_register_array_loads_mean_the_same_on_the_interpreter(reg, at):
+    import torch
+
+    a = torch.randn(3, 256).half()
+    b = torch.full((4, 32), float("nan")).half()
+    tilelang.compile(_lanes_into(256, reg, at, rows=3), target="cpu")(a, b)
+    ref = (a.float() * 2).reshape(3, 32, 8).sum(-1)
+    torch.testing.assert_close(b[:3].float(), ref, rtol=2e-3, atol=2e-2)
+    assert (b[3] == 0).all()
+
+
+@requires_gpu
+@pytest.mark.parametrize("reg,at", [(16, 8), (16, 4), (8, 0)])
+def test_register_array_loads_on_the_gpu(reg, at):
+    import torch
+
+    a = torch.randn(3, 256, device="cuda").half()
+    b = torch.full((4, 32), float("nan"), device="cuda").half()
+    tilelang.compile(_lanes_into(256, reg, at, rows=3), target="cuda")(a, b)
+    ref = (a.float() * 2).reshape(3, 32, 8).sum(-1)
+    torch.testing.assert_close(b[:3].float(), ref, rtol=2e-3, atol=2e-2)
+    assert (b[3] == 0).all()
+
+
+@requires_compiler
+def test_register_array_loads_build():
+    for reg, at in ((16, 8), (16, 4), (8, 0)):
+        compile_cuda(tilelang.lower(_lanes_into(256, reg, at, rows=3), target=SM90), "sm_90a")
 
 
 def test_a_vectorized_loop_means_the_same_on_the_interpreter():

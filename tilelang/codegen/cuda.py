@@ -115,6 +115,9 @@ def c_identifier(name: str) -> str:
     return text
 
 
+_CMP_TEXT = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
 class CudaPrinter:
     """Prints one kernel; `names` keeps C identifiers unique and readable."""
 
@@ -134,6 +137,7 @@ class CudaPrinter:
         self.scopes: list = [set()]  # ids declared in each open C++ block, innermost last
         self.rebound: dict = {}  # id -> the C name of the binding being printed
         self.scalar_buffers: set = set()  # local.var buffers printed as scalars
+        self.block_thread = None  # the thread index of a one-dimensional block (role splits)
 
     # ---- expressions ------------------------------------------------------------------------
     def name(self, obj) -> str:
@@ -363,7 +367,7 @@ class CudaPrinter:
         self.stmt(s.body)
 
     def s_If(self, s):
-        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self.emit(f"if ({self._role_split_cond(s) or self.expr(s.cond)}) {{")
         self.block(s.then_body)
         if s.else_body is not None:
             if isinstance(s.else_body, ir.If):
@@ -373,6 +377,32 @@ class CudaPrinter:
             self.emit("} else {")
             self.block(s.else_body)
         self.emit("}")
+
+    def _role_split_cond(self, s):
+        """The condition of a split of the block into thread groups (both branches
+        `thread_group` regions, the warp specialisation's producer / consumers) at the kernel's
+        top level, `tx > c` or the like on a warp boundary, printed on lane 0's thread index
+        (`__shfl_sync(~0, tx, 0)`); None for any other branch. The branch is the same for
+        every lane either way, but only a condition the CUDA compiler knows to be warp-uniform
+        lets it keep each role's loop counters, stage indices and shared-memory addresses
+        (mbarriers, wgmma descriptors) in uniform registers: on `tx > 127` the 2xAcc fp8 GEMM
+        (one consumer warpgroup) computed them per thread, spilled the stage address and
+        reloaded it before every mbarrier wait, and moved every wgmma descriptor over with
+        R2UR (ptxas, sm_90a). Every thread reaches a top-level statement, so the full-warp
+        shuffle is safe; the IR keeps `tx > c`, whose bounds the passes use."""
+        roles = (s.then_body, s.else_body)
+        if self.indent != 1 or self.block_thread is None or not all(
+                isinstance(b, ir.Attr) and b.key == "thread_group" for b in roles):
+            return None
+        c = s.cond
+        if not isinstance(c, ir.Compare) or c.a is not self.block_thread or \
+                not isinstance(c.b, ir.Const):
+            return None
+        first_of_upper = c.b.value + 1 if c.op in ("gt", "le") else c.b.value
+        if c.op not in ("gt", "ge", "lt", "le") or first_of_upper % 32:
+            return None
+        lane0 = f"__shfl_sync(0xffffffffu, {self.expr(c.a)}, 0, 32)"
+        return f"{lane0} {_CMP_TEXT[c.op]} {self.expr(c.b)}"
 
     def s_For(self, s):
         v = self.name(s.var)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from ..ir import nodes as ir
+from ..env import env
 from ..ir.visitor import any_node
 from ..transform.pass_config import PassConfigKey
 from .cuda import CudaPrinter, c_identifier, ctype
@@ -32,6 +33,8 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
         p.analyzer.bind(v, 0, g)
     for v, t in zip(k.thread_vars, k.threads):
         p.analyzer.bind(v, 0, t)
+    if len(k.threads) == 1:
+        p.block_thread = k.thread_vars[0]
     # A kernel that waits for the previous one of its stream (T.pdl_sync) reads what that one
     # wrote while it ran: __restrict__ would let its loads go through the read-only cache
     # (ld.global.nc) or move above the wait.
@@ -39,8 +42,12 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
     decls = [_param_decl(x, p, restrict) for x in params + symbols + workspaces + list(tma)]
     threads = k.num_threads
     min_blocks = k.attr("min_blocks_per_sm")  # T.annotate_min_blocks_per_sm
+    # TL_EXPERIMENT=min_blocks_1: every kernel `__launch_bounds__(threads, 1)`, as the
+    # reference writes them (ptxas then keeps more loads in flight: the dequantising GEMV's 8
+    # operand loads all ahead of their use, 56 registers against 32), to be timed
+    one_block = k.attr("warp_specialized") or "min_blocks_1" in env.experiments
     bounds = f"{threads}, {min_blocks}" if min_blocks else \
-        f"{threads}, 1" if k.attr("warp_specialized") else f"{threads}"
+        f"{threads}, 1" if one_block else f"{threads}"
     cluster = k.attr("cluster_dims")
     if cluster and ctx.target.sm < 90:
         ctx.note(f"cluster_dims={cluster} ignored: thread block clusters need sm_90")

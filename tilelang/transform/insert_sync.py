@@ -23,7 +23,12 @@ With wgmma in the kernel, a barrier this pass inserts after generic shared-memor
 its last fenced barrier) is preceded by `fence.proxy.async`, so a wgmma after the barrier reads
 what they wrote; a barrier that only orders earlier reads before later stores has no fence,
 and an inserted fence (this pass's or the pipeliner's) is dropped where a later fence +
-barrier covers it before any async-proxy operation, arrival or exit (_drop_covered_fences).
+barrier covers it before any async-proxy operation, arrival or exit (_drop_covered_fences),
+and everywhere in a kernel in which nothing touches shared memory through the async proxy
+(no wgmma, TMA or bulk copy, no call that could hide one: _drop_inserted_fences). In a loop's
+second pass (the hazards its iterations carry) a nested loop counts as one statement: its
+writes after the same writes of the previous iteration are no WAW hazard, as for any other
+statement of the body.
 The user's own block-wide `T.sync_threads()` inside a consumer group becomes the group's
 named barrier too (the producer warpgroup never reaches it). In a kernel the user synchronises with mbarriers (not the automatic warp specialisation)
 that uses wgmma or TMA loads, `fence.proxy.async` orders each thread's generic shared-memory
@@ -307,7 +312,10 @@ class SyncInserter(SharedAccesses):
             return pre + [self._inner_groups(s)], state
         r, w, a = self.all_effects(s)
         pre = []
-        if self.conflicts(state, r, w | a):
+        # (self.waw: in an enclosing loop's second pass a nested loop is one more statement of
+        # the body, its writes after the same writes of the previous iteration no WAW hazard:
+        # the mma emitter's stmatrix nest got a block barrier per (i, j) tile, 20 per block)
+        if self.conflicts(state, r, w | a, self.waw):
             pre, state = self._fenced_barrier(state, a), State()
         _, end1 = self.block(s.body, state)
         # iterations of one loop: hazards carried from the end of the body to its start
@@ -378,6 +386,9 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
     # attention-sink backward 42.7 -> 40.9, GQA backward varlen 30.6 -> 28.7, with the
     # staging swizzle of layout_inference)
     body = _drop_covered_fences(body)
+    async_bufs, opaque = _async_proxy_memory(body)
+    if not async_bufs and not opaque:
+        body = _drop_inserted_fences(body)
     if user_arrivals:
         body = _ProxyFences(ctx, body).run(body)
     return ir.with_fields(kernel, body=body)
@@ -386,6 +397,46 @@ def insert_barriers(kernel: ir.Kernel, ctx) -> ir.Kernel:
 # extern calls that access shared memory through the async proxy (wgmma operands, TMA and bulk
 # copies); the shared buffers their pointers name are the memory proxy fences are about
 _ASYNC_PROXY_PREFIXES = ("tl::wgmma", "tl::tma", "tl::bulk")
+
+
+def _async_proxy_memory(body):
+    """(shared buffers the async proxy touches in `body`, whether a call hides what it
+    touches): the operands of wgmma, TMA and bulk copies; opaque when an extern call has no
+    name, an async-proxy call an operand pointer that names no buffer, or a device function
+    of the user's own a shared tile."""
+    bufs, opaque = set(), False
+    for n in collect(body, ir.is_extern_call):
+        name = ir.extern_name(n)
+        if name is None:
+            opaque = True
+            continue
+        shared = [b for b in call_buffers(n) if b is not None and b.scope in SHARED]
+        if name.startswith(_ASYNC_PROXY_PREFIXES):
+            if not shared and any(isinstance(a, ir.Call) or getattr(a, "dtype", None) ==
+                                  ir.DType("handle") for a in n.args[1:]):
+                opaque = True  # an operand pointer that names no buffer
+            bufs.update(shared)
+        elif not name.startswith("tl::") and shared:
+            opaque = True  # the user's own device function sees a shared tile
+    return bufs, opaque
+
+
+def _drop_inserted_fences(body):
+    """`body` without the proxy fences passes inserted (the pipeliner's after its cp.async
+    wait): for a kernel in which nothing reads or writes shared memory through the async
+    proxy they order nothing, and each costs a MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S per
+    iteration (the mma-intrinsics GEMM, whose operands only ldmatrix reads)."""
+    from ..ir.visitor import Mutator
+
+    class Drop(Mutator):
+        def visit_Seq(self, s):
+            stmts = [self.visit(x) for x in s.stmts]
+            out = tuple(x for x in stmts if not is_inserted_proxy_fence(x))
+            if len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts)):
+                return s
+            return ir.Seq(out) if out else ir.Seq(())
+
+    return Drop().visit(body)
 
 
 class _ProxyFences:
@@ -415,27 +466,11 @@ class _ProxyFences:
     def __init__(self, ctx, body):
         self.trace = None  # statement-entry states of a loop body with break/continue
         self.acc = SharedAccesses(ctx)
-        self.async_bufs, self.opaque = self._async_memory(body)
+        self.async_bufs, self.opaque = _async_proxy_memory(body)
         self.cp_async_bars = {b for n in collect(body, lambda n: ir.extern_name(n) ==
                                                  "tl::mbarrier_cp_async_arrive_noinc")
                               for b in call_buffers(n) if b is not None}
 
-    def _async_memory(self, body):
-        bufs, opaque = set(), False
-        for n in collect(body, ir.is_extern_call):
-            name = ir.extern_name(n)
-            if name is None:
-                opaque = True
-                continue
-            shared = [b for b in call_buffers(n) if b is not None and b.scope in SHARED]
-            if name.startswith(_ASYNC_PROXY_PREFIXES):
-                if not shared and any(isinstance(a, ir.Call) or getattr(a, "dtype", None) ==
-                                      ir.DType("handle") for a in n.args[1:]):
-                    opaque = True  # an operand pointer that names no buffer
-                bufs.update(shared)
-            elif not name.startswith("tl::") and shared:
-                opaque = True  # the user's own device function sees a shared tile
-        return bufs, opaque
 
     def _touches_async(self, buffers) -> bool:
         return any(self.acc.overlap(b, a) for b in buffers for a in self.async_bufs)

@@ -145,7 +145,10 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
   static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
                 "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
   static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
-  const int gm = wg % WGM, gn = wg / WGM;
+  // `wg` < WGM * WGN (the gemm spans the role's warpgroups): a dimension of one warpgroup
+  // needs no index, so a single-warpgroup gemm builds its descriptors from constants and
+  // the loop counter only (uniform registers), not from the thread index
+  const int gm = WGM == 1 ? 0 : wg % WGM, gn = WGN == 1 ? 0 : wg / WGM;
   fence_or_refresh<FreshC>(C, MR * kRegs);
   wgmma_fence();
 #pragma unroll
@@ -177,7 +180,7 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
   static_assert(M % (64 * WGM) == 0 && N % WGN == 0 && WN % 8 == 0 && WN <= 256,
                 "wgmma tile: M a multiple of 64 per warpgroup row, WN in 8..256 step 8");
   static_assert(K % kK == 0, "wgmma K step is 32 bytes (16 f16/bf16, 32 fp8 elements)");
-  const int gn = wg / WGM;
+  const int gn = WGN == 1 ? 0 : wg / WGM;  // as in wgmma_gemm_ss
   uint32_t* a_regs = const_cast<uint32_t*>(reinterpret_cast<const uint32_t*>(A));
   wgmma_fence_operands(a_regs, MR * KT * 4);
   fence_or_refresh<FreshC>(C, MR * kRegs);

@@ -9,7 +9,9 @@ and aligned move through a register array with one vector access (4, 8 or 16 byt
     for vi: ... a_vec[vi] ...  c_vec[vi] = ...      # the tensor (the bounds pass guards those)
     copy_vec(&C[base], c_vec)
 
-Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
+A lane loop that only fills a register array from memory (`a_local[k + vi] = A[.. + vi]`, a
+vector-aligned constant element k of an array aligned to the access) is the vector access
+straight into the array, without the staging array. Everything else keeps its scalar form; a loop computing one staged vector of 16-bit floats may
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
 loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
 the same lane loop and gets the same treatment (`vectorize_explicit_loop`); one longer than a
@@ -141,6 +143,9 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
         if atomics is not None:
             return VectorGroups(atomics)
         return _paired_registers(body, vi, vec, top_stores, analyzer)
+    direct = _direct_register_copy(body, candidates, vo, vi, vec, analyzer)
+    if direct is not None:
+        return VectorGroups(direct)
     vector_stores = [acc for acc in candidates if acc.kind == "store"]
     reads_shared = any(b.scope in SHARED for b in loaded)
     defer = groups > 1 and vector_stores and reads_shared and all(
@@ -201,6 +206,50 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
     if defer:
         return VectorGroups(step, ir.Seq(tuple(post)), held)
     return VectorGroups(step)
+
+
+def _direct_register_copy(body, candidates, vo, vi, vec: int, analyzer):
+    """The lane loop `dst[.. vi ..] = src[.. vi ..]` that fills a register array from memory
+    as one vector access straight into the array (`copy_vec(&dst[k], &src[..])`), without a
+    staging register and an element loop, or None. The CUDA compiler unrolled the K loop of
+    the dequantising GEMV (its operands loaded by `T.vectorized` loops) 4 times around the
+    staged form and 8 times around this one, as around the reference's direct
+    `*(uint4*)(A_local) = *(uint4*)(A + ..)`: more loads in flight per thread. Only where
+    the array's first lane is a vector-aligned element at a constant (or unrolled group)
+    offset of an array aligned to at least the access width (codegen/cuda.py `_allocate`
+    aligns register arrays to their size, up to 16 bytes), so the array stays in registers
+    and the access is aligned."""
+    if not isinstance(body, ir.Store) or len(candidates) != 1:
+        return None
+    acc = candidates[0]
+    src, dst = acc.node.buffer, body.buffer
+    if acc.kind != "load" or body.value is not acc.node or dst.scope != "local" or \
+            dst.dtype != src.dtype or any(ir.int_value(d) is None for d in dst.shape):
+        return None
+    offset, stride = ir.const(0), 1
+    for i, d in reversed(list(zip(body.indices, dst.shape))):
+        offset = ir.binary("add", offset, ir.binary("mul", i, stride))
+        stride *= ir.int_value(d)
+    if not contiguous(offset, vi, vec, analyzer):
+        return None
+    first = analyzer.simplify(substitute(offset, {vi: ir.const(0)}))
+    free = set(collect(first, lambda n: isinstance(n, ir.Var)))
+    if free - ({vo} if isinstance(vo, ir.Var) else set()) or \
+            not analyzer.is_divisible(first, vec):
+        return None
+    nbytes = vec * src.dtype.bytes
+    size = stride * dst.dtype.bytes
+    align = max(16 if size >= 16 else size if size & (size - 1) == 0 else 0, dst.dtype.bytes)
+    if align < nbytes:
+        return None
+    idx0 = tuple(substitute(i, {vi: ir.const(0)}) for i in acc.node.indices)
+    dst0 = tuple(substitute(i, {vi: ir.const(0)}) for i in body.indices)
+    vector = ir.Evaluate(ir.Call("call_extern", (copy_vec_name(nbytes, src.dtype),
+                                                 _address(dst, dst0), _address(src, idx0)),
+                                 VOID), loc=body.loc)
+    if acc.full is None:
+        return vector
+    return ir.If(acc.full, vector, _lane_loop(vi, vec, body))
 
 
 # element types whose consecutive elements one atomic instruction adds (tl::atomic_addx2/x4),

@@ -1100,6 +1100,7 @@ def _driver_sm_count() -> int:
     return driver.device_attribute(driver.DEV_MULTIPROCESSOR_COUNT, 0)
 
 
+
 def _merge_guards(parts):
     """Adjacent `if c: ...` with the same condition become one branch (prologue passes)."""
     out = []
