@@ -240,9 +240,6 @@ def clear():
     for shard in shards:
         for suffix in (".cubin", ".prog", ".code"):
             files.remove_entries(shard, suffix)
-    from . import pch
-
-    pch.clear(d)
 
 
 # ---- other entries: programs (engine/program_cache.py), rewritten kernel functions ----------

@@ -9,8 +9,9 @@ such as "sm_80" or "sm_90a". Guarantees:
   * a failed compile raises `CudaCompileError` with the compiler log, the source lines around
     the first error and the path where the whole source was written;
   * identical requests are compiled once per process at a time (threads wait for the first);
-  * NVRTC parses the headers from a precompiled header when runtime/pch.py has one for the
-    source's header set (same cubin; the PCH options are not part of the cache key).
+  * NVRTC parses the headers from a precompiled header when runtime/pch.py made one for the
+    source's header set earlier in this process (same cubin and log; the PCH options are not
+    part of the cache key).
 """
 
 from __future__ import annotations
@@ -218,10 +219,11 @@ def _nvrtc_compile(backend, source: str, fname: str, opts: list[str]):
     try:
         ok, log, cubin = backend.compile(source, fname + ".cu", [*opts, *plan.options])
     except BaseException:
-        plan.abandon()
+        if plan.creating:  # a half-written file
+            plan.forget()
         raise
-    if not ok and pch.missing_pch(log):  # evicted by another process meanwhile
-        plan.abandon()
+    if not ok and pch.missing_pch(log):  # removed meanwhile (another thread evicted it)
+        plan.forget()
         return backend.compile(source, fname + ".cu", opts)
     return ok, plan.finish(ok, log), cubin
 

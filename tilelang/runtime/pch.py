@@ -1,51 +1,50 @@
-"""NVRTC precompiled headers for generated kernels: the header prefix is parsed once per
-header set, not once per kernel.
+"""NVRTC precompiled headers within a process: a process that compiles several kernels with
+the same header set parses the headers once, not once per kernel.
 
 Most of NVRTC's front end on a generated kernel is spent parsing tilelang's headers and the
-CUDA headers they include (about 65 of its 70 ms on the development VM); NVRTC 12.8+ can save
-that parse to a file (`--create-pch`) and load it for the next program with the same leading
-preprocessing directives and options (`--use-pch`). The cubin is the same either way.
+CUDA headers they include (about 50 of its 70 ms on the development VM); NVRTC 12.8+ can save
+that parse to a file (`--create-pch`) and load it for a later program with the same leading
+preprocessing directives and options (`--use-pch`). The cubin is the same either way. A PCH
+file is an image of NVRTC's heap: NVRTC accepts it only in the process (the loaded library
+instance) that made it ("incompatible precompiled header (PCH) heap allocation address" in
+any other), so these files are private to the process and deleted when it exits.
 
 Expects a CUDA source as codegen/module.py writes it (comments, `#define TL_...`, our
 `#include`s, then code) and NVRTC options as runtime/compiler.py builds them. Guarantees:
   * `plan(source, options, backend)` returns None (compile without) unless: PCH is on
     (`TILELANG_NVRTC_PCH`, default 1), NVRTC is 12.8 or newer, every leading directive is one
     codegen writes (`#define TL_*`, `#include "tl.cuh"`, `#include "tl/*.cuh"`,
-    `#include <cooperative_groups.h>`: nothing of the user's whose contents we do not hash),
-    the options add no include directories or pre-included files of their own, and the cache
-    directory is usable (see below);
-  * a PCH file is keyed on what NVRTC does not check itself when it loads one: the contents
-    of tilelang's headers, the CUDA headers' sizes and modification times (top-level files and
-    directories of the include directory), and the NVRTC library (path, size, mtime) and
-    version; plus the directives and options (which NVRTC also checks): editing a header or
-    updating the toolkit gives a new key, never the old parse;
-  * files live in `<TILELANG_CACHE_DIR>/pch`, with the kernel cache's rules: nothing is read or
-    written when the cache is off (TILELANG_DISABLE_CACHE); a directory that is not this
-    user's alone (another user's, group- or world-writable, a link of someone else's) is
-    refused with a warning and kernels compile without PCH; a PCH file is used only when it is
-    a non-empty regular file of ours (not a link);
-  * a header set's first compile only records that it was seen (`<key>.seen`); the second
-    creates the PCH (about 45 ms more, once) into a temporary file renamed into place whole,
-    so one-off header sets (a test's private cache) never pay for a file they do not reuse;
-  * a PCH that NVRTC rejects (damaged, incomplete, other options) is deleted, so the next
-    compile makes it again; one that disappeared between the check and the compile (evicted by
-    another process) makes the compile run once more without PCH; NVRTC's PCH messages are
-    removed from the log;
-  * the directory keeps at most TILELANG_PCH_MAX_ENTRIES files (32) and TILELANG_PCH_MAX_SIZE
-    bytes (1 GiB), least recently used deleted first.
-`TILELANG_CLEAR_CACHE` / `cache.clear()` remove them with the kernels.
+    `#include <cooperative_groups.h>`: nothing of the user's whose files we do not stamp),
+    and the options add no include directories or pre-included files of their own;
+  * a header set's first compile in the process only records it; the second creates the PCH
+    (about 40 ms more, once); later ones use it. A process compiling one kernel of a header
+    set never pays for a file it would not reuse;
+  * a PCH file is keyed on the directives and options and on the size and modification time
+    of tilelang's header files and of the CUDA include directory's top-level entries, read
+    at every compile: a header edited while the process runs gives a new key, never the old
+    parse (NVRTC itself checks directives and options, not the headers' contents);
+  * files live in a directory this process made with `tempfile.mkdtemp` (mode 0700, a fresh
+    name: never a directory someone else made or can write to) and are used only while they
+    are non-empty regular files of this user's (not links); the directory is removed at exit
+    (by the process that made it: a forked child makes its own);
+  * a PCH that NVRTC refuses (damaged, incomplete, other options, another heap) is deleted and
+    made again by the next compile of its header set; one that disappeared before the compile
+    makes the compile run once more without PCH; NVRTC's PCH messages are removed from the
+    log, so the log (and the cache entry) is the one a compile without PCH gives;
+  * at most MAX_FILES files per process (about 20 MB each), least recently used deleted.
 """
 
 from __future__ import annotations
 
-import functools
+import atexit
 import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
-import warnings
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -54,21 +53,35 @@ from ..cache import files
 from . import toolkit
 
 MIN_NVRTC = (12, 8)
-DEFAULT_MAX_ENTRIES = 32
-DEFAULT_MAX_BYTES = 1 << 30
+MAX_FILES = 8
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 # the leading directives codegen/module.py writes; anything else there is not ours
 _OUR_DIRECTIVE = re.compile(r'#\s*(?:define\s+TL_\w+\s*|include\s+"tl(?:\.cuh|/\w+\.cuh)"\s*|'
                             r'include\s+<cooperative_groups\.h>\s*)$')
-# NVRTC's messages about the PCH itself (creating / using / rejecting one)
-_PCH_MESSAGE = re.compile(r'precompiled header file "[^"]*"')
-# ... and those where it refused one ("Warning #630-D: the initial sequence of preprocessing
-# directives is not compatible with those of precompiled header file ...", #626 invalid,
-# #629 other options, #2226 incomplete)
-_PCH_REJECTED = re.compile(r'(?i)warning[^\n]*precompiled header file "[^"]*"')
+# NVRTC's messages about a PCH ("creating / using precompiled header file", the warnings)
+_PCH_MESSAGE = re.compile(r'(?:precompiled header|PCH) file "[^"]*"')
+# ... and those where it refused one: #630 other directives, #629 other options, #626
+# invalid, #2226 incomplete, #20282 made by another process
+_PCH_REJECTED = re.compile(r'(?i)warning[^\n]*(?:precompiled header|PCH) file "[^"]*"')
 _WARNING = re.compile(r"(?i)\bwarning #\d+")
 _SUPPRESS_REMARK = "Remark: The warnings can be suppressed with"
-_warned: set = set()
+
+
+class _ProcessFiles:
+    """This process's PCH directory and what it holds (reset in a forked child)."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.dir: Optional[Path] = None
+        self.seen: set = set()
+        self.failed: set = set()  # header sets NVRTC made no PCH of (not tried again)
+        self.creating: set = set()  # header sets a thread is making a PCH of now
+        self.made: dict = {}  # key -> path, least recently used first
+        self.lock = threading.Lock()
+
+
+_state = _ProcessFiles()
 
 
 def enabled() -> bool:
@@ -92,7 +105,7 @@ def header_prefix(source: str) -> Optional[list[str]]:
     return out if any("include" in d for d in out) else None
 
 
-def _nvrtc_new_enough(version: str) -> bool:
+def nvrtc_new_enough(version: str) -> bool:
     try:
         return tuple(int(x) for x in version.split(".")[:2]) >= MIN_NVRTC
     except ValueError:
@@ -111,67 +124,55 @@ def _own_options(options) -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
-def cuda_headers_stamp() -> tuple:
-    """(name, size, mtime_ns) of the CUDA include directory's top-level files and directories
-    (a toolkit update replaces files or directory entries, which changes these)."""
-    d = toolkit.cuda_include_dir()
-    if not d:
-        return ()
+def _dir_stamps(d: str, recursive: bool) -> list:
     out = []
     try:
         with os.scandir(d) as it:
-            for e in it:
-                try:
-                    st = e.stat(follow_symlinks=True)
-                except OSError:
-                    continue
-                out.append((e.name, st.st_size, st.st_mtime_ns))
+            entries = list(it)
     except OSError:
-        return ()
-    return (d, tuple(sorted(out)))
+        return out
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=True)
+        except OSError:
+            continue
+        if recursive and stat.S_ISDIR(st.st_mode):
+            out += _dir_stamps(e.path, True)
+        else:
+            out.append((e.path, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def headers_stamp() -> list:
+    """(path, size, mtime_ns) of tilelang's header files and of the CUDA include directory's
+    top-level files and directories (a toolkit update replaces files or directory entries)."""
+    out = _dir_stamps(toolkit.TILELANG_INCLUDE, True)
+    cuda = toolkit.cuda_include_dir()
+    if cuda:
+        out += _dir_stamps(cuda, False)
+    return sorted(out)
 
 
 def pch_key(prefix: list[str], options, backend) -> str:
-    from .cache import headers_digest
-
-    lib = getattr(backend, "path", None) or toolkit._loaded_library("libnvrtc.so")
-    parts = {
-        "prefix": prefix,
-        "options": list(options),
-        "nvrtc": backend.version,
-        "library": toolkit.file_stamps([os.path.realpath(lib)]) if lib else None,
-        "tl_headers": headers_digest(),
-        "cuda_headers": cuda_headers_stamp(),
-    }
+    parts = {"prefix": prefix, "options": list(options), "nvrtc": backend.version,
+             "headers": headers_stamp()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def pch_dir() -> Optional[Path]:
-    """`<cache dir>/pch` (created 0700), or None when the kernel cache is off or its directory
-    unsafe (cache.cache_dir warns once), or `pch` there is not a private directory of ours."""
-    from . import cache
-
-    base = cache.cache_dir()
-    if base is None:
-        return None
-    try:
-        return files.private_dir(base / "pch")
-    except OSError as e:
-        _warn_once(str(base), f"tilelang: NVRTC precompiled headers are not used: {e}")
-    return None
+def _process_dir() -> Path:
+    """This process's private directory (made on first use; caller holds the lock)."""
+    global _state
+    if _state.pid != os.getpid():  # a forked child: the parent's files stay the parent's
+        _state = _ProcessFiles()
+    if _state.dir is None:
+        _state.dir = Path(tempfile.mkdtemp(prefix="tilelang-pch-"))
+        atexit.register(_remove_dir, _state.dir, _state.pid)
+    return _state.dir
 
 
-def _warn_once(tag: str, msg: str):
-    if tag not in _warned:
-        _warned.add(tag)
-        warnings.warn(msg, RuntimeWarning, stacklevel=4)
-
-
-def clear(base: Path):
-    """Remove the PCH files (and header-set marks) under the cache directory `base`."""
-    for suffix in (".pch", ".seen"):
-        files.remove_entries(base / "pch", suffix)
+def _remove_dir(d: Path, pid: int):
+    if os.getpid() == pid:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _our_regular_file(path: Path) -> bool:
@@ -186,40 +187,44 @@ def _our_regular_file(path: Path) -> bool:
 
 @dataclass
 class Plan:
-    """The NVRTC options that create or use one PCH file, and what to do after the compile."""
+    """The NVRTC option that creates or uses one PCH file, and what to do after the compile."""
 
     options: list
-    path: Path  # the PCH file of this header set
-    creating: Optional[str] = None  # the temporary file NVRTC writes, when creating
+    key: str
+    path: Path
+    creating: bool = False
 
     def finish(self, ok: bool, log: str) -> str:
-        """Put a created file in place or drop a rejected one; returns the log without NVRTC's
+        """Record a created file, or drop one NVRTC refused; returns the log without NVRTC's
         PCH messages."""
-        rejected = not self.creating and _PCH_REJECTED.search(log) is not None
-        if self.creating:
-            try:
-                if ok and os.path.getsize(self.creating) > 0:
-                    os.replace(self.creating, self.path)
-                    _evict(self.path.parent)
-                else:
-                    os.unlink(self.creating)
-            except OSError:
-                pass
-        elif rejected:  # damaged, incomplete or made with other options: made again next time
-            try:
-                os.unlink(self.path)
-            except OSError:
-                pass
-        else:
-            files.touch(self.path)
+        with _state.lock:
+            _state.creating.discard(self.key)
+            if self.creating and ok and _our_regular_file(self.path):
+                _state.made[self.key] = self.path
+                _evict()
+            elif self.creating or _PCH_REJECTED.search(log):
+                if self.creating and ok:  # compiled, but no PCH came of it (heap too small)
+                    _state.failed.add(self.key)
+                self.forget()
         return clean_log(log)
 
-    def abandon(self):
-        if self.creating:
-            try:
-                os.unlink(self.creating)
-            except OSError:
-                pass
+    def forget(self):
+        _state.creating.discard(self.key)
+        _state.made.pop(self.key, None)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _evict():
+    while len(_state.made) > MAX_FILES:
+        key = next(iter(_state.made))
+        path = _state.made.pop(key)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def clean_log(log: str) -> str:
@@ -238,50 +243,37 @@ def missing_pch(log: str) -> bool:
     return "cannot open precompiled header file" in log
 
 
-def _evict(directory: Path):
-    max_entries = _int_setting("TILELANG_PCH_MAX_ENTRIES", DEFAULT_MAX_ENTRIES)
-    max_bytes = files.size_setting("TILELANG_PCH_MAX_SIZE", DEFAULT_MAX_BYTES)
-    files.evict(directory, ".pch", max_entries, max_bytes)
-    files.evict(directory, ".seen", 4 * max_entries, 1 << 20)
-
-
-def _int_setting(name: str, default: int) -> int:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a whole number") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {text!r}")
-    return value
-
-
 def plan(source: str, options, backend) -> Optional[Plan]:
     """How to compile `source` with a PCH (see the module docstring), or None."""
-    if backend is None or not enabled() or not _nvrtc_new_enough(backend.version):
+    if backend is None or not enabled() or not nvrtc_new_enough(backend.version):
         return None
     prefix = header_prefix(source)
     if prefix is None or not _own_options(options):
         return None
-    d = pch_dir()
-    if d is None:
-        return None
     key = pch_key(prefix, options, backend)
-    path = d / f"{key}.pch"
-    if _our_regular_file(path):
-        return Plan([f"--use-pch={path}"], path)
-    seen = d / f"{key}.seen"
-    if not os.path.lexists(seen):  # first time: remember the header set, compile without
+    with _state.lock:
         try:
-            files.write_atomic(d, seen.name, b"", durable=False)
+            d = _process_dir()
         except OSError:
-            pass
-        return None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=d)
-        os.close(fd)
-    except OSError:
-        return None
-    return Plan([f"--create-pch={tmp}"], path, creating=tmp)
+            return None
+        path = d / f"{key}.pch"
+        if key in _state.made:
+            if _our_regular_file(path):
+                _state.made[key] = _state.made.pop(key)  # most recently used
+                return Plan([f"--use-pch={path}"], key, path)
+            _state.made.pop(key)  # gone or replaced: made again below
+        if key in _state.failed:
+            return None
+        if key not in _state.seen:  # first time: remember the header set, compile without
+            _state.seen.add(key)
+            return None
+        if key in _state.creating:  # another thread is making it
+            return None
+        try:  # whatever is there is not a PCH we made; reserve the name (O_EXCL, 0600)
+            if os.path.lexists(path):
+                os.unlink(path)
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600))
+        except OSError:
+            return None
+        _state.creating.add(key)
+        return Plan([f"--create-pch={path}"], key, path, creating=True)
