@@ -158,12 +158,25 @@ def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
     return _trace_prim_func(func, scope)
 
 
+def _names_used(code) -> set:
+    """The global and attribute names `code` and the functions nested in it use."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, type(code)):
+            names |= _names_used(c)
+    return names
+
+
 def _lazy_style(func, hints) -> bool:
     """Whether `func` is written in the reference's lazy style: a parameter annotated by a
     statement in the body (`A: T.Tensor[...]`), or T.empty outputs returned."""
     import ast
     import textwrap
 
+    code = getattr(func, "__code__", None)
+    if code is not None and set(hints) >= set(inspect.signature(func).parameters) \
+            and "empty" not in _names_used(code):
+        return False  # every parameter annotated, no `.empty`: no need to parse the source
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):  # no source to read
