@@ -136,6 +136,8 @@ def test_second_compile_creates_third_uses():
 
 def test_directory_is_the_process_own():
     pch.plan(kernel(), [], FakeBackend())
+    assert pch._state.dir is None  # a header set seen once: nothing made, not even the dir
+    pch.plan(kernel(), [], FakeBackend())
     d = pch._state.dir
     st = os.lstat(d)
     assert stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
@@ -148,11 +150,13 @@ def test_directory_is_the_process_own():
 
 
 def test_forked_child_makes_its_own_directory(monkeypatch):
-    pch.plan(kernel(), [], FakeBackend())
+    for _ in range(2):
+        pch.plan(kernel(), [], FakeBackend())
     parent_dir = pch._state.dir
     monkeypatch.setattr(pch._state, "pid", os.getpid() + 1)  # as after fork()
     assert pch.plan(kernel(), [], FakeBackend()) is None  # the child has seen nothing yet
-    assert pch._state.dir != parent_dir and parent_dir.exists()
+    child = pch.plan(kernel(), [], FakeBackend())
+    assert child.path.parent != parent_dir and parent_dir.exists()
     pch._remove_dir(parent_dir, os.getpid())
 
 

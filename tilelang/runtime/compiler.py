@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import TileLangError
-from . import cache, pch, toolkit
+from . import cache, toolkit
 
 
 class CudaCompileError(TileLangError, RuntimeError):
@@ -213,6 +213,8 @@ def compile_cuda(source: str, arch: str, options=(), name: str = "kernel", *,
 def _nvrtc_compile(backend, source: str, fname: str, opts: list[str]):
     """NVRTC with a precompiled header where one applies (runtime/pch.py): the same cubin,
     the headers parsed once per header set instead of once per kernel."""
+    from . import pch  # here: a program-cache hit never compiles, nor needs this import
+
     plan = pch.plan(source, opts, backend)
     if plan is None:
         return backend.compile(source, fname + ".cu", opts)

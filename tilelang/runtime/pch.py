@@ -74,7 +74,7 @@ class _ProcessFiles:
     def __init__(self):
         self.pid = os.getpid()
         self.dir: Optional[Path] = None
-        self.seen: set = set()
+        self.seen: set = set()  # (directives, options, NVRTC version) compiled once
         self.failed: set = set()  # header sets NVRTC made no PCH of (not tried again)
         self.creating: set = set()  # header sets a thread is making a PCH of now
         self.made: dict = {}  # key -> path, least recently used first
@@ -159,15 +159,20 @@ def pch_key(prefix: list[str], options, backend) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _process_dir() -> Path:
-    """This process's private directory (made on first use; caller holds the lock)."""
+def _current() -> _ProcessFiles:
+    """This process's state (a forked child starts afresh: the parent's files stay its own)."""
     global _state
-    if _state.pid != os.getpid():  # a forked child: the parent's files stay the parent's
+    if _state.pid != os.getpid():
         _state = _ProcessFiles()
-    if _state.dir is None:
-        _state.dir = Path(tempfile.mkdtemp(prefix="tilelang-pch-"))
-        atexit.register(_remove_dir, _state.dir, _state.pid)
-    return _state.dir
+    return _state
+
+
+def _process_dir(state: _ProcessFiles) -> Path:
+    """This process's private directory (made on first use; caller holds the lock)."""
+    if state.dir is None:
+        state.dir = Path(tempfile.mkdtemp(prefix="tilelang-pch-"))
+        atexit.register(_remove_dir, state.dir, state.pid)
+    return state.dir
 
 
 def _remove_dir(d: Path, pid: int):
@@ -250,30 +255,31 @@ def plan(source: str, options, backend) -> Optional[Plan]:
     prefix = header_prefix(source)
     if prefix is None or not _own_options(options):
         return None
+    header_set = (tuple(prefix), tuple(options), backend.version)
+    state = _current()
+    with state.lock:
+        if header_set not in state.seen:  # first time: remember the header set, compile
+            state.seen.add(header_set)    # without (nothing stat'ed, nothing made)
+            return None
     key = pch_key(prefix, options, backend)
-    with _state.lock:
+    with state.lock:
+        if key in state.failed or key in state.creating:  # no PCH / another thread makes it
+            return None
         try:
-            d = _process_dir()
+            d = _process_dir(state)
         except OSError:
             return None
         path = d / f"{key}.pch"
-        if key in _state.made:
+        if key in state.made:
             if _our_regular_file(path):
-                _state.made[key] = _state.made.pop(key)  # most recently used
+                state.made[key] = state.made.pop(key)  # most recently used
                 return Plan([f"--use-pch={path}"], key, path)
-            _state.made.pop(key)  # gone or replaced: made again below
-        if key in _state.failed:
-            return None
-        if key not in _state.seen:  # first time: remember the header set, compile without
-            _state.seen.add(key)
-            return None
-        if key in _state.creating:  # another thread is making it
-            return None
+            state.made.pop(key)  # gone or replaced: made again below
         try:  # whatever is there is not a PCH we made; reserve the name (O_EXCL, 0600)
             if os.path.lexists(path):
                 os.unlink(path)
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | _NOFOLLOW, 0o600))
         except OSError:
             return None
-        _state.creating.add(key)
+        state.creating.add(key)
         return Plan([f"--create-pch={path}"], key, path, creating=True)
