@@ -92,7 +92,7 @@ def host_assumptions(params, body) -> tuple:
     """The T.assume conditions the host checks at every call: those over the function's sizes
     and scalar arguments alone that every launch reaches (at function level, or at a kernel's
     top level, outside loops and branches). Each is kept once, in program order."""
-    from ..ir.visitor import collect
+    from ..ir.visitor import any_node, collect
 
     symbols = {p for p in params if isinstance(p, ir.Var)}
     for p in params:
@@ -103,7 +103,7 @@ def host_assumptions(params, body) -> tuple:
     found, seen = [], set()
 
     def host_evaluable(cond):
-        return not collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call, ir.Buffer))) and \
+        return not any_node(cond, lambda n: isinstance(n, (ir.Load, ir.Call, ir.Buffer))) and \
             all(v in symbols for v in collect(cond, lambda n: isinstance(n, ir.Var)))
 
     def walk(s):
