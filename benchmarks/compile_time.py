@@ -3,7 +3,8 @@
 (a new process that finds it in the disk cache); no GPU needed (issue 5, issue 23).
 
     python benchmarks/compile_time.py [--runs 5] [--only aw_flash,gemm_sm90] [--modes cold,warm]
-                                      [--sass] [--bytecode warm|none] [--json out.json]
+                                      [--sass] [--bytecode warm|none] [--pch on|off]
+                                      [--clock wall|cpu] [--json out.json]
 
 Every number comes from fresh Python processes ("children", `--runs` of them per kernel and
 mode); medians are printed, in ms:
@@ -14,10 +15,14 @@ mode); medians are printed, in ms:
            `get_tir`) plus `tilelang.compile(func, target=...)`, split into lowering (the
            Python passes and code generation), NVRTC (includes loading NVRTC: the first use
            in a process) and the rest (the kernel wrapper).
-  again    the same child compiling the same program `--runs` more times (cache still off).
-  phases   NVRTC's own `--time` report for the generated source, `--runs` compiles: front
-           end (C++ parsing, tilelang's and CUDA's headers), NVVM (LLVM optimisation, PTX),
-           ptxas (PTX -> SASS).
+  again    the same child compiling the same program `--runs` more times (cache still off):
+           from the third compile on, NVRTC reads the headers from the precompiled header
+           the second made (runtime/pch.py: a process's later kernels of one header set;
+           `--pch off` turns it off).
+  phases   NVRTC's own `--time` report for the generated source, `--runs` compiles with its
+           precompiled header (unless `--pch off`): front end (C++ parsing: the kernel, and
+           tilelang's and CUDA's headers without PCH), NVVM (LLVM optimisation, PTX), ptxas
+           (PTX -> SASS).
   warm     a child whose cache directory an earlier child filled: trace + compile of the same
            kernel, a program-cache hit (engine/program_cache.py: no lowering, no NVRTC; the
            cubin is read from disk; a `*` after the number marks a child that lowered the
@@ -206,8 +211,10 @@ def child(name: str, mode: str, again: int) -> dict:
 # ---- parent -----------------------------------------------------------------------------------
 
 def run_child(name: str, mode: str, again: int, pycache: str, write: bool,
-              cache_dir: str) -> dict:
+              cache_dir: str, pch: bool = True) -> dict:
     env = dict(os.environ)
+    if not pch:
+        env["TILELANG_NVRTC_PCH"] = "0"
     env["PYTHONPYCACHEPREFIX"] = pycache
     env["TILELANG_CACHE_DIR"] = cache_dir
     env.pop("TILELANG_DISABLE_CACHE", None)
@@ -223,8 +230,9 @@ def run_child(name: str, mode: str, again: int, pycache: str, write: bool,
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def nvrtc_phases(source: str, arch: str, options: list, runs: int) -> dict:
-    """Median per phase (ms) of NVRTC's own `--time` report for `source`."""
+def nvrtc_phases(source: str, arch: str, options: list, runs: int, pch: bool = True) -> dict:
+    """Median per phase (ms) of NVRTC's own `--time` report for `source` (with `pch`: its
+    headers from a precompiled header this process made first, as runtime/pch.py does)."""
     from tilelang.runtime import toolkit
 
     backend = toolkit.nvrtc_backend()
@@ -232,9 +240,16 @@ def nvrtc_phases(source: str, arch: str, options: list, runs: int) -> dict:
         return {"front end": float("nan"), "NVVM": float("nan"), "ptxas": float("nan")}
     samples = []
     with tempfile.TemporaryDirectory() as d:
+        extra = []
+        if pch and _pch_applies(source, backend):
+            made = os.path.join(d, "headers.pch")
+            ok, log, _ = backend.compile(source, "kernel.cu", [*options, f"--create-pch={made}"])
+            if ok and os.path.exists(made):
+                extra = [f"--use-pch={made}"]
         for i in range(runs):
             path = os.path.join(d, f"t{i}.csv")
-            ok, log, _ = backend.compile(source, "kernel.cu", [*options, f"--time={path}"])
+            ok, log, _ = backend.compile(source, "kernel.cu",
+                                         [*options, *extra, f"--time={path}"])
             if not ok:
                 raise RuntimeError(log)
             phases = {}
@@ -248,6 +263,15 @@ def nvrtc_phases(source: str, arch: str, options: list, runs: int) -> dict:
              "PTX Translation": "ptxas"}
     return {short: statistics.median(s.get(long, 0.0) for s in samples)
             for long, short in names.items()}
+
+
+def _pch_applies(source: str, backend) -> bool:
+    try:
+        from tilelang.runtime import pch
+    except ImportError:  # trees without precompiled headers
+        return False
+    return pch.enabled() and pch.nvrtc_new_enough(backend.version) and \
+        pch.header_prefix(source) is not None
 
 
 def cuobjdump_path():
@@ -320,6 +344,9 @@ def main(argv=None):
                     help="print wall-clock times (default) or the child's CPU time for trace "
                          "and compile (steadier on a loaded machine; counts NVRTC, which runs "
                          "in the child, but not nvcc; lowering, NVRTC and rest stay wall-clock)")
+    ap.add_argument("--pch", choices=("on", "off"), default="on",
+                    help="NVRTC precompiled headers within a process (runtime/pch.py): on "
+                         "(default) or off (TILELANG_NVRTC_PCH=0 in the children)")
     ap.add_argument("--json", default="")
     ap.add_argument("--child", default="")
     ap.add_argument("--mode", default="cold")
@@ -338,12 +365,14 @@ def main(argv=None):
         run_child(names[0], "fill", 0, pycache, True, os.path.join(cache_root, "fill"))
         run_child(",".join(names), "imports", 0, pycache, True, os.path.join(cache_root, "fill"))
     print(f"{machine()}\nNVRTC {_nvrtc_version()}; bytecode: {args.bytecode}; "
-          f"medians of {args.runs} processes; ms ({args.clock} clock)")
+          f"medians of {args.runs} processes; ms ({args.clock} clock); NVRTC precompiled "
+          f"headers {args.pch}")
     print(f"{'kernel':16s} {'import':>6s} | {'cold':>6s} {'trace':>5s} {'lower':>6s} "
           f"{'nvrtc':>6s} {'rest':>5s} {'again':>6s} | {'front':>5s} {'NVVM':>5s} "
           f"{'ptxas':>5s} | {'warm':>5s} {'trace':>5s} {'load':>5s} {'next':>5s}")
     report = {}
     cpu = args.clock == "cpu"
+    use_pch = args.pch == "on"
 
     def med(rows, key):
         if cpu and key in ("trace", "compile"):
@@ -355,14 +384,15 @@ def main(argv=None):
         cells = {}
         if "cold" in modes:
             kids = [run_child(name, "cold", args.runs if i == 0 else 0, pycache, warm_bc,
-                              os.path.join(cache_root, "off")) for i in range(args.runs)]
+                              os.path.join(cache_root, "off"), use_pch)
+                    for i in range(args.runs)]
             first = [k["first"] for k in kids]
             again = kids[0]["again"]
             trace, comp = med(first, "trace"), med(first, "compile")
             lower, nvrtc = med(first, "lower"), med(first, "nvrtc")
             rest = statistics.median(r["compile"] - r["lower"] - r["nvrtc"] for r in first) * 1e3
             ph = nvrtc_phases(kids[0]["source"], kids[0]["arch"], kids[0]["options"],
-                              args.runs)
+                              args.runs, use_pch)
             row.update(cold_ms=trace + comp, cold_trace_ms=trace, cold_compile_ms=comp,
                        cold_lower_ms=lower, cold_nvrtc_ms=nvrtc,
                        cold_rest_ms=rest,
@@ -409,7 +439,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "nvrtc": _nvrtc_version(), "clock": args.clock,
-                       "kernels": report},
+                       "pch": args.pch, "kernels": report},
                       f, indent=1)
     return 0
 

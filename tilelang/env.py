@@ -10,6 +10,8 @@ TILELANG_DUMP_IR          1 prints the IR after every pass
 TILELANG_VERBOSE          1 prints what the compiler does (pipeline steps, fallbacks)
 TILELANG_AUTO_TUNING_*    autotuner: DISABLE_CACHE, CPU_COUNTS, CPU_UTILITIES, MAX_CPU_COUNT
 TILELANG_JIT_DIAGNOSTICS  1 logs each JIT phase (lower, compile) with its time (jit/diagnostics.py)
+TILELANG_NVRTC_PCH        0 turns off NVRTC's precompiled headers within a process
+                          (runtime/pch.py; on by default)
 
 `env` also carries the reference's attribute names (`env.TILELANG_CACHE_DIR`, `env.CUDA_HOME`,
 `env.TILELANG_AUTO_TUNING_CPU_COUNTS`, `env.get_default_target()`, ...) as strings read live

@@ -90,3 +90,73 @@ def test_cuda_headers_found_without_pathfinder(monkeypatch):
         assert toolkit.cuda_include_dir() == f"{home}/include"
     finally:
         toolkit.cuda_include_dir.cache_clear()
+
+
+class _FakePathfinder:
+    """Stands for cuda.pathfinder: records whether NVRTC was looked up through it."""
+
+    def __init__(self, path):
+        self.calls = 0
+        self.path = path
+
+    def load_nvidia_dynamic_lib(self, name):
+        self.calls += 1
+        return type("Loaded", (), {"abs_path": self.path})()
+
+
+def _fake_pathfinder(monkeypatch, path):
+    import sys
+    import types
+
+    fake = _FakePathfinder(path)
+    module = types.ModuleType("cuda.pathfinder")
+    module.load_nvidia_dynamic_lib = fake.load_nvidia_dynamic_lib
+    cuda = sys.modules.get("cuda") or types.ModuleType("cuda")
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cuda.pathfinder", module)
+    monkeypatch.setattr(cuda, "pathfinder", module, raising=False)
+    return fake
+
+
+def test_wheel_nvrtc_found_without_pathfinder(monkeypatch, tmp_path):
+    """A wheel's libnvrtc in site-packages (cuda-pathfinder's first place, in its order) is
+    taken without importing cuda-pathfinder (about 20 ms of a process's first compile)."""
+    site = tmp_path / "site"
+    for rel in ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"):
+        (site / rel).mkdir(parents=True)
+        (site / rel / "libnvrtc.so.13").write_bytes(b"")
+    monkeypatch.setattr(toolkit.sys, "path", [str(tmp_path / "empty"), str(site)])
+    monkeypatch.setattr(toolkit, "_loaded_library", lambda stem: None)
+    fake = _fake_pathfinder(monkeypatch, "/elsewhere/libnvrtc.so.13")
+    assert toolkit._libnvrtc_candidates()[0] == str(site / "nvidia/cu13/lib/libnvrtc.so.13")
+    assert fake.calls == 0
+    # one loaded already wins (as in cuda-pathfinder)
+    monkeypatch.setattr(toolkit, "_loaded_library", lambda stem: "/loaded/libnvrtc.so.13")
+    assert toolkit._libnvrtc_candidates()[0] == "/loaded/libnvrtc.so.13"
+    # no wheel, nothing loaded: cuda-pathfinder decides
+    monkeypatch.setattr(toolkit, "_loaded_library", lambda stem: None)
+    monkeypatch.setattr(toolkit.sys, "path", [str(tmp_path / "empty")])
+    assert toolkit._libnvrtc_candidates()[0] == "/elsewhere/libnvrtc.so.13"
+    assert fake.calls == 1
+
+
+@requires_nvrtc
+def test_nvrtc_compiles_in_a_process_without_torch():
+    """NVRTC found without cuda-pathfinder still finds its builtins library (the wheels'
+    libnvrtc has no RUNPATH; torch or cuda-pathfinder would have loaded the builtins)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tilelang.runtime import compile_cuda\n"
+            "r = compile_cuda('extern \"C\" __global__ void k(int* x) { x[0] = 1; }', 'sm_80',"
+            " compiler='nvrtc', use_cache=False)\n"
+            "assert 'torch' not in sys.modules\n"
+            "print(r.compiler, len(r.cubin) > 0)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=root, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["nvrtc", "True"]

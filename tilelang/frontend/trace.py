@@ -92,7 +92,7 @@ def host_assumptions(params, body) -> tuple:
     """The T.assume conditions the host checks at every call: those over the function's sizes
     and scalar arguments alone that every launch reaches (at function level, or at a kernel's
     top level, outside loops and branches). Each is kept once, in program order."""
-    from ..ir.visitor import collect
+    from ..ir.visitor import any_node, collect
 
     symbols = {p for p in params if isinstance(p, ir.Var)}
     for p in params:
@@ -103,7 +103,7 @@ def host_assumptions(params, body) -> tuple:
     found, seen = [], set()
 
     def host_evaluable(cond):
-        return not collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call, ir.Buffer))) and \
+        return not any_node(cond, lambda n: isinstance(n, (ir.Load, ir.Call, ir.Buffer))) and \
             all(v in symbols for v in collect(cond, lambda n: isinstance(n, ir.Var)))
 
     def walk(s):
@@ -158,12 +158,25 @@ def prim_func(func=None, *, private=False, check_well_formed=True, **_ignored):
     return _trace_prim_func(func, scope)
 
 
+def _names_used(code) -> set:
+    """The global and attribute names `code` and the functions nested in it use."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, type(code)):
+            names |= _names_used(c)
+    return names
+
+
 def _lazy_style(func, hints) -> bool:
     """Whether `func` is written in the reference's lazy style: a parameter annotated by a
     statement in the body (`A: T.Tensor[...]`), or T.empty outputs returned."""
     import ast
     import textwrap
 
+    code = getattr(func, "__code__", None)
+    if code is not None and set(hints) >= set(inspect.signature(func).parameters) \
+            and "empty" not in _names_used(code):
+        return False  # every parameter annotated, no `.empty`: no need to parse the source
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):  # no source to read

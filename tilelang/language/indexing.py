@@ -24,11 +24,48 @@ def _normalize_index(buffer: ir.Buffer, dim: int, index):
     return index
 
 
+# operations whose result is >= 0 when their operands are (mathematically: the analyzer
+# reasons without wrap-around too)
+_NONNEGATIVE_OPS = frozenset(("add", "mul", "floordiv", "floormod", "min", "max"))
+
+
+def _surely_nonnegative(index, b) -> bool:
+    """Whether `index` is a sum / product / floor division / modulo / min / max of constants
+    >= 0, launch variables and variables of enclosing loops that start at 0 or above (most
+    subscripts): then nothing negative can be proved of it, and the analyzer is not built."""
+    kernel = b.kernel.data["kernel"]
+    ok = {id(v) for v in kernel.thread_vars} | {id(v) for v in kernel.block_vars}
+    for f in b.frames:
+        bounds = f.data.get("bounds") if f.kind == "for" else None
+        if bounds is None:
+            continue
+        start, extent, step = bounds
+        if isinstance(start, int) and isinstance(extent, int) and isinstance(step, int) and \
+                extent > 0 and min(start, start + (extent - 1) * step) >= 0:
+            ok.add(id(f.data["var"]))
+    stack = [index]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ir.Const):
+            if not (e.dtype.is_int and e.value >= 0):
+                return False
+        elif isinstance(e, ir.Var):
+            if id(e) not in ok:
+                return False
+        elif isinstance(e, ir.Binary) and e.op in _NONNEGATIVE_OPS:
+            stack += (e.a, e.b)
+        else:
+            return False
+    return True
+
+
 def _provably_negative(index) -> bool:
     """Whether `index` is negative for every value of the enclosing loop and launch
     variables (bounds known where the subscript is written)."""
     b = current_builder(required=False)
     if b is None or not b.in_kernel():
+        return False
+    if _surely_nonnegative(index, b):
         return False
     from ..arith import Analyzer
 

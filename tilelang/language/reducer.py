@@ -221,9 +221,9 @@ REDUCER_ATOMICS = frozenset(_ATOMIC.values())  # the traced form of a contributi
 
 
 def _mentions(node, buf) -> bool:
-    from ..ir.visitor import collect
+    from ..ir.visitor import any_node
 
-    return bool(collect(node, lambda n: n is buf))
+    return any_node(node, lambda n: n is buf)
 
 
 def _atomic_update(buf, indices, op, value):

@@ -8,7 +8,10 @@ such as "sm_80" or "sm_90a". Guarantees:
     default and dropped, `-Xptxas X` becomes `--ptxas-options=X`, host-only flags are dropped);
   * a failed compile raises `CudaCompileError` with the compiler log, the source lines around
     the first error and the path where the whole source was written;
-  * identical requests are compiled once per process at a time (threads wait for the first).
+  * identical requests are compiled once per process at a time (threads wait for the first);
+  * NVRTC parses the headers from a precompiled header when runtime/pch.py made one for the
+    source's header set earlier in this process (same cubin and log; the PCH options are not
+    part of the cache key).
 """
 
 from __future__ import annotations
@@ -196,7 +199,7 @@ def compile_cuda(source: str, arch: str, options=(), name: str = "kernel", *,
                 return CompileResult(hit["cubin"], hit["log"], which, True,
                                      time.perf_counter() - t0, arch, tuple(opts), key, ident)
         if which == "nvrtc":
-            ok, log, cubin = backend.compile(source, fname + ".cu", opts)
+            ok, log, cubin = _nvrtc_compile(backend, source, fname, opts)
         else:
             ok, log, cubin = _run_nvcc(source, fname, opts)
         if not ok:
@@ -205,6 +208,26 @@ def compile_cuda(source: str, arch: str, options=(), name: str = "kernel", *,
             cache.store(key, cubin, log, ident)
     return CompileResult(cubin, log, which, False, time.perf_counter() - t0, arch,
                          tuple(opts), key, ident)
+
+
+def _nvrtc_compile(backend, source: str, fname: str, opts: list[str]):
+    """NVRTC with a precompiled header where one applies (runtime/pch.py): the same cubin,
+    the headers parsed once per header set instead of once per kernel."""
+    from . import pch  # here: a program-cache hit never compiles, nor needs this import
+
+    plan = pch.plan(source, opts, backend)
+    if plan is None:
+        return backend.compile(source, fname + ".cu", opts)
+    try:
+        ok, log, cubin = backend.compile(source, fname + ".cu", [*opts, *plan.options])
+    except BaseException:
+        if plan.creating:  # a half-written file
+            plan.forget()
+        raise
+    if not ok and pch.missing_pch(log):  # removed meanwhile (another thread evicted it)
+        plan.forget()
+        return backend.compile(source, fname + ".cu", opts)
+    return ok, plan.finish(ok, log), cubin
 
 
 def _run_nvcc(source: str, fname: str, opts: list[str]):

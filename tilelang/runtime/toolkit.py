@@ -6,7 +6,9 @@ when importable. Guarantees:
     that holds `cuda_fp16.h` (toolkit or the `nvidia-*` wheels), found once per process;
   * `nvrtc_backend()` returns an object with `compile(source, name, options) -> (ok, log, cubin)`
     and `version`: `libnvrtc` through ctypes (the library cuda-pathfinder finds, which is the
-    one `cuda.bindings` would load, else an `nvidia-*` wheel's or a toolkit's), else
+    one `cuda.bindings` would load, else an `nvidia-*` wheel's or a toolkit's; where that is a
+    library already loaded or a wheel's in site-packages, found without importing
+    cuda-pathfinder, by its rules), else
     `cuda.bindings.nvrtc`, else None. ctypes first because it is the cheaper way to the same
     library: importing `cuda.bindings.nvrtc` (it imports the driver bindings too) costs about
     20 ms more of the first compile in a process;
@@ -187,6 +189,7 @@ class _CtypesNvrtc:
         major, minor = ctypes.c_int(), ctypes.c_int()
         lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
         self.version = f"{major.value}.{minor.value}"
+        _preload_builtins(path, self.version)
 
     def compile(self, source: str, name: str, options: list[str]):
         lib = self._lib
@@ -213,14 +216,53 @@ class _CtypesNvrtc:
             lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+# where cuda-pathfinder looks first for NVRTC (pip wheels under site-packages), in its order
+_NVRTC_WHEEL_DIRS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
+_NVRTC_SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
+
+
+def _nvrtc_pathfinder_would_pick() -> Optional[str]:
+    """The libnvrtc cuda-pathfinder would load, where that is plain to see without importing
+    it (about 20 ms of a process's first compile): one this process has loaded already, else
+    the first wheel's in its site-packages order. None: ask cuda-pathfinder."""
+    loaded = _loaded_library("libnvrtc.so")
+    if loaded:
+        return loaded
+    for base in sys.path:
+        for rel in _NVRTC_WHEEL_DIRS:
+            for soname in _NVRTC_SONAMES:
+                p = os.path.join(base or ".", rel, soname)
+                if os.path.isfile(p):
+                    return os.path.abspath(p)
+    return None
+
+
+def _preload_builtins(libnvrtc: str, version: str):
+    """Load libnvrtc-builtins.so.<version> from beside `libnvrtc` (as cuda-pathfinder does
+    when it loads NVRTC): the wheels' libnvrtc has no RUNPATH, so its own dlopen of the
+    builtins by name finds them only when they are loaded already ("failed to open
+    libnvrtc-builtins.so.13.0" otherwise)."""
+    sibling = os.path.join(os.path.dirname(os.path.realpath(libnvrtc)),
+                           f"libnvrtc-builtins.so.{version}")
+    if os.path.isfile(sibling):
+        try:
+            ctypes.CDLL(sibling, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        except OSError:
+            pass  # NVRTC's own lookup may still find them
+
+
 def _libnvrtc_candidates() -> list[str]:
     out = []
-    try:
-        from cuda import pathfinder
+    seen = _nvrtc_pathfinder_would_pick()
+    if seen:
+        out.append(seen)
+    else:
+        try:
+            from cuda import pathfinder
 
-        out.append(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
-    except Exception:
-        pass
+            out.append(pathfinder.load_nvidia_dynamic_lib("nvrtc").abs_path)
+        except Exception:
+            pass
     for d in _wheel_dirs("lib") + [os.path.join(h, sub) for h in _cuda_homes()
                                    for sub in ("lib64", "lib", "targets/x86_64-linux/lib")]:
         out += sorted(glob.glob(os.path.join(d, "libnvrtc.so*")), reverse=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect
+from ..ir.visitor import Mutator, any_node
 from .pass_config import PassConfigKey
 from .analysis.device_ops import TMA_STORE_WAIT_ALL, TMA_STORES, Effect, has_effect, may_release
 from .analysis.scopes import SHARED
@@ -146,7 +146,7 @@ class _Deferrer:
 
 
 def _pure(expr) -> bool:
-    return not collect(expr, lambda n: isinstance(n, ir.Call) and
+    return not any_node(expr, lambda n: isinstance(n, ir.Call) and
                        (n.op in ir.SIDE_EFFECT_CALLS or ir.is_extern_call(n)))
 
 

@@ -26,7 +26,7 @@ depends on the thread index. Named barriers 2..n+1 are used (1 is the consumers'
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect
+from ..ir.visitor import Mutator, any_node, collect
 from .analysis.scopes import SHARED
 from .analysis.buffer_use import touched_buffers
 from .pass_config import PassConfigKey
@@ -52,11 +52,11 @@ class _Turns(Mutator):
         self.divergent = False
 
     def _thread_dependent(self, e) -> bool:
-        return bool(collect(e, lambda n: n in self.thread_vars))
+        return any_node(e, lambda n: n in self.thread_vars)
 
     def visit_If(self, s):
         if self._thread_dependent(s.cond):
-            if collect(s, lambda n: isinstance(n, ir.Gemm) and self.is_wgmma(n)):
+            if any_node(s, lambda n: isinstance(n, ir.Gemm) and self.is_wgmma(n)):
                 self.divergent = True
             return s
         return self.generic(s)

@@ -44,7 +44,7 @@ from __future__ import annotations
 from .. import layout as L
 from ..ir import nodes as ir
 from ..ir.thread_range import has_user_roles
-from ..ir.visitor import Mutator, collect, substitute
+from ..ir.visitor import Mutator, any_node, collect, substitute
 from .analysis.buffer_use import uses_buffer, whole_buffer_user, written_buffers
 from .analysis.device_ops import inserted_proxy_fence
 from .analysis.gather import ASYNC_GATHER, gather_parts
@@ -421,7 +421,7 @@ class _RoleLoops:
             return self._why(loop, "a barrier element is chosen by a computed index")
         waits = collect(body, lambda n: ir.is_extern_call(n) and n.args[0] ==
                         "tl::mbarrier_wait")
-        if any(not collect(w.args[2], lambda n: n is k) for w in waits):
+        if any(not any_node(w.args[2], lambda n: n is k) for w in waits):
             return self._why(loop, "a barrier wait's parity does not follow the loop")
         written = {b for b in written_buffers(body) if b.scope in SHARED} - set(bars)
         loaded = {c.dst.buffer for c in collect(body, lambda n: isinstance(

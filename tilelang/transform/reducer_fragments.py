@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from ..ir import nodes as ir
 from ..ir.thread_range import role_group
-from ..ir.visitor import Mutator, Visitor, collect
+from ..ir.visitor import Mutator, Visitor, any_node, collect
 from ..language.reducer import FINALIZE, REDUCER_ATOMICS
 from .analysis import fragment_access as FA
 from .analysis.reductions import KIND, UPDATE, combine
@@ -102,7 +102,7 @@ class _Check(Visitor):
         self.outer = None
 
     def _mentions(self, node) -> bool:
-        return node is not None and bool(collect(node, lambda n: n is self.buf))
+        return node is not None and any_node(node, lambda n: n is self.buf)
 
     def visit_Evaluate(self, s):
         target = _update_target(s)
@@ -165,8 +165,8 @@ class _Check(Visitor):
         if self._mentions(s.cond):
             self._other(ir.Evaluate(s.cond))
         before = self.state
-        by_thread = self.nest is None and bool(collect(s.cond, lambda n: any(
-            n is v for v in self.thread_vars)))
+        by_thread = self.nest is None and any_node(s.cond, lambda n: any(
+            n is v for v in self.thread_vars))
         visit = self._in_role if by_thread else self.visit
         visit(s.then_body)
         after_then, self.state = self.state, before

@@ -37,7 +37,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.thread_range import role_group
-from ..ir.visitor import collect, substitute
+from ..ir.visitor import any_node, collect, substitute
 from .. import layout as L
 from .pass_config import PassConfigKey
 from .analysis.shared_memory import arena_bytes, smem_limit, tile_bytes as shared_tile_bytes
@@ -237,7 +237,7 @@ class _Stager:
                     dims[v] = d
                     break
             else:
-                if collect(x, lambda n: n is i or n is j):
+                if any_node(x, lambda n: n is i or n is j):
                     return None
         if dims.get(j) != len(g.shape) - 1 or i not in dims:
             return None

@@ -28,7 +28,7 @@ as written.
 from __future__ import annotations
 
 from ..ir import nodes as ir
-from ..ir.visitor import Mutator, collect
+from ..ir.visitor import Mutator, any_node
 from .analysis.affine import fails_everywhere, holds_everywhere
 from .analysis.buffer_use import written_buffers
 from .analysis.uniform import buffers_loaded, depends_on, let_values
@@ -70,7 +70,7 @@ class _Unswitch(Mutator):
         return new
 
     def uniform(self, cond) -> bool:
-        if collect(cond, lambda n: isinstance(n, (ir.Load, ir.Call))):
+        if any_node(cond, lambda n: isinstance(n, (ir.Load, ir.Call))):
             return False
         if depends_on([cond], self.thread_vars, self.lets):
             return False

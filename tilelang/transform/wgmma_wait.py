@@ -289,7 +289,7 @@ class _Placer:
 
     def interesting(self, s) -> bool:
         """Statements holding an async-relevant node need structural walking."""
-        from ..ir.visitor import collect
+        from ..ir.visitor import any_node
 
         if isinstance(s, ir.Gemm):
             return self.ctx.is_wgmma(s)
@@ -298,11 +298,11 @@ class _Placer:
         if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
             # a publication nested in a branch (a stage hand-back from the second iteration
             # on) is checked where it is, like one at the top level
-            return bool(collect(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
+            return any_node(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
                                 or (ir.extern_name(n) is not None
                                     and (WGMMA_WAIT.match(n.args[0])
                                          or has_effect(n.args[0], Effect.PUBLISHES)
-                                         or dict(n.attrs).get("releases")))))
+                                         or dict(n.attrs).get("releases"))))
         return False
 
 
@@ -398,9 +398,9 @@ def _opaque_call(stmt) -> bool:
 def place_wgmma_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if not ctx.target.is_hopper or not ctx.gemm_info:
         return kernel
-    from ..ir.visitor import collect
+    from ..ir.visitor import any_node
 
-    if not collect(kernel.body, lambda n: isinstance(n, ir.Gemm) and n.wg_wait != 0):
+    if not any_node(kernel.body, lambda n: isinstance(n, ir.Gemm) and n.wg_wait != 0):
         return kernel  # every gemm waits for itself: nothing can be in flight
     placer = _Placer(ctx, kernel)
     body, state = placer.block(kernel.body, _State())

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ...ir import nodes as ir
-from ...ir.visitor import collect
+from ...ir.visitor import any_node, collect
 
 
 def touched_buffers(node) -> set:
@@ -42,12 +42,12 @@ def buffers_read(node) -> set:
 
 def whole_buffer_user(node, buf) -> bool:
     """Reductions and scans take whole buffers, not a stage of a multi-buffered one."""
-    return bool(collect(node, lambda n: isinstance(n, (ir.Reduce, ir.CumSum))
-                        and buf in (n.src, n.dst)))
+    return any_node(node, lambda n: isinstance(n, (ir.Reduce, ir.CumSum))
+                        and buf in (n.src, n.dst))
 
 
 def uses_buffer(node, buf) -> bool:
     """Whether `node` loads, stores, names a region of, or otherwise mentions `buf`."""
-    return bool(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
+    return any_node(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
                         or (isinstance(n, ir.BufferRegion) and n.buffer is buf)
-                        or (isinstance(n, ir.Buffer) and n is buf)))
+                        or (isinstance(n, ir.Buffer) and n is buf))

@@ -12,7 +12,7 @@ lowers marked nests to cp.async with zero-fill (transform/partition_parallel/asy
 from __future__ import annotations
 
 from ...ir import nodes as ir
-from ...ir.visitor import collect
+from ...ir.visitor import any_node
 from .scopes import SHARED
 
 ASYNC_GATHER = ("async_gather", True)  # a gather nest issued ahead (an asynchronous producer)
@@ -80,6 +80,6 @@ def gather_parts(loop: ir.For):
     exprs = [v for _, v in lets] + list(store.indices) + list(load.indices)
     if cond is not None:
         exprs.append(cond)
-    if any(collect(e, lambda n: isinstance(n, (ir.Load, ir.Call))) for e in exprs):
+    if any(any_node(e, lambda n: isinstance(n, (ir.Load, ir.Call))) for e in exprs):
         return None
     return store, load, cond

@@ -338,7 +338,7 @@ class NestPartitioner:
 
 def collect_stores(body):
     """Names of the buffers a statement stores into."""
-    from ...ir.visitor import collect
+    from ...ir.visitor import any_node, collect
 
     return [n.buffer.name for n in collect(body, lambda n: isinstance(n, ir.Store))]
 
@@ -352,9 +352,9 @@ def _one_writer(body, representative, registers=()):
     if representative is None:
         return body
     cond = ir.as_expr(representative)
-    from ...ir.visitor import collect
+    from ...ir.visitor import any_node
 
-    if not collect(body, lambda n: (isinstance(n, ir.Store) and n.buffer in registers)
+    if not any_node(body, lambda n: (isinstance(n, ir.Store) and n.buffer in registers)
                    or ir.is_collective_sync(n)):
         return ir.If(cond, body, None)
 

@@ -23,7 +23,7 @@ once the loop layout has fixed each thread's elements. Expects: the nest body in
 from __future__ import annotations
 
 from ...ir import nodes as ir
-from ...ir.visitor import Mutator, collect, substitute
+from ...ir.visitor import Mutator, any_node, substitute
 from ..analysis.gather import peel_lets, split_value
 from ..analysis.indices import Widen, contiguous, flat_offset, wide_indices
 
@@ -34,7 +34,7 @@ INT = ir.DType("int32")
 # ---- lowering (inside partition_parallel) ----------------------------------------------------
 
 def _mentions(e, var) -> bool:
-    return bool(collect(e, lambda n: n is var))
+    return any_node(e, lambda n: n is var)
 
 
 def _uniform_predicate(cond, vr, w, analyzer):

@@ -98,19 +98,22 @@ def vectorize_value_loop(ctx, body, vo, vi, vec: int, analyzer: Analyzer, groups
         body = guards[-1][2]
         inner = vectorize_value_loop(ctx, body, vo, vi, vec, analyzer, groups)
         return None if inner is None else inner.guarded([(c, loc) for c, loc, _ in guards])
-    lets = {s.var for s in collect(body, lambda n: isinstance(n, (ir.LetStmt, ir.For)))}
-    stores = collect(body, lambda n: isinstance(n, ir.Store))
+    # one walk for the four kinds of node looked at below (each list keeps the walk's order)
+    nodes = collect(body, lambda n: isinstance(n, (ir.LetStmt, ir.For, ir.Store, ir.Load,
+                                                   ir.Call)))
+    lets = {s.var for s in nodes if isinstance(s, (ir.LetStmt, ir.For))}
+    stores = [s for s in nodes if isinstance(s, ir.Store)]
     stored = {s.buffer for s in stores}
-    loaded = {e.buffer for e in collect(body, lambda n: isinstance(n, ir.Load))}
+    loaded = {e.buffer for e in nodes if isinstance(e, ir.Load)}
     # a staged store is written back after the lane loop: only buffers the body neither reads
     # nor writes twice may be staged, or a later statement would read a stale element
     once = {b for b in stored if sum(1 for s in stores if s.buffer is b) == 1} - loaded
     top_stores = [s for s in _unconditional_stores(body) if s.buffer in once]
     candidates = []
     # elements whose address is taken (atomics, address_of) are not values to stage
-    seen = {c.args[0] for c in collect(body, lambda n: isinstance(n, ir.Call) and n.args and (
-        n.op.startswith("atomic_") or n.op == "address_of") and isinstance(n.args[0], ir.Load))}
-    for node in collect(body, lambda n: isinstance(n, (ir.Load, ir.Store))):
+    seen = {c.args[0] for c in nodes if isinstance(c, ir.Call) and c.args and (
+        c.op.startswith("atomic_") or c.op == "address_of") and isinstance(c.args[0], ir.Load)}
+    for node in (n for n in nodes if isinstance(n, (ir.Load, ir.Store))):
         buf = node.buffer
         if buf.scope not in MEMORY or node in seen:
             continue

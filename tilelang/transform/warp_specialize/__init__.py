@@ -77,7 +77,7 @@ import sys
 
 from ...ir import nodes as ir
 from ...ir.thread_range import has_user_roles
-from ...ir.visitor import Mutator, collect, substitute
+from ...ir.visitor import Mutator, any_node, collect, substitute
 from ..analysis.gather import gather_parts
 from .computed_operands import computed_operands, publish_then_issue, swap_buffers
 from ..pass_config import PassConfigKey
@@ -396,7 +396,7 @@ class WarpSpecializer:
             if annotation is None:
                 return self._note_overlap(why[0], auto) if why else None
         compute = [st for st in stmts if id(st) not in plan_ids]
-        if any(collect(st, lambda n, v=let.var: n is v) for let in lets for st in compute):
+        if any(any_node(st, lambda n, v=let.var: n is v) for let in lets for st in compute):
             return self._note_overlap("the loop body binds values the schedule would move", auto)
         slots, reason = schedule(loop, stmts, plan_ids, annotation)
         if slots is None:
@@ -584,7 +584,7 @@ class WarpSpecializer:
         if len(mapping) < 2 or self.cluster > 1 or not wanted:
             return None
         nodes = [it.value if isinstance(it, tuple) else it for it in rest]
-        if any(collect(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in mapping)
+        if any(any_node(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in mapping)
                for n in nodes):
             return None  # a view of a tile: its readers are not found by name
         first = {}
@@ -1123,7 +1123,7 @@ def _last_reader(items, buffers) -> int:
     """Index of the last of `items` (statements and lets) that names one of `buffers`; the
     last item when a view (T.view, T.reshape) of one of them appears anywhere."""
     nodes = [it.value if isinstance(it, tuple) else it for it in items]
-    if any(collect(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in buffers)
+    if any(any_node(n, lambda x: isinstance(x, ir.Buffer) and x.view_of in buffers)
            for n in nodes):
         return len(items) - 1
     return max((i for i, it in enumerate(items)
@@ -1140,8 +1140,8 @@ def _without_gemms(node):
 
 
 def _mentions(node, buf) -> bool:
-    return bool(collect(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
-                        or (isinstance(n, ir.BufferRegion) and n.buffer is buf)))
+    return any_node(node, lambda n: (isinstance(n, (ir.Load, ir.Store)) and n.buffer is buf)
+                        or (isinstance(n, ir.BufferRegion) and n.buffer is buf))
 
 
 def warp_specialize(kernel: ir.Kernel, ctx) -> ir.Kernel:
