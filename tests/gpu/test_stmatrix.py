@@ -42,6 +42,7 @@ def _run_gemm(func, M, N, K, out_dtype, scale=1.0):
     (300, 260, 64, 128, 128, 256, "float16"),
     (130, 250, 96, 64, 128, 128, "bfloat16"),
     (100, 70, 40, 32, 64, 64, "float16"),       # mma.sync accumulators
+    (90, 100, 64, 64, 32, 256, "bfloat16"),     # N split over 2 warpgroups, 64-byte swizzle
 ])
 def test_accumulator_through_shared(monkeypatch, experiment, M, N, K, bm, bn, threads, out):
     need_sm90()

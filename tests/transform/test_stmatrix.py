@@ -173,7 +173,8 @@ def _simulate_stmatrix(func, target=SM90):
     gemm_staged(256, 256, 64, bm=128, bn=128, threads=256),
     gemm_staged(256, 256, 64, bm=64, bn=128, threads=128),
     gemm_staged(256, 256, 64, bm=32, bn=64, threads=64),
-], ids=["wgmma64", "wgmma128x2", "wgmma64x128", "mma32"])
+    gemm_staged(256, 256, 64, bm=64, bn=32, threads=256),
+], ids=["wgmma64", "wgmma128x2", "wgmma64x128", "mma32", "wgmma_n_split_64B_swizzle"])
 def test_stmatrix_stores_each_element_from_its_register(func):
     written, held = _simulate_stmatrix(func)
     assert written == held
