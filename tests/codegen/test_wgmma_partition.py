@@ -58,3 +58,17 @@ def test_mma_sync_fallback_is_noted():
     assert len(notes) == 1, notes
     assert "80 columns of B_shared into slices of 40" in notes[0]
     assert "16-column" in notes[0] and "mma.sync" in notes[0]
+
+
+@pytest.mark.parametrize("bm,bn,threads,want", [
+    (64, 128, 128, "0"),             # one warpgroup: index 0, folded into the descriptors
+    (64, 128, 256, "warpgroup"),     # N split over two: the bound index
+    (128, 128, 256, "warpgroup"),    # M split over two
+])
+def test_one_warpgroup_passes_index_zero(bm, bn, threads, want):
+    src = tilelang.lower(K.gemm(256, 320, 192, bm, bn, 64, trans_B=False,
+                                out_dtype="float16", threads=threads),
+                         target="cuda -arch=sm_90a")
+    calls = re.findall(r"tl::wgmma_gemm_ss<[^;]*, (\w+)\);", src)
+    assert calls and set(calls) == {want}, calls
+    assert ("tl::warpgroup_index(" in src) == (want == "warpgroup")

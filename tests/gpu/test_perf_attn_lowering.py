@@ -15,7 +15,8 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "transform"))
-from test_perf_attn_lowering import ragged_row_store, two_tile_loads  # noqa: E402
+from test_perf_attn_lowering import (column_parts_load, ragged_row_store,  # noqa: E402
+                                     two_tile_loads)
 
 from . import kernels as K  # noqa: E402
 from .hopper import need_sm90  # noqa: E402
@@ -29,6 +30,17 @@ def test_consecutive_tile_loads(M, D, threads):
     k(a, b, out)
     torch.cuda.synchronize()
     torch.testing.assert_close(out, a + b)
+
+
+@pytest.mark.parametrize("M,D,tail,threads", [(64, 512, 64, 256), (32, 128, 32, 128)])
+def test_disjoint_parts_of_one_tile(M, D, tail, threads):
+    k = tilelang.compile(column_parts_load(M, D, tail, threads), target="cuda")
+    a = torch.randn(M, D + tail, device="cuda", dtype=torch.float16)
+    b = torch.randn(M, D, device="cuda", dtype=torch.float16)
+    out = torch.full_like(a, float("nan"))
+    k(a, b, out)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a + torch.nn.functional.pad(b, (0, tail)))
 
 
 @pytest.mark.parametrize("rows", [100, 128, 1])

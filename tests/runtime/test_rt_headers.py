@@ -139,8 +139,27 @@ def test_nvrtc_compiles_a_small_kernel_with_the_headers(arch):
 
 HOST_TEST = r"""
 #include "tl.cuh"
+#include "tl/gemm_sm90.cuh"
 #include <cstdio>
 #include <vector>
+
+// A gemm advances each operand's k = 0 descriptor by kmajor_step per k-step: the sub-tile's
+// byte offset must be the one kmajor_byte gives it directly, for every row (the warpgroup's
+// slice), start column and step, a positive multiple of 16 bytes.
+template <class T, int Rows, int Swz>
+static int check_kmajor_steps() {
+  int bad = 0;
+  const int kK = 32 / int(sizeof(T)), align = 16 / int(sizeof(T));
+  for (int r0 = 0; r0 < Rows; r0 += 8)
+    for (int c0 = 0; c0 < 4 * Swz; c0 += align)
+      for (int k = kK; k <= 512; k += kK) {
+        int step = tl::detail::kmajor_step<T, Rows, Swz>(c0, k);
+        bad += tl::detail::kmajor_byte<T, Rows, Swz>(r0, c0) + step !=
+               tl::detail::kmajor_byte<T, Rows, Swz>(r0, c0 + k);
+        bad += step <= 0 || step % 16 != 0;
+      }
+  return bad;
+}
 
 // Rasterisation must be a bijection of the grid for every shape and panel size.
 static int check_raster() {
@@ -168,6 +187,9 @@ static int check_raster() {
 
 int main() {
   int bad = check_raster();
+  bad += check_kmajor_steps<uint16_t, 64, 128>() + check_kmajor_steps<uint16_t, 128, 64>() +
+         check_kmajor_steps<uint16_t, 32, 32>() + check_kmajor_steps<uint8_t, 64, 128>() +
+         check_kmajor_steps<uint8_t, 256, 64>();
   // wgmma descriptor fields (HARDWARE §6)
   uint64_t d = tl::make_smem_desc_addr(0x2400, tl::WgmmaSwizzle::k128B, 16, 1024, 3);
   unsigned long long want = (0x2400ull >> 4) | (1ull << 16) | (64ull << 32) | (3ull << 49) |

@@ -22,7 +22,7 @@ def test_clear_before_a_wgmma_becomes_its_scale_d():
     for between in ("", "other"):
         src, host = _lower(_kernel(between))
         assert "accumulator clear(s) folded" in host
-        assert re.search(r"wgmma_gemm_ss<[^>]*, true>\([^;]*acc, true, warpgroup\)", src)
+        assert re.search(r"wgmma_gemm_ss<[^>]*, true>\([^;]*acc, true, 0\)", src)
         assert not _zeroes_acc(src)
 
 

@@ -621,3 +621,41 @@ def test_nested_store_loops_get_no_barrier_per_iteration():
     loops = nodes(k, ir.For, lambda s: s.var.name in ("i", "j", "v"))
     assert loops and all(not nodes(s.body, ir.Evaluate, _is_barrier) for s in loops), show(k)
     assert _barriers(k) == 1, show(k)  # the one before the transposed read
+
+
+def _stage_loop_after_a_read(read_only_body=False):
+    """S written and read by other threads before a loop that rewrites S every iteration
+    (its own barrier before the write orders the read before the loop as well); or S only
+    written before a loop that only reads it (a barrier before the loop, none inside)."""
+    @T.prim_func
+    def f(A: T.Tensor((512,), "float32"), B: T.Tensor((512,), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128,), "float32")
+            for i in T.Parallel(128):
+                S[i] = A[i]
+            if not read_only_body:
+                for i in T.Parallel(128):
+                    B[i] = S[127 - i]
+            for k in T.serial(3):
+                if not read_only_body:
+                    for i in T.Parallel(128):
+                        S[i] = A[128 * k + 128 + i]
+                for i in T.Parallel(128):
+                    B[128 * k + 128 + i] = S[127 - i] + 1.0
+    return f
+
+
+def test_a_loop_whose_barrier_comes_first_needs_none_before_it():
+    k, _ = _check(_stage_loop_after_a_read())
+    (loop,) = nodes(k, ir.For, lambda s: s.var.name == "k")
+    # inside: before the write (the previous iteration's readers) and before the read
+    assert len(nodes(loop.body, ir.Evaluate, _is_barrier)) == 2
+    # outside: only the one between the first write and the first read
+    assert _barriers(k) == 3
+
+
+def test_a_read_only_loop_keeps_its_barrier_before_it():
+    k, _ = _check(_stage_loop_after_a_read(read_only_body=True))
+    (loop,) = nodes(k, ir.For, lambda s: s.var.name == "k")
+    assert not nodes(loop.body, ir.Evaluate, _is_barrier)
+    assert _barriers(k) == 1  # between the write and the loop

@@ -73,6 +73,46 @@ def test_a_load_into_the_same_tile_still_waits():
     assert body.count("tl::cp_async_wait<0>();") == 2, body
 
 
+def column_parts_load(M=64, D=512, tail=64, threads=256):
+    """Out = A[:, :D + tail] + B[:, :D] padded: the first D and the last `tail` columns of A
+    loaded into one shared tile by two copies (the sparse MLA backward's Q tile), then B."""
+    @T.prim_func
+    def f(A: T.Tensor((M, D + tail), "float16"), B: T.Tensor((M, D), "float16"),
+          Out: T.Tensor((M, D + tail), "float16")):
+        with T.Kernel(1, threads=threads) as bx:
+            a = T.alloc_shared((M, D + tail), "float16")
+            b = T.alloc_shared((M, D), "float16")
+            T.copy(A[0:M, 0:D], a[:, 0:D])
+            T.copy(A[0:M, D:D + tail], a[:, D:D + tail])
+            T.copy(B[0:M, 0:D], b)
+            for i, j in T.Parallel(M, D + tail):
+                Out[i, j] = a[i, j] + T.if_then_else(j < D, b[i, T.min(j, D - 1)], 0)
+    return f
+
+
+def test_disjoint_parts_of_one_tile_load_together():
+    src = tilelang.lower(column_parts_load(), target=SM90)
+    body = src[src.index("__global__"):]
+    first_b = body.index("&b[")
+    # both parts of `a` and all of `b` issued before the one wait, no barrier between them
+    assert "cp_async_wait" not in body[:first_b], body
+    assert "__syncthreads" not in body[:first_b], body
+    assert body.count("tl::cp_async_wait<0>();") == 1, body
+    assert body.count("tl::cp_async_commit();") == 3, body
+
+
+def test_overlapping_parts_of_one_tile_still_wait():
+    @T.prim_func
+    def f(A: T.Tensor((64, 128), "float16"), Out: T.Tensor((64, 128), "float16")):
+        with T.Kernel(1, threads=128) as bx:
+            a = T.alloc_shared((64, 128), "float16")
+            T.copy(A[0:64, 0:96], a[:, 0:96])
+            T.copy(A[0:64, 32:128], a[:, 32:128])  # columns 32..95 written twice
+            T.copy(a, Out[0:64, 0:128])
+    body = tilelang.lower(f, target=SM90)
+    assert body.count("tl::cp_async_wait<0>();") == 2, body
+
+
 def test_rounded_up_layout_stores_whole_vectors():
     # (the threads' store: by default on sm_90a this copy is a TMA store, lower_copy/copy_tma.py)
     src = tilelang.lower(ragged_row_store(), target=SM90,

@@ -135,8 +135,8 @@ def test_each_role_synchronises_its_own_threads():
     for body in roles.values():
         assert "__syncthreads" not in body
     assert "named_barrier_sync(2" not in reduce_role and "named_barrier_sync(1" not in gemm_role
-    # warpgroup 1 issues the wgmma as the role's warpgroup 0
-    assert re.search(r"wgmma_gemm_ss<64, 64, 32, 1, 1, .*acc, false, warpgroup - 1\)", gemm_role)
+    # warpgroup 1 issues the wgmma as the role's warpgroup 0, its only one: index 0
+    assert re.search(r"wgmma_gemm_ss<64, 64, 32, 1, 1, .*acc, false, 0\)", gemm_role)
 
 
 def test_a_role_from_thread_64_runs_mma_sync_on_its_own_warps():
@@ -170,7 +170,10 @@ def test_tile_operations_laid_out_from_the_roles_first_thread():
     # the second consumer's store: thread 128 + t holds what thread t of the first holds,
     # 64 columns further (rows t / 32 * 16 of the tile: -128 / 32 * 16 rows of 256)
     assert re.search(r"C\[.*tx / 32 \* 4096 .*- 16320\]", roles[(128, 128)])
-    assert "warpgroup - 1" in roles[(128, 128)]
+    # each role's gemm is its one warpgroup's: index 0 in both
+    for body in roles.values():
+        calls = re.findall(r"tl::wgmma_gemm_ss<[^;]*, (\w+)\);", body)
+        assert calls and set(calls) == {"0"}, calls
 
 
 # ---- errors at the user's line ---------------------------------------------------------------

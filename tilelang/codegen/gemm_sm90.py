@@ -210,18 +210,23 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     b_rows, b_cols, b_swz, b_base, b_r0, b_c0 = gemm_sm80._tile_info(
         g.B, ctx.layouts[g.B.buffer], g.loc)
     tb = "true" if g.trans_B else "false"
+    # the warpgroups that compute the gemm are all the compute threads' (partition): one
+    # alone has index 0, a constant the operand descriptors fold into (a runtime index kept
+    # every k-step's descriptor in vector registers: sparse_mla_fwd_pipelined's 36 + 4 per
+    # stage, about 190 more instructions and their registers)
+    wg = ir.const(0) if wgm * wgn == 1 else ctx.warpgroup()
     if g.A.buffer.scope == "local.fragment":
         a_reg = ctx.register_of(g.A.buffer)
         name = (f"tl::wgmma_gemm_rs<{M}, {N}, {K}, {wgm}, {wgn}, {tb}, {b_rows}, {b_cols}, "
                 f"{b_swz}, {wait}{fresh}>")
-        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, ctx.warpgroup())
+        args = (name, a_reg, b_base, b_r0, b_c0, c_reg, clear, wg)
     else:
         a_rows, a_cols, a_swz, a_base, a_r0, a_c0 = gemm_sm80._tile_info(
             g.A, ctx.layouts[g.A.buffer], g.loc)
         ta = "true" if g.trans_A else "false"
         name = (f"tl::wgmma_gemm_ss<{M}, {N}, {K}, {wgm}, {wgn}, {ta}, {tb}, {a_rows}, "
                 f"{a_cols}, {a_swz}, {b_rows}, {b_cols}, {b_swz}, {wait}{fresh}>")
-        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, ctx.warpgroup())
+        args = (name, a_base, a_r0, a_c0, b_base, b_r0, b_c0, c_reg, clear, wg)
     ctx.uses_wgmma = True
     return ir.Evaluate(ir.Call("call_extern", args, ir.DType("void")), loc=g.loc)
 

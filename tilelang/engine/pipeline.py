@@ -103,6 +103,7 @@ STEP_PARTS = {
     "lower_copies": ("lower_tma_copy", "copy_tma"),  # T.tma_copy as TMA boxes; T.copy by TMA
     "lower_tile_ops": ("lower_reduce",),      # reductions and scans
     "partition_parallel": ("async_gather",    # a gather issued ahead as cp.async with zero-fill
+                           "stmatrix",        # a whole 16-bit tile from mma registers (sm_90+)
                            "vectorize",       # a thread's values as vector accesses
                            "pair_lanes"),     # two lanes at a time (half2/bfloat162)
 }

@@ -5,7 +5,9 @@ offset, buffers may overlap when their lifetimes do not). Guarantees: between a 
 shared byte range and a later read or write of an overlapping range (and between a read and a
 later write), every thread passes a barrier — in straight-line code, across loop iterations
 (the body is analysed twice, the second time starting from its own end state), and around
-branches. Barriers go only where every thread reaches them: never inside a branch or loop
+branches (a loop touching what was accessed before it gets a barrier before it, unless the
+barriers its body needs anyway already come first: then it is entered without one). Barriers
+go only where every thread reaches them: never inside a branch or loop
 whose condition depends on the thread index; such a region is fenced before and after
 instead. Consecutive `T.ws` roles (Attr "warp_role") are synchronised by the user's mbarriers:
 fenced as one region, with nothing between or inside them, except inside the roles that run
@@ -107,6 +109,12 @@ def is_barrier(s) -> bool:
     v = s.value
     return ir.extern_name(v) == "__syncthreads" or (
         isinstance(v, ir.Call) and v.op == "sync_threads" and not v.args)
+
+
+def _syncs(stmts) -> int:
+    """Barriers and proxy fences in `stmts` (statically: a loop's counted once)."""
+    return sum(len(collect(x, lambda n: isinstance(n, ir.Evaluate) and (
+        is_barrier(n) or ir.calls_extern(n, "tl::fence_proxy_async")))) for x in stmts)
 
 
 class State:
@@ -311,12 +319,25 @@ class SyncInserter(SharedAccesses):
             pre, state = self._summary(s, state)
             return pre + [self._inner_groups(s)], state
         r, w, a = self.all_effects(s)
-        pre = []
         # (self.waw: in an enclosing loop's second pass a nested loop is one more statement of
         # the body, its writes after the same writes of the previous iteration no WAW hazard:
         # the mma emitter's stmatrix nest got a block barrier per (i, j) tile, 20 per block)
-        if self.conflicts(state, r, w | a, self.waw):
-            pre, state = self._fenced_barrier(state, a), State()
+        if not self.conflicts(state, r, w | a, self.waw):
+            return self._iterations(s, state)
+        # the loop touches what was accessed before it: a barrier before the loop, unless
+        # the barriers its body needs anyway (for hazards carried between iterations)
+        # already come before each conflicting access (a stage loop whose tile store waits
+        # for the previous stage's readers: its barrier serves the first iteration too)
+        entered, entered_state = self._iterations(s, state)
+        pre, after = self._fenced_barrier(state, a), State()
+        fenced, fenced_state = self._iterations(s, after)
+        if _syncs(entered) <= _syncs(fenced):
+            return entered, entered_state
+        return pre + fenced, fenced_state
+
+    def _iterations(self, s, state: State):
+        """([the loop with the barriers its body needs]), the state after it, entered in
+        `state`."""
         _, end1 = self.block(s.body, state)
         # iterations of one loop: hazards carried from the end of the body to its start
         # (a write followed by a write of another iteration is the same statement: no WAW)
@@ -331,7 +352,7 @@ class SyncInserter(SharedAccesses):
                          loc=s.loc)
         else:
             new = ir.While(s.cond, body, loc=s.loc)
-        return pre + [new], state.union(end2)
+        return [new], state.union(end2)
 
     def branch(self, s: ir.If, state: State):
         if not self.uniform(s.cond):

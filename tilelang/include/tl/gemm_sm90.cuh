@@ -56,8 +56,8 @@ struct WgmmaSwzCode {
 };
 
 // Every sub-tile's descriptor is its tile base's (the same for all k-steps of an unrolled gemm,
-// so computed once) advanced by the sub-tile's byte offset, a constant per k-step; building each
-// from its own pointer took about ten instructions per wgmma.
+// so computed once) advanced by the sub-tile's byte offset; building each from its own pointer
+// took about ten instructions per wgmma.
 template <int Swz>
 TL_DEVICE uint64_t desc_at(const void* base, uint32_t lbo_bytes, uint32_t sbo_bytes, int byte) {
   return smem_desc_advance(make_smem_desc(base, WgmmaSwzCode<Swz>::value, lbo_bytes, sbo_bytes),
@@ -67,11 +67,28 @@ TL_DEVICE uint64_t desc_at(const void* base, uint32_t lbo_bytes, uint32_t sbo_by
 // Descriptor of the operand sub-tile whose K-major rows start at tile row `r0` and whose
 // k-range starts at element `k0` (K-major), for a tile of Rows rows of Swz-byte blocks.
 template <typename T, int Rows, int Swz>
-TL_DEVICE uint64_t desc_kmajor(const T* base, int r0, int k0) {
-  const int kb = k0 * int(sizeof(T));
-  const int byte = (kb / Swz) * Rows * Swz + r0 * Swz + (kb % Swz);
-  return desc_at<Swz>(base, 16, 8 * Swz, byte);
+TL_HOST_DEVICE constexpr int kmajor_byte(int r0, int k0) {
+  return (k0 * int(sizeof(T)) / Swz) * Rows * Swz + r0 * Swz + (k0 * int(sizeof(T)) % Swz);
 }
+
+template <typename T, int Rows, int Swz>
+TL_DEVICE uint64_t desc_kmajor(const T* base, int r0, int k0) {
+  return desc_at<Swz>(base, 16, 8 * Swz, kmajor_byte<T, Rows, Swz>(r0, k0));
+}
+
+// Bytes from a K-major sub-tile at column c0 to the one at c0 + k, and from an MN-major
+// sub-tile at k row k0 to k0 + k: a gemm builds each operand's descriptor once at k = 0, where
+// the runtime part enters (the warpgroup's slice: kmajor_byte is linear in the row), and
+// advances it by these per k-step, constants when c0 is. Adding the runtime and the constant
+// part before shifting them into the descriptor (each k-step's byte offset as a whole) cost a
+// sign-extending shift and an add per wgmma (sparse_mla_bwd: 2248 -> 2208 SASS instructions).
+template <typename T, int Rows, int Swz>
+TL_HOST_DEVICE constexpr int kmajor_step(int c0, int k) {
+  return kmajor_byte<T, Rows, Swz>(0, c0 + k) - kmajor_byte<T, Rows, Swz>(0, c0);
+}
+
+template <int Swz>
+TL_HOST_DEVICE constexpr int mnmajor_step(int k) { return k * Swz; }
 
 // Descriptor of an MN-major sub-tile: tile rows are k, columns are m/n; starts at k row `k0`
 // and column `n0`.
@@ -151,15 +168,19 @@ TL_DEVICE void wgmma_gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b
   const int gm = WGM == 1 ? 0 : wg % WGM, gn = WGN == 1 ? 0 : wg / WGM;
   fence_or_refresh<FreshC>(C, MR * kRegs);
   wgmma_fence();
+  const uint64_t db0 = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0)
+                              : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0, b_c0 + gn * WN);
 #pragma unroll
   for (int mr = 0; mr < MR; ++mr) {
     const int m0 = 64 * (gm + WGM * mr);
+    const uint64_t da0 = TransA ? detail::desc_mnmajor<TA, ARows, ASwz>(A, a_r0, a_c0 + m0)
+                                : detail::desc_kmajor<TA, ARows, ASwz>(A, a_r0 + m0, a_c0);
 #pragma unroll
     for (int k = 0; k < K; k += kK) {
-      const uint64_t da = TransA ? detail::desc_mnmajor<TA, ARows, ASwz>(A, a_r0 + k, a_c0 + m0)
-                                 : detail::desc_kmajor<TA, ARows, ASwz>(A, a_r0 + m0, a_c0 + k);
-      const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
-                                 : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
+      const uint64_t da = smem_desc_advance(
+          da0, TransA ? detail::mnmajor_step<ASwz>(k) : detail::kmajor_step<TA, ARows, ASwz>(a_c0, k));
+      const uint64_t db = smem_desc_advance(
+          db0, TransB ? detail::kmajor_step<TB, BRows, BSwz>(b_c0, k) : detail::mnmajor_step<BSwz>(k));
       const int scale_d = ((FreshC || clear_accum) && k == 0) ? 0 : 1;
       detail::wgmma_ss_any<WN, TransA ? 1 : 0, TransB ? 0 : 1, TA, TB>(C + mr * kRegs, da, db,
                                                                      scale_d);
@@ -185,13 +206,15 @@ TL_DEVICE void wgmma_gemm_rs(const TA* A, const TB* B, int b_r0, int b_c0, TC* C
   wgmma_fence_operands(a_regs, MR * KT * 4);
   fence_or_refresh<FreshC>(C, MR * kRegs);
   wgmma_fence();
+  const uint64_t db0 = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0)
+                              : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0, b_c0 + gn * WN);
 #pragma unroll
   for (int mr = 0; mr < MR; ++mr) {
 #pragma unroll
     for (int kt = 0; kt < KT; ++kt) {
       const int k = kK * kt;
-      const uint64_t db = TransB ? detail::desc_kmajor<TB, BRows, BSwz>(B, b_r0 + gn * WN, b_c0 + k)
-                                 : detail::desc_mnmajor<TB, BRows, BSwz>(B, b_r0 + k, b_c0 + gn * WN);
+      const uint64_t db = smem_desc_advance(
+          db0, TransB ? detail::kmajor_step<TB, BRows, BSwz>(b_c0, k) : detail::mnmajor_step<BSwz>(k));
       const int scale_d = ((FreshC || clear_accum) && kt == 0) ? 0 : 1;
       // 4 registers = one k-step of A: 8 f16/bf16 or 16 fp8 elements
       detail::wgmma_rs_any<WN, TransB ? 0 : 1, TA, TB>(C + mr * kRegs, a_regs + 4 * (kt + KT * mr),

@@ -6,6 +6,7 @@
 //   tl::ldmatrix_x{1,2,4}[_trans](uint32_t* r, p)   array forms (r[0..n-1]); `p` a pointer or
 //                                                  a 32-bit shared-memory address
 //   tl::stmatrix_x{1,2,4}[_trans](p, r...)  sm_90
+//   tl::pack_b16x2(lo, hi)                 two 16-bit elements as one register
 //
 // `p` is this lane's row address in shared memory: lane t supplies row t%8 of matrix t/8
 // (lanes 0-7 for x1, 0-15 for x2, all for x4); each row is 8 b16 elements = 16 bytes, 16-byte
@@ -99,6 +100,13 @@ TL_DEVICE void stmatrix_x4_trans(void* p, uint32_t r0, uint32_t r1, uint32_t r2,
 TL_DEVICE void stmatrix_x4(void* p, const uint32_t* r) { stmatrix_x4(p, r[0], r[1], r[2], r[3]); }
 TL_DEVICE void stmatrix_x4_trans(void* p, const uint32_t* r) {
   stmatrix_x4_trans(p, r[0], r[1], r[2], r[3]);
+}
+// Two 16-bit elements as one register of a stmatrix / mma fragment (lo in the low half).
+template <class E>
+TL_DEVICE uint32_t pack_b16x2(E lo, E hi) {
+  static_assert(sizeof(E) == 2, "tl::pack_b16x2: 16-bit elements");
+  struct two { E v[2]; };
+  return bit_cast<uint32_t>(two{{lo, hi}});
 }
 #endif  // TL_HAVE_SM90
 

@@ -66,6 +66,7 @@ DEVICE_OPS = (
     DeviceOp("tl::cp_async_wait", E.QUIET),
     DeviceOp("tl::copy_zfill", E.WRITES_FIRST),
     DeviceOp("tl::copy_vec", E.WRITES_FIRST),
+    DeviceOp("tl::stmatrix", E.WRITES_FIRST),  # (shared row address, registers)
     # T.lds*/T.sts* (tl/wide_access.cuh): (words, shared src) and (shared dst, words...)
     DeviceOp("tl::load_shared", E.WRITES_FIRST),
     DeviceOp("tl::store_shared", E.WRITES_FIRST),

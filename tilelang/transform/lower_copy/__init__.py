@@ -6,7 +6,9 @@ memory), whose copies it lowers too (engine/pipeline.py).
 Expects: `Copy` nodes with a global source and a shared destination (all other copies are
 parallel loops by now), the destination's layout in `ctx.layouts`. A copy marked
 ("async", True) by the pipeliner issues cp.async without waiting; an unmarked one issues
-cp.async and waits for it (or plain vector loads when cp.async does not apply).
+cp.async and waits for it (or plain vector loads when cp.async does not apply); consecutive
+unmarked loads into other tiles, or into provably disjoint parts of one tile (then one
+("partitioned") statement for the barrier pass), share the last one's wait.
 
 Guarantees: each thread moves whole V-element chunks (V*elem bytes in {16, 8, 4}), chunk c of
 the tile going to thread c % T; elements outside the global tensor read as zero (cp.async
@@ -198,21 +200,51 @@ def lower_global_to_shared(s: ir.Copy, ctx, analyzer: Analyzer, oob_value=None) 
 
 
 def _waits_for_itself(lowered) -> bool:
-    """Whether a lowered copy is a synchronous cp.async: issue, commit, wait<0>."""
+    """Whether a lowered copy is a synchronous cp.async: issue, commit, wait<0> (or such
+    copies issued together as one statement, below)."""
+    if isinstance(lowered, ir.Attr) and lowered.key == "partitioned":
+        return _waits_for_itself(lowered.body)
     return isinstance(lowered, ir.Seq) and len(lowered.stmts) >= 2 and \
         ir.calls_extern(lowered.stmts[-1], "tl::cp_async_wait<0>") and \
         ir.calls_extern(lowered.stmts[-2], "tl::cp_async_commit")
 
 
-def _issued_together(first, second, first_lowered, second_lowered) -> bool:
+def _without_wait(lowered):
+    """A synchronous copy (`_waits_for_itself`) without its final wait<0>; its commit stays."""
+    if isinstance(lowered, ir.Attr):
+        return ir.with_fields(lowered, body=_without_wait(lowered.body))
+    return ir.Seq(lowered.stmts[:-1])
+
+
+def _issued_together(first, second, first_lowered, second_lowered, analyzer) -> bool:
     """Whether the wait of synchronous copy `first` may move to the wait of the synchronous
-    copy right after it: `second` reads global memory only and writes another tile, so its
-    issue needs nothing from `first`, and its wait<0> waits for both. Consecutive tile loads
-    (a FlashAttention backward's K and V) then take one memory latency, not one each."""
+    copy right after it: `second` reads global memory only and writes another tile (or
+    another part of the same tile), so its issue needs nothing from `first`, and its wait<0>
+    waits for both. Consecutive tile loads (a FlashAttention backward's K and V, the two
+    column ranges of the sparse MLA backward's Q tile) then take one memory latency, not one
+    each."""
     return isinstance(first, ir.Copy) and isinstance(second, ir.Copy) and \
-        first.dst.buffer is not second.dst.buffer and \
+        (first.dst.buffer is not second.dst.buffer or
+         _disjoint(first.dst, second.dst, analyzer)) and \
         second.src.buffer.scope == "global" and \
         _waits_for_itself(first_lowered) and _waits_for_itself(second_lowered)
+
+
+def _flat(lowered) -> tuple:
+    """The statements of a lowered synchronous copy (one issued together included)."""
+    if isinstance(lowered, ir.Attr):
+        return _flat(lowered.body)
+    return lowered.stmts
+
+
+def _disjoint(a: ir.BufferRegion, b: ir.BufferRegion, analyzer) -> bool:
+    """Whether two regions of one buffer provably share no element (apart along some dim)."""
+    for (sa, ea), (sb, eb) in zip(a.region, b.region):
+        end_a, end_b = ir.binary("add", sa, ea), ir.binary("add", sb, eb)
+        if analyzer.prove(ir.compare("le", end_a, sb)) or \
+                analyzer.prove(ir.compare("le", end_b, sa)):
+            return True
+    return False
 
 
 def _prod(xs):
@@ -262,11 +294,20 @@ class _Lower(InRoleGroups, ScopedMutator):
     def visit_Seq(self, s: ir.Seq):
         out = [self.visit(x) for x in s.stmts]
         for i in range(len(out) - 1):
-            if _issued_together(s.stmts[i], s.stmts[i + 1], out[i], out[i + 1]):
-                out[i] = ir.Seq(out[i].stmts[:-1])  # its commit stays: the next wait covers it
+            first, second = s.stmts[i], s.stmts[i + 1]
+            if not _issued_together(first, second, out[i], out[i + 1], self.analyzer):
+                continue
+            if first.dst.buffer is second.dst.buffer:
+                # one statement for the barrier pass: disjoint parts of one tile written by
+                # copies no thread reads in between need no barrier between them
+                both = _flat(_without_wait(out[i])) + _flat(out[i + 1])
+                out[i + 1] = ir.Attr("partitioned", True, ir.Seq(both), loc=second.loc)
+                out[i] = ir.Seq(())
+            else:
+                out[i] = _without_wait(out[i])  # the next wait covers it
         if all(a is b for a, b in zip(out, s.stmts)):
             return s
-        return ir.Seq(tuple(out))
+        return ir.Seq(tuple(x for x in out if not (isinstance(x, ir.Seq) and not x.stmts)))
 
     def visit_TmaCopy(self, s: ir.TmaCopy):
         return lower_tma_copy(s, self.ctx, self.analyzer)

@@ -41,6 +41,7 @@ from ..analysis.numeric import eval_index
 from ..analysis.scoped import ScopedMutator
 from ..analysis.reductions import UPDATE as REDUCER_UPDATE, contribute_once
 from ..pass_config import PassConfigKey
+from .stmatrix import lower_stmatrix
 from .vectorize import PARTITIONED
 
 
@@ -98,6 +99,9 @@ class NestPartitioner:
             if gathered is not None:
                 return gathered
         if self.compact:
+            stored = lower_stmatrix(self)
+            if stored is not None:
+                return stored
             vectorized = self.try_vectorize()
             if vectorized is not None:
                 return vectorized
@@ -256,16 +260,25 @@ class NestPartitioner:
             return vo, lower(body, vo, vi)
 
     # ---- instantiation ------------------------------------------------------------------------
-    def instantiate(self, v) -> ir.Stmt:
-        Lp = self.layout
-        tid = self.ctx.tid
-        coords = Lp.coords(tid, v)
+    def _iteration(self, tid, v):
+        """(loop coordinates, guards) of value `v` of thread `tid` (expressions)."""
+        coords = self.layout.coords(tid, v)
         guards = []
         if self.iter_map is not None:
             coords = self.iter_map.iterations(coords, self.grid.extents)
             for x, n in self.iter_map.guard(coords, self.grid.extents) or ():
                 guards.append(ir.compare("lt", ir.as_expr(x), n))
                 guards.append(ir.compare("ge", ir.as_expr(x), 0))
+        return coords, guards
+
+    def loop_coords(self, tid, v) -> dict:
+        """The loop variables' values at value `v` of thread `tid`."""
+        return {var: ir.as_expr(c) for var, c in zip(self.vars, self._iteration(tid, v)[0])}
+
+    def instantiate(self, v) -> ir.Stmt:
+        Lp = self.layout
+        tid = self.ctx.tid
+        coords, guards = self._iteration(tid, v)
         mapping = {var: ir.as_expr(c) for var, c in zip(self.vars, coords)}
         partitioner = self
 
