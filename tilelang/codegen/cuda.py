@@ -26,6 +26,7 @@ _BIN_C = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor"
           "bitxor": "^", "shl": "<<", "shr": ">>", "truncdiv": "/", "truncmod": "%"}
 _PREC = {"add": 5, "sub": 5, "mul": 6, "div": 6, "truncdiv": 6, "truncmod": 6, "floordiv": 6,
          "floormod": 6, "bitand": 3, "bitor": 1, "bitxor": 2, "shl": 4, "shr": 4}
+_SHIFT_MASK_OPERAND = _PREC["mul"] + 1  # binds tighter than any binary operator: parenthesized
 _CMP_C = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 BUILTIN_INDEX = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y",
@@ -239,9 +240,12 @@ class CudaPrinter:
                     op, b = "shr", ir.const(shift, e.b.dtype)
                 else:
                     op, b = "bitand", ir.const((1 << shift) - 1, e.b.dtype)
-                p = _PREC[op]
-                text = f"{self.expr(e.a, p)} {_BIN_C[op]} {self.expr(b, p + 1)}"
-                return f"({text})" if p < prec else text
+                # parenthesized as an operand, and its own operand parenthesized, wherever
+                # C would not need it too (`(a + b) >> 2`, `((tx >> 2) & 7) ^ b`): C ranks
+                # & below comparisons and shifts below +, which readers (and -Wparentheses)
+                # do not expect
+                text = f"{self.expr(e.a, _SHIFT_MASK_OPERAND)} {_BIN_C[op]} {self.expr(b)}"
+                return f"({text})" if prec > 0 else text
             sym = "/" if op == "floordiv" else "%"
         else:
             sym = _BIN_C[op]
@@ -280,19 +284,24 @@ class CudaPrinter:
             _scalar_packed_access(b, e.dtype)
             return f"tl::fp4_load({self.name(b)}, {idx})"
         if e.dtype.lanes > 1:
-            return f"(*({ctype(e.dtype)}*)({self.name(b)} + {idx}))"
+            return f"(*({ctype(e.dtype)}*){self.element_address(b, e.indices)})"
         return f"{self.name(b)}[{idx}]"
 
-    def flat_index(self, b: ir.Buffer, indices) -> str:
+    def element_address(self, b: ir.Buffer, indices) -> str:
+        """`(b + index)`: the index binds as the right operand of `+` (a shifted or masked
+        index, `(b + (i & 7))`, keeps its meaning)."""
+        return f"({self.name(b)} + {self.flat_index(b, indices, _PREC['add'])})"
+
+    def flat_index(self, b: ir.Buffer, indices, prec: int = 0) -> str:
         if len(indices) == 1:
-            return self.expr(indices[0])
+            return self.expr(indices[0], prec)
         strides = b.effective_strides()
         total = 0
         for i, s in zip(indices, strides):
             total = ir.binary("add", total, ir.binary("mul", i, s))
         from ..arith import simplify
 
-        return self.expr(simplify(total, self.analyzer))
+        return self.expr(simplify(total, self.analyzer), prec)
 
     # ---- statements -------------------------------------------------------------------------
     def emit(self, text: str):
@@ -333,7 +342,7 @@ class CudaPrinter:
             self.emit(f"tl::fp4_store({self.name(b)}, {idx}, {self.expr(s.value)});")
             return
         if s.value.dtype.lanes > 1:
-            self.emit(f"*({ctype(s.value.dtype)}*)({self.name(b)} + {idx}) = "
+            self.emit(f"*({ctype(s.value.dtype)}*){self.element_address(b, s.indices)} = "
                       f"{self.expr(s.value)};")
             return
         self.emit(f"{self.name(b)}[{idx}] = {self.expr(s.value)};")
@@ -411,7 +420,10 @@ class CudaPrinter:
             self.emit("#pragma unroll 1")
         cmp = "<" if s.step > 0 else ">"
         inc = f"++{v}" if s.step == 1 else f"{v} += {s.step}"
-        self.emit(f"for ({dt} {v} = {start}; {v} {cmp} {self.expr(stop)}; {inc}) {{")
+        # C's comparison binds tighter than & ^ | (looser than a shift): `i < (n & 3)`, never
+        # `(i < n) & 3`
+        bound = self.expr(stop, _PREC["shr"])
+        self.emit(f"for ({dt} {v} = {start}; {v} {cmp} {bound}; {inc}) {{")
         if s.step == 1:  # the body's index arithmetic may rely on start <= var < stop
             self.analyzer.bind(s.var, s.start, s.extent)
         self.block(s.body)
