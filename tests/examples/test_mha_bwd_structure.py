@@ -59,7 +59,7 @@ def test_bench_kernel_structure(causal, gqa):
     # every stage a TMA load fills starts on a 128-byte boundary (lse and delta: 80 floats,
     # 320 bytes, in stages 384 bytes apart)
     strides = {name: int(n) for name, n in re.findall(
-        r"tl::tma_load\([^;]*\(&(\w+)\[[^\]]*?% 2 \* (\d+)", src)}
+        r"tl::tma_load\([^;]*\(&(\w+)\[[^\]]*?& 1\) \* (\d+)", src)}
     elem_bytes = {"lse_shared": 4, "delta": 4, "q": 2, "do_1": 2}
     assert strides.keys() == elem_bytes.keys(), strides
     assert all(n * elem_bytes[b] % 128 == 0 for b, n in strides.items()), strides

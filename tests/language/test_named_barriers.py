@@ -59,7 +59,7 @@ def test_computed_barrier_id():
 
     src = tilelang.lower(kernel, target="cuda -arch=sm_90a")
     assert "tl::__sync_thread_partial(1, 256);" in src
-    assert "tl::__sync_thread_partial(tx / 128 + 1, 128);" in src
+    assert "tl::__sync_thread_partial((tx >> 7) + 1, 128);" in src
     compile_cuda(src, "sm_90a")
 
 

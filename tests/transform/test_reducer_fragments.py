@@ -116,7 +116,7 @@ def test_a_replicated_loop_contributes_from_one_thread_per_iteration():
     src = _kernel_body(tilelang.lower(R.total_two_sites(8, 16), target=SM90))
     assert "atomic" not in src
     # 8 and 16 iterations over 128 threads: each runs on several threads, one adds
-    assert src.count("if ((tx / 2) == 0)") == 1 and src.count("if ((tx / 4) == 0)") == 1
+    assert src.count("if ((tx >> 1) == 0)") == 1 and src.count("if ((tx >> 2) == 0)") == 1
     # one element held by all 128 threads: a warp butterfly, then across the 4 warps
     assert src.count("shfl_xor") == 5 and "acc_partials" in src
 

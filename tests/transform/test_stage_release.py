@@ -92,7 +92,7 @@ def test_stage_goes_back_before_the_accumulator_promotion():
     loop = consumer[consumer.index("for (int k = 0;"):]
     gemm = loop.index("wgmma_gemm_ss<")
     release = loop.index("tl::mbarrier_arrive((&empty_bar[")
-    promote = loop.index("if (((k + 1) % 2) == 0)")
+    promote = loop.index("if (((k + 1) & 1) == 0)")
     assert gemm < release < promote, loop
     assert loop.count("mbarrier_arrive") == 1
 

@@ -169,7 +169,7 @@ def test_tile_operations_laid_out_from_the_roles_first_thread():
     assert set(roles) == {(0, 128), (128, 128)}
     # the second consumer's store: thread 128 + t holds what thread t of the first holds,
     # 64 columns further (rows t / 32 * 16 of the tile: -128 / 32 * 16 rows of 256)
-    assert re.search(r"C\[.*tx / 32 \* 4096 .*- 16320\]", roles[(128, 128)])
+    assert re.search(r"C\[.*\(tx >> 5\) \* 4096 .*- 16320\]", roles[(128, 128)])
     # each role's gemm is its one warpgroup's: index 0 in both
     for body in roles.values():
         calls = re.findall(r"tl::wgmma_gemm_ss<[^;]*, (\w+)\);", body)

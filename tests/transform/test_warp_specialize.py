@@ -53,10 +53,10 @@ def test_tile_loop_runs_in_producer_and_consumers_with_a_running_ring_position()
         # the tile loop, its guard, one counter of the iterations run so far
         nest = part[part.index("int pipe_done = 0;"):]
         assert nest.index("for (int w = 0;") < nest.index("if (") < nest.index("for (int ko")
-        assert re.search(r"pipe_done = [^;]*% 4 \+ pipe_done;", nest), nest
+        assert re.search(r"pipe_done = [^;]*& 3\) \+ pipe_done;", nest), nest
         # the ring slot of a counted position: unsigned, so a mask rather than floor rounding
         assert re.search(r"mbarrier_wait\(\(&\w+_bar\[\(\(int\)\(\(\(unsigned int\)"
-                         r"\(ko \+ pipe_done\)\) % 2u\)\)\]\)", part)
+                         r"\(ko \+ pipe_done\)\) & 1u\)\)\]\)", part)
     assert "tl::tma_load(" in producer and "tl::tma_load(" not in consumer
 
 
@@ -182,7 +182,7 @@ def test_tile_load_before_the_loop_is_issued_by_the_producer_once_per_tile():
     src = kern.get_kernel_source()
     producer = src[src.index("thread_group: ('producer'"):src.index("thread_group: ('consumer'")]
     consumer = src[src.index("thread_group: ('consumer'"):]
-    ring = "((int)(((unsigned int)tiles_done) % 2u))"
+    ring = "((int)(((unsigned int)tiles_done) & 1u))"
     slot = f"tile_full_bar[{ring}]"
     # the producer: free buffer, then Q, then the loop's stages; one count per tile
     assert producer.index(f"tile_empty_bar[{ring}]") < \
@@ -245,9 +245,9 @@ def test_order_stage_schedule_runs_inside_a_tile_loop():
     consumer = src[src.index("thread_group: ('consumer'"):]
     tile = consumer[consumer.index("for (int wave"):]
     prologue = tile[:tile.index("for (int k")]
-    assert "K_s_full[((int)(((unsigned int)pipe_done) % 2u))]" in prologue
+    assert "K_s_full[((int)(((unsigned int)pipe_done) & 1u))]" in prologue
     steady = tile[tile.index("for (int k"):]
-    assert "V_s_full[((int)(((unsigned int)(k + pipe_done - 1)) % 2u))]" in steady
+    assert "V_s_full[((int)(((unsigned int)(k + pipe_done - 1)) & 1u))]" in steady
     assert re.search(r"pipe_done = [^;]*\+ pipe_done[^;]*;", tile)  # counted across tiles
 
 

@@ -13,6 +13,7 @@ import math
 import re
 
 from ..arith import Analyzer
+from ..env import env
 from ..ir import nodes as ir
 from ..ir.dtype import PACKED_INTS, DType
 from ..ir.printer import Namer
@@ -25,6 +26,7 @@ _BIN_C = {"add": "+", "sub": "-", "mul": "*", "div": "/", "bitand": "&", "bitor"
           "bitxor": "^", "shl": "<<", "shr": ">>", "truncdiv": "/", "truncmod": "%"}
 _PREC = {"add": 5, "sub": 5, "mul": 6, "div": 6, "truncdiv": 6, "truncmod": 6, "floordiv": 6,
          "floormod": 6, "bitand": 3, "bitor": 1, "bitxor": 2, "shl": 4, "shr": 4}
+_SHIFT_MASK_OPERAND = _PREC["mul"] + 1  # binds tighter than any binary operator: parenthesized
 _CMP_C = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 BUILTIN_INDEX = {"threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y",
@@ -36,6 +38,14 @@ def _scalar_packed_access(b: ir.Buffer, dt: DType):
     for them: engine/context.py)."""
     if dt.lanes > 1:
         raise AssertionError(f"codegen: a {dt} access of the packed {b.dtype} buffer {b.name}")
+
+
+def _power_of_two_exponent(e) -> int | None:
+    """k where `e` is the integer constant 2**k (k >= 1), else None."""
+    if isinstance(e, ir.Const) and isinstance(e.value, int) and e.value > 1 and \
+            e.value & (e.value - 1) == 0:
+        return e.value.bit_length() - 1
+    return None
 
 
 def _not_packed_int(b: ir.Buffer):
@@ -224,6 +234,22 @@ class CudaPrinter:
             if not nonneg:
                 fn = "tl::floordiv" if op == "floordiv" else "tl::floormod"
                 return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
+            shift = _power_of_two_exponent(e.b)
+            if shift is not None and "div_mod_index" not in env.experiments:
+                # a shift or a mask, as the division means on a non-negative value: nvcc keeps
+                # `tx / 4 % 8` of a signed index as a signed division (its range is lost), and
+                # a mask comparison written with them compiled to 150 ISETP + 66 FSEL where the
+                # shifted form took 90 + 36 (attention-sink forward, sm_90a)
+                if op == "floordiv":
+                    op, b = "shr", ir.const(shift, e.b.dtype)
+                else:
+                    op, b = "bitand", ir.const((1 << shift) - 1, e.b.dtype)
+                # parenthesized as an operand, and its own operand parenthesized, wherever
+                # C would not need it too (`(a + b) >> 2`, `((tx >> 2) & 7) ^ b`): C ranks
+                # & below comparisons and shifts below +, which readers (and -Wparentheses)
+                # do not expect
+                text = f"{self.expr(e.a, _SHIFT_MASK_OPERAND)} {_BIN_C[op]} {self.expr(b)}"
+                return f"({text})" if prec > 0 else text
             sym = "/" if op == "floordiv" else "%"
         else:
             sym = _BIN_C[op]
@@ -262,19 +288,24 @@ class CudaPrinter:
             _scalar_packed_access(b, e.dtype)
             return f"tl::fp4_load({self.name(b)}, {idx})"
         if e.dtype.lanes > 1:
-            return f"(*({ctype(e.dtype)}*)({self.name(b)} + {idx}))"
+            return f"(*({ctype(e.dtype)}*){self.element_address(b, e.indices)})"
         return f"{self.name(b)}[{idx}]"
 
-    def flat_index(self, b: ir.Buffer, indices) -> str:
+    def element_address(self, b: ir.Buffer, indices) -> str:
+        """`(b + index)`: the index binds as the right operand of `+` (a shifted or masked
+        index, `(b + (i & 7))`, keeps its meaning)."""
+        return f"({self.name(b)} + {self.flat_index(b, indices, _PREC['add'])})"
+
+    def flat_index(self, b: ir.Buffer, indices, prec: int = 0) -> str:
         if len(indices) == 1:
-            return self.expr(indices[0])
+            return self.expr(indices[0], prec)
         strides = b.effective_strides()
         total = 0
         for i, s in zip(indices, strides):
             total = ir.binary("add", total, ir.binary("mul", i, s))
         from ..arith import simplify
 
-        return self.expr(simplify(total, self.analyzer))
+        return self.expr(simplify(total, self.analyzer), prec)
 
     # ---- statements -------------------------------------------------------------------------
     def emit(self, text: str):
@@ -315,7 +346,7 @@ class CudaPrinter:
             self.emit(f"tl::fp4_store({self.name(b)}, {idx}, {self.expr(s.value)});")
             return
         if s.value.dtype.lanes > 1:
-            self.emit(f"*({ctype(s.value.dtype)}*)({self.name(b)} + {idx}) = "
+            self.emit(f"*({ctype(s.value.dtype)}*){self.element_address(b, s.indices)} = "
                       f"{self.expr(s.value)};")
             return
         self.emit(f"{self.name(b)}[{idx}] = {self.expr(s.value)};")
@@ -419,7 +450,10 @@ class CudaPrinter:
             self.emit("#pragma unroll 1")
         cmp = "<" if s.step > 0 else ">"
         inc = f"++{v}" if s.step == 1 else f"{v} += {s.step}"
-        self.emit(f"for ({dt} {v} = {start}; {v} {cmp} {self.expr(stop)}; {inc}) {{")
+        # C's comparison binds tighter than & ^ | (looser than a shift): `i < (n & 3)`, never
+        # `(i < n) & 3`
+        bound = self.expr(stop, _PREC["shr"])
+        self.emit(f"for ({dt} {v} = {start}; {v} {cmp} {bound}; {inc}) {{")
         if s.step == 1:  # the body's index arithmetic may rely on start <= var < stop
             self.analyzer.bind(s.var, s.start, s.extent)
         self.block(s.body)

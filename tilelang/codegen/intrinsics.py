@@ -202,8 +202,10 @@ def render_call(p, c: ir.Call) -> str:
     if op == "address_of_param":
         return f"(&{p.name(c.args[0])})"
     if op == "access_ptr":
+        from .cuda import _PREC
+
         buf, offset = c.args
-        off = p.expr(offset)
+        off = p.expr(offset, _PREC["add"])  # `(buf + (i >> 1))`, never `(buf + i) >> 1`
         return f"({p.name(buf)} + {off})" if off != "0" else p.name(buf)
     if op == "broadcast":
         from .cuda import ctype
