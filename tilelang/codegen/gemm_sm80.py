@@ -155,28 +155,6 @@ def _operand(region, trans, ctx, loc):
     return (base, r0, c0), f"{'true' if trans else 'false'}, {rows}, {cols}, {swz}", "s"
 
 
-# registers a thread keeps for a gemm's operands and addresses beyond the kernel's fragments
-# before its k-steps are rolled
-_OPERAND_REGISTERS = 32
-
-
-def _k_loop_rolled(ctx, k_steps) -> bool:
-    """Experiment `mma_k_loop_rolled`: an mma.sync gemm of several k-steps in a kernel whose
-    fragments leave fewer than _OPERAND_REGISTERS registers runs its k-steps as a loop. The
-    unrolled steps let ptxas load later steps' operands early, which such a kernel pays for
-    in spills inside its main loop (the GQA backward's dQ gemm: 104 bytes of spills, 22
-    local loads per iteration, none with the loop; the reference's gemm is not unrolled)."""
-    from ..env import env
-
-    if "mma_k_loop_rolled" not in env.experiments or k_steps < 2:
-        return False
-    rolled = ctx.fragment_registers() + _OPERAND_REGISTERS > ctx.register_budget()
-    if rolled:
-        ctx.note(f"mma.sync gemm: k-steps rolled (fragments take {ctx.fragment_registers()} "
-                 f"of {ctx.register_budget()} registers)")
-    return rolled
-
-
 def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     _check_dtypes(g, ctx)
     wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
@@ -203,8 +181,6 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
         ta, a_rest = a_tmpl.split(", ", 1)
         tb, b_rest = b_tmpl.split(", ", 1)
         a_tmpl, b_tmpl = f"{ta}, {tb}, {a_rest}", b_rest
-        if not fma and _k_loop_rolled(ctx, K // k_atom):
-            b_tmpl += ", true"
     tmpl = ", ".join(x for x in (shape, a_tmpl, b_tmpl) if x)
     if fma and a_kind + b_kind != "ss":
         raise located(NotImplementedError)(

@@ -64,9 +64,6 @@ class KernelContext:
     # async proxy before barriers
     uses_wgmma: bool = False
     uses_gemm_sp: bool = False  # a T.gemm_sp was lowered: the module includes its header
-    # registers a thread running the tile operations may use when warp_specialize raised them
-    # with setmaxnreg (its consumers' count); None: the launch's own limit (register_budget)
-    consumer_registers: Optional[int] = None
     # the warpgroup index the wgmma gemms take, bound once at the kernel's top (lower_tile_ops)
     warpgroup_var: Optional[ir.Var] = None
     # threads the tile operations are laid out for, when they run inside user roles of fewer
@@ -150,24 +147,6 @@ class KernelContext:
         self.notes.append(text)
 
     # ---- fragments -> registers ----------------------------------------------------------
-    def register_budget(self) -> int:
-        """32-bit registers a thread running the tile operations may use: the consumers'
-        setmaxnreg count (or the limit of its launch), else what one block of the kernel's
-        threads leaves each."""
-        if self.consumer_registers is not None:
-            return self.consumer_registers
-        threads = 1
-        for t in self.kernel.threads:
-            threads *= ir.int_value(t) or 1
-        return min(255, 65536 // max(threads, 1)) // 8 * 8
-
-    def fragment_registers(self) -> int:
-        """32-bit registers a thread needs for the kernel's laid-out fragments (views
-        aside: they are their fragment's registers)."""
-        return sum(-(-lay.num_values * b.dtype.bits // 32) for b, lay in self.layouts.items()
-                   if isinstance(b, ir.Buffer) and b.scope == "local.fragment"
-                   and b.view_of is None)
-
     def register_of(self, frag: ir.Buffer) -> ir.Buffer:
         if frag.view_of is not None:  # a T.reshape of a fragment: the same registers
             return self.register_of(frag.view_of)

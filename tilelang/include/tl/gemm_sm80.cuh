@@ -305,12 +305,9 @@ TL_DEVICE void zero(TC* c) {
 
 }  // namespace detail
 
-// C (+)= op(A) @ op(B) with A and B in shared memory. KRolled: the k-steps run as a loop
-// (each step loads its own operands) instead of unrolled, where ptxas would load operands of
-// later steps early: for kernels whose fragments leave few registers (codegen/gemm_sm80.py).
+// C (+)= op(A) @ op(B) with A and B in shared memory.
 template <int M, int N, int K, int WM, int WN, bool TransA, bool TransB, int ARows, int ACols,
-          int ASwz, int BRows, int BCols, int BSwz, bool KRolled = false, typename TA,
-          typename TB, typename TC>
+          int ASwz, int BRows, int BCols, int BSwz, typename TA, typename TB, typename TC>
 TL_DEVICE void gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, int b_c0, TC* C,
                        bool clear_accum, int tid) {
   using Traits = detail::MmaTraits<TA>;
@@ -324,7 +321,8 @@ TL_DEVICE void gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, i
   const int warp = tid >> 5, lane = tid & 31;
   const int wm = warp % WM, wn = warp / WM;
   if (clear_accum) detail::zero<TC, MT * NT * 4>(C);
-  auto step = [&](int k) {
+#pragma unroll
+  for (int k = 0; k < K; k += kK) {
     uint32_t a[MT][4];
     uint32_t b[NT][2];
 #pragma unroll
@@ -338,13 +336,6 @@ TL_DEVICE void gemm_ss(const TA* A, int a_r0, int a_c0, const TB* B, int b_r0, i
         Traits::mma(C + 4 * (nt + NT * mt), a[mt], b[nt]);
       }
     }
-  };
-  if constexpr (KRolled) {
-#pragma unroll 1
-    for (int k = 0; k < K; k += kK) step(k);
-  } else {
-#pragma unroll
-    for (int k = 0; k < K; k += kK) step(k);
   }
 }
 

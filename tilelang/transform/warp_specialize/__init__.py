@@ -453,9 +453,6 @@ class WarpSpecializer:
         regs = self._register_split()
         if regs is not None:
             producer = ir.Seq((_call(f"tl::setmaxnreg_dec<{regs[0]}>"), producer))
-        total = self.T + PRODUCER_THREADS
-        ctx.consumer_registers = regs[1] if regs is not None else \
-            min(255, 65536 // total) // 8 * 8
         return producer, regs
 
     def _build(self, items, li, loop, S, plans, body_items, slots=None):
