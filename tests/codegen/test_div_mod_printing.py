@@ -1,8 +1,7 @@
 """Integer floor division and modulo in the generated CUDA. By a power of two of an operand
 known to be non-negative they print as a shift / mask (what they mean on such a value: nvcc
 keeps `tx / 4` of a signed index as signed division); by any other divisor as C's `/` and `%`;
-of an operand that may be negative as tl::floordiv / tl::floormod. TL_EXPERIMENT=div_mod_index
-prints the division (an A/B switch). C ranks `&` below comparisons and shifts below `+`: what
+of an operand that may be negative as tl::floordiv / tl::floormod. C ranks `&` below comparisons and shifts below `+`: what
 the printed text means in C is checked by the CUDA compiler itself, which evaluates the
 kernel's statements as a constant expression against Python's `//` and `%`."""
 
@@ -74,16 +73,12 @@ def _body(src: str) -> str:
     return src[start:src.rindex("}")]
 
 
-def _source(monkeypatch, experiment: bool) -> str:
-    if experiment:
-        monkeypatch.setenv("TL_EXPERIMENT", "div_mod_index")
-    else:
-        monkeypatch.delenv("TL_EXPERIMENT", raising=False)
+def _source() -> str:
     return tilelang.lower(_indices(), target=SM90)
 
 
-def test_powers_of_two_of_a_non_negative_index_print_as_shifts_and_masks(monkeypatch):
-    body = _body(_source(monkeypatch, experiment=False))
+def test_powers_of_two_of_a_non_negative_index_print_as_shifts_and_masks():
+    body = _body(_source())
     assert "= (bx + tx) >> 2;" in body, body
     assert "= bx + (tx & 3);" in body, body
     assert "= (tx >> 2) & 7;" in body, body
@@ -96,17 +91,6 @@ def test_powers_of_two_of_a_non_negative_index_print_as_shifts_and_masks(monkeyp
     # an operand that may be negative: the sign-correcting helpers, whatever the divisor
     assert "tl::floordiv(A[tx], 8)" in body and "tl::floormod(A[tx], 8)" in body, body
     assert not re.search(r"[/%] (2|4|8|16|32)\b", body), body
-
-
-def test_the_experiment_prints_the_division(monkeypatch):
-    body = _body(_source(monkeypatch, experiment=True))
-    assert "= (bx + tx) / 4;" in body, body
-    assert "= bx + tx % 4;" in body, body
-    assert "= tx / 4 % 8;" in body, body
-    assert "((tx % 32) == 0)" in body, body
-    assert "k < (bx + tx) % 4;" in body, body
-    assert "tl::floordiv(A[tx], 8)" in body, body
-    assert " >> " not in body and "& 3" not in body, body
 
 
 def test_values_on_the_interpreter():
@@ -150,17 +134,16 @@ template struct MismatchAt<first_mismatch()>;
 
 
 @requires_compiler
-@pytest.mark.parametrize("experiment", [False, True])
-def test_the_printed_text_means_the_same_in_c(monkeypatch, experiment):
-    src = _source(monkeypatch, experiment)
+def test_the_printed_text_means_the_same_in_c():
+    src = _source()
     compile_cuda(src, "sm_90a", use_cache=False)
     _check_c(src)
 
 
 @requires_compiler
-def test_the_c_check_catches_a_misread_mask(monkeypatch):
+def test_the_c_check_catches_a_misread_mask():
     """The check can fail: `k < bx + tx & 3`, which C reads as `(k < bx + tx) & 3`."""
-    src = _source(monkeypatch, experiment=False)
+    src = _source()
     assert "k < ((bx + tx) & 3)" in src
     with pytest.raises(CudaCompileError, match=r"MismatchAt<Element> \[with Element=\d+\]"):
         _check_c(src.replace("k < ((bx + tx) & 3)", "k < bx + tx & 3"))

@@ -1,7 +1,6 @@
 """`__launch_bounds__` of generated kernels: the block's threads, with a minimum of one block
 per SM for warp-specialised kernels (setmaxnreg needs the cap) and where the user asks
-(`T.annotate_min_blocks_per_sm`); the experiment TL_EXPERIMENT=min_blocks_1 writes the 1 on
-every kernel, as the reference does, for a timing of both forms in one GPU run."""
+(`T.annotate_min_blocks_per_sm`)."""
 
 import re
 
@@ -26,13 +25,9 @@ def _bounds(src):
     return re.search(r"__launch_bounds__\(([^)]*)\)", src).group(1)
 
 
-def test_plain_kernels_name_only_their_threads(monkeypatch):
-    monkeypatch.delenv("TL_EXPERIMENT", raising=False)
+def test_plain_kernels_name_only_their_threads():
     assert _bounds(tilelang.lower(_scale(), target=SM90)) == "128"
 
 
-def test_the_experiment_asks_for_one_block_per_sm(monkeypatch):
-    monkeypatch.setenv("TL_EXPERIMENT", "min_blocks_1")
-    assert _bounds(tilelang.lower(_scale(), target=SM90)) == "128, 1"
-    # the user's own minimum still wins
+def test_the_users_minimum_blocks():
     assert _bounds(tilelang.lower(_scale(3), target=SM90)) == "128, 3"

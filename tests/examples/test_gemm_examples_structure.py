@@ -83,8 +83,14 @@ def test_splitk_atomics_options():
 
     vector = source(tma_atomics=False, vector_atomics=True, num_stages=2)
     assert "tl::atomic_addx4(" in vector and "tl::atomic_add(" not in vector
-    # straight from the gemm's registers: each thread's column pairs, two floats per atomic
-    pairs = source(tma_atomics=False, vector_atomics=False)
+    # straight from the gemm's registers: staged for the TMA unit on sm_90a
+    # (transform/stage_fragment_atomics.py), each thread's column pairs, two floats per atomic,
+    # without TMA lowering
+    staged = source(tma_atomics=False, vector_atomics=False)
+    assert staged.count("tl::tma_store_add(") == 8 and "tl::atomic_add" not in staged
+    pairs = tilelang.lower(mod.matmul_splitk.get_tir(M, N, K, split, **dict(
+        cfg, tma_atomics=False, vector_atomics=False)), target="cuda -arch=sm_90a",
+        pass_configs={"tl.disable_tma_lower": True})
     assert "tl::atomic_addx2(" in pairs and "tl::atomic_addx4(" not in pairs
     # the measured-faster default: a 128 x 256 float32 tile in 32-column boxes, no
     # element-wise atomics

@@ -1,9 +1,8 @@
 """On the GPU: fragment -> 16-bit shared stores lowered to stmatrix (tests/transform/
 test_stmatrix.py: which nests take it) store what the element-wise loop stores: wgmma and
 mma.sync accumulators, computed values, a 16-bit fragment, a gemm operand tile (P of an
-attention row), slices of a wider tile (TL_EXPERIMENT=stmatrix_slices) and the vector path
-(TL_EXPERIMENT=no_stmatrix) for comparison. Outputs NaN-poisoned, inputs fresh random, ragged
-sizes."""
+attention row), and slices of a wider tile (the vector path). Outputs NaN-poisoned, inputs
+fresh random, ragged sizes."""
 
 import sys
 from pathlib import Path
@@ -21,9 +20,6 @@ from stmatrix_kernels import attention_row, gemm_half_slices, gemm_staged  # noq
 
 from .hopper import need_sm90  # noqa: E402
 
-EXPERIMENTS = ["", "no_stmatrix"]
-
-
 def _run_gemm(func, M, N, K, out_dtype, scale=1.0):
     kernel = tilelang.compile(func, target="cuda")
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -36,7 +32,6 @@ def _run_gemm(func, M, N, K, out_dtype, scale=1.0):
     return kernel
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
 @pytest.mark.parametrize("M,N,K,bm,bn,threads,out", [
     (200, 136, 72, 64, 64, 128, "bfloat16"),
     (300, 260, 64, 128, 128, 256, "float16"),
@@ -44,27 +39,22 @@ def _run_gemm(func, M, N, K, out_dtype, scale=1.0):
     (100, 70, 40, 32, 64, 64, "float16"),       # mma.sync accumulators
     (90, 100, 64, 64, 32, 256, "bfloat16"),     # N split over 2 warpgroups, 64-byte swizzle
 ])
-def test_accumulator_through_shared(monkeypatch, experiment, M, N, K, bm, bn, threads, out):
+def test_accumulator_through_shared(M, N, K, bm, bn, threads, out):
     need_sm90()
-    monkeypatch.setenv("TL_EXPERIMENT", experiment)
     dtype = getattr(torch, out)
     kernel = _run_gemm(gemm_staged(M, N, K, bm=bm, bn=bn, threads=threads, out=out),
                        M, N, K, dtype)
-    assert ("stmatrix" in kernel.get_kernel_source()) == (experiment == "")
+    assert "stmatrix" in kernel.get_kernel_source()
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_computed_values_and_16_bit_fragment(monkeypatch, experiment):
+def test_computed_values_and_16_bit_fragment():
     need_sm90()
-    monkeypatch.setenv("TL_EXPERIMENT", experiment)
     _run_gemm(gemm_staged(190, 200, 64, scale=0.5), 190, 200, 64, torch.bfloat16, scale=0.5)
     _run_gemm(gemm_staged(190, 200, 64, via_fragment=True), 190, 200, 64, torch.bfloat16)
 
 
-@pytest.mark.parametrize("experiment", ["", "stmatrix_slices"])
-def test_slices_of_a_wider_tile(monkeypatch, experiment):
+def test_slices_of_a_wider_tile():
     need_sm90()
-    monkeypatch.setenv("TL_EXPERIMENT", experiment)
     M, N, K = 200, 136, 72
     kernel = tilelang.compile(gemm_half_slices(M, N, K), target="cuda")
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)
@@ -77,11 +67,9 @@ def test_slices_of_a_wider_tile(monkeypatch, experiment):
                                rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
 @pytest.mark.parametrize("M,N,D", [(200, 64, 64), (64, 50, 128)])
-def test_attention_row_p_tile(monkeypatch, experiment, M, N, D):
+def test_attention_row_p_tile(M, N, D):
     need_sm90()
-    monkeypatch.setenv("TL_EXPERIMENT", experiment)
     kernel = tilelang.compile(attention_row(M, N, D), target="cuda")
     q = torch.randn(M, D, device="cuda", dtype=torch.float16) / 4
     k = torch.randn(N, D, device="cuda", dtype=torch.float16) / 4

@@ -146,12 +146,11 @@ def test_cluster_sum_split_k(split, axis, use_tma, M, N, K):
 
 @pytest.mark.parametrize("M,splits", [(200, 2), (64, 4), (1000, 3)])
 @pytest.mark.parametrize("tile_form", [False, True])
-def test_staged_fragment_adds_match_torch(monkeypatch, M, splits, tile_form):
-    """TL_EXPERIMENT=tma_reduce_fragment_atomics (transform/stage_fragment_atomics.py): the
+def test_staged_fragment_adds_match_torch(M, splits, tile_form):
+    """transform/stage_fragment_atomics.py: the
     gemm's partial products staged in shared memory and added by the TMA unit, several blocks
     racing into each tile, ragged last tile."""
     need_sm90()
-    monkeypatch.setenv("TL_EXPERIMENT", "tma_reduce_fragment_atomics")
     torch.manual_seed(M + splits)
     N, K = 64, 128 * splits * 2
     a = torch.randn(M, K, device="cuda", dtype=torch.float16)

@@ -91,9 +91,3 @@ def test_results_do_not_depend_on_it_on_the_interpreter():
     torch.testing.assert_close(outs[0], (a.double() @ b.double()).float(), rtol=1e-3, atol=1e-3)
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
 
-
-def test_the_launch_order_experiment_leaves_large_grids_alone(monkeypatch):
-    # TL_EXPERIMENT=no_auto_raster: the reference's launch order, for a timing of both
-    monkeypatch.setenv("TL_EXPERIMENT", "no_auto_raster")
-    assert _panelled(gemm(4096, 2112, 128))[0] is None
-    assert _panelled(gemm(4096, 2112, 128, swizzle=4))[0] == (4, "row")  # the user's stays

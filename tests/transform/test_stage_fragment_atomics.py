@@ -1,7 +1,6 @@
-"""transform/stage_fragment_atomics.py (TL_EXPERIMENT=tma_reduce_fragment_atomics): a fragment
-added element-wise into a global tile becomes a staged copy and one TMA reduction on sm_90a;
-nothing changes without the experiment, before sm_90 or where the TMA unit cannot add the
-tile. No GPU needed (tests/gpu/test_tma_reduce.py runs the kernels)."""
+"""transform/stage_fragment_atomics.py: a fragment added element-wise into a global tile
+becomes a staged copy and one TMA reduction on sm_90a; nothing changes with
+`tl.disable_tma_lower`, before sm_90 or where the TMA unit cannot add the tile. No GPU needed (tests/gpu/test_tma_reduce.py runs the kernels)."""
 
 from __future__ import annotations
 
@@ -14,16 +13,8 @@ import tilelang
 from tma_reduce_kernels import fragment_add_in_thread_branch, fragment_split_k
 from transform_helpers import SM80, SM90, requires_compiler
 
-EXPERIMENT = "tma_reduce_fragment_atomics"
-
-
-@pytest.fixture
-def experiment(monkeypatch):
-    monkeypatch.setenv("TL_EXPERIMENT", EXPERIMENT)
-
-
 @pytest.mark.parametrize("tile_form", [False, True])
-def test_fragment_adds_become_one_tma_reduction(experiment, tile_form):
+def test_fragment_adds_become_one_tma_reduction(tile_form):
     src = tilelang.lower(fragment_split_k(200, 64, 512, tile_form=tile_form), target=SM90)
     # a 64 x 64 float32 tile in the 128-byte swizzle: two 32-column boxes
     assert src.count("tl::tma_store_add(") == 2
@@ -36,28 +27,29 @@ def test_fragment_adds_become_one_tma_reduction(experiment, tile_form):
 
 
 @pytest.mark.parametrize("tile_form", [False, True])
-def test_without_the_experiment_the_adds_stay_element_wise(tile_form):
-    src = tilelang.lower(fragment_split_k(200, 64, 512, tile_form=tile_form), target=SM90)
+def test_without_tma_lowering_the_adds_stay_element_wise(tile_form):
+    src = tilelang.lower(fragment_split_k(200, 64, 512, tile_form=tile_form), target=SM90,
+                         pass_configs={"tl.disable_tma_lower": True})
     assert "tma_store_add" not in src and "C_staged" not in src
     assert "tl::atomic_add" in src
 
 
-def test_before_sm90_the_adds_stay_element_wise(experiment):
+def test_before_sm90_the_adds_stay_element_wise():
     src = tilelang.lower(fragment_split_k(200, 64, 512), target=SM80)
     assert "tma_store_add" not in src and "C_staged" not in src
 
 
-def test_a_transposed_add_stays_element_wise(experiment):
+def test_a_transposed_add_stays_element_wise():
     src = tilelang.lower(fragment_split_k(200, 64, 512, transposed=True), target=SM90)
     assert "tma_store_add" not in src and "C_staged" not in src
 
 
-def test_an_add_under_a_thread_branch_stays_element_wise(experiment):
+def test_an_add_under_a_thread_branch_stays_element_wise():
     src = tilelang.lower(fragment_add_in_thread_branch(), target=SM90)
     assert "tma_store_add" not in src and "F_staged" not in src
 
 
 @requires_compiler
-def test_compiles_for_sm90a(experiment):
+def test_compiles_for_sm90a():
     kern = tilelang.compile(fragment_split_k(200, 64, 512), target=SM90)
     assert "tma_store_add" in kern.get_kernel_source()

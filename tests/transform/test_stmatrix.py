@@ -2,7 +2,7 @@
 T.Parallel nest storing a whole tile from the mma / wgmma accumulator layout on sm_90+ stores
 four 8 x 8 matrices per instruction (`tl::stmatrix_x4`, float32 values converted two at a
 time into its registers); other layouts, other element sizes, slices of a wider tile, sm_80
-and TL_EXPERIMENT=no_stmatrix keep the vector stores. The builds compile (NVRTC); the values
+keep the vector stores. The builds compile (NVRTC); the values
 are checked on the GPU (tests/gpu/test_stmatrix.py)."""
 
 import re
@@ -109,19 +109,11 @@ def test_float32_tile_keeps_vector_stores():
     assert "stmatrix" not in src
 
 
-def test_experiment_switch(monkeypatch):
-    monkeypatch.setenv("TL_EXPERIMENT", "no_stmatrix")
-    st, vec = _stores(tilelang.lower(gemm_staged(256, 256, 64), target=SM90))
-    assert not st and vec
-
-
 @requires_compiler
-def test_slices_of_a_wider_tile(monkeypatch):
-    src = tilelang.lower(gemm_half_slices(256, 256, 64), target=SM90)
-    assert "stmatrix" not in src
-    monkeypatch.setenv("TL_EXPERIMENT", "stmatrix_slices")
+def test_slices_of_a_wider_tile_keep_vector_stores():
     kernel = tilelang.compile(gemm_half_slices(256, 256, 64), target=SM90)
-    assert len(re.findall(r"tl::stmatrix_x4\(", kernel.get_kernel_source())) == 2
+    st, vec = _stores(kernel.get_kernel_source())
+    assert not st and vec
 
 
 def _simulate_stmatrix(func, target=SM90):

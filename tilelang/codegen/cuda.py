@@ -13,7 +13,6 @@ import math
 import re
 
 from ..arith import Analyzer
-from ..env import env
 from ..ir import nodes as ir
 from ..ir.dtype import PACKED_INTS, DType
 from ..ir.printer import Namer
@@ -235,7 +234,7 @@ class CudaPrinter:
                 fn = "tl::floordiv" if op == "floordiv" else "tl::floormod"
                 return f"{fn}({self.expr(e.a)}, {self.expr(e.b)})"
             shift = _power_of_two_exponent(e.b)
-            if shift is not None and "div_mod_index" not in env.experiments:
+            if shift is not None:
                 # a shift or a mask, as the division means on a non-negative value: nvcc keeps
                 # `tx / 4 % 8` of a signed index as a signed division (its range is lost), and
                 # a mask comparison written with them compiled to 150 ISETP + 66 FSEL where the

@@ -17,7 +17,6 @@ mma-class config, within 0.5% either way.)
 
 from __future__ import annotations
 
-from ..env import env
 from ..ir import nodes as ir
 from ..ir.visitor import collect
 
@@ -26,11 +25,6 @@ MIN_BLOCKS = 512  # 4096^3 on 128x256 tiles: 0.954-0.957x -> 0.963-0.968x cuBLAS
 
 
 def rasterize_large_gemms(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    if "no_auto_raster" in env.experiments:
-        # TL_EXPERIMENT=no_auto_raster: launch order, as the reference runs the kernels it
-        # gives no T.use_swizzle (the fp4-dequantising Hopper GEMM: 512 blocks, operands that
-        # fit in L2), to be timed against the panels
-        return kernel
     if any(key in ("use_swizzle", "cluster_dims") for key, _ in kernel.attrs) or \
             len(kernel.block_vars) < 2:
         return kernel

@@ -1,5 +1,5 @@
 """A fragment added element-wise into a global tile becomes one TMA reduction of a staged copy
-(an experiment: `TL_EXPERIMENT=tma_reduce_fragment_atomics`, for an A/B timing on the GPU).
+on sm_90a (`tl.disable_tma_lower` keeps the adds element-wise).
 
     for i, j in T.Parallel(M, N):                    T.copy(F, F_staged)        # shared
         T.atomic_add(G[r0 + i, c0 + j], F[i, j])  ==  T.atomic_add(G[r0:r0+M, c0:c0+N],
@@ -13,23 +13,25 @@ One `cp.reduce.async.bulk.tensor` of the staged tile sends whole lines and takes
 the threads; the cost is the tile's shared memory, its stores, a barrier and the issuing
 thread's wait until the TMA unit has read it (transform/tma_reduce.py).
 
+Measured on an H200 (with the two changes below, the attention backward kernels as the
+reference's examples write them): MHA backward 15.0 -> 13.1 µs, sink backward 39.8 -> 35.9,
+GQA backward 29.9 -> 27.6.
+
 Expects: tile IR after `parallel_copies`, before `warp_roles` (the staged copy and the TMA add
-become the role's tile operations like any written ones). Guarantees: with the experiment
-on, on sm_90a (TMA lowering not disabled), a parallel nest (no annotations, starting at 0)
+become the role's tile operations like any written ones). Guarantees: on sm_90a (TMA lowering not disabled), a parallel nest (no annotations, starting at 0)
 whose whole body is one relaxed `atomic_add(G[...], F[i, j])` (or a cast of F to G's type,
 which is then the same type) where F is a 2-D fragment of exactly the nest's extents, read at
 the nest's variables in order, and G a static, contiguous float global tensor (a type the
 TMA unit adds) whose innermost index is `c0 + j` and one other index `r0 + i`, every other
 index free of the loop, becomes the two statements above. The sums are the same (each
-element added once, atomically per element; relaxed order as written). Anything else, and
-every program without the experiment, is left as written; so are adds under a branch on the
+element added once, atomically per element; relaxed order as written). Anything else is left
+as written; so are adds under a branch on the
 thread index (the staged add has a barrier every thread reaches).
 """
 
 from __future__ import annotations
 
 from ..arith import Analyzer
-from ..env import env
 from ..ir import nodes as ir
 from ..ir.dtype import TMA_ADD_DTYPES
 from ..ir.visitor import Mutator, collect
@@ -37,9 +39,6 @@ from .analysis.parallel_nest import match_indices, parallel_nest
 from .analysis.scopes import SHARED
 from .analysis.shared_memory import smem_limit
 from .pass_config import PassConfigKey
-
-EXPERIMENT = "tma_reduce_fragment_atomics"
-
 
 def _atomic_add_call(body):
     if not isinstance(body, ir.Evaluate) or not isinstance(body.value, ir.Call):
@@ -154,13 +153,13 @@ class _Stage(Mutator):
         if self.shared_bytes + need > self.budget:
             self.ctx.note(f"T.atomic_add into {G.name} from fragment {F.name}: element-wise "
                           f"({self.shared_bytes} + {need} bytes of shared memory would pass "
-                          f"{self.budget}; {EXPERIMENT})")
+                          f"{self.budget})")
             return None
         staged = ir.Buffer(f"{F.name}_staged", (rows, cols), F.dtype, "shared.dyn", loc=loc)
         self.new_allocs.append(staged)
         self.shared_bytes += need
         self.ctx.note(f"T.atomic_add into {G.name} from fragment {F.name}: staged in shared "
-                      f"memory for one TMA reduction ({EXPERIMENT})")
+                      "memory for one TMA reduction")
         return staged
 
 
@@ -174,7 +173,7 @@ def _size(b):
 
 
 def stage_fragment_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    if EXPERIMENT not in env.experiments or not ctx.target.is_hopper \
+    if not ctx.target.is_hopper \
             or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
         return kernel
     stage = _Stage(kernel, ctx)
