@@ -51,14 +51,21 @@ def ragged_row_store(M=128, N=192, rows=100, threads=256):
     return f
 
 
-def test_consecutive_tile_loads_wait_once():
-    src = tilelang.lower(two_tile_loads(), target=SM90)
+def _issued_together(src, commits):
+    """The kernel's loads up to the first one into tile `b` have no wait (and no barrier)
+    between them; one wait covers all `commits` groups. Returns the kernel's body."""
     body = src[src.index("__global__"):]
     first_b = body.index("&b[")
-    # A's loads, then B's, with no wait between them; one wait covers both
     assert "cp_async_wait" not in body[:first_b], body
+    assert "__syncthreads" not in body[:first_b], body
     assert body.count("tl::cp_async_wait<0>();") == 1, body
-    assert body.count("tl::cp_async_commit();") == 2, body
+    assert body.count("tl::cp_async_commit();") == commits, body
+    return body
+
+
+def test_consecutive_tile_loads_wait_once():
+    # A's loads, then B's, with no wait between them; one wait covers both
+    _issued_together(tilelang.lower(two_tile_loads(), target=SM90), commits=2)
 
 
 def test_a_load_into_the_same_tile_still_waits():
@@ -91,14 +98,8 @@ def column_parts_load(M=64, D=512, tail=64, threads=256):
 
 
 def test_disjoint_parts_of_one_tile_load_together():
-    src = tilelang.lower(column_parts_load(), target=SM90)
-    body = src[src.index("__global__"):]
-    first_b = body.index("&b[")
     # both parts of `a` and all of `b` issued before the one wait, no barrier between them
-    assert "cp_async_wait" not in body[:first_b], body
-    assert "__syncthreads" not in body[:first_b], body
-    assert body.count("tl::cp_async_wait<0>();") == 1, body
-    assert body.count("tl::cp_async_commit();") == 3, body
+    _issued_together(tilelang.lower(column_parts_load(), target=SM90), commits=3)
 
 
 def test_overlapping_parts_of_one_tile_still_wait():
