@@ -124,9 +124,6 @@ def c_identifier(name: str) -> str:
     return text
 
 
-_CMP_TEXT = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
-
-
 class CudaPrinter:
     """Prints one kernel; `names` keeps C identifiers unique and readable."""
 
@@ -432,7 +429,7 @@ class CudaPrinter:
         if c.op not in ("gt", "ge", "lt", "le") or first_of_upper % 32:
             return None
         lane0 = f"__shfl_sync(0xffffffffu, {self.expr(c.a)}, 0, 32)"
-        return f"{lane0} {_CMP_TEXT[c.op]} {self.expr(c.b)}"
+        return f"{lane0} {_CMP_C[c.op]} {self.expr(c.b)}"
 
     def s_For(self, s):
         v = self.name(s.var)
