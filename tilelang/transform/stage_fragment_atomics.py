@@ -13,19 +13,19 @@ One `cp.reduce.async.bulk.tensor` of the staged tile sends whole lines and takes
 the threads; the cost is the tile's shared memory, its stores, a barrier and the issuing
 thread's wait until the TMA unit has read it (transform/tma_reduce.py).
 
-Measured on an H200 (with the two changes below, the attention backward kernels as the
-reference's examples write them): MHA backward 15.0 -> 13.1 µs, sink backward 39.8 -> 35.9,
-GQA backward 29.9 -> 27.6.
+Measured on an H200, the attention backward kernels as the reference's examples write them
+(kernel time, in a call that also dropped a proxy fence, which alone measured no gain): MHA
+backward 15.0 -> 13.1 µs, sink backward 39.8 -> 35.9, GQA backward 29.9 -> 27.6.
 
 Expects: tile IR after `parallel_copies`, before `warp_roles` (the staged copy and the TMA add
-become the role's tile operations like any written ones). Guarantees: on sm_90a (TMA lowering not disabled), a parallel nest (no annotations, starting at 0)
-whose whole body is one relaxed `atomic_add(G[...], F[i, j])` (or a cast of F to G's type,
-which is then the same type) where F is a 2-D fragment of exactly the nest's extents, read at
-the nest's variables in order, and G a static, contiguous float global tensor (a type the
-TMA unit adds) whose innermost index is `c0 + j` and one other index `r0 + i`, every other
-index free of the loop, becomes the two statements above. The sums are the same (each
-element added once, atomically per element; relaxed order as written). Anything else is left
-as written; so are adds under a branch on the
+become the role's tile operations like any written ones). Guarantees: on sm_90a (TMA lowering
+not disabled), a parallel nest (no annotations, starting at 0) whose whole body is one relaxed
+`atomic_add(G[...], F[i, j])` (or a cast of F to G's type, which is then the same type) where F
+is a 2-D fragment of exactly the nest's extents, read at the nest's variables in order, and G a
+static, contiguous float global tensor (a type the TMA unit adds) whose innermost index
+is `c0 + j` and one other index `r0 + i`, every other index free of the loop, becomes the two
+statements above. The sums are the same (each element added once, atomically per element;
+relaxed order as written). Anything else is left as written; so are adds under a branch on the
 thread index (the staged add has a barrier every thread reaches).
 """
 
@@ -39,6 +39,7 @@ from .analysis.parallel_nest import match_indices, parallel_nest
 from .analysis.scopes import SHARED
 from .analysis.shared_memory import smem_limit
 from .pass_config import PassConfigKey
+
 
 def _atomic_add_call(body):
     if not isinstance(body, ir.Evaluate) or not isinstance(body.value, ir.Call):
@@ -58,8 +59,8 @@ class _Stage(Mutator):
         # the tiles as declared (before the planner overlaps some and the pipeliner doubles
         # others): a kernel whose declared tiles and the staged copy pass the limit keeps its
         # element-wise atomics
-        self.shared_bytes = sum(b.dtype.bytes * _size(b) for b in kernel.allocs
-                                if b.scope in SHARED)
+        self.shared_bytes = sum(b.dtype.bytes * b.numel() for b in kernel.allocs
+                                if b.scope in SHARED and b.is_static())
         self.budget = smem_limit(ctx.target.sm) - 1024
 
     def visit_If(self, s):
@@ -163,18 +164,8 @@ class _Stage(Mutator):
         return staged
 
 
-def _size(b):
-    n = 1
-    for d in b.shape:
-        if not isinstance(d, int):
-            return 0
-        n *= d
-    return n
-
-
 def stage_fragment_atomics(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    if not ctx.target.is_hopper \
-            or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
+    if not ctx.target.is_hopper or ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER):
         return kernel
     stage = _Stage(kernel, ctx)
     body = stage.visit(kernel.body)
