@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import nodes as ir
-from ...ir.visitor import collect, free_vars, substitute
+from ...ir.visitor import collect, substitute
 from ..analysis.scopes import SHARED
 from .vectorize import PARTITIONED
 
@@ -79,14 +79,7 @@ def lower_stmatrix(partitioner) -> ir.Stmt | None:
     if collect(store.indices, lambda n: isinstance(n, ir.Load) and
                n.buffer.scope == "local.fragment"):
         return None
-    if not _whole_tile(store, p.vars, p.extents):
-        return None
-    inner_var = p.vars[-1]
-    # the innermost loop variable walks the tile's last dim one element per step, and only it
-    linear = p.analyzer.detect_linear(store.indices[-1], inner_var)
-    if linear is None or linear[0] != 1 or not p.analyzer.is_divisible(linear[1], ROW):
-        return None
-    if any(any(x is inner_var for x in free_vars(i)) for i in store.indices[:-1]):
+    if not _whole_tile(store, p.vars, p.extents):  # (indices are the loop variables, in order)
         return None
     layout = ctx.layouts.get(buf)
     if layout is not None:
