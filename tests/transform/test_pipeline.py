@@ -91,6 +91,9 @@ class _Machine:
                         self.in_flight.discard(key)
             elif name == "__syncthreads":
                 self.last_barrier = self.time
+        elif isinstance(s, ir.Store):  # an element of a copy into registers
+            for ld in nodes(s.value, ir.Load, lambda e: e.buffer in self.stacked):
+                self._read(ld.buffer, int(eval_index(ld.indices[0], env)), env)
         elif isinstance(s, ir.Gemm):
             for region in (s.A, s.B):
                 if region.buffer in self.single:
@@ -99,14 +102,20 @@ class _Machine:
                     key = (region.buffer, int(eval_index(region.region[0][0], env)))
                 else:
                     continue
-                assert key not in self.in_flight, f"read of {key} while a copy is in flight"
-                assert self.landed_at.get(key, self.time) < self.last_barrier, \
-                    "read before a barrier after the wait that landed it"
-                self.last_read[key] = self.time
-                self.reads.append((env[self.loop_var], region.buffer.name, key[1],
-                                   self.content.get(key)))
+                self._read(region.buffer, key[1], env)
         else:
             raise AssertionError(f"unexpected statement in the schedule: {show(s)}")
+
+
+    def _read(self, buf, stage, env):
+        key = (buf, stage)
+        assert key not in self.in_flight, f"read of {key} while a copy is in flight"
+        assert self.landed_at.get(key, self.time) < self.last_barrier, \
+            "read before a barrier after the wait that landed it"
+        self.last_read[key] = self.time
+        read = (env[self.loop_var], buf.name, stage, self.content.get(key))
+        if not self.reads or self.reads[-1] != read:  # a copy reads a tile element-wise
+            self.reads.append(read)
 
 
 def _schedule(K, stages, start=0, kernel=_gemm):
@@ -264,6 +273,81 @@ def test_single_stage_under_a_uniform_branch_matches_torch(mask_in_fragment):
         torch.testing.assert_close(C.double().cpu(), ref, rtol=1e-3, atol=1e-2)
 
 
+def _register_staged(N, stages, M=16, staged_x=False):
+    """o = A @ x with a reducer, the A tile staged through shared memory and copied into a
+    fragment at the top of the T.Pipelined body (the reference's `gemv_alloc_reducer`); x
+    read from global memory, or (`staged_x`) staged too and copied into a fragment every
+    thread holds whole, so a thread reads elements other threads' copies wrote."""
+    @T.prim_func
+    def f(A: T.Tensor((M, N), "float16"), x: T.Tensor((N,), "float16"),
+          o: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, 16), threads=128) as bx:
+            As = T.alloc_shared((16, BK), "float16")
+            xs = T.alloc_shared((BK,), "float16")
+            Af = T.alloc_fragment((16, BK), "float16")
+            xf = T.alloc_fragment((BK,), "float16")
+            acc = T.alloc_reducer(16, "float32", replication="all")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(N, BK), num_stages=stages):
+                T.copy(A[bx * 16, k * BK], As)
+                T.copy(As, Af)
+                if staged_x:
+                    T.copy(x[k * BK], xs)
+                    T.copy(xs, xf)
+                else:
+                    T.copy(x[k * BK], xf)
+                for i, j in T.Parallel(16, BK):
+                    acc[i] += Af[i, j] * xf[j]
+            T.finalize_reducer(acc)
+            T.copy(acc, o[bx * 16])
+    return f
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("iters", [1, 2, 5])
+@pytest.mark.parametrize("staged_x", [False, True])
+def test_register_staged_tiles_are_refilled_after_their_copies(stages, iters, staged_x):
+    """Stage tiles read only by copies into registers at the top of the body: S iterations
+    are issued before the loop, each iteration waits for S-1 groups, reads its own landed
+    stage, and reloads that stage with iteration k + S right after the copies (S loads in
+    flight while the rest of the body runs)."""
+    k, ctx = run_passes(_register_staged(iters * BK, stages, staged_x=staged_x), "pipeline",
+                        SM80)
+    assert any("refilled as soon as its copies into registers are done" in n
+               for n in ctx.notes), ctx.notes
+    (loop,) = nodes(k, ir.For, lambda s: s.annotation("pipelined_from") is not None)
+    stacked = set(ctx.replaced_shared.values())
+    seq = next(s for s in nodes(k, ir.Seq) if any(x is loop for x in s.stmts))
+    i = next(j for j, x in enumerate(seq.stmts) if x is loop)
+    prologue = seq.stmts[i - 1]
+    assert prologue.extent.value == stages
+    assert externs(loop.body)[0] == f"tl::cp_async_wait<{stages - 1}>"
+    m = _Machine(stacked, lambda c, env: int(eval_index(c.src.region[-1][0], env)) // BK,
+                 loop.var, check_overwrite=False)  # overwrite barriers: insert_sync's
+    for s in seq.stmts[i - 1:i + 2]:
+        m.run(s, {})
+    names = ("As", "xs") if staged_x else ("As",)
+    assert sorted((int(a), b, c, d) for a, b, c, d in m.reads) == sorted(
+        (ko, name, ko % stages, ko) for ko in range(iters) for name in names)
+    assert m.groups == [] and m.pending == [] and not m.in_flight
+
+
+def test_register_staged_refill_waits_for_other_threads_copies():
+    """A fragment every thread holds whole reads elements other threads' cp.async wrote: the
+    stage is refilled only after a barrier that follows those copies."""
+    src = tilelang.lower(_register_staged(8 * BK, 2, staged_x=True), target=SM80)
+    body = src[src.index("for (int k = 0"):src.index("tl::cp_async_wait<0>")]
+    reads = body.index("xs[")
+    refill = body.index("tl::cp_async", body.index("// refill_stage: 2"))
+    assert "__syncthreads" in body[reads:refill]
+
+
+def test_a_gemm_reading_the_stage_keeps_the_issue_at_the_top():
+    """Stage tiles a gemm reads in shared memory are busy until the body's end: S-1 ahead."""
+    k, ctx = run_passes(_gemm(4 * BK, 3), "pipeline", SM80)
+    assert not any("refilled" in n for n in ctx.notes)
+
+
 def test_branch_on_the_thread_index_is_not_pipelined():
     """A condition threads may disagree on (or one reading shared memory) keeps the serial
     loop: the prefetch of another iteration would be issued by only some threads."""
@@ -407,6 +491,26 @@ def test_pipelined_gemm_runs_like_the_serial_loop(stages, K):
     kernel(A, B, C)
     ref = A.float().cpu().numpy() @ B.float().cpu().numpy()
     np.testing.assert_allclose(C.cpu().numpy(), ref, rtol=1e-2, atol=1e-2)
+
+
+@requires_gpu
+@pytest.mark.parametrize("staged_x", [False, True])
+@pytest.mark.parametrize("stages", [2, 3])
+def test_register_staged_gemv_matches_torch(staged_x, stages):
+    """Ragged sizes (a partial block of rows, a partial last tile), outputs poisoned."""
+    import torch
+
+    M, N = 40, 7 * BK + 8
+    kernel = tilelang.compile(_register_staged(N, stages, M=M, staged_x=staged_x),
+                              target="cuda")
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        A = torch.randn(M, N, generator=g).half()
+        x = torch.randn(N, generator=g).half()
+        o = torch.full((M,), float("nan"), device="cuda")
+        kernel(A.cuda(), x.cuda(), o)
+        ref = A.double() @ x.double()
+        torch.testing.assert_close(o.double().cpu(), ref, rtol=2e-3, atol=2e-2)
 
 
 @pytest.mark.parametrize("overlap", [True, False])

@@ -50,7 +50,7 @@ from .analysis.device_ops import inserted_proxy_fence
 from .analysis.gather import ASYNC_GATHER, gather_parts
 from .analysis.loop_items import (Rebuffer, copy_lets_needed, flatten, gather_exprs,
                                   gather_producer, lets_needed, rebuild, stack_layout)
-from .analysis.scopes import SHARED, is_global_to_shared
+from .analysis.scopes import MEMORY, SHARED, is_global_to_shared
 from .analysis.uniform import uniform_fragments, uniform_guard
 from .pass_config import PassConfigKey
 
@@ -141,6 +141,9 @@ class Pipeliner:
             rest = [ir.with_fields(it, wg_wait=-1) if isinstance(it, ir.Gemm) else it
                     for it in rest]
         stage_k = ir.binary("floormod", ir.binary("sub", k, start), S)
+        released = None if guard is not None or under_gemm else _register_staged(rest, mapping)
+        if released is not None:
+            return self._early_release(loop, rest, released, issue, mapping, stage_k)
         if guard is not None:
             n_lets = len(guard.lets)  # lets are never producers: rest starts with them
             rest = rest[:n_lets] + [ir.If(guard.cond, rebuild(rest[n_lets:]), None,
@@ -179,6 +182,34 @@ class Pipeliner:
                       + (", under a block-uniform branch (skipped iterations load nothing)"
                          if guard else ""))
         return ir.Seq((prologue, main, drain))
+
+    def _early_release(self, loop, rest, released, issue, mapping, stage_k):
+        """The stage tiles are read only by copies into registers at the top of the body
+        (`_register_staged`): stage k % S is free again once they are done, so the load of
+        iteration k + S goes into it right there and S loads, not S - 1, are in flight
+        while the rest of the body computes on the registers. A memory-bound loop over few
+        blocks (a GEMV of 32 blocks) is bounded by the bytes each SM has in flight."""
+        k, start, n, S = loop.var, loop.start, loop.extent, int(loop.annotation("num_stages"))
+        s = ir.Var("s")
+        prologue = ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq((
+            ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
+            _call("tl::cp_async_commit"))), loc=loop.loc)
+        ahead = ir.binary("add", ir.binary("sub", k, start), S)
+        # the barrier between the register copies and this overwrite comes from insert_sync
+        # (async copies wait for earlier readers of their destination)
+        refill = ir.Attr("refill_stage", S, ir.Seq((
+            ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S), stage_k), None),
+            _call("tl::cp_async_commit"))))
+        body = Rebuffer(mapping, stage_k).visit(
+            rebuild(rest[:released + 1] + [refill] + rest[released + 1:]))
+        fence = (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
+        steady = ir.Seq((_call(f"tl::cp_async_wait<{S - 1}>"),) + fence +
+                        (_call("__syncthreads"), body))
+        main = ir.For(k, start, n, "serial", steady, 1, (("pipelined_from", S),), loc=loop.loc)
+        self.ctx.note(f"pipelined loop over {k.name}: {S} stages, each stage refilled as soon "
+                      f"as its copies into registers are done ({', '.join(b.name for b in mapping)}"
+                      f"): {S} loads in flight during the rest of the body")
+        return ir.Seq((prologue, main, _call("tl::cp_async_wait<0>")))
 
     def _single_stage(self, loop, items, producers, guard, cond_lets):
         """`num_stages=1` with tiles first read at different statements (FlashAttention's K by
@@ -305,6 +336,38 @@ class Pipeliner:
         stmts = [it for it in rest if not isinstance(it, tuple)]
         return bool(stmts) and all(self.ctx.is_wgmma(g) and g.wg_wait == 0 for g in stmts) \
             and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP)
+
+def _register_staged(rest, mapping):
+    """The index in `rest` of the last statement reading a stage tile when every statement
+    up to it that reads one is a copy of it into registers (a fragment or local tile) and a
+    statement after it does the work; None otherwise (a gemm reading the tiles in shared
+    memory, a tile read late in the body)."""
+    tiles = tuple(mapping)
+    last = None
+    for i, it in enumerate(rest):
+        if isinstance(it, tuple):
+            if any(uses_buffer(it.value, b) for b in tiles):
+                return None
+            continue
+        if any(uses_buffer(it, b) for b in tiles):
+            if not _copy_to_registers(it):
+                return None
+            last = i
+    if last is None or not any(not isinstance(it, tuple) for it in rest[last + 1:]):
+        return None
+    return last
+
+
+def _copy_to_registers(st) -> bool:
+    """A `T.copy` into a fragment or local tile (as a Copy node, or the element loop layout
+    inference made of it)."""
+    if isinstance(st, ir.Copy):
+        return st.dst.buffer.scope not in MEMORY
+    if not (isinstance(st, ir.For) and st.annotation("from_tile_op") == "copy"):
+        return False
+    stores = collect(st, lambda n: isinstance(n, ir.Store))
+    return bool(stores) and all(x.buffer.scope not in MEMORY for x in stores)
+
 
 def _destination(st) -> ir.Buffer:
     """The shared tile a producer (a Copy or a gather nest) writes."""
