@@ -633,3 +633,33 @@ def cp_async_gather_gemm(M, N=64, K=64, bm=64):
                 T.copy(acc, C[bx * bm, 0])
 
     return main
+
+
+def staged_halves(M, N=128, bm=64):
+    """Two roles of 128 threads each produce one half of the columns of a row tile and store
+    it through a shared staging tile (the sparse MLA forward's epilogue: T.copy(acc, O_s[:,
+    half]); T.copy(O_s[:, half], Out[...])). Out = X * 2 on the left half, X + 1 on the
+    right."""
+    h = N // 2
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Out: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, bm), threads=256) as bx:
+            O_s = T.alloc_shared((bm, N), "float16")
+            left = T.alloc_fragment((bm, h), "float32")
+            right = T.alloc_fragment((bm, h), "float32")
+            tx = T.get_thread_binding()
+            if tx < 128:
+                T.copy(X[bx * bm, 0], left)
+                for i, j in T.Parallel(bm, h):
+                    left[i, j] = left[i, j] * 2
+                T.copy(left, O_s[:, 0:h])
+                T.copy(O_s[:, 0:h], Out[bx * bm, 0])
+            else:
+                T.copy(X[bx * bm, h], right)
+                for i, j in T.Parallel(bm, h):
+                    right[i, j] = right[i, j] + 1
+                T.copy(right, O_s[:, h:N])
+                T.copy(O_s[:, h:N], Out[bx * bm, h])
+
+    return main

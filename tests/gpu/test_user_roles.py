@@ -90,6 +90,17 @@ def test_tma_store(M, N):
     torch.testing.assert_close(y, 3 * x)
 
 
+@pytest.mark.parametrize("M", [200, 64])
+def test_staged_halves_by_tma_store(M):
+    _sm90()
+    k = tilelang.compile(R.staged_halves(M), target="cuda")
+    x = torch.randn(M, 128, device="cuda", dtype=torch.float16)
+    out = _poisoned(M, 128, dtype=torch.float16)
+    k(x, out)
+    expect = torch.cat([x[:, :64].float() * 2, x[:, 64:].float() + 1], 1).half()
+    torch.testing.assert_close(out, expect)
+
+
 @pytest.mark.parametrize("M", [16, 112])
 def test_cp_async_rows(M):
     k = tilelang.compile(R.cp_async_rows(M), target="cuda")

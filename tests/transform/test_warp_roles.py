@@ -105,6 +105,7 @@ def test_two_consumers_and_a_producer_on_the_interpreter():
     (lambda: R.gemm_and_reduce_roles(100, 72, 96, reduce_threads=64), (SM90, SM80)),
     (lambda: R.ws_tile_roles(200), (SM90, SM80)),
     (lambda: R.split_consumer_gemm(100, 200, 200), (SM90,)),
+    (lambda: R.staged_halves(200), (SM90, SM80)),
 ])
 def test_builds(make, targets):
     for target in targets:
@@ -122,6 +123,30 @@ def test_a_converting_copy_in_a_role_is_spread_over_the_roles_threads_in_vectors
     assert loop.count("tl::named_barrier_sync(2, 64)") == 2, loop
     # converted two at a time (pair_conversions)
     assert "__bfloat1622float2(__halves2bfloat162(Y_vec[" in loop, loop
+
+
+def test_a_roles_staged_store_is_one_tma_store_after_the_roles_barrier():
+    """Each role stores its half of a staged tile by TMA: its threads fence their shared
+    writes for the async proxy and meet at the role's own barrier, then the role's first
+    thread issues the boxes and waits until they have been read."""
+    src = tilelang.lower(R.staged_halves(200), target=SM90)
+    roles = _role_bodies(src)
+    for (lo, _), body in roles.items():
+        barrier = f"tl::named_barrier_sync({1 + lo // 128}, 128)"
+        store = body.index(f"if (tx == {lo})")
+        assert body.rindex("tl::fence_proxy_async()", 0, store) < \
+            body.rindex(barrier, 0, store), body
+        issued = body[store:]
+        assert "tl::tma_store(" in issued and "tl::tma_store_wait<0>()" in issued
+        assert "Out[" not in body  # no element-wise global stores left
+
+
+def test_staged_halves_on_the_interpreter():
+    x = torch.randn(200, 128).half()
+    out = _nan(200, 128).half()
+    _interp(R.staged_halves(200), x, out)
+    expect = torch.cat([x[:, :64].float() * 2, x[:, 64:].float() + 1], 1).half()
+    torch.testing.assert_close(out, expect)
 
 
 def test_each_role_synchronises_its_own_threads():

@@ -14,7 +14,10 @@ Guarantees: each thread moves whole V-element chunks (V*elem bytes in {16, 8, 4}
 the tile going to thread c % T; elements outside the global tensor read as zero (cp.async
 src-size / predicated loads), so ragged edges are exact. V is the widest width the alignment
 of the global row stride, the region start and the shared layout allow; 1 falls back to
-element copies through a parallel loop.
+element copies through a parallel loop. On sm_90a a shared -> global copy (its loop nest,
+`store_copy`) becomes a TMA store where TMA can do it (copy_tma.py), also inside a role's
+thread group (the role's first thread issues it after the role's barrier: the sparse MLA
+forward's epilogue, 16 element-wise stores a thread before).
 """
 
 from __future__ import annotations
@@ -284,6 +287,12 @@ class _Lower(InRoleGroups, ScopedMutator):
     def _block_level(self) -> bool:
         return self.ctx.group is None and not self.user_roles
 
+    def _whole_group(self) -> bool:
+        """Every thread of the block, or of the role whose statements are being lowered (a
+        `thread_group` region: its barriers are the role's named barrier, `ctx.tid` counts
+        its threads from 0), runs the statement: a default TMA store can elect its issuer."""
+        return self.ctx.group is not None or not self.user_roles
+
     def visit_Copy(self, s: ir.Copy):
         if dict(s.options).get(ir.PREFER_INSTRUCTION) == "tma" and \
                 not dict(s.options).get("async", False):
@@ -367,7 +376,7 @@ class _Lower(InRoleGroups, ScopedMutator):
         G = s.dst.buffer
         if prefer is not None or opts.get("disable_tma") or not ctx.target.is_hopper or \
                 ctx.flag(PassConfigKey.TL_DISABLE_TMA_LOWER) or \
-                ctx.flag(PassConfigKey.TL_DISABLE_TMA_STORE) or not self._block_level() or \
+                ctx.flag(PassConfigKey.TL_DISABLE_TMA_STORE) or not self._whole_group() or \
                 (G.strides is None and not rows_16_byte_aligned(G)):
             return None
         return tma_store(s, ctx, self.analyzer, required=False)

@@ -2,8 +2,10 @@
 
 Expects: a `Copy` between a global region and a shared tile whose layout is in `ctx.layouts`
 (a global -> shared copy marked `prefer_instruction="tma"` and not issued ahead by the
-pipeliner; a shared -> global copy lowered to its loop nest, see `store_copy`), block-level
-code (not inside a user role: `lower_copies` checks).
+pipeliner; a shared -> global copy lowered to its loop nest, see `store_copy`), code every
+thread of the block runs, or (a default store) every thread of a role's thread group, whose
+barriers insert_sync makes the role's named barrier and whose `ctx.tid` counts from the
+role's first thread (`lower_copies` checks).
 
 Guarantees: the copy keeps T.copy's synchronous meaning.
 
