@@ -30,6 +30,7 @@ from ..transform.partition_parallel import partition_parallel_loops
 from ..transform.pass_config import PassConfigKey
 from ..transform.pingpong import schedule_warpgroup_turns
 from ..transform.pipeline import pipeline_loops
+from ..transform.persistent_grid import persistent_grid
 from ..transform.plan_shared import plan_shared_memory
 from ..transform.rasterize import rasterize_large_gemms
 from ..transform.reducer_fragments import lower_reducers
@@ -62,6 +63,7 @@ PASSES = [
     ("stage_fragment_atomics", stage_fragment_atomics),        # experiment: fragment adds by TMA
     ("warp_roles", assign_warp_roles),                         # tile ops on a role's threads
     ("rasterize", rasterize_large_gemms),                      # panelled launch of big GEMMs
+    ("persistent_grid", persistent_grid),                      # sm_90a: attention persistent
     ("pack_sub_byte", pack_sub_byte),                          # int4 buffers -> their bytes
     ("lower_elementwise", _on_body(lower_elementwise_tile_ops)),  # copy/fill/atomic -> loops
     ("unroll_fragment_offsets", _on_body(unroll_fragment_offsets)),  # acc[i + s * 32]

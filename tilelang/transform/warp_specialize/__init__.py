@@ -72,9 +72,6 @@ schedule: S(k) = Q K(k)^T and P(k-1) V(k-1) run while the softmax of S(k) does).
 
 from __future__ import annotations
 
-import functools
-import sys
-
 from ...ir import nodes as ir
 from ...ir.thread_range import has_user_roles
 from ...ir.visitor import Mutator, any_node, collect, substitute
@@ -88,6 +85,7 @@ from ...arith import Analyzer
 from ...env import env
 from ..analysis.affine import constant_upper_bound
 from ..analysis.scoped import bind_kernel_vars
+from ..analysis.device_facts import streaming_multiprocessors
 from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
 from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
 from ..analysis.loop_items import (Rebuffer, copy_lets_needed, copy_oob_value, flatten,
@@ -1075,30 +1073,6 @@ class WarpSpecializer:
         for let in reversed(p.deps):
             body = ir.LetStmt(let.var, let.value, body, loc=let.loc)
         return body
-
-
-def streaming_multiprocessors() -> int:
-    """SMs of the current GPU, or of an H100/H200 (132) when there is none to ask. Asked of
-    torch where the program has imported it (its current device), else of the CUDA driver
-    (device 0): importing torch here cost a process's first compile a second."""
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None:
-            if torch.cuda.is_available():
-                return torch.cuda.get_device_properties(torch.cuda.current_device()) \
-                    .multi_processor_count
-            return 132
-        return _driver_sm_count()
-    except Exception:  # noqa: BLE001 - no usable GPU: the Hopper part's count
-        return 132
-
-
-@functools.lru_cache(maxsize=1)
-def _driver_sm_count() -> int:
-    from ...runtime import driver
-
-    return driver.device_attribute(driver.DEV_MULTIPROCESSOR_COUNT, 0)
-
 
 
 def _merge_guards(parts):
