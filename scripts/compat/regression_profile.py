@@ -139,6 +139,7 @@ def driver(perf_py, root, out_dir, label, picks):
                 lines = [json.dumps({"file": path, "ok": False, "error": "timeout"})]
             for l in lines:
                 fh.write(l + "\n")
+                fh.flush()  # rows survive a driver killed by an outer timeout
                 print(l[:300], flush=True)
 
 
