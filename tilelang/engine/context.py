@@ -181,6 +181,10 @@ class KernelContext:
 
         part = gemm_sm90.eligible(g, M, N, num_warps, self)
         if part is not None:
+            wgm, wgn = part
+            self._note_gemm(g, f"wgmma m64n{N // wgn} on {wgm}x{wgn} warpgroup(s), "
+                               + ("A from registers, B" if g.A.buffer.scope == "local.fragment"
+                                  else "A and B") + " from shared memory by descriptor")
             return (gemm_sm90, part)
         if g.require_wgmma:
             obstacle = gemm_sm90.hardware_obstacle(g, M, num_warps, self)
@@ -196,7 +200,20 @@ class KernelContext:
             self.note(f"T.wgmma_gemm {g.A.buffer.name} x {g.B.buffer.name}: this compiler's "
                       "wgmma path does not take these operands; using mma.sync")
         part = gemm_sm80.partition(g, M, N, num_warps, self)
+        if part is not None:
+            why = gemm_sm90.hardware_obstacle(g, M, num_warps, self) if self.target.is_hopper \
+                else None
+            self._note_gemm(g, f"mma.sync on {part[0]}x{part[1]} warps"
+                               + (f" (no wgmma: {why})" if why else
+                                  " (no wgmma: the operands' types or layouts are not ones its "
+                                  "descriptors read)" if self.target.is_hopper else ""))
         return None if part is None else (gemm_sm80, part)
+
+    def _note_gemm(self, g, how):
+        """One note per gemm (layout inference may ask twice) naming its instruction."""
+        text = f"T.gemm {g.A.buffer.name} x {g.B.buffer.name} -> {g.C.buffer.name}: {how}"
+        if text not in self.notes:
+            self.note(text)
 
     def is_wgmma(self, g) -> bool:
         """Whether gemm `g` was given to the wgmma backend (after layout inference)."""

@@ -904,8 +904,26 @@ class _Annotate(Mutator):
 def infer_layouts(kernel: ir.Kernel, ctx) -> ir.Kernel:
     solver = LayoutSolver(kernel, ctx)
     ctx.layouts.update(solver.solve())
+    _note_shared_layouts(kernel, ctx)
     body = _Annotate(solver.c.loops, ctx).visit(kernel.body)
     return kernel if body is kernel.body else ir.with_fields(kernel, body=body)
+
+
+def _note_shared_layouts(kernel, ctx):
+    """One note naming each shared tile's layout (verbose=True explains the choices)."""
+    parts = []
+    for b in kernel.allocs:
+        layout = ctx.layouts.get(b)
+        if b.scope not in ("shared", "shared.dyn") or layout is None or \
+                b.dtype.name == "uint64":  # mbarriers
+            continue
+        swz = getattr(layout, "swizzle_bytes", 0)
+        parts.append(f"{b.name} {swz}-byte swizzle" if swz else
+                     f"{b.name} row-major" if layout.is_row_major() else f"{b.name} {layout}")
+    if parts:
+        ctx.note("shared tiles: " + ", ".join(parts) + " (a swizzle spreads each 8-row "
+                 "group's 16-byte chunks over the banks; wgmma and TMA read swizzled tiles "
+                 "as they are)")
 
 
 def _ravel_unravel(new_shape, old_shape):

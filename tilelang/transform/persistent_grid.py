@@ -70,6 +70,8 @@ def persistent_grid(kernel: ir.Kernel, ctx) -> ir.Kernel:
     sms = streaming_multiprocessors()
     n = math.prod(extents)
     if n < MIN_WAVES * sms:
+        ctx.note(f"one block per tile: {n} blocks, fewer than {MIN_WAVES} per SM ({sms} SMs) "
+                 "for a persistent attention grid to hide tile changes")
         return kernel
     bid, t, p = ir.Var("bid"), ir.Var("tile_round"), ir.Var("tile")
     c = ir.const

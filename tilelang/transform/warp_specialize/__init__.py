@@ -116,6 +116,7 @@ class WarpSpecializer:
         self.extra_allocs = []  # second copies of computed operands
         self.cluster = 1  # blocks per cluster whose consumers release every stage (multicast)
         self.nest = None  # the loops around a T.Pipelined loop not at the top level
+        self.kept_because = None  # why warp specialisation over the cp.async pipeline
         self.tile_plans = []  # loads of a tile the producer issues once per tile (_tile_plans)
         self.guard = None  # GuardedBody: the loop's work under a block-uniform branch
         self.guard_lets = []  # the loop-body lets its condition reads
@@ -239,6 +240,12 @@ class WarpSpecializer:
             self._multicast(loop, plans, items[:li] + body_items)
         return self._build(items, li, loop, stages, plans, body_items, slots)
 
+    def _kept(self, reason):
+        """Record why warp specialisation beats the cp.async pipeline here (the note of
+        _build says it); None: keep warp specialisation."""
+        self.kept_because = reason
+        return None
+
     def _fragment_registers(self) -> int:
         """32-bit registers a consumer thread needs for the kernel's fragments."""
         regs = 0
@@ -268,10 +275,14 @@ class WarpSpecializer:
         3 stages: 4096^3 0.242 ms against 0.353 warp-specialised, 2048^3 0.039 against 0.049,
         dynamic 4096^3 0.275 against 0.352; but 1024^3 (64 blocks) 0.0197 against 0.0153, and
         64/64/32 with 2 stages 0.026 against 0.017."""
-        if self.T != 128 or stages < 3 or self.kernel.attr("cluster_dims"):
-            return None
         if PassConfigKey.TL_DISABLE_WARP_SPECIALIZED.value in self.ctx.configs:
-            return None  # the user chose (False: warp-specialise whenever possible)
+            return self._kept("asked for with tl.disable_warp_specialized=False")
+        if self.T != 128:
+            return self._kept(f"{self.T // 128} consumer warpgroups")
+        if stages < 3:
+            return self._kept(f"{stages} stages, too few for the cp.async pipeline to overlap")
+        if self.kernel.attr("cluster_dims"):
+            return self._kept("a cluster launch")
         plan_ids = {id(p.stmt) for p in plans}
         rest = [it for it in body_items if not isinstance(it, tuple) and id(it) not in plan_ids]
         if not rest or not all(self.ctx.is_wgmma(it) for it in rest):
@@ -279,11 +290,12 @@ class WarpSpecializer:
         # a warp-specialised block of small tiles needs few registers and fits several per
         # SM itself (64/64/32 on 128 threads: 0.017 ms against 0.027 for cp.async, H200)
         per_thread = -(-(self._fragment_registers() + 32) // 8) * 8
-        if 65536 // ((self.T + PRODUCER_THREADS) * per_thread) >= 2:
-            return None
+        fit = 65536 // ((self.T + PRODUCER_THREADS) * per_thread)
+        if fit >= 2:
+            return self._kept(f"its blocks fit {fit} per SM (small fragments)")
         count = self._more_blocks_than_sms()
         if count is None:
-            return None
+            return self._kept("no more blocks than SMs")
         return (f"one consumer warpgroup over {count}: the "
                 "cp.async pipeline fits several blocks per SM, a warp-specialised block one "
                 "(pass_configs={'tl.disable_warp_specialized': False} keeps it)")
@@ -552,11 +564,13 @@ class WarpSpecializer:
                    "its first reader: a short loop (at most "
                    f"{TILE_BARRIER_MAX_TRIPS} iterations) or tl.ws_tile_barriers")
                 + f"), producer warpgroup + {T // 128} consumer warpgroup(s)"
-                + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "") + tile_loads
+                + _registers_note(regs) + tile_loads
                 + (f"; {', '.join(b.name for b in computed)} double-buffered: computed while "
                    "the previous gemm runs" if computed else "")
                 + (f"; {', '.join(p.src.name for p in plans if p.multicast)} multicast to the "
-                   f"{self.cluster} blocks of a cluster" if self.cluster > 1 else ""))
+                   f"{self.cluster} blocks of a cluster" if self.cluster > 1 else "")
+                + (f"; warp-specialised rather than the cp.async pipeline: "
+                   f"{self.kept_because}" if self.kept_because else ""))
         return self._assemble(rings, S, producer, consumer, note)
 
     def _first_reads(self, rest, mapping, loop):
@@ -662,7 +676,7 @@ class WarpSpecializer:
         note = (f"warp-specialised single-stage loop over {k.name}{where}: one TMA ring per "
                 f"tile ({', '.join(b.name for b in order)}), each refilled once its last reader "
                 f"in the iteration is done, producer warpgroup + {self.T // 128} consumer "
-                "warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
+                "warpgroup(s)" + _registers_note(regs)
                 + tile_loads)
         return self._assemble(ring_pairs, 1, producer, consumer, note)
 
@@ -1011,7 +1025,7 @@ class WarpSpecializer:
         note = (f"warp-specialised overlapped pipeline over {k.name}{where}: {S} stages, "
                 f"schedule (statement@stage) {order}; TMA rings for "
                 f"{', '.join(b.name for b in rings)}, producer warpgroup + {T // 128} consumer "
-                f"warpgroup(s)" + (f", setmaxnreg {regs[0]}/{regs[1]}" if regs else "")
+                f"warpgroup(s)" + _registers_note(regs)
                 + tile_loads)
         return self._assemble(ring_pairs, S, producer, consumer, note)
 
@@ -1073,6 +1087,14 @@ class WarpSpecializer:
         for let in reversed(p.deps):
             body = ir.LetStmt(let.var, let.value, body, loc=let.loc)
         return body
+
+
+def _registers_note(regs) -> str:
+    """The register split of `setmaxnreg`, as the notes say it."""
+    if not regs:
+        return ""
+    return (f", setmaxnreg {regs[0]}/{regs[1]} (registers a thread: the producer only "
+            f"issues TMA, the consumers hold the accumulators)")
 
 
 def _merge_guards(parts):
