@@ -219,3 +219,33 @@ def test_loaded_program_launches_like_the_compiled_one(private_cache):
         assert (a.name, a.box, a.swizzle, a.im2col) == (b.name, b.box, b.swizzle, b.im2col)
     assert [(k.name, k.grid, k.block, k.smem_bytes) for k in again.module.kernels] == \
         [(k.name, k.grid, k.block, k.smem_bytes) for k in first.module.kernels]
+
+
+@requires_compiler
+def test_a_program_sized_by_the_sm_count_is_reused_only_with_that_count(private_cache,
+                                                                         monkeypatch):
+    """A persistent attention grid has one block per SM (transform/persistent_grid.py): the
+    entry records the count and a GPU with another count compiles the program again."""
+    import sys
+    from pathlib import Path
+
+    from tilelang.transform.analysis import device_facts
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "transform"))
+    from test_persistent_grid import flash
+
+    monkeypatch.setattr(device_facts, "streaming_multiprocessors", lambda: 132)
+    first = tilelang.compile(flash(2, 40, 1000), target="cuda -arch=sm_90a")
+    assert first.adapter.module.device_facts == {"sm_count": 132}
+    assert first.adapter.module.kernels[0].grid[0] == 132
+    again = tilelang.compile(flash(2, 40, 1000), target="cuda -arch=sm_90a")
+    assert again.adapter.program_cache_hit
+    monkeypatch.setattr(device_facts, "streaming_multiprocessors", lambda: 114)
+    other = tilelang.compile(flash(2, 40, 1000), target="cuda -arch=sm_90a")
+    assert not other.adapter.program_cache_hit
+    assert int(other.adapter.module.kernels[0].grid[0]) == 114
+
+
+@requires_compiler
+def test_a_program_not_sized_by_the_gpu_records_no_fact(private_cache):
+    assert tilelang.compile(scale(), target=TARGET).adapter.module.device_facts == {}

@@ -30,6 +30,7 @@ class CudaModuleSource:
     arch: str
     tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
     zeroed: tuple = ()  # indices of the workspaces allocated zero-filled (T.sync_grid's counter)
+    device_facts: dict = field(default_factory=dict)  # KernelContext.device_facts, all kernels
 
 
 def signature_params(func: ir.PrimFunc):

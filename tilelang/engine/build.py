@@ -57,7 +57,10 @@ def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     func = func.with_body(body)
     lowered = [lower_kernel(func, k, i, target, configs, verbose)
                for i, k in enumerate(kernels_of(func))]
-    return render_module(func, lowered, target.arch)
+    module = render_module(func, lowered, target.arch)
+    for _, ctx in lowered:
+        module.device_facts.update(ctx.device_facts)
+    return module
 
 
 _PTR = "ptr"

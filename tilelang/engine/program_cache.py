@@ -16,6 +16,8 @@ Guarantees:
     TL_EXPERIMENT switches and a stamp of tilelang's own files (cache.package_stamp: an
     edited compiler misses). A compiler changed in memory (a monkeypatched pass) is not
     seen: disable the cache around such changes;
+  * an entry whose schedule read a fact about the GPU (`KernelContext.device_facts`: the SM
+    count a persistent grid is sized by) is a hit only where the fact still holds;
   * a hit gives the very module and cubin the miss produced: the entry stores the generated
     source, each kernel's launch description and TMA descriptors with the program's own
     objects (parameters, workspaces, symbolic sizes) named by position, and the key of the
@@ -228,15 +230,26 @@ def lookup(func: ir.PrimFunc, target, options: dict):
     if toolkit.file_stamps([p for p, _, _ in entry["compiler_files"]]) != \
             entry["compiler_files"]:
         return key, None  # the compiler or the CUDA headers changed
+    facts = entry.get("device_facts", {})
+    if facts and facts != _current_facts(facts):
+        return key, None  # scheduled for another GPU (a persistent grid of its SM count)
     hit = cache.load(entry["cubin_key"])
     if hit is None:
         return key, None
     module = CudaModuleSource(entry["source"], entry["kernels"], params, symbols, workspaces,
-                              entry["arch"], entry["tma"], entry.get("zeroed", ()))
+                              entry["arch"], entry["tma"], entry.get("zeroed", ()), facts)
     compiled = CompileResult(hit["cubin"], hit["log"], entry["compiler"], True,
                              time.perf_counter() - t0, entry["arch"], tuple(entry["options"]),
                              entry["cubin_key"], entry["ident"])
     return key, (module, compiled)
+
+
+def _current_facts(facts: dict) -> dict:
+    """This process's values of the device facts an entry's schedule read."""
+    from ..transform.analysis.device_facts import streaming_multiprocessors
+
+    return {name: streaming_multiprocessors() if name == "sm_count" else None
+            for name in facts}
 
 
 def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
@@ -260,7 +273,8 @@ def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
     entry = {"source": module.source, "kernels": module.kernels, "tma": module.tma,
              "arch": module.arch, "cubin_key": compiled.key, "compiler": which,
              "ident": compiled.compiler_version, "options": list(compiled.options),
-             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed)}
+             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed),
+             "device_facts": dict(module.device_facts)}
     buf = io.BytesIO()
     try:
         _EntryPickler(buf, own).dump(entry)

@@ -47,7 +47,6 @@ from ..ir import nodes as ir
 from ..ir.thread_range import has_user_roles
 from ..ir.visitor import any_node, collect
 from .analysis.buffer_use import written_buffers
-from .analysis.device_facts import streaming_multiprocessors
 from .analysis.numeric import eval_index
 from .analysis.scopes import is_global_to_shared
 from .pass_config import PassConfigKey
@@ -67,7 +66,7 @@ def persistent_grid(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if not _attention_loop(kernel):
         return kernel
     # asked only now: the first question to the CUDA driver initialises it (0.1 s)
-    sms = streaming_multiprocessors()
+    sms = ctx.sm_count()
     n = math.prod(extents)
     if n < MIN_WAVES * sms:
         ctx.note(f"one block per tile: {n} blocks, fewer than {MIN_WAVES} per SM ({sms} SMs) "

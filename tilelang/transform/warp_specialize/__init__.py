@@ -310,6 +310,7 @@ class WarpSpecializer:
                 blocks = None
                 break
             blocks *= g
+        # not a recorded device fact: a GPU of another SM count runs this schedule as well
         sms = streaming_multiprocessors()
         if blocks is not None and blocks <= sms:
             return None
