@@ -156,17 +156,12 @@ class Pipeliner:
             rest = rest[:n_lets] + [ir.If(guard.cond, rebuild(rest[n_lets:]), None,
                                           loc=guard.loc)]
         body_rest = Rebuffer(mapping, stage_k).visit(rebuild(rest))
-        s = ir.Var("s")
-        prologue = ir.For(s, ir.const(0), ir.const(S - 1), "unroll", ir.Seq((
-            ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
-            _call("tl::cp_async_commit"))), loc=loop.loc)
-        ahead = ir.binary("add", ir.binary("sub", k, start), S - 1)
-        fence = (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
+        prologue = _prologue(loop, issue, S - 1)
+        fence = self._fence()
         # the stage written here is read by no statement of this iteration (insert_sync.py)
-        issue_ahead = ir.Attr("issue_ahead", S - 1, ir.Seq((
-            ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S - 1),
-                                                    ir.binary("floormod", ahead, S)), None),
-            _call("tl::cp_async_commit"))))
+        ahead = ir.binary("add", ir.binary("sub", k, start), S - 1)
+        issue_ahead = _issue_ahead("issue_ahead", loop, issue, S - 1,
+                                   ir.binary("floormod", ahead, S))
         if S == 2 and not under_gemm:
             # two stages: waiting for stage k before issuing k + 1 would leave no load in
             # flight during the wait (every iteration pays the whole memory latency, which
@@ -197,26 +192,22 @@ class Pipeliner:
         while the rest of the body computes on the registers. A memory-bound loop over few
         blocks (a GEMV of 32 blocks) is bounded by the bytes each SM has in flight."""
         k, start, n, S = loop.var, loop.start, loop.extent, int(loop.annotation("num_stages"))
-        s = ir.Var("s")
-        prologue = ir.For(s, ir.const(0), ir.const(S), "unroll", ir.Seq((
-            ir.If(ir.compare("lt", s, n), issue(ir.binary("add", start, s), s), None),
-            _call("tl::cp_async_commit"))), loc=loop.loc)
-        ahead = ir.binary("add", ir.binary("sub", k, start), S)
         # the barrier between the register copies and this overwrite comes from insert_sync
         # (async copies wait for earlier readers of their destination)
-        refill = ir.Attr("refill_stage", S, ir.Seq((
-            ir.If(ir.compare("lt", ahead, n), issue(ir.binary("add", k, S), stage_k), None),
-            _call("tl::cp_async_commit"))))
+        refill = _issue_ahead("refill_stage", loop, issue, S, stage_k)
         body = Rebuffer(mapping, stage_k).visit(
             rebuild(rest[:released + 1] + [refill] + rest[released + 1:]))
-        fence = (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
-        steady = ir.Seq((_call(f"tl::cp_async_wait<{S - 1}>"),) + fence +
+        steady = ir.Seq((_call(f"tl::cp_async_wait<{S - 1}>"),) + self._fence() +
                         (_call("__syncthreads"), body))
         main = ir.For(k, start, n, "serial", steady, 1, (("pipelined_from", S),), loc=loop.loc)
         self.ctx.note(f"pipelined loop over {k.name}: {S} stages, each stage refilled as soon "
                       f"as its copies into registers are done ({', '.join(b.name for b in mapping)}"
                       f"): {S} loads in flight during the rest of the body")
-        return ir.Seq((prologue, main, _call("tl::cp_async_wait<0>")))
+        return ir.Seq((_prologue(loop, issue, S), main, _call("tl::cp_async_wait<0>")))
+
+    def _fence(self) -> tuple:
+        """The proxy fence after a wait for cp.async data, where wgmma may read it (sm_90a)."""
+        return (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
 
     def _single_stage(self, loop, items, producers, guard, cond_lets):
         """`num_stages=1` with tiles first read at different statements (FlashAttention's K by
@@ -303,7 +294,7 @@ class Pipeliner:
             return ir.If(fresh, _call(f"tl::cp_async_wait<{first}>"),
                          _call(f"tl::cp_async_wait<{later}>"))
 
-        fence = (inserted_proxy_fence(),) if self.ctx.target.is_hopper else ()
+        fence = self._fence()
         body = []
         nxt = ir.binary("add", k, 1)
         remaining = ir.compare("lt", ir.binary("add", ir.binary("sub", k, start), 1), n)
@@ -343,6 +334,25 @@ class Pipeliner:
         stmts = [it for it in rest if not isinstance(it, tuple)]
         return bool(stmts) and all(self.ctx.is_wgmma(g) and g.wg_wait == 0 for g in stmts) \
             and not self.ctx.flag(PassConfigKey.TL_DISABLE_WGMMA_OVERLAP)
+
+def _prologue(loop, issue, count):
+    """Iterations start .. start + count - 1 issued before the loop (those that exist), one
+    commit group each."""
+    s = ir.Var("s")
+    return ir.For(s, ir.const(0), ir.const(count), "unroll", ir.Seq((
+        ir.If(ir.compare("lt", s, loop.extent), issue(ir.binary("add", loop.start, s), s), None),
+        _call("tl::cp_async_commit"))), loc=loop.loc)
+
+
+def _issue_ahead(key, loop, issue, distance, stage):
+    """Iteration k + distance issued into `stage` (if it exists) and committed, marked
+    `key` for insert_sync."""
+    ahead = ir.binary("add", ir.binary("sub", loop.var, loop.start), distance)
+    return ir.Attr(key, distance, ir.Seq((
+        ir.If(ir.compare("lt", ahead, loop.extent),
+              issue(ir.binary("add", loop.var, distance), stage), None),
+        _call("tl::cp_async_commit"))))
+
 
 def _register_staged(rest, mapping):
     """The index in `rest` of the last statement reading a stage tile when every statement
