@@ -105,16 +105,15 @@ def _attention_loop(kernel) -> bool:
     (loop,) = loops
     if int(loop.annotation("num_stages", 0) or 0) < 2:
         return False
-    loaded = {c.dst.buffer for c in collect(loop.body, lambda s: isinstance(s, ir.Copy)
-                                            and is_global_to_shared(s))}
-    computed = written_buffers(loop.body) - loaded
+    loads = collect(loop.body, lambda s: isinstance(s, ir.Copy) and is_global_to_shared(s))
+    computed = written_buffers(loop.body) - {c.dst.buffer for c in loads}
     gemms = collect(loop.body, lambda s: isinstance(s, ir.Gemm))
     if len(gemms) != 2 or not (gemms[1].A.buffer in computed or gemms[1].B.buffer in computed):
         return False  # two gemms of loaded tiles (a gated MLP's), a backward pass's four
-    read = {let.var for let in collect(loop.body, lambda s: isinstance(s, ir.LetStmt))
-            if any_node(let.value, lambda n: isinstance(n, ir.Load))}
-    if any(any_node(c.src, lambda n: isinstance(n, ir.Load) or n in read) for c in collect(
-            loop.body, lambda s: isinstance(s, ir.Copy) and is_global_to_shared(s))):
+    from_memory = {let.var for let in collect(loop.body, lambda s: isinstance(s, ir.LetStmt))
+                   if any_node(let.value, lambda n: isinstance(n, ir.Load))}
+    if any(any_node(c.src, lambda n: isinstance(n, ir.Load) or n in from_memory)
+           for c in loads):
         return False  # tiles gathered through indices read from memory (sparse attention)
     if any_node(kernel.body, lambda n: isinstance(n, ir.AtomicTile) or (
             isinstance(n, ir.Call) and n.op.startswith("atomic"))):
