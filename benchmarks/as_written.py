@@ -354,6 +354,8 @@ VARIANTS = {
     "no_ws": {"tl.disable_warp_specialized": True},
     "ws": {"tl.disable_warp_specialized": False},
     "masks_every_tile": {"tl.disable_mask_unswitching": True},
+    # what the reference's flash_attention examples pass (approximate exp2, as SDPA's kernels)
+    "fast_math": {"tl.enable_fast_math": True},
 }
 # this project's own switches (the reference has no such key: skipped there)
 OURS_ONLY = {"masks_every_tile"}

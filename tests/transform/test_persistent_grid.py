@@ -122,11 +122,22 @@ def _notes(f, target=SM90, configs=None):
     return k, [n for n in ctx.notes if n.startswith("persistent:")]
 
 
-def _blocks_visited(k):
-    """(bx, by, bz) of every (SM, round) of the persistent loop, evaluated from its IR."""
-    (bid,) = k.block_vars
-    loop = k.body
+def _launch(k, sms):
+    """The persistent loop, and the names bound at a launch on a GPU of `sms` SMs: the
+    blocks launched, and `workers` (gridDim.x) bound to it."""
+    let_w = k.body
+    assert isinstance(let_w, ir.LetStmt) and let_w.value.op == "num_blocks"
+    blocks = int(eval_index(k.grid[0], {ir.DEVICE_SM_COUNT: sms}))
+    loop = let_w.body
     assert isinstance(loop, ir.For) and loop.kind == "serial"
+    return loop, blocks, {let_w.var: blocks}
+
+
+def _blocks_visited(k, sms):
+    """(bx, by, bz) of every (SM, round) of the persistent loop on a GPU of `sms` SMs,
+    evaluated from its IR."""
+    (bid,) = k.block_vars
+    loop, blocks, launch = _launch(k, sms)
     let_p = loop.body
     guard = let_p.body
     assert isinstance(let_p, ir.LetStmt) and isinstance(guard, ir.If)
@@ -135,9 +146,9 @@ def _blocks_visited(k):
         lets.append(s)
         s = s.body
     seen = []
-    for w in range(ir.int_value(k.grid[0])):
-        for t in range(ir.int_value(loop.extent)):
-            env = {bid: w, loop.var: t}
+    for w in range(blocks):
+        for t in range(int(eval_index(loop.extent, launch))):
+            env = {**launch, bid: w, loop.var: t}
             env[let_p.var] = eval_index(let_p.value, env)
             if eval_index(guard.cond, env):
                 for let in lets:
@@ -146,31 +157,37 @@ def _blocks_visited(k):
     return seen
 
 
-@pytest.mark.parametrize("batch,heads,seq_len,causal", [
-    (2, 40, 1000, True), (1, 33, 2048, True), (3, 24, 640, False)])
-def test_every_block_of_the_old_grid_runs_once(batch, heads, seq_len, causal):
+@pytest.mark.parametrize("batch,heads,seq_len,causal,sms", [
+    (2, 40, 1000, True, 132), (1, 33, 2048, True, 114), (3, 24, 640, False, 78),
+    (1, 40, 1000, True, 2000)])
+def test_every_block_of_the_old_grid_runs_once(batch, heads, seq_len, causal, sms):
+    """On a GPU of any SM count (the grid is sized at the launch), more SMs than blocks
+    included."""
     k, notes = _notes(flash(batch, heads, seq_len, causal=causal))
     assert notes
     n_q = math.ceil(seq_len / BLOCK)
-    seen = _blocks_visited(k)
+    seen = _blocks_visited(k, sms)
     assert sorted(seen) == sorted((x, y, z) for x in range(n_q) for y in range(heads)
                                   for z in range(batch))
 
 
-def test_the_snake_evens_out_causal_work():
-    """Each SM's key tiles (query block x visits x + 1) within 2% of the average."""
+@pytest.mark.parametrize("sms,spread", [(132, 1.02), (114, 1.06), (108, 1.03)])
+def test_the_snake_evens_out_causal_work(sms, spread):
+    """Each SM's key tiles (query block x visits x + 1) within 2% of the average on an H200's
+    132 SMs (straight rounds: 12%), within a few % on other counts (the last, partial round's
+    tiles fall on SMs the snake loaded more or less)."""
     k, _ = _notes(flash(8, 32, 2048))
-    sms = ir.int_value(k.grid[0])
     (bid,) = k.block_vars
+    loop, blocks, launch = _launch(k, sms)
+    assert blocks == sms
     work = [0] * sms
-    loop = k.body
     for w in range(sms):
-        for t in range(ir.int_value(loop.extent)):
-            env = {bid: w, loop.var: t}
+        for t in range(int(eval_index(loop.extent, launch))):
+            env = {**launch, bid: w, loop.var: t}
             p = int(eval_index(loop.body.value, env))
             if p < 8 * 32 * 32:
                 work[w] += p % 32 + 1
-    assert max(work) <= 1.02 * sum(work) / sms
+    assert max(work) <= spread * sum(work) / sms
 
 
 def test_the_tile_loop_is_warp_specialised_across_tiles():

@@ -155,6 +155,8 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::__named_barrier_arrive({p.expr(c.args[0])}, {p.expr(c.args[1])})"
     if op == "sync_warp":
         return "__syncwarp()"
+    if op == "num_blocks":  # the launched grid's x extent (a grid sized at the launch)
+        return "((int)gridDim.x)"
     if op in _PDL:
         # CUDA's device API from sm_90 on (griddepcontrol); before it, no-ops in tl/barrier.cuh
         return f"{_PDL[op]}()" if p.sm >= 90 else f"tl::{op}()"

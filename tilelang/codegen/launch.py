@@ -13,11 +13,17 @@ from ..ir.visitor import collect
 @dataclass
 class KernelLaunch:
     name: str
-    grid: tuple  # 3 extents: ints or Exprs of the symbols
+    grid: tuple  # 3 extents: ints or Exprs of the symbols (and of ir.DEVICE_SM_COUNT)
     block: tuple  # 3 ints
     smem_bytes: int
     notes: list = field(default_factory=list)
     cooperative: bool = False  # T.sync_grid: all blocks resident (cuLaunchCooperativeKernel)
+
+    @property
+    def sized_at_launch(self) -> bool:
+        """Whether the grid names the launching GPU's SM count."""
+        return any(collect(g, lambda n: n is ir.DEVICE_SM_COUNT)
+                   for g in self.grid if isinstance(g, ir.Expr))
 
 
 @dataclass
@@ -30,7 +36,6 @@ class CudaModuleSource:
     arch: str
     tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
     zeroed: tuple = ()  # indices of the workspaces allocated zero-filled (T.sync_grid's counter)
-    device_facts: dict = field(default_factory=dict)  # KernelContext.device_facts, all kernels
 
 
 def signature_params(func: ir.PrimFunc):

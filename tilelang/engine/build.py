@@ -57,10 +57,7 @@ def lower_cuda(func: ir.PrimFunc, target: Target, options: dict):
     func = func.with_body(body)
     lowered = [lower_kernel(func, k, i, target, configs, verbose)
                for i, k in enumerate(kernels_of(func))]
-    module = render_module(func, lowered, target.arch)
-    for _, ctx in lowered:
-        module.device_facts.update(ctx.device_facts)
-    return module
+    return render_module(func, lowered, target.arch)
 
 
 _PTR = "ptr"
@@ -131,6 +128,7 @@ class CUDAAdapter:
                           for k in self.module.kernels]
         # the reference adapters' `kernels`: this adapter's own kernel handles by name
         self.kernels = {k.name: fn for k, fn in zip(self.module.kernels, self.functions)}
+        self.sized_at_launch = any(k.sized_at_launch for k in self.module.kernels)
         self.host_source = self._describe()
 
     # ---- calling --------------------------------------------------------------------------
@@ -167,6 +165,10 @@ class CUDAAdapter:
                                  f"{self.module.params[index].name!r} was passed as None, but "
                                  "the kernel copies it with TMA")
             args.append(encode_tma(d, tensor, swizzle))
+        if self.sized_at_launch:
+            from ..runtime import driver
+
+            symbols = {**symbols, ir.DEVICE_SM_COUNT: driver.sm_count(dev_index)}
         grids = [tuple(eval_shape_expr(g, symbols) if not isinstance(g, int) else g
                        for g in k.grid) for k in self.module.kernels]
         for k, grid in zip(self.module.kernels, grids):  # all checked before any launch

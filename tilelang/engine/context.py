@@ -73,9 +73,6 @@ class KernelContext:
     group: Optional[tuple] = None
     # reducers kept as register partials: reducer_fragments (fragment -> op)
     reducer_partials: dict = field(default_factory=dict)
-    # facts about the GPU a schedule choice read (sm_count): a program cached on disk is
-    # loaded only where they still hold (engine/program_cache.py)
-    device_facts: dict = field(default_factory=dict)
 
     def __post_init__(self):
         from ..codegen import gemm_sm80
@@ -145,15 +142,6 @@ class KernelContext:
 
     def flag(self, key: PassConfigKey, default=False):
         return config_flag(self.configs, key, default)
-
-    def sm_count(self) -> int:
-        """The GPU's SM count (analysis/device_facts.py), recorded as a fact the kernel's
-        code depends on (a persistent grid of one block per SM): a cached program is reused
-        only on a GPU with as many."""
-        from ..transform.analysis.device_facts import streaming_multiprocessors
-
-        n = self.device_facts["sm_count"] = streaming_multiprocessors()
-        return n
 
     def note(self, text: str):
         self.notes.append(text)

@@ -71,8 +71,8 @@ def make_fast_call(adapter, plan, slow):
          "raw_stream": raw_stream, "launch": driver.fast_launcher(), "launch_ex": launch_ex,
          "params": layout.params_arg, "lock": threading.Lock(), "FUNCS": {}, "DEVS": {},
          "fail": _failure_handler(adapter, driver), "STREAMS": {}, "stream_arg": cached_stream_arg,
-         "set_grid": struct.Struct("=3I").pack_into}
-    names: dict = {}
+         "set_grid": struct.Struct("=3I").pack_into, "SMS": {}}
+    names: dict = {ir.DEVICE_SM_COUNT: "SMS[dev]"}  # a grid sized at the launch
     lines = ["def call(args):", f"    if len(args) != {len(plan.inputs)}: return slow(args)"]
     arg_names = [f"a{i}" for i in range(len(plan.inputs))]
     if arg_names:
@@ -230,6 +230,8 @@ def make_fast_call(adapter, plan, slow):
         funcs = [ctypes_handle(fn.prepare(dev, k.smem_bytes)[0])
                  for fn, k in zip(adapter.functions, module.kernels)]
         g["DEVS"][dev] = torch.device("cuda", dev)
+        if any(k.sized_at_launch for k in module.kernels):
+            g["SMS"][dev] = driver.sm_count(dev)
         g["FUNCS"][dev] = funcs
 
     call.register = register

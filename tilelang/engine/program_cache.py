@@ -16,8 +16,6 @@ Guarantees:
     TL_EXPERIMENT switches and a stamp of tilelang's own files (cache.package_stamp: an
     edited compiler misses). A compiler changed in memory (a monkeypatched pass) is not
     seen: disable the cache around such changes;
-  * an entry whose schedule read a fact about the GPU (`KernelContext.device_facts`: the SM
-    count a persistent grid is sized by) is a hit only where the fact still holds;
   * a hit gives the very module and cubin the miss produced: the entry stores the generated
     source, each kernel's launch description and TMA descriptors with the program's own
     objects (parameters, workspaces, symbolic sizes) named by position, and the key of the
@@ -180,6 +178,9 @@ def program_key(func: ir.PrimFunc, target, options: dict):
     return h.hexdigest()
 
 
+_DEVICE_SM_COUNT = "device_sm_count"  # the one object of tilelang's a grid may name
+
+
 def _own_objects(func: ir.PrimFunc, symbols) -> list:
     """The objects of `func` an entry refers to by position: parameters, workspaces, symbols."""
     return list(func.params) + list(func.workspaces) + list(symbols)
@@ -191,6 +192,8 @@ class _EntryPickler(pickle.Pickler):
         self.positions = {id(o): i for i, o in enumerate(own)}
 
     def persistent_id(self, obj):
+        if obj is ir.DEVICE_SM_COUNT:
+            return _DEVICE_SM_COUNT
         if isinstance(obj, (ir.Var, ir.Buffer)):
             return self.positions.get(id(obj))
         return None
@@ -202,7 +205,7 @@ class _EntryUnpickler(pickle.Unpickler):
         self.own = own
 
     def persistent_load(self, pid):
-        return self.own[pid]
+        return ir.DEVICE_SM_COUNT if pid == _DEVICE_SM_COUNT else self.own[pid]
 
 
 def lookup(func: ir.PrimFunc, target, options: dict):
@@ -230,26 +233,15 @@ def lookup(func: ir.PrimFunc, target, options: dict):
     if toolkit.file_stamps([p for p, _, _ in entry["compiler_files"]]) != \
             entry["compiler_files"]:
         return key, None  # the compiler or the CUDA headers changed
-    facts = entry.get("device_facts", {})
-    if facts and facts != _current_facts(facts):
-        return key, None  # scheduled for another GPU (a persistent grid of its SM count)
     hit = cache.load(entry["cubin_key"])
     if hit is None:
         return key, None
     module = CudaModuleSource(entry["source"], entry["kernels"], params, symbols, workspaces,
-                              entry["arch"], entry["tma"], entry.get("zeroed", ()), facts)
+                              entry["arch"], entry["tma"], entry.get("zeroed", ()))
     compiled = CompileResult(hit["cubin"], hit["log"], entry["compiler"], True,
                              time.perf_counter() - t0, entry["arch"], tuple(entry["options"]),
                              entry["cubin_key"], entry["ident"])
     return key, (module, compiled)
-
-
-def _current_facts(facts: dict) -> dict:
-    """This process's values of the device facts an entry's schedule read."""
-    from ..transform.analysis.device_facts import streaming_multiprocessors
-
-    return {name: streaming_multiprocessors() if name == "sm_count" else None
-            for name in facts}
 
 
 def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
@@ -260,7 +252,7 @@ def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
     if key is None or not compiled.key:
         return False
     own = _own_objects(func, module.symbols)
-    known = {id(o) for o in own}
+    known = {id(o) for o in own} | {id(ir.DEVICE_SM_COUNT)}
     for k in module.kernels:
         for g in k.grid:
             if any(id(v) not in known for v in collect(g, lambda n: isinstance(n, ir.Var))):
@@ -273,8 +265,7 @@ def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
     entry = {"source": module.source, "kernels": module.kernels, "tma": module.tma,
              "arch": module.arch, "cubin_key": compiled.key, "compiler": which,
              "ident": compiled.compiler_version, "options": list(compiled.options),
-             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed),
-             "device_facts": dict(module.device_facts)}
+             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed)}
     buf = io.BytesIO()
     try:
         _EntryPickler(buf, own).dump(entry)

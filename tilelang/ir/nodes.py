@@ -526,6 +526,13 @@ class Attr(Stmt):
     body: Stmt
 
 
+# The SM count of the GPU a kernel is launched on, known at the launch only: a grid extent
+# may name it (a persistent grid of one block per SM: transform/persistent_grid.py), the
+# launcher reads it from the device (the CUDA path) and the kernel's code sees the launched
+# extent as `gridDim` (the "num_blocks" call), so a kernel's code never depends on the GPU
+# of the machine that compiled it.
+DEVICE_SM_COUNT = Var("device_sm_count", INT32)
+
 # CUDA's launch limits per axis (x, y, z). The interpreter enforces them too, so that both
 # targets accept the same programs.
 GRID_LIMITS = (2**31 - 1, 65535, 65535)

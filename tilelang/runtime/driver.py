@@ -13,6 +13,7 @@ Expects: a CUDA driver at run time (nothing is loaded at import). Guarantees:
 from __future__ import annotations
 
 import contextlib
+import functools
 import ctypes
 import threading
 from typing import Optional
@@ -240,6 +241,12 @@ def device_attribute(attr: int, device: int) -> int:
     check(lb.cuDeviceGet(ctypes.byref(dev), device), f"cuDeviceGet({device})")
     check(lb.cuDeviceGetAttribute(ctypes.byref(out), attr, dev), "cuDeviceGetAttribute")
     return out.value
+
+
+@functools.lru_cache(maxsize=None)
+def sm_count(device: int) -> int:
+    """The SM count of `device` (the launch-time value of `ir.DEVICE_SM_COUNT`)."""
+    return device_attribute(DEV_MULTIPROCESSOR_COUNT, device)
 
 
 def device_count() -> int:

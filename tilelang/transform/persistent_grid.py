@@ -11,10 +11,13 @@ Q K^T, then O += P V), tiles loaded at addresses computed from indices alone, an
 that is a constant or depends on the x block index alone (causal attention: query block x
 visits x + 1 key tiles); nothing in the kernel is atomic.
 
-Guarantees: the grid becomes one block per SM (`sms`), whose body is the old one inside
+Guarantees: the grid becomes one block per SM, min(N, ir.DEVICE_SM_COUNT) blocks sized at the
+launch (the threshold above counts the target's nominal SMs: analysis/device_facts.py), whose
+body is the old one inside
 
-    for t in serial(ceil(N / sms)):
-        p = t * sms + (bid if t is even else sms - 1 - bid)
+    w = gridDim.x
+    for t in serial(ceil(N / w)):
+        p = t * w + (bid if t is even else w - 1 - bid)
         if p < N:
             bx, by, bz = p % gx, p / gx % gy, p / (gx * gy)      # launch order
             <the old body>
@@ -47,6 +50,7 @@ from ..ir import nodes as ir
 from ..ir.thread_range import has_user_roles
 from ..ir.visitor import any_node, collect
 from .analysis.buffer_use import written_buffers
+from .analysis.device_facts import nominal_sm_count
 from .analysis.numeric import eval_index
 from .analysis.scopes import is_global_to_shared
 from .pass_config import PassConfigKey
@@ -65,18 +69,17 @@ def persistent_grid(kernel: ir.Kernel, ctx) -> ir.Kernel:
         return kernel
     if not _attention_loop(kernel):
         return kernel
-    # asked only now: the first question to the CUDA driver initialises it (0.1 s)
-    sms = ctx.sm_count()
+    sms = nominal_sm_count(ctx.target)
     n = math.prod(extents)
     if n < MIN_WAVES * sms:
         ctx.note(f"one block per tile: {n} blocks, fewer than {MIN_WAVES} per SM ({sms} SMs) "
                  "for a persistent attention grid to hide tile changes")
         return kernel
-    bid, t, p = ir.Var("bid"), ir.Var("tile_round"), ir.Var("tile")
+    bid, t, p, w = ir.Var("bid"), ir.Var("tile_round"), ir.Var("tile"), ir.Var("workers")
     c = ir.const
-    # bid on even rounds, sms - 1 - bid on odd ones
+    # bid on even rounds, w - 1 - bid on odd ones
     worker = ir.binary("add", bid, ir.binary("mul", ir.binary("floormod", t, 2),
-                                             ir.binary("sub", c(sms - 1),
+                                             ir.binary("sub", ir.binary("sub", w, c(1)),
                                                        ir.binary("mul", bid, 2))))
     body, stride = kernel.body, 1
     decode = []
@@ -85,14 +88,17 @@ def persistent_grid(kernel: ir.Kernel, ctx) -> ir.Kernel:
         stride *= e
     for v, value in reversed(decode):
         body = ir.LetStmt(v, value, body)
-    body = ir.LetStmt(p, ir.binary("add", ir.binary("mul", t, c(sms)), worker),
+    body = ir.LetStmt(p, ir.binary("add", ir.binary("mul", t, w), worker),
                       ir.If(ir.compare("lt", p, c(n)), body, None))
-    body = ir.For(t, c(0), c(-(-n // sms)), "serial", body)
-    ctx.note(f"persistent: {sms} blocks (one per SM) walk the {n} blocks of the grid in launch "
-             "order, snaking over the SMs; the producer loads the next tile while the "
-             "consumers finish this one (T.use_swizzle(enable=False) keeps one block per "
-             "tile)")
-    return ir.with_fields(kernel, grid=(c(sms),), block_vars=(bid,), body=body)
+    rounds = ir.binary("floordiv", ir.binary("add", c(n - 1), w), w)
+    body = ir.For(t, c(0), rounds, "serial", body)
+    body = ir.LetStmt(w, ir.Call("num_blocks", (), ir.INT32), body)
+    ctx.note(f"persistent: one block per SM (as many as the GPU has, at the launch) walks the "
+             f"{n} blocks of the grid in launch order, snaking over the SMs; the producer "
+             "loads the next tile while the consumers finish this one "
+             "(T.use_swizzle(enable=False) keeps one block per tile)")
+    grid = ir.binary("min", c(n), ir.DEVICE_SM_COUNT)
+    return ir.with_fields(kernel, grid=(grid,), block_vars=(bid,), body=body)
 
 
 def _attention_loop(kernel) -> bool:

@@ -85,7 +85,7 @@ from ...arith import Analyzer
 from ...env import env
 from ..analysis.affine import constant_upper_bound
 from ..analysis.scoped import bind_kernel_vars
-from ..analysis.device_facts import streaming_multiprocessors
+from ..analysis.device_facts import nominal_sm_count
 from ..analysis.overlap_schedule import auto_schedule, depth, has_annotation, schedule
 from ..analysis.buffer_use import buffers_read, whole_buffer_user, written_buffers
 from ..analysis.loop_items import (Rebuffer, copy_lets_needed, copy_oob_value, flatten,
@@ -310,8 +310,7 @@ class WarpSpecializer:
                 blocks = None
                 break
             blocks *= g
-        # not a recorded device fact: a GPU of another SM count runs this schedule as well
-        sms = streaming_multiprocessors()
+        sms = nominal_sm_count(self.ctx.target)  # a GPU of another count runs it as well
         if blocks is not None and blocks <= sms:
             return None
         return (f"{blocks} blocks (more than the {sms} SMs)" if blocks is not None else
