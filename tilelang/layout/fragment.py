@@ -189,6 +189,7 @@ class Fragment:
         self.name = name
         self._locate_plan = None
         self._table = None
+        self._coords = None
 
     # ---- alternative constructors ----------------------------------------------------------
     @classmethod
@@ -397,11 +398,16 @@ class Fragment:
                 for c in self.coords(t, v)]
 
     def coord_table(self) -> np.ndarray:
-        """int64 array (num_threads, num_values, ndim): coordinates of every slot."""
-        t, v = self._enumerate_slots()
-        cs = self._coords_array(t, v)
-        return np.stack(cs, axis=-1) if cs else np.zeros((self.num_threads, self.num_values, 0),
-                                                          np.int64)
+        """int64 array (num_threads, num_values, ndim): coordinates of every slot (computed
+        once: the analyses of a lowering ask for it, or for slots of it, many times; read-only)."""
+        if self._coords is None:
+            t, v = self._enumerate_slots()
+            cs = self._coords_array(t, v)
+            table = np.stack(cs, axis=-1) if cs else \
+                np.zeros((self.num_threads, self.num_values, 0), np.int64)
+            table.flags.writeable = False
+            self._coords = table
+        return self._coords
 
     def check(self) -> "Fragment":
         """Validate that every logical element is held exactly `replication` times (slots that

@@ -263,11 +263,9 @@ class LoopGrid:
         self.vars = list(loop_vars)
         self.extents = list(extents)
         T, V = layout.num_threads, layout.num_values
-        tids = np.arange(T)[:, None]
-        vals = np.arange(V)[None, :]
-        coords = [np.broadcast_to(np.asarray(c, dtype=np.int64), (T, V))
-                  for c in layout.coords(tids, vals)]
-        guard = layout.guard(tids, vals)
+        table = layout.coord_table()
+        coords = [table[:, :, d] for d in range(table.shape[-1])]
+        guard = layout.in_bounds(coords) if layout.guard_dims else None
         active = np.ones((T, V), bool) if guard is None else \
             np.broadcast_to(np.asarray(guard, bool), (T, V)).copy()
         if iter_map is not None:
@@ -315,10 +313,10 @@ def _element_slots(grid: LoopGrid, buf, frag, indices, fixed):
     table = frag._holder_table()
     safe = [np.where(inr, a, 0) for a in idx]
     slot = table[(1,) + tuple(safe)]
+    held = slot >= 0  # -1: no thread holds the element
     t = np.broadcast_to(np.arange(frag.num_threads)[:, None], act.shape)
-    back = [np.broadcast_to(np.asarray(c, dtype=np.int64), act.shape)
-            for c in frag.coords(t, np.where(inr, slot, 0))]
-    owns = np.all([b == a for b, a in zip(back, safe)], axis=0) if back else \
+    at = frag.coord_table()[t, np.where(inr & held, slot, 0)]  # what thread t holds there
+    owns = held & np.all([at[..., d] == a for d, a in enumerate(safe)], axis=0) if safe else \
         np.ones(act.shape, bool)
     return safe, inr, slot, owns
 
