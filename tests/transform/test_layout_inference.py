@@ -12,7 +12,7 @@ from tilelang import layout as L
 from tilelang.errors import KernelError
 from tilelang.ir import nodes as ir
 
-from transform_helpers import SM80, SM90, marked_line, nodes, run_passes
+from transform_helpers import SM80, SM90, marked_line, nodes, requires_gpu, run_passes
 
 
 def _gemm_kernel(bm=64, bn=64, bk=32, threads=128):
@@ -371,3 +371,95 @@ def test_a_slice_tile_vector_atomics_read_is_swizzled():
 def test_a_slice_tile_read_element_by_element_keeps_the_row_major_layout():
     _, _, lay = _layouts(_slice_tile_kernel(vector_atomic=False), SM90)
     assert lay["Cs"].is_row_major()
+
+
+def _row_per_thread_kernel(K=256, block_k=128, transposed=False, vectorized=False,
+                           dtype="float16"):
+    """The reference's naive GEMV: each thread copies its own row of B into a shared tile
+    and reads it back (`B_s[tx, k]`); `transposed` indexes the tile `B_s[k, tx]` instead,
+    `vectorized` copies the row in a T.vectorized loop."""
+    N = 128
+
+    @T.prim_func
+    def f(A: T.Tensor((K,), dtype), B: T.Tensor((N, K), dtype), C: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=N) as bn:
+            tn = T.get_thread_binding(0)
+            A_s = T.alloc_shared((block_k,), dtype)
+            B_s = T.alloc_shared((block_k, N) if transposed else (N, block_k), dtype)
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(K // block_k):
+                if vectorized:
+                    for tk in T.vectorized(block_k):
+                        B_s[tn, tk] = B[tn, bk * block_k + tk]
+                for tk in T.serial(block_k):
+                    A_s[tk] = A[bk * block_k + tk]
+                    if transposed:
+                        B_s[tk, tn] = B[tn, bk * block_k + tk]
+                    elif not vectorized:
+                        B_s[tn, tk] = B[tn, bk * block_k + tk]
+                for tk in T.serial(block_k):
+                    b = B_s[tk, tn] if transposed else B_s[tn, tk]
+                    acc[0] += A_s[tk].astype("float32") * b.astype("float32")
+            C[tn] = acc[0]
+    return f
+
+
+@pytest.mark.parametrize("dtype,pad", [("float16", 2), ("float32", 1), ("int8", 4)])
+def test_a_tile_whose_rows_follow_the_thread_is_padded_off_one_bank(dtype, pad):
+    """Row-major 128-element rows put lanes 0-31 of `B_s[tx, k]` in one bank (32
+    wavefronts per access); 4 bytes of padding per row give every lane its own bank."""
+    for target in (SM80, SM90):
+        k, _, lay = _layouts(_row_per_thread_kernel(dtype=dtype), target)
+        B_s = lay["B_s"]
+        assert not B_s.is_row_major() and B_s.physical_size == 128 * (128 + pad), (target, B_s)
+        lanes = np.arange(32)
+        words = np.asarray(B_s.forward(lanes, 0)) * np.dtype(dtype).itemsize // 4
+        assert len(set(words % 32)) == 32, (target, words)
+        assert lay["A_s"].is_row_major()  # one dimension: every lane reads one element
+
+
+@pytest.mark.parametrize("case", ["transposed", "vectorized"])
+def test_a_tile_without_conflicts_or_with_vector_accesses_stays_row_major(case):
+    """`B_s[k, tx]` already spreads the lanes over the banks; a T.vectorized loop's accesses
+    need whole aligned rows."""
+    _, _, lay = _layouts(_row_per_thread_kernel(**{case: True}), SM90)
+    assert lay["B_s"].is_row_major(), lay["B_s"]
+
+
+def test_a_padded_tile_gives_the_interpreters_results():
+    """Only placement changes: the CUDA source indexes the padded rows, and the result is the
+    interpreter's (and numpy's)."""
+    import tilelang
+
+    f = _row_per_thread_kernel()
+    src = tilelang.lower(f, target=SM90).kernel_source
+    assert "tx * 130 + " in src, src
+    import torch
+
+    kernel = tilelang.compile(_row_per_thread_kernel(), target="cpu")
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(256, generator=g).half()
+    b = torch.randn(128, 256, generator=g).half()
+    c = torch.full((128,), float("nan"))
+    kernel(a, b, c)
+    torch.testing.assert_close(c.double(), b.double() @ a.double(), rtol=1e-3, atol=1e-3)
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_padded_tile_on_the_gpu_matches_torch(dtype):
+    import tilelang
+    import torch
+
+    kernel = tilelang.compile(_row_per_thread_kernel(K=384, dtype=dtype), target="cuda")
+    pitch = 128 + {"float16": 2, "float32": 1}[dtype]  # rows padded by 4 bytes
+    assert f"tx * {pitch} + " in kernel.get_kernel_source()
+    for seed in range(2):
+        g = torch.Generator().manual_seed(seed)
+        a = torch.randn(384, generator=g).to(getattr(torch, dtype))
+        b = torch.randn(128, 384, generator=g).to(getattr(torch, dtype))
+        c = torch.full((128,), float("nan"), device="cuda")
+        kernel(a.cuda(), b.cuda(), c)
+        torch.testing.assert_close(c.double().cpu(), b.double() @ a.double(), rtol=2e-3,
+                                   atol=2e-3)

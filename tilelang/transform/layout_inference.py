@@ -56,6 +56,7 @@ from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_di
 from .analysis.scoped import bind_kernel_vars
 from .analysis.scopes import SHARED
 from .analysis.tile_loops import STORE_COPY
+from .analysis.numeric import eval_index
 from .analysis.tma_plan import contiguous_offset
 
 
@@ -678,6 +679,75 @@ class LayoutSolver:
                 out.append(S)
         return out
 
+    def _thread_indexed_tiles(self) -> dict:
+        """Shared tiles whose rows follow the thread index (constraint 6, before row-major):
+        {tile: pad} for a 2-D (or more) tile of 8-, 16- or 32-bit elements that only plain
+        element loads and stores touch, outside T.Parallel and vectorized loops, where
+        padding each row by 4, 8 or 16 bytes (`pad` elements) spreads a warp's accesses
+        over more banks than row-major does: `S[tx, k]` in a row-major tile of 256-byte rows
+        puts all 32 lanes in one bank (32 wavefronts per access, the reference's naive GEMV
+        on sm_90a), 4 bytes of padding in 32. Each access is evaluated for the 32 lanes of the
+        first warp, its other variables at 0; a tile with an access that cannot be evaluated so
+        keeps row-major. Only the layout changes (plan_shared indexes every access through
+        it); no other code sees the tile, so no vector access needs its rows aligned."""
+        k = self.kernel
+        free = {b for b in k.allocs if b.scope in SHARED and b.ndim >= 2 and
+                b.dtype.bits in (8, 16, 32) and b.dtype.lanes == 1 and b.view_of is None and
+                all(isinstance(d, int) for d in b.shape) and b not in self.layouts}
+        if not free:
+            return {}
+        free -= {v.view_of for v in k.allocs if v.view_of is not None}
+        free -= {v.view_of for key, v in k.attrs if key == "local_view"}
+        accesses: dict = {}
+        stack = [(k.body, False)]
+        while stack:  # element accesses, and whether a parallel / vectorized loop holds them
+            node, inside = stack.pop()
+            if node is None:
+                continue
+            if isinstance(node, (ir.Load, ir.Store)) and node.buffer in free:
+                accesses.setdefault(node.buffer, []).append((node, inside))
+            if isinstance(node, ir.For):
+                inner = inside or node.kind in ("parallel", "vectorized")
+                stack.extend((c, inner) for c in (node.start, node.extent, node.body))
+            else:
+                stack.extend((c, inside) for c in children(node))
+        lanes = np.arange(min(32, self.T))
+        env, stride = {}, 1
+        for v, n in zip(k.thread_vars, k.threads):
+            env[v] = lanes // stride % n
+            stride *= n
+        out = {}
+        for S, found in accesses.items():
+            if any(inside for _, inside in found) or _mentions(k.body, S) != len(found):
+                continue
+            points = []
+            for node, _ in found:
+                idx = node.indices
+                bind = dict(env)
+                for i in idx:
+                    for v in collect(i, lambda n: isinstance(n, ir.Var)):
+                        bind.setdefault(v, 0)
+                try:
+                    points.append([np.broadcast_to(np.asarray(eval_index(i, bind), np.int64),
+                                                   lanes.shape) for i in idx])
+                except (KeyError, TypeError, ValueError):
+                    break
+            else:
+                nbytes = S.dtype.bits // 8
+
+                def cost(layout):
+                    return sum(_bank_conflicts(layout.forward(*p), nbytes) for p in points)
+
+                best, best_cost = 0, cost(L.row_major(S.shape))
+                for pad_bytes in _ROW_PADS:
+                    pad = pad_bytes // nbytes
+                    c = cost(L.make_padded_layout(S.shape, pad))
+                    if c < best_cost:
+                        best, best_cost = pad, c
+                if best:
+                    out[S] = best
+        return out
+
     def _staging_tiles(self) -> list:
         """Shared tiles a program stages fragment values through (constraint 6, before
         row-major): written only element-wise from fragments (`T.copy(fragment, S)`, or a
@@ -765,6 +835,9 @@ class LayoutSolver:
         for buf in self._tma_add_sources() + self._staging_tiles():
             if buf not in self.layouts:
                 self.layouts[buf] = L.make_swizzled_layout(buf)
+        for buf, pad in self._thread_indexed_tiles().items():
+            if buf not in self.layouts:
+                self.layouts[buf] = L.make_padded_layout(buf.shape, pad)
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)
@@ -773,6 +846,17 @@ class LayoutSolver:
             with self.ctx.thread_group(info.group):
                 self.finish_loop(info)
         return self.layouts
+
+
+# paddings tried for a tile whose rows follow the thread index (bytes added to each row)
+_ROW_PADS = (4, 8, 16)
+
+
+def _bank_conflicts(offsets, elem_bytes) -> int:
+    """Shared-memory wavefronts of one warp access: the most distinct 4-byte words any one
+    of the 32 banks serves (lanes reading one word share it)."""
+    words = np.unique(np.asarray(offsets, dtype=np.int64) * elem_bytes // 4)
+    return int(np.bincount(words % 32, minlength=32).max()) if words.size else 0
 
 
 # vector atomics whose value operand may be read from a swizzled tile: lanes per access
