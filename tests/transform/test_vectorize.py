@@ -516,3 +516,77 @@ def test_long_vectorized_loops_on_the_gpu(strides):
     b = torch.full((64, 48 * K), float("nan"), device="cuda")
     tilelang.compile(_lane_invariant_operand(64, 48 * K, K), target="cuda")(a, c, b)
     torch.testing.assert_close(b, a * c.repeat_interleave(K, dim=1))
+
+
+def _row_copy(K=256, block_k=128, variant=None, dtype="float16"):
+    """Each thread copies its own row of B in a serial loop (the reference's naive GEMV);
+    `variant`: "accumulate" adds the row into a register (a loop-carried value), "in_place"
+    reads back what the loop writes, "call" stores a math call's value, "ragged" reads past
+    the end of B's rows (K not a multiple of the chunk: the vectors may leave the tensor)."""
+    N = 128
+    Kb = K + 3 if variant == "ragged" else K
+
+    @T.prim_func
+    def f(B: T.Tensor((N, Kb), dtype), C: T.Tensor((N, block_k), dtype)):
+        with T.Kernel(1, threads=N):
+            tn = T.get_thread_binding(0)
+            row = T.alloc_local((block_k,), dtype)
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0
+            for bk in T.serial(T.ceildiv(Kb, block_k)):
+                for k in T.serial(block_k):
+                    if variant == "accumulate":
+                        acc[0] += B[tn, bk * block_k + k]
+                    elif variant == "in_place":
+                        row[k] = row[(k + 1) % block_k] + B[tn, bk * block_k + k]
+                    elif variant == "call":
+                        row[k] = T.exp(B[tn, bk * block_k + k])
+                    else:
+                        row[k] = B[tn, bk * block_k + k]
+                for k in T.serial(block_k):
+                    if variant == "accumulate":
+                        C[tn, k] = acc[0]
+                    else:
+                        C[tn, k] = row[k] + acc[0]
+    return f
+
+
+def test_a_serial_loop_that_moves_a_row_uses_16_byte_accesses():
+    k, _ = run_passes(_row_copy(), "partition_parallel", SM90)
+    sizes = sorted({(n, kind, mem.buffer.name) for n, kind, mem in _vector_calls(k)})
+    assert (16, "load", "B") in sizes and (16, "store", "C") in sizes, sizes
+    assert not nodes(k, ir.For, lambda s: s.var.name == "k"), show(k)
+
+
+@pytest.mark.parametrize("variant", ["accumulate", "in_place", "call"])
+def test_a_serial_loop_that_carries_or_computes_values_stays_scalar(variant):
+    k, _ = run_passes(_row_copy(variant=variant), "partition_parallel", SM90)
+    assert not [c for c in _vector_calls(k) if c[2].buffer.name == "B"], show(k)
+
+
+def test_disabling_vectorisation_keeps_the_serial_loop_scalar():
+    configs = {PassConfigKey.TIR_DISABLE_VECTORIZE: True}
+    k, _ = run_passes(_row_copy(), "partition_parallel", SM90, configs)
+    assert not _vector_calls(k), show(k)
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", [None, "ragged", "accumulate"])
+def test_vectorised_serial_loops_match_torch(variant):
+    import torch
+
+    K = 256
+    Kb = K + 3 if variant == "ragged" else K
+    kernel = tilelang.compile(_row_copy(K=K, variant=variant), target="cuda")
+    for seed in range(2):
+        g = torch.Generator().manual_seed(seed)
+        b = torch.randn(128, Kb, generator=g).half()
+        c = torch.full((128, 128), float("nan")).half().cuda()
+        kernel(b.cuda(), c)
+        chunks = -(-Kb // 128)
+        last = torch.zeros(128, 128, dtype=torch.float64)
+        tail = b[:, (chunks - 1) * 128:].double()
+        last[:, :tail.shape[1]] = tail
+        acc = b.double().sum(1, keepdim=True) if variant == "accumulate" else 0.0
+        want = (torch.zeros_like(last) if variant == "accumulate" else last) + acc
+        torch.testing.assert_close(c.double().cpu(), want, rtol=2e-2, atol=2e-2)

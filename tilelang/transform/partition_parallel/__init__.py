@@ -410,6 +410,12 @@ class _Partition(InRoleGroups, ScopedMutator):
             vectorized = vectorize_explicit_loop(self.ctx, s, self.analyzer)
             if vectorized is not None:
                 return vectorized
+        if s.kind == "serial" and not self.ctx.flag(PassConfigKey.TIR_DISABLE_VECTORIZE):
+            from .vectorize import vectorize_serial_loop
+
+            vectorized = vectorize_serial_loop(self.ctx, s, self.analyzer)
+            if vectorized is not None:
+                return vectorized
         return super().visit_For(s)
 
 

@@ -15,7 +15,10 @@ straight into the array, without the staging array. Everything else keeps its sc
 compute it two lanes at a time (pair_lanes.py). The result computes exactly what the scalar
 loop did. A user's `T.vectorized(n)` loop (a thread's own lanes, `A_local[v] = A[.. + v]`) is
 the same lane loop and gets the same treatment (`vectorize_explicit_loop`); one longer than a
-16-byte access runs as a loop over groups of the widest width every access allows.
+16-byte access runs as a loop over groups of the widest width every access allows. A thread's
+serial loop that only moves values (`vectorize_serial_loop`: no value carried from one
+iteration to the next, nothing read that the loop writes) is run the same way, as groups of
+the widest width at which one of its accesses vectorises.
 
 When a thread's vector groups read shared memory and store into it (a tile the consumers
 expand, say) and their staged vectors are small (DEFER_BYTES in all), the stores of every
@@ -367,6 +370,63 @@ def vectorize_explicit_loop(ctx, loop: ir.For, analyzer: Analyzer):
 
 
 MAX_VECTOR_BYTES = 16  # the widest access one thread makes (128 bits)
+
+# what a serial loop that only moves values may hold
+_MOVES = (ir.Seq, ir.Store, ir.Load, ir.Cast, ir.Var, ir.Const, ir.Binary, ir.Unary,
+          ir.Compare, ir.Logical, ir.Select, ir.Buffer)
+
+
+def vectorize_serial_loop(ctx, loop: ir.For, analyzer: Analyzer):
+    """A thread's own serial loop that only moves values (`for k: S[r, k] = G[x + k]`: the
+    reference's naive GEMV copying a row of B per thread) as a loop over groups of `w`
+    lanes whose contiguous, aligned accesses are vector accesses (the others stay element
+    by element, in order), `w` the widest width (16 bytes at most) at which one global or
+    shared access vectorises; None where the loop is anything else. The element stores
+    happen in the loop's order; a group's loads move ahead of its earlier lanes' stores,
+    which no value can notice: the loop reads nothing it writes (and parameters do not
+    alias, as __restrict__ says). Scalar 2-byte loads of a row per lane take one request per
+    lane and element; 16-byte ones an eighth of them (naive GEMV on sm_90a)."""
+    if loop.kind != "serial" or loop.step != 1 or ir.int_value(loop.start) != 0:
+        return None
+    extent = ir.int_value(loop.extent)
+    if extent is None or extent < 2:
+        return None
+    nodes = collect(loop.body, lambda n: True)
+    if not all(isinstance(n, _MOVES) or not isinstance(n, ir.Node) for n in nodes):
+        return None
+    accesses = [n for n in nodes if isinstance(n, (ir.Load, ir.Store))]
+    storage = (lambda b: b.view_of or b)
+    written = {storage(n.buffer) for n in accesses if isinstance(n, ir.Store)}
+    if any(storage(n.buffer) in written for n in accesses if isinstance(n, ir.Load)) or \
+            not any(n.buffer.scope in MEMORY for n in accesses):
+        return None
+    vo, vi = ir.Var(f"{loop.var.name}_vo"), ir.Var(f"{loop.var.name}_vi")
+    widest = max(n.buffer.dtype.bytes for n in _memory_accesses(loop.body))
+    for width in (16, 8, 4, 2):
+        if extent % width or width * widest > MAX_VECTOR_BYTES:
+            continue
+        body = substitute(loop.body, {loop.var: ir.binary("add", ir.binary("mul", vo, width),
+                                                          vi)})
+        with analyzer.scope():
+            analyzer.bind(vo, 0, extent // width)
+            analyzer.bind(vi, 0, width)
+            if not _some_lanes_vectorise(ctx, body, vi, width, analyzer):
+                continue
+            groups = vectorize_value_loop(ctx, body, vo, vi, width, analyzer)
+        if groups is not None:
+            return ir.For(vo, ir.const(0), ir.const(extent // width), "serial", groups.step,
+                          loc=loop.loc)
+    return None
+
+
+def _some_lanes_vectorise(ctx, body, vi, width: int, analyzer: Analyzer) -> bool:
+    for node in _memory_accesses(body):
+        if width * node.buffer.dtype.bytes not in (4, 8, 16):
+            continue
+        off = flat_offset(ctx, node.buffer, node.indices)
+        if off is not None and contiguous(off, vi, width, analyzer):
+            return True
+    return False
 
 
 def _memory_accesses(body):
