@@ -400,23 +400,9 @@ def vectorize_serial_loop(ctx, loop: ir.For, analyzer: Analyzer):
     if any(storage(n.buffer) in written for n in accesses if isinstance(n, ir.Load)) or \
             not any(n.buffer.scope in MEMORY for n in accesses):
         return None
-    vo, vi = ir.Var(f"{loop.var.name}_vo"), ir.Var(f"{loop.var.name}_vi")
     widest = max(n.buffer.dtype.bytes for n in _memory_accesses(loop.body))
-    for width in (16, 8, 4, 2):
-        if extent % width or width * widest > MAX_VECTOR_BYTES:
-            continue
-        body = substitute(loop.body, {loop.var: ir.binary("add", ir.binary("mul", vo, width),
-                                                          vi)})
-        with analyzer.scope():
-            analyzer.bind(vo, 0, extent // width)
-            analyzer.bind(vi, 0, width)
-            if not _some_lanes_vectorise(ctx, body, vi, width, analyzer):
-                continue
-            groups = vectorize_value_loop(ctx, body, vo, vi, width, analyzer)
-        if groups is not None:
-            return ir.For(vo, ir.const(0), ir.const(extent // width), "serial", groups.step,
-                          loc=loop.loc)
-    return None
+    return _vector_groups(ctx, loop, extent, analyzer,
+                          lambda w: w * widest <= MAX_VECTOR_BYTES, _some_lanes_vectorise)
 
 
 def _some_lanes_vectorise(ctx, body, vi, width: int, analyzer: Analyzer) -> bool:
@@ -440,19 +426,26 @@ def _split_explicit_loop(ctx, loop: ir.For, extent: int, analyzer: Analyzer):
     global or shared access of the body is either contiguous and aligned (a vector access)
     or the same element for all lanes of a group (`C[i, j // K]` with `w` dividing K, read
     once per group); None when no width > 1 qualifies (the loop stays scalar)."""
+    return _vector_groups(ctx, loop, extent, analyzer, lambda w: w < extent, _lanes_vectorise)
+
+
+def _vector_groups(ctx, loop: ir.For, extent: int, analyzer: Analyzer, fits, lanes_ok):
+    """`loop` as a plain loop over `extent / w` vector groups of `w` lanes (nvcc unrolls short
+    ones itself), `w` the widest of 16, 8, 4, 2 lanes dividing `extent` that `fits(w)`, at
+    which `lanes_ok(ctx, body, vi, w, analyzer)` holds and something vectorises; else None."""
     vo, vi = ir.Var(f"{loop.var.name}_vo"), ir.Var(f"{loop.var.name}_vi")
     for width in (16, 8, 4, 2):
-        if width >= extent or extent % width:
+        if extent % width or not fits(width):
             continue
         body = substitute(loop.body, {loop.var: ir.binary("add", ir.binary("mul", vo, width),
                                                           vi)})
         with analyzer.scope():
             analyzer.bind(vo, 0, extent // width)
             analyzer.bind(vi, 0, width)
-            if not _lanes_vectorise(ctx, body, vi, width, analyzer):
+            if not lanes_ok(ctx, body, vi, width, analyzer):
                 continue
             groups = vectorize_value_loop(ctx, body, vo, vi, width, analyzer)
-        if groups is not None:  # a plain loop: nvcc unrolls short ones itself
+        if groups is not None:
             return ir.For(vo, ir.const(0), ir.const(extent // width), "serial", groups.step,
                           loc=loop.loc)
     return None
