@@ -36,6 +36,9 @@ class CudaModuleSource:
     arch: str
     tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
     zeroed: tuple = ()  # indices of the workspaces allocated zero-filled (T.sync_grid's counter)
+    # (parameter index, bytes): the alignment the kernels' vector accesses need of a tensor
+    # parameter's data pointer (analysis/alignment.py), checked before every launch
+    aligned: tuple = ()
 
 
 def signature_params(func: ir.PrimFunc):

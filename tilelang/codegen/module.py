@@ -8,6 +8,7 @@ import re
 
 from ..ir import nodes as ir
 from ..ir.visitor import any_node
+from ..transform.analysis.alignment import vector_alignment
 from ..transform.pass_config import PassConfigKey
 from .cuda import CudaPrinter, c_identifier, ctype
 from .launch import CudaModuleSource, KernelLaunch, signature_params
@@ -140,5 +141,10 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     parts += imported + kernels
     zeroed = func.attrs.get("zeroed_workspaces") or ()
     zeroed_idx = tuple(i for i, w in enumerate(workspaces) if any(w is z for z in zeroed))
+    need: dict = {}
+    for k, _ in lowered:
+        for buf, nbytes in vector_alignment(k.body).items():
+            need[buf] = max(need.get(buf, 0), nbytes)
+    aligned = tuple((i, need[p]) for i, p in enumerate(params) if p in need)
     return CudaModuleSource("\n".join(parts), launches, params, symbols, workspaces, arch, tma,
-                            zeroed_idx)
+                            zeroed_idx, aligned)

@@ -149,6 +149,13 @@ class CUDAAdapter:
                 args.append(0 if a is None else a.data_ptr())  # None: a null pointer
             else:
                 args.append(a)
+        for i, nbytes in self.module.aligned:
+            if args[i] % nbytes:
+                raise ValueError(
+                    f"{self.func.name}: parameter {self.module.params[i].name!r} starts at "
+                    f"address {args[i]:#x}, which is not {nbytes}-byte aligned, but the kernel "
+                    f"accesses it {nbytes} bytes at a time (a view at an element offset? pass "
+                    "a tensor of its own, e.g. .clone())")
         for v in self.module.symbols:
             args.append(symbols[v])
         workspaces = []

@@ -143,6 +143,13 @@ def make_fast_call(adapter, plan, slow):
     lines.append("    if funcs is None: return slow(args)")
     if plan.outputs or module.workspaces:
         lines.append("    device = DEVS[dev]")
+    by_param = {p.index: n for p, n in zip(plan.inputs, arg_names) if p.kind != "scalar"}
+    pointers = {}  # parameter index -> the name holding its data pointer, read once
+    for i, nbytes in module.aligned:  # the general path says which and why
+        if i in by_param:
+            pointers[i] = f"ptr{i}"
+            lines.append(f"    ptr{i} = {by_param[i]}.data_ptr()")
+            lines.append(f"    if ptr{i} % {nbytes}: return slow(args)")
     for k_index, k in enumerate(module.kernels):
         if static_grid(k, names) is None:  # every grid checked before anything is launched
             lines.append(f"    grid{k_index} = "
@@ -165,7 +172,8 @@ def make_fast_call(adapter, plan, slow):
     values = []
     for i, p in enumerate(module.params):
         text = by_index[i]
-        values.append(f"{text}.data_ptr()" if isinstance(p, ir.Buffer) else text)
+        values.append(pointers.get(i, f"{text}.data_ptr()") if isinstance(p, ir.Buffer)
+                      else text)
     values += [names[v] for v in module.symbols]
     values += [f"w{j}.data_ptr()" for j in range(len(module.workspaces))]
     for j, (d, (index, swizzle)) in enumerate(zip(module.tma, adapter.tma_sources)):

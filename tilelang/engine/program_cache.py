@@ -178,6 +178,8 @@ def program_key(func: ir.PrimFunc, target, options: dict):
     return h.hexdigest()
 
 
+_ENTRY_FIELDS = {"source", "kernels", "tma", "arch", "cubin_key", "compiler", "ident", "options",
+                 "compiler_files", "zeroed", "aligned"}
 _DEVICE_SM_COUNT = "device_sm_count"  # the one object of tilelang's a grid may name
 
 
@@ -230,6 +232,8 @@ def lookup(func: ir.PrimFunc, target, options: dict):
         entry = _EntryUnpickler(io.BytesIO(payload), _own_objects(func, symbols)).load()
     except Exception:  # noqa: BLE001 - a damaged or foreign entry is a miss
         return key, None
+    if not isinstance(entry, dict) or not _ENTRY_FIELDS <= entry.keys():
+        return key, None  # written by another version of this module
     if toolkit.file_stamps([p for p, _, _ in entry["compiler_files"]]) != \
             entry["compiler_files"]:
         return key, None  # the compiler or the CUDA headers changed
@@ -237,7 +241,7 @@ def lookup(func: ir.PrimFunc, target, options: dict):
     if hit is None:
         return key, None
     module = CudaModuleSource(entry["source"], entry["kernels"], params, symbols, workspaces,
-                              entry["arch"], entry["tma"], entry.get("zeroed", ()))
+                              entry["arch"], entry["tma"], entry["zeroed"], entry["aligned"])
     compiled = CompileResult(hit["cubin"], hit["log"], entry["compiler"], True,
                              time.perf_counter() - t0, entry["arch"], tuple(entry["options"]),
                              entry["cubin_key"], entry["ident"])
@@ -265,7 +269,8 @@ def store(key: str, func: ir.PrimFunc, module, compiled) -> bool:
     entry = {"source": module.source, "kernels": module.kernels, "tma": module.tma,
              "arch": module.arch, "cubin_key": compiled.key, "compiler": which,
              "ident": compiled.compiler_version, "options": list(compiled.options),
-             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed)}
+             "compiler_files": toolkit.file_stamps(files), "zeroed": tuple(module.zeroed),
+             "aligned": tuple(module.aligned)}
     buf = io.BytesIO()
     try:
         _EntryPickler(buf, own).dump(entry)
