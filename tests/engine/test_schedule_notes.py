@@ -63,3 +63,14 @@ def test_small_attention_grid_stays_one_block_per_tile_and_says_why():
     notes = _notes(aw.flash_fwd(1, 8, 1024, 128, True, 128, 128, 2, 256))
     assert "one block per tile: 64 blocks, fewer than 4 per SM" in notes
     assert "setmaxnreg 40/232 (registers a thread: the producer only issues TMA" in notes
+
+
+def test_a_padded_tile_and_a_vectorised_serial_loop_are_explained():
+    sys.path.insert(0, str(ROOT / "tests" / "transform"))
+    from test_layout_inference import _row_per_thread_kernel
+
+    notes = _notes(_row_per_thread_kernel())
+    assert "shared tile B_s: rows padded by 4 bytes (a warp's lanes index its rows: 64 " \
+        "wavefronts per warp over its accesses row-major, 2 padded)" in notes, notes
+    assert "serial loop tk: moves values only, run as 16 groups of 8 lanes with vector " \
+        "accesses" in notes, notes

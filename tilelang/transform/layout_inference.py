@@ -681,7 +681,7 @@ class LayoutSolver:
 
     def _thread_indexed_tiles(self) -> dict:
         """Shared tiles whose rows follow the thread index (constraint 6, before row-major):
-        {tile: pad} for a 2-D (or more) tile of 8-, 16- or 32-bit elements that only plain
+        {tile: (pad, wavefronts row-major, wavefronts padded)} for a 2-D (or more) tile of 8-, 16- or 32-bit elements that only plain
         element loads and stores touch, outside T.Parallel and vectorized loops, where
         padding each row by 4, 8 or 16 bytes (`pad` elements) spreads a warp's accesses
         over more banks than row-major does: `S[tx, k]` in a row-major tile of 256-byte rows
@@ -745,7 +745,7 @@ class LayoutSolver:
                     if c < best_cost:
                         best, best_cost = pad, c
                 if best:
-                    out[S] = best
+                    out[S] = (best, cost(L.row_major(S.shape)), best_cost)
         return out
 
     def _staging_tiles(self) -> list:
@@ -835,9 +835,13 @@ class LayoutSolver:
         for buf in self._tma_add_sources() + self._staging_tiles():
             if buf not in self.layouts:
                 self.layouts[buf] = L.make_swizzled_layout(buf)
-        for buf, pad in self._thread_indexed_tiles().items():
+        for buf, (pad, before, after) in self._thread_indexed_tiles().items():
             if buf not in self.layouts:
                 self.layouts[buf] = L.make_padded_layout(buf.shape, pad)
+                self.ctx.note(f"shared tile {buf.name}: rows padded by "
+                              f"{pad * buf.dtype.bytes} bytes (a warp's lanes index its rows: "
+                              f"{before} wavefronts per warp over its accesses row-major, "
+                              f"{after} padded)")
         for buf in self.kernel.allocs:
             if buf.scope in SHARED and buf not in self.layouts:
                 self.layouts[buf] = L.row_major(buf.shape)

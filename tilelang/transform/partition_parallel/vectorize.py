@@ -401,8 +401,13 @@ def vectorize_serial_loop(ctx, loop: ir.For, analyzer: Analyzer):
             not any(n.buffer.scope in MEMORY for n in accesses):
         return None
     widest = max(n.buffer.dtype.bytes for n in _memory_accesses(loop.body))
-    return _vector_groups(ctx, loop, extent, analyzer,
-                          lambda w: w * widest <= MAX_VECTOR_BYTES, _some_lanes_vectorise)
+    groups = _vector_groups(ctx, loop, extent, analyzer,
+                            lambda w: w * widest <= MAX_VECTOR_BYTES, _some_lanes_vectorise)
+    if groups is not None:
+        ctx.note(f"serial loop {loop.var.name}: moves values only, run as "
+                 f"{ir.int_value(groups.extent)} groups of {extent // ir.int_value(groups.extent)}"
+                 " lanes with vector accesses")
+    return groups
 
 
 def _some_lanes_vectorise(ctx, body, vi, width: int, analyzer: Analyzer) -> bool:
