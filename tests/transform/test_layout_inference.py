@@ -419,6 +419,37 @@ def test_a_tile_whose_rows_follow_the_thread_is_padded_off_one_bank(dtype, pad):
         assert lay["A_s"].is_row_major()  # one dimension: every lane reads one element
 
 
+def test_no_padding_that_would_push_the_tiles_past_the_shared_memory_limit():
+    """B_s (32 KiB) and A_s beside a tile that leaves less than the padding's 512 bytes of
+    the sm_90a limit: the tiles stay row-major and the kernel still lowers."""
+    from tilelang.transform.analysis.shared_memory import smem_limit
+
+    free = smem_limit(90) - 128 * 128 * 2 - 128 * 2 - 256  # 256 bytes short of the padding
+
+    @T.prim_func
+    def f(A: T.Tensor((256,), "float16"), B: T.Tensor((128, 256), "float16"),
+          C: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            tn = T.get_thread_binding(0)
+            A_s = T.alloc_shared((128,), "float16")
+            B_s = T.alloc_shared((128, 128), "float16")
+            Big = T.alloc_shared((free,), "uint8")
+            acc = T.alloc_local((1,), "float32")
+            T.clear(acc)
+            for bk in T.serial(2):
+                for tk in T.serial(128):
+                    A_s[tk] = A[bk * 128 + tk]
+                    B_s[tn, tk] = B[tn, bk * 128 + tk]
+                    Big[tn * 2 + tk] = T.uint8(1)
+                for tk in T.serial(128):
+                    acc[0] += A_s[tk].astype("float32") * B_s[tn, tk].astype("float32")
+            C[tn] = acc[0] + Big[tn].astype("float32")
+
+    _, _, lay = _layouts(f, SM90)
+    assert lay["B_s"].is_row_major()
+    run_passes(f, "plan_shared", SM90)
+
+
 @pytest.mark.parametrize("case", ["transposed", "vectorized"])
 def test_a_tile_without_conflicts_or_with_vector_accesses_stays_row_major(case):
     """`B_s[k, tx]` already spreads the lanes over the banks; a T.vectorized loop's accesses

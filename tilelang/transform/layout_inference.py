@@ -39,6 +39,7 @@ used by two is a located error (its registers would belong to other threads).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +56,7 @@ from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_di
                            replicated_fragment, transpose_fragment)
 from .analysis.scoped import bind_kernel_vars
 from .analysis.scopes import SHARED
+from .analysis.shared_memory import smem_limit
 from .analysis.tile_loops import STORE_COPY
 from .analysis.numeric import eval_index
 from .analysis.tma_plan import contiguous_offset
@@ -746,6 +748,12 @@ class LayoutSolver:
                         best, best_cost = pad, c
                 if best:
                     out[S] = (best, cost(L.row_major(S.shape)), best_cost)
+        # padding must not push a kernel that fits past the shared-memory limit (counted
+        # without reuse between tiles: an upper bound of plan_shared's arena)
+        extra = sum(pad * math.prod(S.shape[:-1]) * S.dtype.bytes for S, (pad, *_) in out.items())
+        used = sum(b.numel() * b.dtype.bytes for b in k.allocs if b.scope in SHARED)
+        if out and used + extra > smem_limit(self.ctx.target.sm):
+            return {}
         return out
 
     def _staging_tiles(self) -> list:
