@@ -494,3 +494,17 @@ def test_a_padded_tile_on_the_gpu_matches_torch(dtype):
         kernel(a.cuda(), b.cuda(), c)
         torch.testing.assert_close(c.double().cpu(), b.double() @ a.double(), rtol=2e-3,
                                    atol=2e-3)
+
+
+@pytest.mark.parametrize("offsets,elem_bytes,wavefronts", [
+    (np.zeros(32, np.int64), 2, 1),           # every lane one word: a broadcast
+    (np.arange(32), 4, 1),                     # consecutive words: every bank once
+    (np.arange(32) * 128, 2, 32),              # 256-byte rows: one bank
+    (np.arange(32) * 130, 2, 1),               # rows padded by 4 bytes
+    (np.arange(32) * 136, 2, 4),               # rows padded by 16 bytes: 8 banks
+    (np.arange(32) // 2, 2, 1),                # two 2-byte lanes per word
+])
+def test_warp_wavefronts(offsets, elem_bytes, wavefronts):
+    from tilelang.transform.analysis.shared_memory import warp_wavefronts
+
+    assert warp_wavefronts(offsets, elem_bytes) == wavefronts

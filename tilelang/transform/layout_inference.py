@@ -56,7 +56,7 @@ from .analysis.fragment_ops import (extend_fragment, insert_unit_dim, permute_di
                            replicated_fragment, transpose_fragment)
 from .analysis.scoped import bind_kernel_vars
 from .analysis.scopes import SHARED
-from .analysis.shared_memory import smem_limit
+from .analysis.shared_memory import smem_limit, warp_wavefronts
 from .analysis.tile_loops import STORE_COPY
 from .analysis.numeric import eval_index
 from .analysis.tma_plan import contiguous_offset
@@ -738,7 +738,7 @@ class LayoutSolver:
                 nbytes = S.dtype.bits // 8
 
                 def cost(layout):
-                    return sum(_bank_conflicts(layout.forward(*p), nbytes) for p in points)
+                    return sum(warp_wavefronts(layout.forward(*p), nbytes) for p in points)
 
                 best, best_cost = 0, cost(L.row_major(S.shape))
                 for pad_bytes in _ROW_PADS:
@@ -862,13 +862,6 @@ class LayoutSolver:
 
 # paddings tried for a tile whose rows follow the thread index (bytes added to each row)
 _ROW_PADS = (4, 8, 16)
-
-
-def _bank_conflicts(offsets, elem_bytes) -> int:
-    """Shared-memory wavefronts of one warp access: the most distinct 4-byte words any one
-    of the 32 banks serves (lanes reading one word share it)."""
-    words = np.unique(np.asarray(offsets, dtype=np.int64) * elem_bytes // 4)
-    return int(np.bincount(words % 32, minlength=32).max()) if words.size else 0
 
 
 # vector atomics whose value operand may be read from a swizzled tile: lanes per access

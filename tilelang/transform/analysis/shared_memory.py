@@ -1,8 +1,11 @@
 """How much shared memory a kernel takes and when each shared buffer is live: the target's
 limit, the bytes a tile takes under its layout, and the live ranges plan_shared packs the
-arena by (wgmma_wait asks them too; stage_epilogue and warp_specialize check the limit)."""
+arena by (wgmma_wait asks them too; stage_epilogue and warp_specialize check the limit); the
+bank wavefronts of a warp's access (layout_inference pads tiles by them)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ...ir import nodes as ir
 from ...ir.visitor import children, collect
@@ -18,6 +21,14 @@ def smem_limit(sm: int) -> int:
         if sm >= k:
             best = v
     return best
+
+
+def warp_wavefronts(offsets, elem_bytes: int) -> int:
+    """Shared-memory wavefronts of one warp's access of elements of `elem_bytes` (4 or less)
+    at element `offsets` (one per lane): the most distinct 4-byte words any one of the 32
+    banks serves; lanes reading one word share it."""
+    words = np.unique(np.asarray(offsets, dtype=np.int64) * elem_bytes // 4)
+    return int(np.bincount(words % 32, minlength=32).max()) if words.size else 0
 
 
 def _producer_split(node: ir.If) -> bool:
