@@ -238,7 +238,7 @@ def make_fast_call(adapter, plan, slow):
         funcs = [ctypes_handle(fn.prepare(dev, k.smem_bytes)[0])
                  for fn, k in zip(adapter.functions, module.kernels)]
         g["DEVS"][dev] = torch.device("cuda", dev)
-        if any(k.sized_at_launch for k in module.kernels):
+        if adapter.sized_at_launch:
             g["SMS"][dev] = driver.sm_count(dev)
         g["FUNCS"][dev] = funcs
 

@@ -13,8 +13,8 @@ Expects: a CUDA driver at run time (nothing is loaded at import). Guarantees:
 from __future__ import annotations
 
 import contextlib
-import functools
 import ctypes
+import functools
 import threading
 from typing import Optional
 

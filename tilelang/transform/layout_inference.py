@@ -683,8 +683,9 @@ class LayoutSolver:
 
     def _thread_indexed_tiles(self) -> dict:
         """Shared tiles whose rows follow the thread index (constraint 6, before row-major):
-        {tile: (pad, wavefronts row-major, wavefronts padded)} for a 2-D (or more) tile of 8-, 16- or 32-bit elements that only plain
-        element loads and stores touch, outside T.Parallel and vectorized loops, where
+        {tile: (pad, wavefronts row-major, wavefronts padded)} for a 2-D (or more) tile of
+        8-, 16- or 32-bit elements that only plain element loads and stores touch, outside
+        T.Parallel and vectorized loops, where
         padding each row by 4, 8 or 16 bytes (`pad` elements) spreads a warp's accesses
         over more banks than row-major does: `S[tx, k]` in a row-major tile of 256-byte rows
         puts all 32 lanes in one bank (32 wavefronts per access, the reference's naive GEMV
@@ -740,14 +741,15 @@ class LayoutSolver:
                 def cost(layout):
                     return sum(warp_wavefronts(layout.forward(*p), nbytes) for p in points)
 
-                best, best_cost = 0, cost(L.row_major(S.shape))
+                before = cost(L.row_major(S.shape))
+                best, best_cost = 0, before
                 for pad_bytes in _ROW_PADS:
                     pad = pad_bytes // nbytes
                     c = cost(L.make_padded_layout(S.shape, pad))
                     if c < best_cost:
                         best, best_cost = pad, c
                 if best:
-                    out[S] = (best, cost(L.row_major(S.shape)), best_cost)
+                    out[S] = (best, before, best_cost)
         # padding must not push a kernel that fits past the shared-memory limit (counted
         # without reuse between tiles: an upper bound of plan_shared's arena)
         extra = sum(pad * math.prod(S.shape[:-1]) * S.dtype.bytes for S, (pad, *_) in out.items())

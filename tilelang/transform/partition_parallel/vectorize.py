@@ -404,9 +404,9 @@ def vectorize_serial_loop(ctx, loop: ir.For, analyzer: Analyzer):
     groups = _vector_groups(ctx, loop, extent, analyzer,
                             lambda w: w * widest <= MAX_VECTOR_BYTES, _some_lanes_vectorise)
     if groups is not None:
-        ctx.note(f"serial loop {loop.var.name}: moves values only, run as "
-                 f"{ir.int_value(groups.extent)} groups of {extent // ir.int_value(groups.extent)}"
-                 " lanes with vector accesses")
+        n = ir.int_value(groups.extent)
+        ctx.note(f"serial loop {loop.var.name}: moves values only, run as {n} groups of "
+                 f"{extent // n} lanes with vector accesses")
     return groups
 
 
