@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import nodes as ir
-from .index import static_int, static_shape
+from .index import distinct, static_int, static_shape
 
 __all__ = ["modes_from_function", "enumerate_fragment", "NotModesError", "elementwise_fragment",
            "factor_modes", "replicated_fragment", "make_fully_replicated_layout_fragment"]
@@ -202,7 +202,7 @@ def _contiguous_thread_base(t: np.ndarray) -> int:
     0..63 and 128..191) raises NotModesError."""
     if not t.size:
         return 0
-    used = np.unique(t)
+    used = distinct(t)
     lo, hi = int(used[0]), int(used[-1])
     if len(used) != hi - lo + 1:
         present = set(used.tolist())

@@ -18,7 +18,7 @@ import numpy as np
 from ..ir import nodes as ir
 
 __all__ = ["xor", "is_symbolic", "is_array", "lt", "ge", "all_of", "eq", "static_int",
-           "static_shape", "prod"]
+           "static_shape", "prod", "distinct"]
 
 
 def is_symbolic(x) -> bool:
@@ -108,3 +108,15 @@ def canonical_int(x):
     v = static_int(x)
     return v if v is not None else x
 
+
+def distinct(values) -> np.ndarray:
+    """The distinct values of an integer array, ascending (what `np.unique` returns). Not
+    `np.unique` itself: numpy 2.4+ imports `numpy.ma` on its first call (5 ms of a process's
+    first compile)."""
+    a = np.sort(np.asarray(values).ravel())
+    if a.size < 2:
+        return a
+    keep = np.empty(a.size, bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]

@@ -34,6 +34,7 @@ import numpy as np
 
 from ...ir import nodes as ir
 from ...ir.visitor import collect
+from ...layout.index import distinct
 from .fragment_ops import split_dim
 from .numeric import eval_index
 
@@ -368,5 +369,5 @@ def _covers_every_copy(frag, buf, elem, inr) -> bool:
         np.zeros(int(inr.sum()), np.int64)
     threads = np.broadcast_to(np.arange(inr.shape[0])[:, None], inr.shape)[inr]
     size = int(np.prod(shape)) if shape else 1
-    pairs = np.unique(threads.astype(np.int64) * size + flat)
-    return pairs.size == np.unique(flat).size * frag.replication
+    pairs = distinct(threads.astype(np.int64) * size + flat)
+    return pairs.size == distinct(flat).size * frag.replication

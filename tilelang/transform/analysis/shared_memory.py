@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ir import nodes as ir
 from ...ir.visitor import children, collect
+from ...layout.index import distinct
 from .scopes import SHARED
 
 SMEM_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448,
@@ -27,7 +28,7 @@ def warp_wavefronts(offsets, elem_bytes: int) -> int:
     """Shared-memory wavefronts of one warp's access of elements of `elem_bytes` (4 or less)
     at element `offsets` (one per lane): the most distinct 4-byte words any one of the 32
     banks serves; lanes reading one word share it."""
-    words = np.unique(np.asarray(offsets, dtype=np.int64) * elem_bytes // 4)
+    words = distinct(np.asarray(offsets, dtype=np.int64) * elem_bytes // 4)
     return int(np.bincount(words % 32, minlength=32).max()) if words.size else 0
 
 
