@@ -5,8 +5,8 @@ changed (and rebuilds only the path to a change), `collect`/`any_node` order, `s
 import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.ir.dtype import DType
-from tilelang.ir.visitor import Mutator, Visitor, any_node, children, collect, free_vars, \
-    substitute
+from tilelang.ir.visitor import Mutator, Visitor, any_node, any_stmt, children, collect, \
+    free_vars, substitute
 
 
 def sample_func():
@@ -118,6 +118,23 @@ def test_collect_is_preorder_left_to_right_and_any_node_short_circuits():
     kinds = [type(n).__name__ for n in collect(f.body, lambda n: isinstance(
         n, (ir.Copy, ir.Gemm, ir.Reduce, ir.Fill, ir.While, ir.Print)))]
     assert kinds == ["Fill", "Copy", "Copy", "Gemm", "Reduce", "While", "Print"]
+
+
+def test_any_stmt_finds_statements_without_entering_expressions():
+    f = sample_func()
+    seen = []
+
+    def is_gemm(n):
+        seen.append(n)
+        return isinstance(n, ir.Gemm)
+
+    assert any_stmt(f.body, is_gemm)
+    assert seen and all(isinstance(n, ir.Stmt) for n in seen)
+    assert not any_stmt(f.body, lambda n: isinstance(n, ir.Assert))
+    # the same answers as any_node wherever only statements can match
+    for kind in (ir.Gemm, ir.While, ir.Print, ir.Reduce, ir.Assert, ir.TmaCopy):
+        assert any_stmt(f.body, lambda n: isinstance(n, kind)) == \
+            any_node(f.body, lambda n: isinstance(n, kind))
 
 
 def test_children_of_buffers_and_functions():

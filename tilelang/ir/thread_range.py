@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import nodes as ir
-from .visitor import any_node, collect
+from .visitor import any_stmt, collect
 
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
@@ -138,6 +138,6 @@ def has_user_roles(kernel: ir.Kernel) -> bool:
     """Whether the kernel synchronises roles itself (T.ws, T.tma_copy, relabelled roles):
     the automatic warp specialisation and pipelining leave it alone."""
     return kernel.attr("compute_threads") is not None or \
-        kernel.attr("role_groups") is not None or any_node(
+        kernel.attr("role_groups") is not None or any_stmt(
         kernel.body, lambda n: isinstance(n, ir.TmaCopy) or (
             isinstance(n, ir.Attr) and n.key == "warp_role"))

@@ -263,6 +263,21 @@ def any_node(root, predicate) -> bool:
     return False
 
 
+def any_stmt(root, predicate) -> bool:
+    """Whether `predicate` holds for a statement in `root` (itself included). Expressions hold
+    no statements, so the walk does not enter them: much cheaper than `any_node` where only
+    statements can match."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is None or isinstance(node, ir.Expr):
+            continue
+        if isinstance(node, ir.Stmt) and predicate(node):
+            return True
+        stack.extend(children(node))
+    return False
+
+
 def collect(root, predicate) -> list:
     out, stack = [], [root]
     while stack:

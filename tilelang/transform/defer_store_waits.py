@@ -92,14 +92,17 @@ class _Deferrer:
         """`stmts` with each issue's wait moved; (stmts, waits to add after the loop)."""
         stmts = list(stmts)
         after_loop = []
-        waited = {b for s in stmts for c in _extern_calls(s) if has_effect(c.args[0], Effect.ACQUIRES)
-                  for b in call_buffers(c)[:1] if b is not None}
+        waited = None  # the mbarriers the sequence waits on (found at its first issue)
         i = -1
         while i + 1 < len(stmts):
             i += 1
             found = _issue(stmts[i])
             if found is None:
                 continue
+            if waited is None:
+                waited = {b for s in stmts for c in _extern_calls(s)
+                          if has_effect(c.args[0], Effect.ACQUIRES)
+                          for b in call_buffers(c)[:1] if b is not None}
             cond, sources = found
             outside = self.touches_outside(stmts, sources)
             order = list(range(i + 1, len(stmts)))

@@ -30,6 +30,7 @@ proves that nothing needs a wait.
 from __future__ import annotations
 
 from ..ir import nodes as ir
+from ..ir.visitor import any_stmt, children
 from .analysis.buffer_use import touched_buffers, written_buffers
 from .analysis.device_ops import WGMMA_WAIT, WGMMA_WAIT_PREFIX, Effect, has_effect
 from .analysis.scopes import SHARED
@@ -98,6 +99,8 @@ class _Placer:
 
         self.ctx = ctx
         self.inserted = 0
+        self.async_stmts: dict = {}  # statement -> holds_async(statement)
+        self.stmt_buffers: dict = {}  # statement -> buffers_of(statement)
         self.liveness = Liveness(fresh_buffers(ctx))
         self.liveness.walk(kernel.body)
         self.liveness.finish()
@@ -125,16 +128,26 @@ class _Placer:
                 return []
             if has_effect(name, Effect.PUBLISHES):
                 return [x for x in state.groups.values() if x.smem]
-        touched, written = touched_buffers(stmt), written_buffers(stmt)
+        touched, written, opaque = self.buffers_of(stmt)
         shared_written = {b for b in written if b.scope in SHARED}
         out = []
         for x in state.groups.values():
             if touched & x.writes or (written - shared_written) & x.reads or \
                     (shared_written and x.smem and not self.misses(stmt, shared_written, x)):
                 out.append(x)
-            elif _opaque_call(stmt):
+            elif opaque:
                 out.append(x)
         return out
+
+    def buffers_of(self, stmt):
+        """(buffers `stmt` names, buffers it writes, whether it calls a header function this
+        pass knows nothing about), remembered: seq() asks of a loop body's statements on
+        every pass of the loop's fixed point."""
+        got = self.stmt_buffers.get(stmt)
+        if got is None:
+            got = self.stmt_buffers[stmt] = \
+                touched_buffers(stmt), written_buffers(stmt), _opaque_call(stmt)
+        return got
 
     def misses(self, stmt, tiles, group) -> bool:
         """Whether `stmt`'s writes of shared `tiles` surely miss what `group` reads: a tile
@@ -289,8 +302,6 @@ class _Placer:
 
     def interesting(self, s) -> bool:
         """Statements holding an async-relevant node need structural walking."""
-        from ..ir.visitor import any_node
-
         if isinstance(s, ir.Gemm):
             return self.ctx.is_wgmma(s)
         if isinstance(s, ir.Evaluate):
@@ -298,12 +309,38 @@ class _Placer:
         if isinstance(s, (ir.LetStmt, ir.Attr, ir.Allocate, ir.If, ir.For, ir.While)):
             # a publication nested in a branch (a stage hand-back from the second iteration
             # on) is checked where it is, like one at the top level
-            return any_node(s, lambda n: (isinstance(n, ir.Gemm) and self.ctx.is_wgmma(n))
-                                or (ir.extern_name(n) is not None
-                                    and (WGMMA_WAIT.match(n.args[0])
-                                         or has_effect(n.args[0], Effect.PUBLISHES)
-                                         or dict(n.attrs).get("releases"))))
+            return self.holds_async(s)
         return False
+
+    def holds_async(self, s) -> bool:
+        """Whether statement `s` or anything in it is a wgmma, a wait, a publication or a
+        release. Remembered per statement: seq() asks of every compound statement at every
+        depth, and loops are walked until their state settles."""
+        known = self.async_stmts.get(s)
+        if known is not None:
+            return known
+        found, stack = _async_relevant(self.ctx, s), list(children(s))
+        while stack and not found:
+            n = stack.pop()
+            if n is None:
+                continue
+            if isinstance(n, ir.Stmt):
+                found = self.holds_async(n)
+            elif _async_relevant(self.ctx, n):
+                found = True
+            else:
+                stack.extend(children(n))
+        self.async_stmts[s] = found
+        return found
+
+
+def _async_relevant(ctx, n) -> bool:
+    if isinstance(n, ir.Gemm):
+        return ctx.is_wgmma(n)
+    name = ir.extern_name(n)
+    return name is not None and bool(WGMMA_WAIT.match(n.args[0])
+                                     or has_effect(n.args[0], Effect.PUBLISHES)
+                                     or dict(n.attrs).get("releases"))
 
 
 def _head(s):
@@ -398,9 +435,7 @@ def _opaque_call(stmt) -> bool:
 def place_wgmma_waits(kernel: ir.Kernel, ctx) -> ir.Kernel:
     if not ctx.target.is_hopper or not ctx.gemm_info:
         return kernel
-    from ..ir.visitor import any_node
-
-    if not any_node(kernel.body, lambda n: isinstance(n, ir.Gemm) and n.wg_wait != 0):
+    if not any_stmt(kernel.body, lambda n: isinstance(n, ir.Gemm) and n.wg_wait != 0):
         return kernel  # every gemm waits for itself: nothing can be in flight
     placer = _Placer(ctx, kernel)
     body, state = placer.block(kernel.body, _State())

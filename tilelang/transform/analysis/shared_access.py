@@ -18,6 +18,10 @@ class SharedAccesses:
     def __init__(self, ctx):
         self.ranges = {b: (off, off + b.numel() * b.dtype.bytes)
                        for b, off in ctx.shared_plan.items()}
+        # statement -> its effects: the passes ask of every statement at every depth (and of
+        # loop bodies once per pass over them), so a statement's effects are the union of
+        # its nested statements' remembered ones
+        self._stmt_effects: dict = {}
 
     def overlap(self, a, b) -> bool:
         """Whether two shared buffers share bytes (after plan_shared; the same buffer before)."""
@@ -32,11 +36,15 @@ class SharedAccesses:
         return reads, writes
 
     def all_effects(self, node):
-        """(reads, writes, async_writes). Async writes (the pipeliner's cp.async) must not
-        start before earlier accesses of their memory are done, but are not recorded: the
-        pipeliner's wait+barrier orders them with their readers."""
+        """(reads, writes, async_writes), frozen sets. Async writes (the pipeliner's cp.async)
+        must not start before earlier accesses of their memory are done, but are not
+        recorded: the pipeliner's wait+barrier orders them with their readers."""
+        known = self._stmt_effects.get(node)
+        if known is not None:
+            return known
         reads, writes, async_writes = set(), set(), set()
-        for n in accesses(node):
+        nested = []
+        for n in accesses(node, nested if isinstance(node, ir.Stmt) else None):
             if isinstance(n, ir.Call) and n.op in ATOMIC_UPDATES:
                 # the element an atomic updates (its first argument) is written as well as read
                 target = n.args[0]
@@ -77,12 +85,22 @@ class SharedAccesses:
                     reads.update(shared)
                     writes.update(shared)
         # loads nested in address_of() of a call are pointers, not reads
-        return reads, writes, async_writes
+        for stmt in nested:
+            r, w, a = self.all_effects(stmt)
+            reads |= r
+            writes |= w
+            async_writes |= a
+        got = frozenset(reads), frozenset(writes), frozenset(async_writes)
+        if isinstance(node, ir.Stmt):
+            self._stmt_effects[node] = got
+        return got
 
 
-def accesses(root):
+def accesses(root, nested_stmts: list = None):
     """Loads, stores and calls under `root`, not looking inside address_of()/access_ptr():
-    a pointer passed to a call is not a read (the call's own rule says what it touches)."""
+    a pointer passed to a call is not a read (the call's own rule says what it touches).
+    With `nested_stmts`, the statements nested in `root` are appended to it instead of
+    walked."""
     out, stack = [], [root]
     while stack:
         node = stack.pop()
@@ -90,6 +108,9 @@ def accesses(root):
             out.append(node)
             if isinstance(node, ir.Call) and node.op in ("address_of", "access_ptr"):
                 continue
+        elif nested_stmts is not None and node is not root and isinstance(node, ir.Stmt):
+            nested_stmts.append(node)
+            continue
         stack.extend(children(node))
     return out
 
