@@ -250,3 +250,16 @@ def test_repr_is_cute_like():
     acc = L.mma_accumulator(64, 64, 2, 2)
     assert repr(acc) == ("Fragment(mma_acc64x64: [64, 64], threads=(4,8,2,2):((0,2),(1,0),"
                          "(32,0),(0,32)), values=(2,2,4,2):((0,1),(8,0),(0,8),(16,0)))")
+
+
+@pytest.mark.parametrize("frag", all_fragments(), ids=repr)
+def test_flat_coord_table_is_the_row_major_element_or_minus_one(frag):
+    coords = frag.coord_table()
+    flat = frag.flat_coord_table()
+    assert flat.shape == coords.shape[:2] and not flat.flags.writeable
+    inside = np.all([(coords[..., d] >= 0) & (coords[..., d] < n)
+                     for d, n in enumerate(frag.shape)], axis=0)
+    assert (flat[~inside] == -1).all()
+    if inside.any():
+        want = np.ravel_multi_index(tuple(coords[inside].T), frag.shape)
+        assert np.array_equal(flat[inside], want)

@@ -190,6 +190,7 @@ class Fragment:
         self._locate_plan = None
         self._table = None
         self._coords = None
+        self._flat_coords = None
 
     # ---- alternative constructors ----------------------------------------------------------
     @classmethod
@@ -408,6 +409,23 @@ class Fragment:
             table.flags.writeable = False
             self._coords = table
         return self._coords
+
+    def flat_coord_table(self) -> np.ndarray:
+        """int64 array (num_threads, num_values): the row-major index of every slot's
+        element, -1 for a slot outside the shape (computed once; read-only). One comparison
+        of these tells whether two slots hold the same element."""
+        if self._flat_coords is None:
+            table = self.coord_table()
+            flat = np.zeros(table.shape[:2], np.int64)
+            inside = np.ones(table.shape[:2], bool)
+            for d, n in enumerate(self.shape):
+                c = table[..., d]
+                flat = flat * n + c
+                inside &= (c >= 0) & (c < n)
+            flat[~inside] = -1
+            flat.flags.writeable = False
+            self._flat_coords = flat
+        return self._flat_coords
 
     def check(self) -> "Fragment":
         """Validate that every logical element is held exactly `replication` times (slots that

@@ -315,10 +315,15 @@ def _element_slots(grid: LoopGrid, buf, frag, indices, fixed):
     safe = [np.where(inr, a, 0) for a in idx]
     slot = table[(1,) + tuple(safe)]
     held = slot >= 0  # -1: no thread holds the element
-    t = np.broadcast_to(np.arange(frag.num_threads)[:, None], act.shape)
-    at = frag.coord_table()[t, np.where(inr & held, slot, 0)]  # what thread t holds there
-    owns = held & np.all([at[..., d] == a for d, a in enumerate(safe)], axis=0) if safe else \
-        np.ones(act.shape, bool)
+    t = np.arange(frag.num_threads)[:, None]
+    if safe:  # whether what thread t holds in that slot is the element (row-major indices)
+        at = frag.flat_coord_table()[t, np.where(inr & held, slot, 0)]
+        elem = safe[0]
+        for a, n in zip(safe[1:], frag.shape[1:]):
+            elem = elem * n + a
+        owns = held & (at == elem)
+    else:
+        owns = np.ones(act.shape, bool)
     return safe, inr, slot, owns
 
 
