@@ -39,12 +39,6 @@ cp.async with zero-fill where it can prove the vector width, else to synchronous
 are just as correct at that point of the schedule (the barrier after the next wait orders
 them). The results are those of the serial loop (SEMANTICS §7).
 
-In a kernel whose roles the user wrote (a thread-range branch, T.ws), a T.Pipelined loop of
-one role that uses no mbarrier (nothing orders it with the other roles) is pipelined the same
-way, its barriers the role's named barrier (insert_sync): the reference's mHC pre block
-streams rows through a two-stage tile in a 64-thread role. Loops the roles hand tiles over
-in with mbarriers get S copies of tiles and barriers instead (`_RoleLoops`).
-
 With num_stages = 1 and tiles first read at different statements (FlashAttention's K and V),
 each tile keeps one buffer and its load for the next iteration is issued after its last
 reader (`_single_stage`), under a block-uniform branch too. Other loops with num_stages <= 1,
@@ -464,28 +458,11 @@ class _RoleLoops:
     def run(self) -> ir.Kernel:
         root = self.kernel.body
 
-        role = []  # the thread groups around the statement being visited
-
         class Loops(Mutator):
-            def visit_Attr(m, a):
-                if a.key != "thread_group":
-                    return m.generic(a)
-                role.append(a.value[0])
-                try:
-                    return m.generic(a)
-                finally:
-                    role.pop()
-
             def visit_For(m, s):
                 s = m.generic(s)
                 if s.kind != "pipelined":
                     return s
-                if role and role[-1] == "consumer" and \
-                        not any(uses_buffer(s.body, b) for b in self.barriers):
-                    # a loop of one role that no mbarrier orders with the others: the
-                    # cp.async pipeline of a block, its barriers the role's named barrier
-                    # (insert_sync), as the reference pipelines it
-                    return Pipeliner(self.ctx).run(s, _without(root, s))
                 return self._versioned(s, root) or ir.For(
                     s.var, s.start, s.extent, "serial", s.body, s.step, (), loc=s.loc)
 
