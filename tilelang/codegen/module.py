@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..env import env
 from ..ir import nodes as ir
 from ..ir.visitor import any_node
 from ..transform.analysis.alignment import vector_alignment
@@ -115,6 +116,13 @@ def wgmma_select(kernel_sources, imported=()) -> str:
     return "\n".join(lines) + "\n"
 
 
+def experiment_defines() -> str:
+    """`#define`s of the TL_EXPERIMENT switches that select a header variant, for an A/B timing
+    of both in one GPU run: `shared_wgmma_desc` lets the compiler share wgmma descriptors
+    between gemms again (TL_WGMMA_SHARED_DESC, tl/gemm_sm90.cuh)."""
+    return "#define TL_WGMMA_SHARED_DESC\n" if "shared_wgmma_desc" in env.experiments else ""
+
+
 def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
     """`lowered`: list of (kernel IR, KernelContext) for every T.Kernel of `func`."""
     params, symbols, workspaces = signature_params(func)
@@ -128,7 +136,8 @@ def render_module(func: ir.PrimFunc, lowered, arch: str) -> CudaModuleSource:
         block = tuple(k.threads) + (1,) * (3 - len(k.threads))
         launches.append(KernelLaunch(name, grid, block, ctx.smem_bytes,
                                      list(ctx.notes), bool(k.attr("cooperative"))))
-    parts = [HEADER.format(arch=arch, func=func.name, select=wgmma_select(kernels, imported))]
+    parts = [HEADER.format(arch=arch, func=func.name, select=experiment_defines()
+                           + wgmma_select(kernels, imported))]
     if any(ctx.gemm_info for _, ctx in lowered):
         parts.append('#include "tl/gemm_sm80.cuh"\n')
     if any(ctx.uses_gemm_sp for _, ctx in lowered):

@@ -55,12 +55,32 @@ struct WgmmaSwzCode {
                                : Swz == 64 ? WgmmaSwizzle::k64B : WgmmaSwizzle::k32B;
 };
 
+// The shared address a gemm builds its descriptors from, hidden from the compiler's value
+// numbering by an empty volatile asm that "redefines" it: every gemm then builds its own
+// descriptors next to its wgmmas (a few uniform-register instructions; the constant parts still
+// fold). Left visible, the compiler computes the descriptors of a tile once for all the gemms
+// that read it (the stages of an unrolled loop, an operand two gemms share) and hoists them out
+// of the loop: up to one 64-bit value per k-step stays live in vector registers across
+// everything between those gemms, and each wgmma first moves its pair into uniform registers
+// (R2UR). Between the two gemms of an attention consumer that held the score tile's softmax at
+// its register limit and spilled (the sparse MLA forward's consumer at 240 registers: 32 bytes
+// of spills and 195 R2UR moves; built per gemm: no spill, no R2UR, 3192 -> 2984 instructions).
+// TL_WGMMA_SHARED_DESC (the TL_EXPERIMENT switch `shared_wgmma_desc`, for an A/B timing)
+// leaves the address visible.
+TL_DEVICE uint32_t gemm_local_addr(uint32_t addr) {
+#ifndef TL_WGMMA_SHARED_DESC
+  asm volatile("" : "+r"(addr));
+#endif
+  return addr;
+}
+
 // Every sub-tile's descriptor is its tile base's (the same for all k-steps of an unrolled gemm,
 // so computed once) advanced by the sub-tile's byte offset; building each from its own pointer
 // took about ten instructions per wgmma.
 template <int Swz>
 TL_DEVICE uint64_t desc_at(const void* base, uint32_t lbo_bytes, uint32_t sbo_bytes, int byte) {
-  return smem_desc_advance(make_smem_desc(base, WgmmaSwzCode<Swz>::value, lbo_bytes, sbo_bytes),
+  return smem_desc_advance(make_smem_desc_addr(gemm_local_addr(smem_addr(base)),
+                                               WgmmaSwzCode<Swz>::value, lbo_bytes, sbo_bytes),
                            byte);
 }
 
