@@ -120,6 +120,15 @@ def test_collect_is_preorder_left_to_right_and_any_node_short_circuits():
     assert kinds == ["Fill", "Copy", "Copy", "Gemm", "Reduce", "While", "Print"]
 
 
+def test_walks_offer_no_leaf_values():
+    x = ir.Var("x")
+    seen = collect((x + 1) * 2, lambda n: True)
+    assert seen and all(isinstance(n, ir.Node) for n in seen)  # no op names, ints, dtypes
+    assert [type(n).__name__ for n in seen] == ["Binary", "Binary", "Var", "Const", "Const"]
+    assert not any_node(x + 1, lambda n: isinstance(n, (int, str)))
+    assert collect(None, lambda n: True) == [] and not any_node(None, lambda n: True)
+
+
 def test_any_stmt_finds_statements_without_entering_expressions():
     f = sample_func()
     seen = []

@@ -251,15 +251,21 @@ Visitor._methods = {}
 Mutator._methods = {}
 
 
+# The walks below (any_node, collect) pop from the end of a stack, so they push a node's
+# sub-values last first to visit them first to last; leaf values (ints, floats, strings, bools,
+# dtypes, None) hold no IR and are never pushed, which halves the values a walk handles.
+
+
 def any_node(root, predicate) -> bool:
-    stack = [root]
+    """Whether `predicate` holds for `root` or anything in it (leaf values are not offered
+    to it)."""
+    stack, getters, leaves = ([] if root is None else [root]), _GETTERS, _LEAF_CLASSES
     while stack:
         node = stack.pop()
-        if node is None:
-            continue
         if predicate(node):
             return True
-        stack.extend(children(node))
+        getter = getters.get(node.__class__) or _children_getter(node.__class__)
+        stack += [c for c in reversed(getter(node)) if c.__class__ not in leaves]
     return False
 
 
@@ -279,14 +285,15 @@ def any_stmt(root, predicate) -> bool:
 
 
 def collect(root, predicate) -> list:
-    out, stack = [], [root]
+    """Every value in `root` (itself included, leaf values not offered) for which `predicate`
+    holds, in pre-order, sub-values first to last."""
+    out, stack, getters, leaves = [], ([] if root is None else [root]), _GETTERS, _LEAF_CLASSES
     while stack:
         node = stack.pop()
-        if node is None:
-            continue
         if predicate(node):
             out.append(node)
-        stack.extend(reversed(children(node)))
+        getter = getters.get(node.__class__) or _children_getter(node.__class__)
+        stack += [c for c in reversed(getter(node)) if c.__class__ not in leaves]
     return out
 
 
