@@ -135,14 +135,26 @@ def parse_subscript(buffer: ir.Buffer, key):
             if k.step not in (None, 1):
                 raise error(NotImplementedError, "slices with a step are not supported in "
                                                  "buffer regions")
-            start = 0 if k.start is None else _normalize_index(buffer, d, k.start)
-            stop = extent_full if k.stop is None else _normalize_index(buffer, d, k.stop)
+            start = 0 if k.start is None else _normalize_slice_bound(buffer, d, k.start)
+            stop = extent_full if k.stop is None else _normalize_slice_bound(buffer, d, k.stop)
             extent = ir.binary("sub", stop, start) if not (
                 isinstance(stop, int) and isinstance(start, int)) else stop - start
             region.append((_simplify_start(start), _simplify_extent(extent)))
         else:
             region.append((_index_expr(_normalize_index(buffer, d, k)), 1))
     return "region", tuple(region)
+
+
+def _normalize_slice_bound(buffer: ir.Buffer, dim: int, bound):
+    """A slice bound counts from the end of the dimension only when it is a negative constant
+    (`A[-4:, :]`). A computed bound that is negative (`X[by * 2 - 3:by * 2 - 1, :]` in block
+    0) is a window starting before the tensor, whose elements outside it read as zeros
+    (SEMANTICS: T.copy out of bounds): wrapping a provably negative start but not its stop, as
+    an element index would be, gave the region a negative extent."""
+    if (isinstance(bound, int) and not isinstance(bound, bool)) or \
+            (isinstance(bound, ir.Const) and bound.dtype.is_int):
+        return _normalize_index(buffer, dim, bound)
+    return bound
 
 
 def _simplify_start(v):
