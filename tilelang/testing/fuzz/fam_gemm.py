@@ -115,14 +115,22 @@ def sample_odd_tiles(rng, seed: int) -> Case:
     return build(s, seed)
 
 
-def _fit_stages(s: dict) -> int:
-    """Lower a pipelined draw's stage count until its stages fit in shared memory next to an
-    output tile (over 227 KB the program would be invalid, not the compiler wrong); returns
-    the operands' element size in bytes."""
+def _fit_stages(s: dict, limit: int = 200 * 1024) -> int:
+    """Lower a pipelined draw's stage count until its stages fit in `limit` bytes of shared
+    memory next to an output tile (over 227 KB the program would be invalid, not the compiler
+    wrong); where even two stages do not fit (float64 tiles of 128 x 112 x 64), the k loop is
+    a plain serial loop. Returns the operands' element size in bytes."""
     elem = {"float32": 4, "float64": 8, "int8": 1}.get(s["ab"], 2)
-    while s["loop"] == "pipelined" and s["stages"] > 2 and \
-            s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + s["bm"] * s["bn"] * 4 > 200 * 1024:
+    out = 8 if "float64" in (s["acc"], s["out"]) else 4
+
+    def too_big():
+        return s["stages"] * (s["bm"] + s["bn"]) * s["bk"] * elem + \
+            s["bm"] * s["bn"] * out > limit
+
+    while s["loop"] == "pipelined" and s["stages"] > 2 and too_big():
         s["stages"] -= 1
+    if s["loop"] == "pipelined" and s["stages"] >= 2 and too_big():
+        s["loop"] = "serial"
     return elem
 
 
