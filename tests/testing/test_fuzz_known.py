@@ -41,3 +41,8 @@ def test_any_other_refusal_of_a_generated_program_is_a_finding():
     assert script._compile_outcome(e, known_bug) == "rejected_valid"
     assert "rejected_valid" in script.FINDING_KINDS
 
+
+
+def test_a_draw_larger_than_shared_memory_is_an_expected_rejection():
+    e = _refusal(21604)  # float64 128 x 128 x 64 tiles in 3 stages: 384 KB
+    assert expected_rejection(e) == "shared-memory-limit" and known_bug(e) is None

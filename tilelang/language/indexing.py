@@ -181,8 +181,12 @@ def buffer_getitem(buffer: ir.Buffer, key):
     kind, payload = parse_subscript(buffer, key)
     if kind == "point":
         load = ir.Load(buffer, payload, buffer.dtype)
+        # indices that count from the end as element indices: negative constants, and
+        # computed ones `_normalize_index` found negative in every iteration (it returned a
+        # new expression for them)
         negative = [(d, k) for d, k in enumerate(_as_key_tuple(key))
-                    if isinstance(_index_value(k), int) and _index_value(k) < 0]
+                    if (isinstance(_index_value(k), int) and _index_value(k) < 0) or
+                    (isinstance(k, ir.Expr) and payload[d] is not k)]
         b = current_builder(required=False)
         if negative and b is not None:
             # an element index counts from the end, but the same subscript as the start of a
@@ -199,7 +203,8 @@ def _index_value(k):
 
 
 def written_negative(load) -> list:
-    """[(dim, index)] of the constant negative indices a start point was written with."""
+    """[(dim, index as written)] of the indices of a start point that count from the end as
+    element indices: negative constants, and computed indices negative in every iteration."""
     b = current_builder(required=False)
     entry = b.negative_points.get(id(load)) if b is not None else None
     return entry[1] if entry is not None and entry[0] is load else []

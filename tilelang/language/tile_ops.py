@@ -53,6 +53,17 @@ def _start_point(x):
     return x.buffer, x.indices  # Ref
 
 
+def _tile_start(x):
+    """(buffer, indices) of a start point as the start of a tile: a position, so the indices
+    that count from the end as element indices are taken as written (a computed start before
+    the tensor reads zeros; a constant one is an error, `_check_tile_start`)."""
+    buf, idx = _start_point(x)
+    idx = list(idx)
+    for d, written in (written_negative(x) if isinstance(x, ir.Load) else ()):
+        idx[d] = ir.as_expr(written)
+    return buf, tuple(idx)
+
+
 def _non_unit(extents):
     return [(d, e) for d, e in enumerate(extents) if ir.int_value(e) != 1]
 
@@ -111,10 +122,10 @@ def pair_regions(src, dst, what="T.copy"):
         return src_r, dst_r
     src_point, dst_point = (src if src_r is None else None), (dst if dst_r is None else None)
     if src_r is None:
-        buf, idx = _start_point(src)
+        buf, idx = _tile_start(src)
         src_r = _region_from_start(buf, idx, [e for _, e in dst_r.region], what)
     if dst_r is None:
-        buf, idx = _start_point(dst)
+        buf, idx = _tile_start(dst)
         dst_r = _region_from_start(buf, idx, [e for _, e in src_r.region], what)
     _check_tile_start(src_r, src_point, what)
     _check_tile_start(dst_r, dst_point, what)

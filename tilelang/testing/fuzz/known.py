@@ -28,6 +28,10 @@ UNSUPPORTED = (
      "(both targets refuse register operands)"),
     ("fp8-before-sm89", r"needs FP8 tensor cores \(sm_89 or newer\)",
      "FP8 mma exists from sm_89 on"),
+    ("shared-memory-limit", r"kernel needs \d+ bytes of shared memory but sm_\w+ allows",
+     "the plain gemm family draws tiles and stages without bounding their bytes (its recorded "
+     "seeds keep their programs; the odd-tile and persistent families fit theirs): a draw "
+     "larger than the target's shared memory is a program no GPU can run"),
 )
 
 
