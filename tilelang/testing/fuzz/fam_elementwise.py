@@ -52,9 +52,13 @@ def sample(rng, seed: int) -> Case:
                 gload=pick(rng, ("copy", "parallel")),
                 vload=pick(rng, ("copy", "parallel")),
                 store=pick(rng, ("copy", "copy", "shared", "parallel")))
-    if M <= bm or dyn:  # a single block row: keep starts non-negative (see SEMANTICS §2)
+    # keep offsets non-negative where an index would be negative in every block: a single
+    # block row (see SEMANTICS §2), or blocks of tiny tiles that all lie within the offset
+    # (3 blocks of 1 column shifted by -3): an element index negative for every value counts
+    # from the end (SEMANTICS, negative indices), which the oracle's zero fill does not model
+    if M <= bm or dyn or -(-M // bm) * bm <= 3:
         spec.update(oy=abs(spec["oy"]), gy=abs(spec["gy"]), ry=abs(spec["ry"]))
-    if N <= bn:
+    if N <= bn or -(-N // bn) * bn <= 3:
         spec.update(ox=abs(spec["ox"]), gx=abs(spec["gx"]), cx=abs(spec["cx"]))
     leaves = ["F", "F"] + [n for n, h in (("G", has_g), ("R", has_r), ("C", has_c)) if h]
     stmts = []

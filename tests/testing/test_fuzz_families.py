@@ -1,4 +1,6 @@
-"""fuzz/fam_gemm.py: the odd-tile and persistent gemm families fit their pipeline stages and
+"""The fuzz families draw programs a GPU can run and the oracle models.
+
+fuzz/fam_gemm.py: the odd-tile and persistent gemm families fit their pipeline stages and
 output tile in the shared memory of a block (227 KB on sm_90a); where even two stages of
 their tiles would not (float64 128 x 112 x 64 tiles, fuzz seed 6352), the k loop is serial.
 (The plain family's draws stay as recorded: pinned seeds keep their programs.)"""
@@ -33,3 +35,12 @@ def test_a_draw_whose_two_stages_do_not_fit_is_a_serial_loop():
     s = case.spec
     assert s["ab"] == "float64" and s["loop"] == "serial", s
     tilelang.lower(fuzz.load(case), target="cuda -arch=sm_90a")  # fits: no refusal
+
+
+def test_ew_offsets_are_not_negative_in_every_block():
+    """fam_elementwise: 3 blocks of 1-column tiles shifted by -3 would index before the tensor
+    in every block, an index that counts from the end (seed 40058): such draws keep their
+    offsets non-negative."""
+    case = fuzz.generate(40058)
+    s = case.spec
+    assert s["N"] == 3 and s["bn"] == 1 and min(s["ox"], s["gx"], s["cx"]) >= 0, s
