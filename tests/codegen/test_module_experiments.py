@@ -1,0 +1,121 @@
+"""The TL_EXPERIMENT switches codegen/module.py reads, so that each variant builds until a GPU
+run has timed it against the default:
+
+* `tma_desc_prefetch`: the block's first thread prefetches every tensor map the kernel uses
+  (`prefetch.tensormap`) before the kernel's own statements;
+* `mbarrier_wait_hint`: `#define TL_MBARRIER_WAIT_HINT`, with which tl::mbarrier_wait passes
+  try_wait a suspend-time hint (tl/barrier.cuh).
+
+Without the switches neither appears."""
+
+import os
+import re
+import subprocess
+import tempfile
+
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang.runtime import compile_cuda, toolkit
+
+SM90 = "cuda -arch=sm_90a"
+requires_nvcc = pytest.mark.skipif(toolkit.nvcc_path() is None, reason="nvcc not installed")
+requires_compiler = pytest.mark.skipif(
+    toolkit.nvrtc_backend() is None and toolkit.nvcc_path() is None,
+    reason="no CUDA compiler (NVRTC or nvcc) installed")
+
+
+def tma_gemm(M=64, N=64, K=256, BK=32):
+    """C = A @ B over a two-stage T.Pipelined loop: on sm_90a the tiles come by TMA loads
+    (two tensor maps) behind mbarrier waits, and C leaves by a TMA store (a third map)."""
+    @T.prim_func
+    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+          C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            As = T.alloc_shared((M, BK), "float16")
+            Bs = T.alloc_shared((BK, N), "float16")
+            Cl = T.alloc_fragment((M, N), "float32")
+            T.clear(Cl)
+            for ko in T.Pipelined(K // BK, num_stages=2):
+                T.copy(A[0, ko * BK], As)
+                T.copy(B[ko * BK, 0], Bs)
+                T.gemm(As, Bs, Cl)
+            T.copy(Cl, C)
+    return f
+
+
+def _descriptors(src):
+    return re.findall(r"const __grid_constant__ CUtensorMap (\w+)", src)
+
+
+def _ptx(source: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="tl-experiments-") as d:
+        cu, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
+        with open(cu, "w") as f:
+            f.write(source)
+        cmd = [toolkit.nvcc_path(), "-ptx", "-arch=sm_90a", "-std=c++17", "-O3",
+               *[f"-I{i}" for i in toolkit.include_dirs()], "-o", out, cu]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        with open(out) as f:
+            return f.read()
+
+
+def test_tma_desc_prefetch_prefetches_every_map_first(monkeypatch):
+    monkeypatch.setenv("TL_EXPERIMENT", "tma_desc_prefetch")
+    src = tilelang.lower(tma_gemm(), target=SM90)
+    maps = _descriptors(src)
+    assert len(maps) == 3, maps  # A and B loaded, C stored
+    body = src[src.index("threadIdx.x;"):]
+    guard = body.index("if (tx == 0) {\n    tl::prefetch_tma_descriptor(")
+    block = body[guard:body.index("}", guard)]
+    assert [f"tl::prefetch_tma_descriptor(&{m});" for m in maps] == \
+        [line.strip() for line in block.splitlines()[1:] if line.strip()]
+    # before the barriers are set up, so the fetches overlap that and the block's sync
+    assert guard < body.index("tl::mbarrier_init(") < body.index("tl::tma_load(")
+
+
+def test_no_prefetch_without_the_experiment(monkeypatch):
+    monkeypatch.delenv("TL_EXPERIMENT", raising=False)
+    src = tilelang.lower(tma_gemm(), target=SM90)
+    assert len(_descriptors(src)) == 3 and "prefetch_tma_descriptor" not in src
+
+
+def test_tma_desc_prefetch_skips_kernels_without_maps(monkeypatch):
+    monkeypatch.setenv("TL_EXPERIMENT", "tma_desc_prefetch")
+    src = tilelang.lower(tma_gemm(), target="cuda -arch=sm_80")  # cp.async, no TMA
+    assert not _descriptors(src) and "prefetch_tma_descriptor" not in src
+
+
+@requires_nvcc
+def test_tma_desc_prefetch_builds_to_prefetch_tensormap(monkeypatch):
+    monkeypatch.setenv("TL_EXPERIMENT", "tma_desc_prefetch")
+    ptx = _ptx(tilelang.lower(tma_gemm(), target=SM90))
+    assert len(re.findall(r"prefetch\.tensormap", ptx)) == 3
+
+
+def _try_waits(ptx):
+    """Operand lists of the PTX's mbarrier.try_wait.parity instructions."""
+    return re.findall(r"mbarrier\.try_wait\.parity\.shared::cta\.b64\s+[^,]+,\s*([^;]+);", ptx)
+
+
+@requires_nvcc
+def test_mbarrier_wait_hint_adds_the_suspend_time_hint(monkeypatch):
+    monkeypatch.setenv("TL_EXPERIMENT", "mbarrier_wait_hint")
+    src = tilelang.lower(tma_gemm(), target=SM90)
+    assert src.splitlines()[1] == "#define TL_MBARRIER_WAIT_HINT"
+    waits = _try_waits(_ptx(src))
+    assert waits and all(len(w.split(",")) == 3 for w in waits), waits  # [bar], parity, hint
+    monkeypatch.delenv("TL_EXPERIMENT")
+    src = tilelang.lower(tma_gemm(), target=SM90)
+    assert "TL_MBARRIER_WAIT_HINT" not in src
+    waits = _try_waits(_ptx(src))
+    assert waits and all(len(w.split(",")) == 2 for w in waits), waits
+
+
+@requires_compiler
+@pytest.mark.parametrize("experiment", ["tma_desc_prefetch", "mbarrier_wait_hint",
+                                        "tma_desc_prefetch,mbarrier_wait_hint"])
+def test_the_variants_build(monkeypatch, experiment):
+    monkeypatch.setenv("TL_EXPERIMENT", experiment)
+    compile_cuda(tilelang.lower(tma_gemm(), target=SM90), "sm_90a", name="experiment")
