@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 
 import pytest
+import torch
 
 import tilelang
 import tilelang.language as T
@@ -26,22 +27,23 @@ requires_compiler = pytest.mark.skipif(
     reason="no CUDA compiler (NVRTC or nvcc) installed")
 
 
-def tma_gemm(M=64, N=64, K=256, BK=32):
-    """C = A @ B over a two-stage T.Pipelined loop: on sm_90a the tiles come by TMA loads
-    (two tensor maps) behind mbarrier waits, and C leaves by a TMA store (a third map)."""
+def tma_gemm(M=64, N=64, K=256, BM=64, BN=64, BK=32):
+    """C = A @ B in BM x BN tiles over a two-stage T.Pipelined loop: on sm_90a the tiles come
+    by TMA loads (two tensor maps) behind mbarrier waits, and C leaves by a TMA store (a
+    third map)."""
     @T.prim_func
     def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
           C: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, threads=128):
-            As = T.alloc_shared((M, BK), "float16")
-            Bs = T.alloc_shared((BK, N), "float16")
-            Cl = T.alloc_fragment((M, N), "float32")
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
+            As = T.alloc_shared((BM, BK), "float16")
+            Bs = T.alloc_shared((BK, BN), "float16")
+            Cl = T.alloc_fragment((BM, BN), "float32")
             T.clear(Cl)
-            for ko in T.Pipelined(K // BK, num_stages=2):
-                T.copy(A[0, ko * BK], As)
-                T.copy(B[ko * BK, 0], Bs)
+            for ko in T.Pipelined(T.ceildiv(K, BK), num_stages=2):
+                T.copy(A[by * BM, ko * BK], As)
+                T.copy(B[ko * BK, bx * BN], Bs)
                 T.gemm(As, Bs, Cl)
-            T.copy(Cl, C)
+            T.copy(Cl, C[by * BM, bx * BN])
     return f
 
 
@@ -119,3 +121,21 @@ def test_mbarrier_wait_hint_adds_the_suspend_time_hint(monkeypatch):
 def test_the_variants_build(monkeypatch, experiment):
     monkeypatch.setenv("TL_EXPERIMENT", experiment)
     compile_cuda(tilelang.lower(tma_gemm(), target=SM90), "sm_90a", name="experiment")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("experiment", ["", "tma_desc_prefetch", "mbarrier_wait_hint",
+                                        "tma_desc_prefetch,mbarrier_wait_hint"])
+@pytest.mark.parametrize("M,N,K", [(64, 64, 256), (200, 136, 264)])
+def test_the_variants_compute_the_gemm(monkeypatch, experiment, M, N, K):
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA needs sm_90")
+    monkeypatch.setenv("TL_EXPERIMENT", experiment)
+    k = tilelang.compile(tma_gemm(M, N, K), target="cuda")
+    for _ in range(2):
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+        c = torch.full((M, N), float("nan"), device="cuda")
+        k(a, b, c)
+        torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=5e-2)
