@@ -10,15 +10,17 @@ Without the switches neither appears."""
 
 import os
 import re
-import subprocess
-import tempfile
+import sys
 
 import pytest
 import torch
 
 import tilelang
-import tilelang.language as T
 from tilelang.runtime import compile_cuda, toolkit
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from tests.codegen.test_wgmma_gemm_descriptors import _ptx  # noqa: E402
+from tests.gpu import kernels as K_  # noqa: E402
 
 SM90 = "cuda -arch=sm_90a"
 requires_nvcc = pytest.mark.skipif(toolkit.nvcc_path() is None, reason="nvcc not installed")
@@ -27,40 +29,15 @@ requires_compiler = pytest.mark.skipif(
     reason="no CUDA compiler (NVRTC or nvcc) installed")
 
 
-def tma_gemm(M=64, N=64, K=256, BM=64, BN=64, BK=32):
-    """C = A @ B in BM x BN tiles over a two-stage T.Pipelined loop: on sm_90a the tiles come
+def tma_gemm(M=64, N=64, K=256):
+    """C = A @ B in 64 x 64 tiles over a two-stage T.Pipelined loop: on sm_90a the tiles come
     by TMA loads (two tensor maps) behind mbarrier waits, and C leaves by a TMA store (a
     third map)."""
-    @T.prim_func
-    def f(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-          C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
-            As = T.alloc_shared((BM, BK), "float16")
-            Bs = T.alloc_shared((BK, BN), "float16")
-            Cl = T.alloc_fragment((BM, BN), "float32")
-            T.clear(Cl)
-            for ko in T.Pipelined(T.ceildiv(K, BK), num_stages=2):
-                T.copy(A[by * BM, ko * BK], As)
-                T.copy(B[ko * BK, bx * BN], Bs)
-                T.gemm(As, Bs, Cl)
-            T.copy(Cl, C[by * BM, bx * BN])
-    return f
+    return K_.gemm(M, N, K, 64, 64, 32)
 
 
 def _descriptors(src):
     return re.findall(r"const __grid_constant__ CUtensorMap (\w+)", src)
-
-
-def _ptx(source: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="tl-experiments-") as d:
-        cu, out = os.path.join(d, "k.cu"), os.path.join(d, "k.ptx")
-        with open(cu, "w") as f:
-            f.write(source)
-        cmd = [toolkit.nvcc_path(), "-ptx", "-arch=sm_90a", "-std=c++17", "-O3",
-               *[f"-I{i}" for i in toolkit.include_dirs()], "-o", out, cu]
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-        with open(out) as f:
-            return f.read()
 
 
 def test_tma_desc_prefetch_prefetches_every_map_first(monkeypatch):
