@@ -98,7 +98,7 @@ def _prefetch_tma_descriptors(p: CudaPrinter, k: ir.Kernel, ctx) -> None:
     The reference does this in every kernel with tensor maps."""
     if "tma_desc_prefetch" not in env.experiments or not ctx.tma_descriptors:
         return
-    first = " && ".join(f"{p.name(v)} == 0" for v in k.thread_vars)
+    first = " && ".join(f"{p.name(v)} == 0" for v in k.thread_vars) or "true"
     p.emit(f"if ({first}) {{")
     for d in ctx.tma_descriptors:
         p.emit(f"  tl::prefetch_tma_descriptor(&{p.name(d.param)});")
