@@ -68,14 +68,13 @@ def _non_unit(extents):
     return [(d, e) for d, e in enumerate(extents) if ir.int_value(e) != 1]
 
 
-def _check_tile_start(region: ir.BufferRegion, point, what):
-    """The start of a tile is a position in the buffer, not a Python index: a constant one
-    outside the buffer is an error (a computed one is guarded like any access: zeros read,
-    stores skipped), and a negative one written as a start point is not counted from the end
-    (it would wrap around, where a computed negative start reads zeros)."""
+def _check_tile_start(region: ir.BufferRegion, what):
+    """The start of a tile is a position in the buffer, not a Python index (a start point's
+    region is built from its indices as written, `_tile_start`): a constant one outside the
+    buffer is an error (a computed one is guarded like any access: zeros read, stores
+    skipped)."""
     buf = region.buffer
-    negative = dict(written_negative(point)) if point is not None else {}
-    starts = [negative.get(d, start) for d, start in enumerate(region.starts)]
+    starts = region.starts
     for d, (start, size) in enumerate(zip(starts, buf.shape)):
         value = ir.int_value(start)
         if value is not None and (value < 0 or (isinstance(size, int) and value >= size)):
@@ -120,15 +119,14 @@ def pair_regions(src, dst, what="T.copy"):
                                     f"have equal shapes, got {list(src.shape)} and "
                                     f"{list(dst.shape)}")
         return src_r, dst_r
-    src_point, dst_point = (src if src_r is None else None), (dst if dst_r is None else None)
     if src_r is None:
         buf, idx = _tile_start(src)
         src_r = _region_from_start(buf, idx, [e for _, e in dst_r.region], what)
     if dst_r is None:
         buf, idx = _tile_start(dst)
         dst_r = _region_from_start(buf, idx, [e for _, e in src_r.region], what)
-    _check_tile_start(src_r, src_point, what)
-    _check_tile_start(dst_r, dst_point, what)
+    _check_tile_start(src_r, what)
+    _check_tile_start(dst_r, what)
     s_nu, d_nu = _non_unit(src_r.extents), _non_unit(dst_r.extents)
     if len(s_nu) != len(d_nu):
         raise error(ValueError, f"{what}: the operands' non-unit extents do not pair up: "
@@ -435,7 +433,7 @@ def fill(buffer, value):
     if region is None:
         region = ir.BufferRegion(buffer.buffer, tuple((i, 1) for i in buffer.indices))
     else:
-        _check_tile_start(region, None, "T.fill")
+        _check_tile_start(region, "T.fill")
     note_legacy_use(region.buffer, "T.fill (or T.clear) of")
     emit(ir.Fill, region, ir.cast_to(value, region.buffer.dtype))
 
@@ -481,7 +479,7 @@ def _gemm_regions(op: str, operands):
         r = to_region(x, op)
         if r is None:
             raise error(TypeError, f"{op} operand {name} must be a buffer or a region")
-        _check_tile_start(r, None, op)
+        _check_tile_start(r, op)
         if r.buffer.scope not in scopes:
             where = "in shared memory" if "local.fragment" not in scopes else \
                 "in shared memory or fragments"
