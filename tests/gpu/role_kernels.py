@@ -164,6 +164,38 @@ def cp_async_rows(M, D=64, rows=16):
     return main
 
 
+def cp_async_gather(rows_kv, D=576, BI=64, stages=2, iters=2):
+    """The sparse MLA producer's gather in one warpgroup: Out[k, :] = KV[Idx[k], :], the rows
+    picked by Idx copied 16 bytes a thread and copy with T.ptx_cp_async into a `stages`-deep
+    shared tile (a serial row loop and a serial column loop under an unrolled stage loop),
+    then written out after commit + wait + barrier."""
+    n = iters * stages * BI
+
+    @T.prim_func
+    def main(KV: T.Tensor((rows_kv, D), "bfloat16"), Idx: T.Tensor((n,), "int32"),
+             Out: T.Tensor((n, D), "bfloat16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((stages, BI, D), "bfloat16")
+            row = T.alloc_var("int32")
+            tx = T.get_thread_binding()
+            for i in T.serial(iters):
+                for s in T.unroll(stages):
+                    for r in T.serial(BI // 16):
+                        row = Idx[(i * stages + s) * BI + r * 16 + tx // 8]
+                        for u in T.serial(D // 64):
+                            T.ptx_cp_async(
+                                T.access_ptr(S[s, r * 16 + tx // 8, 64 * u + tx % 8 * 8], "w", 8),
+                                T.access_ptr(KV[row, 64 * u + tx % 8 * 8], "r", 8), 8)
+                T.ptx_commit_group()
+                T.ptx_wait_group(0)
+                T.sync_threads()
+                for s, j, d in T.Parallel(stages, BI, D):
+                    Out[(i * stages + s) * BI + j, d] = S[s, j, d]
+                T.sync_threads()
+
+    return main
+
+
 def cp_async_mbarrier(N, chunks=4):
     """A producer warpgroup streams chunks with T.ptx_cp_async, and T.cp_async_barrier_noinc
     makes the copies' completion the arrival on the stage's full barrier (the reference's

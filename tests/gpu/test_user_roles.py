@@ -112,6 +112,16 @@ def test_cp_async_rows(M):
     torch.testing.assert_close(b, expect)
 
 
+@pytest.mark.parametrize("rows_kv", [257, 1000])
+def test_cp_async_gather(rows_kv):
+    k = tilelang.compile(R.cp_async_gather(rows_kv), target="cuda")
+    kv = torch.randn(rows_kv, 576, device="cuda", dtype=torch.bfloat16)
+    idx = torch.randint(0, rows_kv, (256,), device="cuda", dtype=torch.int32)
+    out = _poisoned(256, 576, dtype=torch.bfloat16)
+    k(kv, idx, out)
+    assert torch.equal(out, kv[idx.long()])
+
+
 @pytest.mark.parametrize("n,chunks", [(1500, 4), (70001, 8)])
 def test_cp_async_mbarrier(n, chunks):
     _sm90()

@@ -49,6 +49,14 @@ def test_mbarrier_counts_the_copies(n, chunks):
     assert "tl::mbarrier_cp_async_arrive_noinc((&full[" in src
 
 
+def test_gather_rows():
+    kv = torch.randn(300, 128).bfloat16()
+    idx = torch.randint(0, 300, (2 * 2 * 32,), dtype=torch.int32)
+    out = torch.full((128, 128), float("nan")).bfloat16()
+    tilelang.compile(R.cp_async_gather(300, D=128, BI=32), target="cpu")(kv, idx, out)
+    assert torch.equal(out, kv[idx.long()])
+
+
 @requires_compiler
 def test_builds():
     compile_cuda(tilelang.lower(R.cp_async_rows(96), target="cuda -arch=sm_80"), "sm_80")

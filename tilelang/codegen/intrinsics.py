@@ -197,8 +197,10 @@ def render_call(p, c: ir.Call) -> str:
         return f"tl::atomic_store({_address(p, c.args[0])}, {p.expr(c.args[1])})"
     if op == "call_extern":
         name = c.args[0]
-        args = ", ".join(_extern_arg(p, a) for a in c.args[1:])
-        return f"{name}({args})"
+        args = [_extern_arg(p, a) for a in c.args[1:]]
+        if attrs.get("shared_window") and name.startswith(_SHARED_WINDOW_DESTINATION):
+            args[0] = _shared_window_address(p, c.args[1]) or args[0]
+        return f"{name}({', '.join(args)})"
     if op == "address_of":
         return _address(p, c.args[0])
     if op == "address_of_param":
@@ -230,6 +232,36 @@ def render_call(p, c: ir.Call) -> str:
         kind = "inc" if inc.value else "dec"
         return f"tl::setmaxnreg_{kind}<{n.value}>()"
     raise NotImplementedError(f"codegen: no CUDA rendering for call {op!r}")
+
+
+# Extern calls whose first argument, a destination in shared memory, the callee also takes as
+# a 32-bit shared-window address (tl/copy.cuh). Written as the tile's window address plus a
+# byte offset, the address stays 32-bit arithmetic and ptxas folds each constant part into the
+# instruction. `&tile[i]` is a 64-bit generic pointer that NVVM adds and then truncates, so
+# ptxas folds nothing and keeps every distinct address of an unrolled copy in a register of its
+# own: the sparse MLA producer (80 registers) hoisted its 72 cp.async addresses out of its
+# loop and spilled them, and its index loads could not be issued early.
+# Only calls marked `shared_window` take the form: T.ptx_cp_async, the hand-written producers
+# where copies pile up. T.copy's lowered cp.async keep pointers: on an H200 (2026-11-27) the
+# window form left 28 such kernels within noise and slowed example_gemv's pipelined kernel
+# 16.1 -> 22.3 us (ptxas then issued its vector load of x after the refill, not before the
+# wait).
+_SHARED_WINDOW_DESTINATION = ("tl::cp_async<", "tl::cp_async_zfill<")
+
+
+def _shared_window_address(p, pointer) -> str | None:
+    """`(tl::smem_addr(tile) + (uint32_t)(i) * size)` for `address_of(tile[i])` of a shared
+    tile of whole-byte elements; None for anything else (written as a pointer)."""
+    if not (isinstance(pointer, ir.Call) and pointer.op == "address_of"
+            and isinstance(pointer.args[0], ir.Load)):
+        return None
+    load = pointer.args[0]
+    buf = load.buffer
+    if buf.scope not in ("shared", "shared.dyn") or buf in p.scalar_buffers \
+            or buf.dtype.bits % 8:
+        return None
+    index = p.flat_index(buf, load.indices)
+    return f"(tl::smem_addr({p.name(buf)}) + (uint32_t)({index}) * {buf.dtype.bytes}u)"
 
 
 def _extern_arg(p, a) -> str:

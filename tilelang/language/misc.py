@@ -1035,7 +1035,9 @@ def ptx_cp_async(dst_access_ptr, src_access_ptr, num_elems, predicate=None):
     if nbytes not in (4, 8, 16):
         raise error(ValueError, f"T.ptx_cp_async copies 4, 8 or 16 bytes: {num_elems} "
                                 f"{dbuf.dtype} elements is not one of them")
-    attrs = (("async", True),)  # ordered by the user's wait_group / mbarrier
+    # ordered by the user's wait_group / mbarrier; the destination written as a shared-window
+    # address (codegen/intrinsics.py, `_shared_window_address`)
+    attrs = (("async", True), ("shared_window", True))
     if predicate is None:
         call = ir.Call("call_extern", (f"tl::cp_async<{nbytes}>", dst, src), DType("void"),
                        attrs)

@@ -1,6 +1,7 @@
 // tl/copy.cuh — cp.async (sm_80+) and vector load/store helpers (HARDWARE §3).
 //
-//   tl::cp_async<Bytes>(smem_dst, gmem_src)                 Bytes = 4, 8 or 16
+//   tl::cp_async<Bytes>(smem_dst, gmem_src)                 Bytes = 4, 8 or 16; smem_dst a
+//                                                           pointer or a shared-window address
 //   tl::cp_async_zfill<Bytes>(smem_dst, gmem_src, src_bytes) copies src_bytes, zero-fills rest
 //   tl::cp_async_pred<Bytes>(smem_dst, gmem_src, pred)      full copy if pred, else all zeros
 //   tl::cp_async_commit()                                   cp.async.commit_group
@@ -32,10 +33,11 @@ template <int Bytes> using vec_bytes_t = typename detail::vec_type<Bytes>::type;
 
 // cp.async.{ca,cg}.shared.global [dst], [src], Bytes, src_bytes;
 // .cg (L2 only) for 16-byte copies: streamed tiles gain nothing from L1.
+// The destination is a shared-window address (`smem_addr`, or a tile's window address plus a
+// byte offset, as generated code passes it) or a pointer into shared memory.
 template <int Bytes>
-TL_DEVICE void cp_async_zfill(void* smem_dst, const void* gmem_src, int src_bytes) {
+TL_DEVICE void cp_async_zfill(uint32_t dst, const void* gmem_src, int src_bytes) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
-  uint32_t dst = smem_addr(smem_dst);
   if constexpr (Bytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src),
                  "r"(src_bytes)
@@ -48,9 +50,13 @@ TL_DEVICE void cp_async_zfill(void* smem_dst, const void* gmem_src, int src_byte
 }
 
 template <int Bytes>
-TL_DEVICE void cp_async(void* smem_dst, const void* gmem_src) {
+TL_DEVICE void cp_async_zfill(void* smem_dst, const void* gmem_src, int src_bytes) {
+  cp_async_zfill<Bytes>(smem_addr(smem_dst), gmem_src, src_bytes);
+}
+
+template <int Bytes>
+TL_DEVICE void cp_async(uint32_t dst, const void* gmem_src) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async copies 4, 8 or 16 bytes");
-  uint32_t dst = smem_addr(smem_dst);
   if constexpr (Bytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src)
                  : "memory");
@@ -59,6 +65,11 @@ TL_DEVICE void cp_async(void* smem_dst, const void* gmem_src) {
                  "n"(Bytes)
                  : "memory");
   }
+}
+
+template <int Bytes>
+TL_DEVICE void cp_async(void* smem_dst, const void* gmem_src) {
+  cp_async<Bytes>(smem_addr(smem_dst), gmem_src);
 }
 
 template <int Bytes>
