@@ -253,15 +253,11 @@ def test_handover_through_shared_with_only_the_proxy_fences_needed(M):
         torch.testing.assert_close(c, 3 * (a.float() @ b.float().T), rtol=1e-2, atol=5e-2)
 
 
-@pytest.mark.parametrize("experiment", ["", "no_cp_async_wait_fence"])
 @pytest.mark.parametrize("M", [64, 200, 333])
-def test_cp_async_gather_into_wgmma(M, experiment, monkeypatch):
+def test_cp_async_gather_into_wgmma(M):
     """Rows gathered by another warpgroup's cp.async (completion = the arrival), read by
-    wgmma after the consumer's wait and proxy fence (with TL_EXPERIMENT=
-    no_cp_async_wait_fence: without the fence, as CUTLASS's cp.async mainloops); out-of-range
-    indices give zero rows."""
+    wgmma after the consumer's wait and proxy fence; out-of-range indices give zero rows."""
     _sm90()
-    monkeypatch.setenv("TL_EXPERIMENT", experiment)
     k = tilelang.compile(R.cp_async_gather_gemm(M), target="cuda")
     for _ in range(2):
         a = torch.randn(M, 64, device="cuda", dtype=torch.float16)

@@ -508,38 +508,6 @@ def test_a_wait_for_cp_async_arrivals_is_followed_by_a_fence():
     assert _fenced(names, "tl::mbarrier_cp_async_arrive_noinc") == [True], names
 
 
-def test_no_cp_async_wait_fence_experiment_drops_only_the_wait_fence(monkeypatch):
-    """TL_EXPERIMENT=no_cp_async_wait_fence (an A/B timing of the sparse MLA forward): the
-    consumer's wait on the cp.async-completed barrier goes straight on to its wgmma, as in
-    CUTLASS's cp.async mainloops; the producer that also stores zeros into the ring still
-    fences before its cp.async arrival, and the sm_90a build still compiles."""
-    monkeypatch.setenv("TL_EXPERIMENT", "no_cp_async_wait_fence")
-    k, _ = run_passes(R.cp_async_gather_gemm(200), "insert_sync", SM90)
-    names = externs(k)
-    waits = [i for i, n in enumerate(names) if n == "tl::mbarrier_wait"]
-    assert len(waits) == 2, names  # the producer's wait on `empty`, the consumer's on `full`
-    assert all(names[i + 1] != "tl::fence_proxy_async" for i in waits), names
-    assert any(names[i + 1].startswith("tl::wgmma_gemm") for i in waits), names
-    assert _fenced(names, "tl::mbarrier_cp_async_arrive_noinc") == [True], names
-
-    def after_full_wait(src):  # the statement that follows the consumer's wait on `full`
-        lines = src[src.index("tl::mbarrier_wait((&full"):].splitlines()
-        return lines[1].strip()
-
-    assert after_full_wait(tilelang.lower(R.cp_async_gather_gemm(200), target=SM90)) \
-        .startswith("tl::wgmma_gemm_ss<")
-    monkeypatch.delenv("TL_EXPERIMENT")
-    assert after_full_wait(tilelang.lower(R.cp_async_gather_gemm(200), target=SM90)) \
-        == "tl::fence_proxy_async();"
-
-
-@requires_compiler
-def test_no_cp_async_wait_fence_experiment_builds(monkeypatch):
-    monkeypatch.setenv("TL_EXPERIMENT", "no_cp_async_wait_fence")
-    src = tilelang.lower(R.cp_async_gather_gemm(200), target=SM90)
-    compile_cuda(src, "sm_90a", name="gather_no_wait_fence")
-
-
 @requires_compiler
 def test_the_gather_kernel_builds_and_runs_on_the_interpreter():
     import torch

@@ -476,11 +476,9 @@ class _ProxyFences:
         roles' hot loops);
       * a wait on an mbarrier that cp.async arrivals complete (`T.cp_async_barrier_noinc`) is
         followed by a fence: the copies are other threads' generic writes that none of them
-        can fence, and the waiting thread's wgmma may read them next (not under the
-        TL_EXPERIMENT `no_cp_async_wait_fence`: CUTLASS's sm90 cp.async -> wgmma mainloops and
-        the reference issue none there; whether the hardware needs it is unconfirmed,
-        and it is a MEMBAR + proxy fence on the consumer's path from the
-        stage's arrival to its first wgmma, every stage);
+        can fence, and the waiting thread's wgmma may read them next (CUTLASS's sm90
+        cp.async -> wgmma mainloops and the reference issue none there; dropping it timed
+        the same on an H200, 2026-11-27, so the fence stays);
       * a fence this pass's barrier insertion put before a barrier is dropped when the
         thread is clean there on every path (the fences the program wrote stay).
     Loops are walked until the state at their head is stable (the union of entry and
@@ -581,7 +579,7 @@ class _ProxyFences:
                 bar = call_buffers(s.value)[0]
                 waits_cp_async = bar is not None and any(
                     self.acc.overlap(bar, b) or bar is b for b in self.cp_async_bars)
-                if waits_cp_async and "no_cp_async_wait_fence" not in env.experiments:
+                if waits_cp_async:
                     # cp.async writes that other threads' arrivals completed: no writer can
                     # fence them, so the waiting thread does before its wgmma reads them
                     return ir.Seq((s, _fence_proxy_async())), (False, pending)
