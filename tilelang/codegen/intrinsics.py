@@ -198,7 +198,7 @@ def render_call(p, c: ir.Call) -> str:
     if op == "call_extern":
         name = c.args[0]
         args = [_extern_arg(p, a) for a in c.args[1:]]
-        if attrs.get("shared_window") and name.startswith(_SHARED_WINDOW_DESTINATION):
+        if attrs.get("shared_window"):
             args[0] = _shared_window_address(p, c.args[1]) or args[0]
         return f"{name}({', '.join(args)})"
     if op == "address_of":
@@ -234,24 +234,20 @@ def render_call(p, c: ir.Call) -> str:
     raise NotImplementedError(f"codegen: no CUDA rendering for call {op!r}")
 
 
-# Extern calls whose first argument, a destination in shared memory, the callee also takes as
-# a 32-bit shared-window address (tl/copy.cuh). Written as the tile's window address plus a
-# byte offset, the address stays 32-bit arithmetic and ptxas folds each constant part into the
-# instruction. `&tile[i]` is a 64-bit generic pointer that NVVM adds and then truncates, so
-# ptxas folds nothing and keeps every distinct address of an unrolled copy in a register of its
-# own: the sparse MLA producer (80 registers) hoisted its 72 cp.async addresses out of its
-# loop and spilled them, and its index loads could not be issued early.
-# Only calls marked `shared_window` take the form: T.ptx_cp_async, the hand-written producers
-# where copies pile up. T.copy's lowered cp.async keep pointers: on an H200 (2026-11-27) the
-# window form left 28 such kernels within noise and slowed example_gemv's pipelined kernel
-# 16.1 -> 22.3 us (ptxas then issued its vector load of x after the refill, not before the
-# wait).
-_SHARED_WINDOW_DESTINATION = ("tl::cp_async<", "tl::cp_async_zfill<")
-
-
 def _shared_window_address(p, pointer) -> str | None:
     """`(tl::smem_addr(tile) + (uint32_t)(i) * size)` for `address_of(tile[i])` of a shared
-    tile of whole-byte elements; None for anything else (written as a pointer)."""
+    tile of whole-byte elements; None for anything else (written as a pointer). Used for the
+    first argument of extern calls marked `shared_window` (T.ptx_cp_async's; tl/copy.cuh
+    takes either form).
+
+    The window address plus a byte offset is 32-bit arithmetic, in which ptxas folds each
+    constant part into the instruction. `&tile[i]` is a 64-bit generic pointer that NVVM (under
+    NVRTC) adds and then truncates, so ptxas folds nothing and keeps every distinct address of
+    an unrolled copy in a register of its own: the sparse MLA producer (80 registers) hoisted
+    its 72 cp.async addresses out of its loop, spilled them, and could not issue its index
+    loads early. T.copy's lowered cp.async keep pointers: on an H200 (2026-11-27) the window
+    form left 28 such kernels within noise and slowed example_gemv's pipelined kernel 16.1 ->
+    22.3 us (ptxas then issued its vector load of x after the refill, not before the wait)."""
     if not (isinstance(pointer, ir.Call) and pointer.op == "address_of"
             and isinstance(pointer.args[0], ir.Load)):
         return None

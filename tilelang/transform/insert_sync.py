@@ -42,7 +42,6 @@ thread touched none); and after a wait for other threads' cp.async arrivals (_Pr
 
 from __future__ import annotations
 
-from ..env import env
 from ..ir import nodes as ir
 from ..ir.visitor import any_node, collect
 from .analysis.device_ops import (Effect, has_effect, inserted_proxy_fence,
