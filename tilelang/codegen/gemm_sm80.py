@@ -144,18 +144,24 @@ def _tile_info(region: ir.BufferRegion, layout, loc):
     return rows, cols, swz, base, starts[-2], starts[-1]
 
 
-def _operand(region, trans, ctx, loc):
+def _operand(region, trans, ctx, loc, tf32_exact=frozenset()):
     """(call arguments, template arguments, "r" | "s") of one operand: a register array (its
     registers hold the instruction's operand layout whatever the transpose flag said: layout
-    inference laid the fragment out so), or a shared tile with its transpose and geometry."""
+    inference laid the fragment out so; one of `tf32_exact` goes to the mma unrounded), or a
+    shared tile with its transpose and geometry."""
     buf = region.buffer
     if buf.scope == "local.fragment":
-        return (ctx.register_of(buf),), "", "r"
+        reg = ctx.register_of(buf)
+        if buf in tf32_exact:
+            reg = ir.Call("call_extern", ("tl::as_tf32_exact", reg), ir.DType("handle"))
+        return (reg,), "", "r"
     rows, cols, swz, base, r0, c0 = _tile_info(region, ctx.layouts[buf], loc)
     return (base, r0, c0), f"{'true' if trans else 'false'}, {rows}, {cols}, {swz}", "s"
 
 
-def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
+def lower_gemm(g: ir.Gemm, ctx, tf32_exact=frozenset()) -> ir.Stmt:
+    """The template call of `g`; its float32 register operands in `tf32_exact` (fragments that
+    hold TF32 numbers only: transform/analysis/exact_values.py) skip the rounding to TF32."""
     _check_dtypes(g, ctx)
     wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
     tid = ctx.tid if copies == 1 else ir.binary("floormod", ctx.tid, 32 * wm * wn)
@@ -171,8 +177,8 @@ def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
     clear = ir.as_expr(g.clear_accum) if not isinstance(g.clear_accum, bool) else \
         ir.const(g.clear_accum)
     shape = f"{M}, {N}, {K}, {wm}, {wn}"
-    a_args, a_tmpl, a_kind = _operand(g.A, g.trans_A, ctx, g.loc)
-    b_args, b_tmpl, b_kind = _operand(g.B, g.trans_B, ctx, g.loc)
+    a_args, a_tmpl, a_kind = _operand(g.A, g.trans_A, ctx, g.loc, tf32_exact)
+    b_args, b_tmpl, b_kind = _operand(g.B, g.trans_B, ctx, g.loc, tf32_exact)
     if g.packed is not None:  # byte tiles of two 4-bit values (tl/gemm_sm80.cuh)
         pair = f"tl::as_packed<tl::{'s' if g.packed.kind == 'i' else 'u'}4x2_t>"
         a_args = (ir.Call("call_extern", (pair, a_args[0]), ir.DType("handle")),) + a_args[1:]

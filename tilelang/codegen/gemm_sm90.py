@@ -195,7 +195,9 @@ def shared_operand_layout(buf: ir.Buffer, ctx):
     return L.swizzled(buf.shape, buf.dtype.bits)
 
 
-def lower_gemm(g: ir.Gemm, ctx) -> ir.Stmt:
+def lower_gemm(g: ir.Gemm, ctx, tf32_exact=frozenset()) -> ir.Stmt:
+    """The wgmma template call of `g` (wgmma reads float32 operands' bits as they are, so
+    `tf32_exact`, the fragments holding TF32 numbers only, changes nothing here)."""
     wgm, wgn = ctx.gemm_info[g.C.buffer][1]
     M, N = g.C.extents[-2:]
     K = g.A.extents[-1] if not g.trans_A else g.A.extents[-2]

@@ -68,7 +68,9 @@ def _operand(region: ir.BufferRegion, trans: bool, ctx, loc):
     return f"tl::SmemOperand<{t}, {rows}, {cols}, {swz}>", base, r0, c0
 
 
-def lower_gemm(g: ir.GemmSp, ctx) -> ir.Stmt:
+def lower_gemm(g: ir.GemmSp, ctx, tf32_exact=frozenset()) -> ir.Stmt:
+    """The mma.sp template call of `g` (its operands are rounded to TF32 in the template;
+    `tf32_exact` is not used)."""
     _check_dtypes(g, ctx)
     wm, wn, copies = ctx.gemm_info[g.C.buffer][1]
     tid = ctx.tid if copies == 1 else ir.binary("floormod", ctx.tid, 32 * wm * wn)

@@ -80,6 +80,14 @@ struct u4x2_t { unsigned char bits; };
 template <typename P>
 TL_DEVICE const P* as_packed(const void* bytes) { return reinterpret_cast<const P*>(bytes); }
 
+// A float32 register operand whose values are all TF32 numbers already (converted from
+// bfloat16, float16, ...: transform/analysis/exact_values.py): the mma takes its registers as
+// they are instead of rounding each one (to_tf32) every time it is read.
+struct tf32_exact_t { float value; };
+TL_DEVICE const tf32_exact_t* as_tf32_exact(const float* p) {
+  return reinterpret_cast<const tf32_exact_t*>(p);
+}
+
 namespace detail {
 
 template <typename T>
@@ -110,6 +118,8 @@ struct MmaTraits<float> {
     mma_m16n8k8_f32_tf32(d, a, b, d);
   }
 };
+template <>
+struct MmaTraits<tf32_exact_t> : MmaTraits<float> {};
 template <>
 struct MmaTraits<int8_t> {
   static constexpr int kK = 32;
@@ -163,8 +173,8 @@ TL_DEVICE uint32_t pack_elems(const T* p) {  // 4 bytes of consecutive elements
 }
 
 template <typename T>
-TL_DEVICE void to_tf32(uint32_t* r, int n) {
-  if constexpr (sizeof(T) == 4) {
+TL_DEVICE void to_tf32(uint32_t* r, int n) {  // float operands only (not tf32_exact_t)
+  if constexpr (is_same_v<T, float>) {
 #pragma unroll
     for (int i = 0; i < n; ++i) r[i] = float_to_tf32(__uint_as_float(r[i]));
   }

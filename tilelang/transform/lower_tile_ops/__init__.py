@@ -3,8 +3,9 @@
 
 Expects: layouts inferred, pipelining done, global→shared copies lowered. Guarantees: no
 Gemm, Reduce, CumSum or Print node and no reducer finalize marker remains (the copies of a
-register reducer are combined there: `ReduceLowering.combine_replicas`); new parallel loops carry a loop layout when they
-touch a fragment; a kernel with wgmma gemms binds their warpgroup index once, at its top.
+register reducer are combined there: `ReduceLowering.combine_replicas`); a float32 register
+operand holding TF32 numbers only (`analysis.exact_values`) reaches the mma unrounded; new
+parallel loops carry a loop layout when they touch a fragment; a kernel with wgmma gemms binds their warpgroup index once, at its top.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ...ir.visitor import Mutator
 from ...language.reducer import FINALIZE
 from .lower_reduce import ReduceLowering, copy_loop
 from ..analysis.scopes import SHARED
+from ..analysis.exact_values import tf32_exact_fragments
 from ..analysis.reductions import KIND
 
 VOID = ir.DType("void")
@@ -30,13 +32,25 @@ _extern = ir.extern_stmt
 
 
 class _Lower(InRoleGroups, Mutator):
-    def __init__(self, ctx):
+    def __init__(self, ctx, body):
         self.ctx = ctx
         self.reduce = ReduceLowering(ctx)
+        self.body = body
+        self._tf32_exact = None
+
+    def tf32_exact(self, g):
+        """The float32 fragments holding TF32 numbers only, where `g` reads one (computed
+        once per kernel, and only then)."""
+        if not any(r.buffer.scope == "local.fragment" and r.buffer.dtype.name == "float32"
+                   for r in (g.A, g.B)):
+            return frozenset()
+        if self._tf32_exact is None:
+            self._tf32_exact = tf32_exact_fragments(self.body)
+        return self._tf32_exact
 
     def visit_Gemm(self, g):
         backend = self.ctx.gemm_info[g.C.buffer][0]
-        return backend.lower_gemm(g, self.ctx)
+        return backend.lower_gemm(g, self.ctx, self.tf32_exact(g))
 
     def visit_Reduce(self, r):
         return self.reduce.lower(r)
@@ -99,7 +113,7 @@ def _barrier_init(kernel: ir.Kernel, ctx):
 
 
 def lower_tile_ops(kernel: ir.Kernel, ctx) -> ir.Kernel:
-    body = _Lower(ctx).visit(kernel.body)
+    body = _Lower(ctx, kernel.body).visit(kernel.body)
     init = _barrier_init(kernel, ctx)
     if init is not None:
         body = ir.Seq((init, body))
