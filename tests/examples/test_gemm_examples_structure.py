@@ -38,6 +38,12 @@ def test_bench_kernel_is_tma_fed_wgmma(stem):
     assert "setmaxnreg" in src  # warp-specialised: producer + consumer warpgroups
 
 
+def _indexes(tile, text):
+    """Whether `text` reads or writes an element of `tile`: `tile[i]`, or inside unrolled
+    loops `(tile + (rest))[unrolled]` (codegen/cuda.py)."""
+    return re.search(rf"\b{tile}\[|\({tile} \+ \(", text) is not None
+
+
 def test_register_dequant_expands_pairs_into_two_alternating_fragments():
     src = _bench_source("example_dequant_gemm_int4", "dequant_gemm_int4_rs")
     loop = src[[m.start() for m in re.finditer(r"for \(int ko? = 0;", src)][-1]:]  # consumers
@@ -48,7 +54,7 @@ def test_register_dequant_expands_pairs_into_two_alternating_fragments():
     assert all(g.endswith("-1>") for g in re.findall(r"tl::wgmma_gemm_rs<[^>]*>", loop))
     assert "*(tl::vec<half_t, 2>*)(W_local + " in loop
     assert "named_barrier_sync" not in loop.split("wgmma_wait_in_place<0>")[0]  # no barrier
-    assert "Scale[" not in loop and "S_shared[" in loop
+    assert "Scale[" not in loop and _indexes("S_shared", loop)
     # the previous stage goes back (from the second iteration on) only once the gemm reading
     # it is complete: the wait sits in the branch, before the arrival
     # (the codes are read from the stage with ordinary loads: a proxy fence follows them,
@@ -69,7 +75,7 @@ def test_dequant_expansion_is_vectorised_and_reads_scales_from_shared():
     loop = src[[m.start() for m in re.finditer(r"for \(int ko? = 0;", src)][-1]:]  # consumers
     assert re.search(r"tl::copy_vec<16>\(\(&B_shared\[", loop), "8 weights per 16-byte store"
     assert "Scale[" not in loop, "no global scale loads inside the K loop"
-    assert "S_shared[" in loop
+    assert _indexes("S_shared", loop)
     assert "tl::cast<half_t>" not in loop.split("wgmma")[0], "no int->half conversion"
 
 

@@ -3,7 +3,9 @@
 Expects an ELF64 little-endian cubin as NVRTC/ptxas write it. Guarantees:
 `resource_usage(cubin)` maps each kernel's symbol name to `(registers, frame_bytes)`, the same
 numbers the driver reports as CU_FUNC_ATTRIBUTE_NUM_REGS and _LOCAL_SIZE_BYTES (and cuobjdump
-as REG and LOCAL), so `kernel.n_regs` / `kernel.n_spills` work on a machine without a GPU.
+as REG and LOCAL), so `kernel.n_regs` / `kernel.n_spills` work on a machine without a GPU;
+`code_bytes(cubin)` maps each kernel to the size of its machine code (16 bytes an
+instruction on sm_70 and later), which tests compare between two ways of writing a kernel.
 
 The numbers live in the `.nv.info` section: a list of attributes, each
 `u8 format, u8 attribute, ...`; format 0x04 carries a u16 length and that many bytes, and
@@ -70,3 +72,9 @@ def resource_usage(cubin: bytes) -> dict[str, tuple[int, int]]:
             pos += 2 if fmt == _FORMAT_FLAG else 4
     return {symbols[s] if s < len(symbols) else str(s): (n, frame.get(s, 0))
             for s, n in regs.items()}
+
+
+def code_bytes(cubin: bytes) -> dict[str, int]:
+    """Bytes of machine code of each kernel (its `.text.<name>` section)."""
+    return {name[len(".text."):]: header[5] for name, header in _sections(cubin).items()
+            if name.startswith(".text.")}
