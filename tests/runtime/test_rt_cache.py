@@ -44,12 +44,13 @@ def test_key_changes_with_every_input(monkeypatch):
         "options": compile_cuda(src, "sm_80", options=["-DX=1"]).key,
         "fast_math": compile_cuda(src, "sm_80", fast_math=True).key,
     }
-    monkeypatch.setattr(tilelang, "__version__", "999.0")
-    keys["version"] = compile_cuda(src, "sm_80").key
-    monkeypatch.undo()
-    monkeypatch.setattr(cache, "headers_digest", lambda: "edited-headers")
-    keys["headers"] = compile_cuda(src, "sm_80").key
-    monkeypatch.undo()
+    # contexts of their own: undo() would also drop the autouse fixture's private cache
+    with monkeypatch.context() as m:
+        m.setattr(tilelang, "__version__", "999.0")
+        keys["version"] = compile_cuda(src, "sm_80").key
+    with monkeypatch.context() as m:
+        m.setattr(cache, "headers_digest", lambda: "edited-headers")
+        keys["headers"] = compile_cuda(src, "sm_80").key
     assert compile_cuda(src, "sm_80").key == base
     for what, k in keys.items():
         assert k != base, f"changing the {what} must change the cache key"
