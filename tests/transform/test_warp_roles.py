@@ -113,13 +113,16 @@ def test_builds(make, targets):
 
 
 def test_a_converting_copy_in_a_role_is_spread_over_the_roles_threads_in_vectors():
-    """bfloat16 rows copied into a float32 tile by a 64-thread role: each thread loads 8
-    elements at once (16 bytes) and converts them, one barrier before and after the copy,
-    none per element."""
+    """bfloat16 rows copied into a float32 tile by a 64-thread role: each thread loads 4
+    elements at once (8 bytes), converts them and stores them as one 16-byte vector next to
+    its neighbours' (16 bytes of the narrow type would make each thread's stores 32 bytes
+    and a warp's stores 32 bytes apart: bank conflicts), one barrier before and after the
+    copy, none per element."""
     src = tilelang.lower(R.two_sized_roles(3, 512, y_dtype="bfloat16"), target=SM90)
     role = _role_bodies(src)[(32, 64)]
     loop = role[role.index("for (int h0"):]
-    assert re.search(r"tl::copy_vec<16>\(\(&Y_vec\[0\]\), \(&Y\[", loop), loop
+    assert re.search(r"tl::copy_vec<8>\(\(&Y_vec\[0\]\), \(&Y\[", loop), loop
+    assert re.search(r"tl::copy_vec<float4>\(\(&ys\[vo \* 256 \+ tx \* 4", loop), loop
     assert loop.count("tl::named_barrier_sync(2, 64)") == 2, loop
     # converted two at a time (pair_conversions)
     assert "__bfloat1622float2(__halves2bfloat162(Y_vec[" in loop, loop

@@ -245,16 +245,26 @@ class KernelContext:
 
 def _vector_width(extents, body, num_threads: int = 1) -> int:
     """Elements per thread along the innermost dim: 16 bytes of the narrowest global/shared
-    element the loop touches (fewer where a vector call moves several per iteration),
-    limited by the innermost extent."""
+    element the loop touches, at most 16 bytes of the widest shared element it stores (fewer
+    where a vector call moves several per iteration), limited by the innermost extent."""
     from ..ir.visitor import collect
 
-    dtypes = [n.buffer.dtype for n in collect(body, lambda n: isinstance(
-        n, (ir.Load, ir.Store)) and n.buffer.scope in MEMORY)]
+    accesses = collect(body, lambda n: isinstance(n, (ir.Load, ir.Store))
+                       and n.buffer.scope in MEMORY)
+    dtypes = [n.buffer.dtype for n in accesses]
     if not dtypes or any(d.bits < 8 for d in dtypes):
         return 1  # packed sub-byte elements are accessed one at a time
     sizes = [d.bytes for d in dtypes]
     vec = 16 // min(sizes)
+    # a converting copy from global memory into a wider shared tile (bfloat16 rows into a
+    # float32 tile): 16 bytes of the narrow side would give each thread 32 bytes of the tile
+    # to store, and a warp's stores 32 bytes apart meet each bank several times (mHC pre's
+    # big fuse: 1.1M bank conflicts against the reference's 82K); 16 bytes of the tile a
+    # thread keep the warp's stores contiguous
+    stored = [n.buffer.dtype.bytes for n in accesses
+              if isinstance(n, ir.Store) and n.buffer.scope != "global"]
+    if stored:
+        vec = min(vec, max(1, 16 // max(stored)))
     # a vector call (T.atomic_addx4) already moves `lanes` elements per iteration: giving a
     # thread several consecutive iterations would only spread its 16-byte accesses apart
     for call in collect(body, lambda n: isinstance(n, ir.Call) and dict(n.attrs).get("lanes")):
