@@ -4,8 +4,8 @@ A float32 `T.gemm` computes in TF32 and rounds each float32 operand to it (`cvt.
 compare and one add per register, every time the operand is read). A fragment filled by
 converting bfloat16 (or float16, float8, a small integer) to float32 already holds TF32
 numbers, so the gemm may give its registers to the tensor cores as they are: the same result
-without the rounding (seed 000's bf16 -> tf32 operand, mHC pre's `x_frag`: 128 registers
-rounded per k-step for nothing).
+without the rounding (mHC pre's gemm, bfloat16 converted into a `T.tfloat32` fragment: 128
+registers rounded per k-step for nothing).
 
 The fact is about every value the fragment can hold: each store into it stores an exact value
 (a cast from a narrow type, an exact constant, a load of another such fragment, a choice
