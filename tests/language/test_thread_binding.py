@@ -119,7 +119,8 @@ def test_binding_loops_outside_a_kernel_are_the_launch():
 @requires_compiler
 def test_binding_loops_outside_a_kernel_build_for_sm90():
     src = tilelang.compile(tvm_style_launch(), target="cuda -arch=sm_90a").get_kernel_source()
-    assert "__launch_bounds__(8)" in src and "blockIdx.y" in src
+    # 8 threads a block (a grid of 3 x 5 blocks: one block an SM, `, 1`)
+    assert "__launch_bounds__(8, 1)" in src and "blockIdx.y" in src
 
 
 def test_binding_assignment_outside_a_kernel_is_an_error():
