@@ -13,11 +13,12 @@ SM90 = "cuda -arch=sm_90a"
 
 
 def _scale(min_blocks=None, blocks=256):
-    n = blocks * 128
+    """B = 2 A over `blocks` blocks of 128 threads (None: as many as a symbolic size needs)."""
+    n = T.dynamic("n") if blocks is None else blocks * 128
 
     @T.prim_func
     def f(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
-        with T.Kernel(blocks, threads=128) as bx:
+        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
             if min_blocks is not None:
                 T.annotate_min_blocks_per_sm(min_blocks)
             for i in T.Parallel(128):
@@ -45,15 +46,7 @@ def test_a_grid_within_the_sms_runs_one_block_a_sm():
 
 
 def test_a_grid_sized_at_launch_names_only_its_threads():
-    n = T.dynamic("n")
-
-    @T.prim_func
-    def f(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
-        with T.Kernel(T.ceildiv(n, 128), threads=128) as bx:
-            for i in T.Parallel(128):
-                B[bx * 128 + i] = A[bx * 128 + i] * 2.0
-
-    assert _bounds(tilelang.lower(f, target=SM90)) == "128"
+    assert _bounds(tilelang.lower(_scale(blocks=None), target=SM90)) == "128"
 
 
 def test_a_small_cp_async_pipeline_keeps_its_occupancy_bound():
