@@ -10,6 +10,7 @@ from ..env import env
 from ..ir import nodes as ir
 from ..ir.visitor import any_node
 from ..transform.analysis.alignment import vector_alignment
+from ..transform.analysis.device_facts import nominal_sm_count
 from ..transform.pass_config import PassConfigKey
 from .cuda import CudaPrinter, c_identifier, ctype
 from .launch import CudaModuleSource, KernelLaunch, signature_params
@@ -34,8 +35,6 @@ def _grid_within_sms(k: ir.Kernel, ctx) -> bool:
     85.6 -> 71.1 µs, 32 -> 142 registers; the split GQA decode's combine 3.8 -> 3.3). A
     pipeline has its loads in flight already; with the registers free, ptxas moved the
     pipelined GEMV's vector load of x after the stage refill (16.1 -> 16.8 µs)."""
-    from ..transform.analysis.device_facts import nominal_sm_count
-
     if any_node(k.body, lambda n: ir.is_extern_call(n) and n.args[0] == "tl::cp_async_commit"):
         return False
     blocks = 1
@@ -66,7 +65,7 @@ def render_kernel(name: str, k: ir.Kernel, ctx, params, symbols, workspaces, tma
     min_blocks = k.attr("min_blocks_per_sm")  # T.annotate_min_blocks_per_sm
     # (`__launch_bounds__(threads, 1)` on every kernel, as the reference writes them, was
     # timed on an H200: the dequantising GEMV 10.7 -> 10.5 µs, the fp4 Hopper GEMM 282.9 ->
-    # 285.2, the others unchanged; only warp-specialised kernels take it)
+    # 285.2, the others unchanged; warp-specialised kernels and small constant grids take it)
     one_block = k.attr("warp_specialized") or _grid_within_sms(k, ctx)
     bounds = f"{threads}, {min_blocks}" if min_blocks else \
         f"{threads}, 1" if one_block else f"{threads}"
