@@ -16,6 +16,7 @@ from ..arith import Analyzer
 from ..ir import nodes as ir
 from ..ir.dtype import PACKED_INTS, DType
 from ..ir.printer import Namer
+from ..ir.visitor import free_vars
 from .intrinsics import render_call
 
 # float4_e2m1fn: a struct in tl/common.cuh, read and written through tl::fp4_load / fp4_store
@@ -293,21 +294,20 @@ class CudaPrinter:
         b = e.buffer
         if b in self.scalar_buffers:
             return self.name(b)
-        idx = self.flat_index(b, e.indices)
         _not_packed_int(b)
         if b.dtype.base == _FP4:
             _scalar_packed_access(b, e.dtype)
-            return f"tl::fp4_load({self.name(b)}, {idx})"
+            return f"tl::fp4_load({self.name(b)}, {self.flat_index(b, e.indices)})"
         if e.dtype.lanes > 1:
             return f"(*({ctype(e.dtype)}*){self.element_address(b, e.indices)})"
-        return self.element(b, e.indices, idx)
+        return self.element(b, e.indices)
 
-    def element(self, b: ir.Buffer, indices, idx: str) -> str:
-        """`b[idx]`, or for a shared buffer indexed by unrolled loops `(b + rest)[unrolled]`
+    def element(self, b: ir.Buffer, indices) -> str:
+        """`b[index]`, or for a shared buffer indexed by unrolled loops `(b + rest)[unrolled]`
         (`_unrolled_split`)."""
         split = self._unrolled_split(b, indices)
         if split is None:
-            return f"{self.name(b)}[{idx}]"
+            return f"{self.name(b)}[{self.flat_index(b, indices)}]"
         rest, unrolled = split
         return f"({self.name(b)} + {rest})[{unrolled}]"
 
@@ -330,13 +330,15 @@ class CudaPrinter:
         immediate offset (mHC pre's 128 bfloat16 loads per stage: 224 fewer instructions)."""
         if not self.unrolled or b.scope not in ("shared", "shared.dyn"):
             return None
-        from ..ir.visitor import free_vars
-
-        rest, unrolled = [], []
+        rest, unrolled, varies = [], [], False
         for term in _summands(self._flat(b, indices)):
             names = free_vars(term)
-            (unrolled if all(v in self.unrolled for v in names) else rest).append(term)
-        if not rest or not any(free_vars(t) for t in unrolled):
+            if all(v in self.unrolled for v in names):
+                unrolled.append(term)
+                varies = varies or bool(names)
+            else:
+                rest.append(term)
+        if not rest or not varies:
             return None
         return (f"({self.expr(_sum(rest))})", self.expr(_sum(unrolled), _PREC["add"]))
 
@@ -388,17 +390,17 @@ class CudaPrinter:
         if b in self.scalar_buffers:
             self.emit(f"{self.name(b)} = {self.expr(s.value)};")
             return
-        idx = self.flat_index(b, s.indices)
         _not_packed_int(b)
         if b.dtype.base == _FP4:
             _scalar_packed_access(b, s.value.dtype)
-            self.emit(f"tl::fp4_store({self.name(b)}, {idx}, {self.expr(s.value)});")
+            self.emit(f"tl::fp4_store({self.name(b)}, {self.flat_index(b, s.indices)}, "
+                      f"{self.expr(s.value)});")
             return
         if s.value.dtype.lanes > 1:
             self.emit(f"*({ctype(s.value.dtype)}*){self.element_address(b, s.indices)} = "
                       f"{self.expr(s.value)};")
             return
-        self.emit(f"{self.element(b, s.indices, idx)} = {self.expr(s.value)};")
+        self.emit(f"{self.element(b, s.indices)} = {self.expr(s.value)};")
 
     def _declare(self, obj, print_binding):
         """Print a declaration of `obj` and what follows in its scope (`print_binding()`),

@@ -5,7 +5,8 @@ Expects: layouts inferred, pipelining done, global→shared copies lowered. Guar
 Gemm, Reduce, CumSum or Print node and no reducer finalize marker remains (the copies of a
 register reducer are combined there: `ReduceLowering.combine_replicas`); a float32 register
 operand holding TF32 numbers only (`analysis.exact_values`) reaches the mma unrounded; new
-parallel loops carry a loop layout when they touch a fragment; a kernel with wgmma gemms binds their warpgroup index once, at its top.
+parallel loops carry a loop layout when they touch a fragment; a kernel with wgmma gemms
+binds their warpgroup index once, at its top.
 """
 
 from __future__ import annotations
