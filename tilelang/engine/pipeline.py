@@ -131,18 +131,27 @@ def lower_kernel(func: ir.PrimFunc, kernel: ir.Kernel, index: int, target, confi
 
 
 def _fast_math_hint(kernel, ctx):
-    """A note when float32 exp/exp2 compile to the subnormal-safe library functions."""
-    from ..ir.visitor import collect
+    """A note when float32 exp/exp2 compile to the subnormal-safe library functions or float32
+    divisions to IEEE division, and what fast math would make of them."""
+    from ..ir.visitor import any_node, collect
 
     if ctx.flag(PassConfigKey.TL_ENABLE_FAST_MATH) and not ctx.flag(
             PassConfigKey.TL_DISABLE_FAST_MATH):
         return
     ops = sorted({c.op for c in collect(kernel.body, lambda n: isinstance(n, ir.Call) and n.op
                                         in ("exp", "exp2") and n.dtype.name == "float32")})
-    if ops:
-        ctx.note(f"{'/'.join(ops)} without fast math: accurate library calls (exp2f alone "
-                 "rescales results that would be subnormal: 4 instructions); pass_configs="
-                 "{'tl.enable_fast_math': True} makes exp2 one ex2.approx.ftz")
+    if not ops:
+        return  # a division alone is rarely where a kernel's time goes
+    divides = any_node(kernel.body, lambda n: isinstance(n, ir.Binary) and n.op == "div"
+                       and n.dtype.name == "float32")
+    division = (", and its float32 divisions IEEE-rounded (a reciprocal, its refinement and a "
+                "range check each)") if divides else ""
+    ctx.note(f"{'/'.join(ops)} without fast math: accurate library calls (exp2f alone rescales "
+             f"results that would be subnormal: 4 instructions){division}; pass_configs="
+             "{'tl.enable_fast_math': True} makes exp2 one ex2.approx.ftz"
+             + (" and a division approximate" if divides else "")
+             + " (FlashAttention as the reference's examples write it, on an H200: 0.93x -> "
+             "1.00x of SDPA)")
 
 
 def _env_dump() -> bool:
