@@ -4,13 +4,27 @@
 
     python benchmarks/compile_time.py [--runs 5] [--only aw_flash,gemm_sm90] [--modes cold,warm]
                                       [--sass] [--bytecode warm|none] [--pch on|off]
+                                      [--gc collect|leave] [--driver-cache off|on]
                                       [--clock wall|cpu] [--json out.json]
 
 Every number comes from fresh Python processes ("children", `--runs` of them per kernel and
 mode); medians are printed, in ms:
 
   import   `import tilelang` in the child.
-  cold     the child's first kernel with the disk cache off: `trace` (running the kernel
+  drv      the child initialising the CUDA driver (cuInit), before timing, where there is one:
+           on a machine with a GPU, NVRTC 13 goes through the driver and its first compile
+           in a process would otherwise pay the driver's start-up (about 0.2 s on the H200
+           machine), which a program running kernels pays anyway.
+  gc       the garbage collection the child owes once it has imported the program's module
+           (which imports torch): the first full collection after a big import walks the
+           whole heap (torch's: about 80 ms on a 2-core VM). It lands in whatever code
+           allocates next, the compiler's or the user's, so by default (`--gc collect`) the
+           child runs it before timing and reports its length here; `--gc leave` leaves it to
+           fall where it falls (in the first trace or lowering, usually).
+  cold     the child's first kernel with the disk caches off (tilelang's, and the CUDA
+           driver's: where a driver is installed NVRTC 13 keeps device code in the driver's
+           cache, ~/.nv/ComputeCache, and a later process compiling the same kernel skips
+           NVVM and ptxas; `--driver-cache on` leaves it on): `trace` (running the kernel
            builder: a `@tilelang.jit` factory's `get_tir`, a `@T.prim_func`, a lazy kernel's
            `get_tir`) plus `tilelang.compile(func, target=...)`, split into lowering (the
            Python passes and code generation), NVRTC (includes loading NVRTC: the first use
@@ -49,6 +63,7 @@ one stage with 128 threads); `lazy_gemm` is a GEMM in the lazy-JIT style (`T.con
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -166,7 +181,7 @@ def _lazy_gemm():
 
 # ---- children: one fresh process each --------------------------------------------------------
 
-def child(name: str, mode: str, again: int) -> dict:
+def child(name: str, mode: str, again: int, collect: bool = True) -> dict:
     if mode == "imports":  # fill the private pycache: the modules every kernel needs
         import tilelang.codegen.module  # noqa: F401
         import tilelang.engine.pipeline  # noqa: F401
@@ -183,6 +198,13 @@ def child(name: str, mode: str, again: int) -> dict:
 
     import_s = time.perf_counter() - t0
     kernel_module(name)
+    t0 = time.perf_counter()
+    _init_driver()
+    drv_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if collect:
+        gc.collect()
+    gc_s = time.perf_counter() - t0
     target = KERNELS[name][1]
     rows = []
     for _ in range(1 + (again if mode == "cold" else 1 if mode == "warm" else 0)):
@@ -201,17 +223,27 @@ def child(name: str, mode: str, again: int) -> dict:
                      "nvrtc": 0.0 if program_hit else a.compiled.seconds,
                      "program_hit": program_hit,
                      "trace_cpu": c1 - c0, "compile_cpu": c2 - c1})
-    out = {"import": import_s, "first": rows[0], "again": rows[1:]}
+    out = {"import": import_s, "drv": drv_s, "gc": gc_s, "first": rows[0], "again": rows[1:]}
     if mode == "cold":
         out.update(compiler=a.compiled.compiler, options=list(a.compiled.options),
                    source=a.source, arch=a.compiled.arch, cubin=a.compiled.cubin.hex())
     return out
 
 
+def _init_driver():
+    """cuInit where a CUDA driver and a GPU are present (not timed: see `drv`)."""
+    from tilelang.runtime import driver
+
+    try:
+        driver.lib()
+    except Exception:
+        pass  # no driver or no GPU: NVRTC does not start one either
+
+
 # ---- parent -----------------------------------------------------------------------------------
 
 def run_child(name: str, mode: str, again: int, pycache: str, write: bool,
-              cache_dir: str, pch: bool = True) -> dict:
+              cache_dir: str, pch: bool = True, collect: bool = True) -> dict:
     env = dict(os.environ)
     if not pch:
         env["TILELANG_NVRTC_PCH"] = "0"
@@ -223,7 +255,7 @@ def run_child(name: str, mode: str, again: int, pycache: str, write: bool,
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     p = subprocess.run([sys.executable, __file__, "--child", name, "--mode", mode,
-                        "--again", str(again)],
+                        "--again", str(again), "--gc", "collect" if collect else "leave"],
                        capture_output=True, text=True, env=env, cwd=str(ROOT))
     if p.returncode != 0:
         raise RuntimeError(f"{name} ({mode}): child failed\n{p.stdout}\n{p.stderr}")
@@ -347,14 +379,22 @@ def main(argv=None):
     ap.add_argument("--pch", choices=("on", "off"), default="on",
                     help="NVRTC precompiled headers within a process (runtime/pch.py): on "
                          "(default) or off (TILELANG_NVRTC_PCH=0 in the children)")
+    ap.add_argument("--gc", choices=("collect", "leave"), default="collect",
+                    help="the child collects the garbage its imports left before timing "
+                         "(default; the `gc` column says how long that took) or leaves it")
+    ap.add_argument("--driver-cache", choices=("off", "on"), default="off",
+                    help="compile with the CUDA driver's device-code cache off "
+                         "(CUDA_CACHE_DISABLE=1, default) or on")
     ap.add_argument("--json", default="")
     ap.add_argument("--child", default="")
     ap.add_argument("--mode", default="cold")
     ap.add_argument("--again", type=int, default=3)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.mode, args.again)))
+        print(json.dumps(child(args.child, args.mode, args.again, args.gc == "collect")))
         return 0
+    if args.driver_cache == "off":  # read when the driver starts: this process's (phases)
+        os.environ["CUDA_CACHE_DISABLE"] = "1"  # and the children's
     names = [n for n in KERNELS if not args.only or n in args.only.split(",")]
     modes = args.modes.split(",")
     pycache = tempfile.mkdtemp(prefix="tl-pycache-")
@@ -366,13 +406,15 @@ def main(argv=None):
         run_child(",".join(names), "imports", 0, pycache, True, os.path.join(cache_root, "fill"))
     print(f"{machine()}\nNVRTC {_nvrtc_version()}; bytecode: {args.bytecode}; "
           f"medians of {args.runs} processes; ms ({args.clock} clock); NVRTC precompiled "
-          f"headers {args.pch}")
-    print(f"{'kernel':16s} {'import':>6s} | {'cold':>6s} {'trace':>5s} {'lower':>6s} "
+          f"headers {args.pch}; garbage collected before timing: {args.gc == 'collect'}; "
+          f"driver's device-code cache: {args.driver_cache}")
+    print(f"{'kernel':16s} {'import':>6s} {'drv':>4s} {'gc':>4s} | {'cold':>6s} {'trace':>5s} {'lower':>6s} "
           f"{'nvrtc':>6s} {'rest':>5s} {'again':>6s} | {'front':>5s} {'NVVM':>5s} "
           f"{'ptxas':>5s} | {'warm':>5s} {'trace':>5s} {'load':>5s} {'next':>5s}")
     report = {}
     cpu = args.clock == "cpu"
     use_pch = args.pch == "on"
+    collect = args.gc == "collect"
 
     def med(rows, key):
         if cpu and key in ("trace", "compile"):
@@ -384,7 +426,7 @@ def main(argv=None):
         cells = {}
         if "cold" in modes:
             kids = [run_child(name, "cold", args.runs if i == 0 else 0, pycache, warm_bc,
-                              os.path.join(cache_root, "off"), use_pch)
+                              os.path.join(cache_root, "off"), use_pch, collect)
                     for i in range(args.runs)]
             first = [k["first"] for k in kids]
             again = kids[0]["again"]
@@ -398,8 +440,11 @@ def main(argv=None):
                        cold_rest_ms=rest,
                        again_ms=med(again, "compile") if again else None,
                        import_ms=statistics.median(k["import"] for k in kids) * 1e3,
+                       gc_ms=statistics.median(k["gc"] for k in kids) * 1e3,
+                       drv_ms=statistics.median(k["drv"] for k in kids) * 1e3,
                        phases_ms=ph, source_lines=kids[0]["source"].count("\n"))
-            cells.update(import_=row["import_ms"], cold=trace + comp, trace=trace, lower=lower,
+            cells.update(import_=row["import_ms"], gc=row["gc_ms"], drv=row["drv_ms"],
+                         cold=trace + comp, trace=trace, lower=lower,
                          nvrtc=nvrtc, rest=rest,
                          again=row["again_ms"] or float("nan"), front=ph["front end"],
                          nvvm=ph["NVVM"], ptxas=ph["ptxas"])
@@ -408,7 +453,8 @@ def main(argv=None):
         if "warm" in modes:
             d = os.path.join(cache_root, name)
             run_child(name, "fill", 0, pycache, warm_bc, d)
-            kids = [run_child(name, "warm", 0, pycache, warm_bc, d) for _ in range(args.runs)]
+            kids = [run_child(name, "warm", 0, pycache, warm_bc, d, use_pch, collect)
+                    for _ in range(args.runs)]
             first = [k["first"] for k in kids]
             w_trace, w_load = med(first, "trace"), med(first, "compile")
             nxt = [k["again"][0] for k in kids]
@@ -418,10 +464,14 @@ def main(argv=None):
                        warm_program_hit=all(r["program_hit"] for r in first + nxt))
             row.setdefault("import_ms", statistics.median(k["import"] for k in kids) * 1e3)
             cells.update(warm=w_trace + w_load, w_trace=w_trace, w_load=w_load, w_next=w_next)
+            row.setdefault("gc_ms", statistics.median(k["gc"] for k in kids) * 1e3)
+            row.setdefault("drv_ms", statistics.median(k["drv"] for k in kids) * 1e3)
+            cells.setdefault("drv", row["drv_ms"])
             cells.setdefault("import_", row["import_ms"])
+            cells.setdefault("gc", row["gc_ms"])
         nan = float("nan")
         c = lambda k: cells.get(k, nan)  # noqa: E731
-        print(f"{name:16s} {c('import_'):6.0f} | {c('cold'):6.0f} {c('trace'):5.0f} "
+        print(f"{name:16s} {c('import_'):6.0f} {c('drv'):4.0f} {c('gc'):4.0f} | {c('cold'):6.0f} {c('trace'):5.0f} "
               f"{c('lower'):6.0f} {c('nvrtc'):6.0f} {c('rest'):5.0f} {c('again'):6.0f} | "
               f"{c('front'):5.0f} {c('nvvm'):5.0f} {c('ptxas'):5.0f} | {c('warm'):5.1f} "
               f"{c('w_trace'):5.1f} {c('w_load'):5.1f} {c('w_next'):5.1f}"
@@ -439,7 +489,8 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": machine(), "nvrtc": _nvrtc_version(), "clock": args.clock,
-                       "pch": args.pch, "kernels": report},
+                       "pch": args.pch, "gc": args.gc, "driver_cache": args.driver_cache,
+                       "kernels": report},
                       f, indent=1)
     return 0
 
