@@ -43,8 +43,10 @@ def main():
     ap.add_argument("--compile-only", metavar="ARCH")
     ap.add_argument("--size", type=int, default=4096)
     args = ap.parse_args()
-    # empty kernel and tuning caches: every config is compiled in this run
+    # empty kernel and tuning caches: every config is compiled in this run; and the CUDA
+    # driver's cache off, where NVRTC would otherwise find the device code of an earlier run
     os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="tl_autotune_bench_")
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
     import torch
 
     import tilelang
