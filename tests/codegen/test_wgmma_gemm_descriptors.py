@@ -84,7 +84,7 @@ def test_the_experiment_switch_defines_the_macro(monkeypatch):
     assert "TL_WGMMA_SHARED_DESC" not in tilelang.lower(score_stages(), target="cuda -arch=sm_90a")
     monkeypatch.setenv("TL_EXPERIMENT", "shared_wgmma_desc")
     src = tilelang.lower(score_stages(), target="cuda -arch=sm_90a")
-    assert src.index("#define TL_WGMMA_SHARED_DESC") < src.index('#include "tl/core.cuh"')
+    assert src.index("#define TL_WGMMA_SHARED_DESC") < src.index('#include "tl/common.cuh"')
 
 
 def test_interpreter():
