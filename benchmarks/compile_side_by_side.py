@@ -4,7 +4,8 @@ each in fresh processes, on one machine (needs a GPU: the reference compiles onl
     python benchmarks/compile_side_by_side.py --reference /tmp/tlsite [--runs 3]
                                               [--only aw_gemm,aw_flash]
 
-The programs are benchmarks/as_written.py's (written with the API both share). Each child
+The programs are benchmarks/compile_time.py's `aw_*` ones: benchmarks/as_written.py's programs,
+written with the API both share. Each child
 imports `tilelang` (ours, or the reference with PYTHONPATH=REFERENCE), imports the program's
 module and torch, starts the CUDA driver and collects garbage (not timed: a program that runs
 kernels pays both anyway), then times tracing the program and `tilelang.compile(func,
@@ -27,14 +28,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-PROGRAMS = {  # name: builder over benchmarks/as_written.py
-    "aw_gemm": lambda m: m.gemm(4096, 4096, 4096, 128, 128, 32, 3, 128),
-    "aw_linear": lambda m: m.linear_bias(1024, 1024, 1024, 64, 64, 32, 2, 128),
-    "aw_flash": lambda m: m.flash_fwd(8, 32, 4096, 128, False, 128, 128, 2, 256),
-    "aw_flash_causal": lambda m: m.flash_fwd(8, 32, 4096, 128, True, 128, 128, 2, 256),
-}
-
-
 def child(name: str) -> dict:
     import gc
     import time
@@ -47,13 +40,14 @@ def child(name: str) -> dict:
     if hasattr(tilelang, "disable_cache"):
         tilelang.disable_cache()
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import as_written
+    import compile_time  # after tilelang: it puts this project on sys.path
     import torch
 
+    compile_time.kernel_module(name)
     torch.zeros(1, device="cuda")  # the driver and a context: not the compiler's cost
     gc.collect()  # the collection torch's import left owing
     t0 = time.perf_counter()
-    func = PROGRAMS[name](as_written)
+    func, _ = compile_time.program(name)
     t1 = time.perf_counter()
     tilelang.compile(func, target="cuda")
     t2 = time.perf_counter()
@@ -77,7 +71,8 @@ def main(argv=None):
     ap.add_argument("--reference", required=False, default="",
                     help="directory whose `tilelang` is the reference (e.g. /tmp/tlsite)")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", default="aw_gemm,aw_flash")
+    ap.add_argument("--only", default="aw_gemm,aw_flash",
+                    help="comma-separated; any of compile_time.py's aw_* kernels")
     ap.add_argument("--child", default="")
     args = ap.parse_args(argv)
     if args.child:
@@ -87,6 +82,8 @@ def main(argv=None):
         ap.error("--reference DIR is required")
     impls = {"ours": str(ROOT), "reference": os.path.abspath(args.reference)}
     names = args.only.split(",")
+    if any(not n.startswith("aw_") for n in names):
+        ap.error("--only: the aw_* kernels of compile_time.py (programs both implementations run)")
     caches = {k: tempfile.mkdtemp(prefix=f"tl-side-{k}-") for k in impls}
     for name in names:  # fill each implementation's bytecode cache
         for impl, path in impls.items():
