@@ -1,5 +1,5 @@
 """Generated kernels include tl/common.cuh and only the headers of the device library whose names
-their code uses (codegen/module.py `library_includes`): NVRTC parses what a kernel needs, not the
+their code uses (codegen/library.py `library_includes`): NVRTC parses what a kernel needs, not the
 whole library."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang.codegen.module import library_headers, library_includes
+from tilelang.codegen import library
+from tilelang.codegen.library import library_headers, library_includes
 from tilelang.runtime import compile_cuda
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
@@ -70,6 +71,34 @@ def test_a_name_in_a_longer_identifier_or_another_namespace_is_not_a_use():
     assert includes("x = tl::exp2_table[i]; y = ::exp2f(z); w = std::max(a, b);") == [COMMON]
 
 
+def test_the_name_table_is_what_the_headers_define():
+    """codegen/library_names.py is regenerated whenever a header changes (`python -m
+    tilelang.codegen.library`)."""
+    from tilelang.codegen import library_names
+
+    assert library_names.SIZES == library.header_sizes()
+    assert library_names.HEADERS == library.read_headers()
+    assert library.main(["--check"]) == 0
+
+
+def test_a_header_edited_since_the_table_was_made_is_read_again(monkeypatch):
+    """Where a header's size differs from the table's (an edit in a checkout), the names come
+    from the headers, not from the table."""
+    fresh = (("tl/math.cuh", ("only_in_the_edited_header",), ()),)
+    monkeypatch.setattr(library, "read_headers", lambda: fresh)
+    library_headers.cache_clear()
+    try:
+        assert includes("tl::exp2(x);") == [COMMON, '#include "tl/math.cuh"']  # the table
+        sizes = library.header_sizes()
+        sizes["tl/math.cuh"] += 1
+        monkeypatch.setattr(library, "header_sizes", lambda: sizes)
+        library_headers.cache_clear()
+        assert includes("tl::exp2(x);") == [COMMON]
+        assert includes("tl::only_in_the_edited_header(x);") == [COMMON, '#include "tl/math.cuh"']
+    finally:
+        library_headers.cache_clear()
+
+
 def test_headers_mark_where_namespace_tl_ends():
     """The name reader tells names inside `namespace tl` from those outside by these lines."""
     for path in sorted((Path(tilelang.__file__).parent / "include" / "tl").glob("*.cuh")):
@@ -82,7 +111,7 @@ def test_headers_mark_where_namespace_tl_ends():
 def test_every_header_of_the_library_has_names():
     text = (Path(tilelang.__file__).parent / "include" / "tl.cuh").read_text()
     listed = [line.split('"')[1] for line in text.splitlines() if line.startswith("#include")]
-    assert [h for h, _ in library_headers()] == listed[1:]
+    assert [h for h, *_ in library_headers()] == listed[1:]
 
 
 @requires_compiler
@@ -92,7 +121,7 @@ def test_each_header_compiles_after_common_alone(arch):
     on (the gemm and tile-copy headers codegen adds by feature too)."""
     extra = ["gemm_sm80", "gemm_sp_sm80", "gemm_sm90", "tile_copy"]
     body = '\nextern "C" __global__ void k(float* x) { x[threadIdx.x] = tl::cast<float>(x[0]); }\n'
-    for header in [h for h, _ in library_headers()] + [f"tl/{h}.cuh" for h in extra]:
+    for header in [h for h, *_ in library_headers()] + [f"tl/{h}.cuh" for h in extra]:
         compile_cuda(f'{COMMON}\n#include "{header}"{body}', arch, compiler=compilers()[0],
                      use_cache=False)
 

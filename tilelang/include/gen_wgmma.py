@@ -3,6 +3,7 @@ wrapper per wgmma.mma_async shape N (8..256, step 8) from a table of operand typ
 
     python tilelang/include/gen_wgmma.py            # rewrite the headers
     python tilelang/include/gen_wgmma.py --check    # exit 1 if they are out of date
+    python -m tilelang.codegen.library              # then renew the table of header names
 
 Every wrapper is `template <imm args> TL_DEVICE void wgmma_m64n<N>k<K>_<ss|rs>_<acc>_<ab>(...)`
 and a dispatcher `tl::wgmma_ss<N, AB, ...>` / `tl::wgmma_rs<N, AB, ...>` picks one at compile

@@ -1,6 +1,7 @@
 // tl.cuh — the whole TileLang device library. Hand-written CUDA includes this one file;
 // generated kernels include tl/common.cuh and only the headers below whose names their code
-// uses (codegen/module.py reads this list).
+// uses (codegen/library.py reads this list; after editing a header, run
+// `python -m tilelang.codegen.library` to renew the table of names it keeps).
 //
 // Each header is small, documents its API at the top and includes what it builds on; sm_90-only
 // parts are defined only when compiling for sm_90 (TMA, mbarrier tx, stmatrix, clusters) or
