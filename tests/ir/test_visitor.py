@@ -106,6 +106,78 @@ def test_visitor_dispatches_by_class_name_and_descends_with_generic():
     assert seen == ["pipelined", "serial", "if", "parallel", "parallel"]
 
 
+class DoubleStoredValues(Mutator):
+    """Acts on statements alone: its walks pass expressions by as leaves."""
+
+    def visit_Store(self, node):
+        return ir.Store(node.buffer, node.indices, node.value * 2)
+
+
+def test_a_walk_acting_on_statements_alone_passes_expressions_by():
+    from tilelang.ir import visitor
+
+    entered = []
+
+    class Counting(DoubleStoredValues):
+        pass
+
+    real_generic = Mutator.generic
+
+    def counting_generic(self, node):
+        entered.append(node)
+        return real_generic(self, node)
+
+    f = sample_func()
+    Mutator.generic = counting_generic
+    try:
+        g = Counting().visit(f)
+    finally:
+        Mutator.generic = real_generic
+    assert entered and not any(isinstance(n, ir.Expr) for n in entered)
+    stores = collect(g.body, lambda n: isinstance(n, ir.Store))
+    assert stores and all(isinstance(s.value, ir.Binary) for s in stores)
+    # every statement is still reached, however deep (the stores under For / If / While)
+    assert len(stores) == len(collect(f.body, lambda n: isinstance(n, ir.Store)))
+    assert visitor.Mutator._statements_only() and Counting._statements_only()
+
+
+def test_a_walk_that_acts_on_expressions_or_every_node_enters_them():
+    class OnLoads(DoubleStoredValues):
+        def visit_Load(self, node):
+            return node
+
+    class OnBuffers(Visitor):
+        def visit_Buffer(self, node):
+            pass
+
+    class EveryNode(Visitor):
+        def visit(self, node):
+            return Visitor.visit(self, node)
+
+    class OwnGeneric(Mutator):
+        def generic(self, node):
+            return Mutator.generic(self, node)
+
+    class OwnLeaf(Visitor):
+        def leaf(self, node):
+            pass
+
+    class OnRegions(Visitor):
+        def visit_BufferRegion(self, node):
+            pass
+
+    for cls in (OnLoads, OnBuffers, EveryNode, OwnGeneric, OwnLeaf, OnRegions):
+        assert not cls._statements_only(), cls.__name__
+    loads = []
+
+    class FindLoads(Visitor):
+        def visit_Load(self, node):
+            loads.append(node)
+
+    FindLoads().visit(sample_func())
+    assert loads
+
+
 def test_collect_is_preorder_left_to_right_and_any_node_short_circuits():
     x, y = ir.Var("x"), ir.Var("y")
     e = (x + y) * (y - x)

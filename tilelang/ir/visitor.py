@@ -84,7 +84,8 @@ class _Dispatch:
 
     @classmethod
     def _resolve(cls, node_cls):
-        if issubclass(node_cls, _LEAVES):
+        if issubclass(node_cls, _LEAVES) or \
+                (issubclass(node_cls, ir.Expr) and cls._statements_only()):
             fn = cls.leaf
         else:
             # a node class derived from another (GemmSp from Gemm) takes the base's method
@@ -95,13 +96,35 @@ class _Dispatch:
         cls._methods[node_cls] = fn
         return fn
 
+    @classmethod
+    def _statements_only(cls) -> bool:
+        """Whether the class acts on statements alone: it defines `visit_<Class>` only for
+        statement classes and keeps the base `visit`, `generic` and `leaf`. Its walks then
+        treat an expression as a leaf: expressions hold no statements (ir/nodes.py), so walking
+        one would change and find nothing. Most passes' walks are such, and expressions are
+        most of the IR's nodes."""
+        known = cls.__dict__.get("_stmt_only")
+        if known is None:
+            base = next(b for b in cls.__mro__ if b.__dict__.get("_walk_base"))
+            own = {n for k in cls.__mro__[:cls.__mro__.index(base)] for n in vars(k)}
+            targets = [getattr(ir, n[len("visit_"):], None) for n in own
+                       if n.startswith("visit_")]
+            known = cls._direct and \
+                all(getattr(cls, m) is getattr(base, m) for m in ("visit", "generic", "leaf")) \
+                and all(isinstance(t, type) and issubclass(t, ir.Stmt) for t in targets)
+            cls._stmt_only = known
+        return known
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._methods = {}
+        cls._stmt_only = None
 
 
 class Visitor(_Dispatch):
     """Read-only walk. Override `visit_<Class>`; call `self.generic(node)` to descend."""
+
+    _walk_base = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -145,6 +168,8 @@ class LocatedVisitor(Visitor):
     """A Visitor that keeps `self.loc`: the source location of the innermost statement being
     visited that has one (for located errors)."""
 
+    _walk_base = True
+
     loc = None
     # only statements move `loc`: they (and the tuples holding them) go through visit(),
     # everything else straight to its method
@@ -166,6 +191,8 @@ class LocatedVisitor(Visitor):
 
 class Mutator(_Dispatch):
     """Rebuilding walk. Override `visit_<Class>` returning a replacement node."""
+
+    _walk_base = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
