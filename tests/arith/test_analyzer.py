@@ -86,6 +86,28 @@ def test_scope_restores_ranges():
     assert a.const_int_bound(j) == (None, None)
 
 
+def test_a_scope_that_only_adds_variables_drops_them_and_what_was_learnt_about_them():
+    i, j, k = vars_("i", "j", "k")
+    a = Analyzer()
+    a.bind(i, 0, 8)
+    assert str(a.simplify(i // 8)) == "0"
+    with a.scope():
+        a.bind(j, 0, 4)
+        a.bind(k, 0, 2)
+        assert a.prove(i * 4 + j < 32)
+        assert str(a.simplify(j // 4 + k // 2)) == "0"
+    assert a.const_int_bound(j) == (None, None) and a.const_int_bound(k) == (None, None)
+    assert not a.prove(i * 4 + j < 32)
+    assert str(a.simplify(j // 4)) != "0"
+    assert str(a.simplify(i // 8)) == "0"  # the outer range still holds
+    with a.scope():
+        a.bind(j, 0, 2)  # never looked at inside: what was cached outside is kept
+        assert str(a.simplify(i // 8)) == "0"
+    assert a.const_int_bound(j) == (None, None)
+    assert not a.prove(j < 2)
+    assert a.const_int_bound(i) == (0, 7)
+
+
 def test_prove():
     i, j, n = vars_("i", "j", "n")
     a = Analyzer()

@@ -112,10 +112,31 @@ class Analyzer:
             yield self
         finally:
             self._facts = saved_facts
-            if len(saved) != len(self._ranges) or any(self._ranges.get(v) is not r
-                                                       for v, r in saved.items()):
-                self._ranges = saved
-                self._rebuild()
+            self._leave(saved)
+
+    def _leave(self, saved: dict):
+        """Go back to the ranges `saved`. When the scope only added variables (a loop's own),
+        they are dropped one by one: the other variables' bounds were computed without them,
+        and the cached results stay valid unless one looked at a dropped variable's range
+        (every such question goes through its atom's entry in `_abound`, see `_install`).
+        Anything else (a variable rebound or unbound inside) rebuilds everything."""
+        ranges = self._ranges
+        if len(ranges) == len(saved) and all(ranges.get(v) is r for v, r in saved.items()):
+            return
+        if len(ranges) < len(saved) or self._gen != A.GENERATION[0] or \
+                any(ranges.get(v) is not r for v, r in saved.items()):
+            self._ranges = saved
+            self._rebuild()
+            return
+        looked_at = False
+        for var in [v for v in ranges if v not in saved]:
+            aid = A.var_atom(var).id
+            looked_at = looked_at or aid in self._abound
+            self._vb.pop(aid, None)
+            self._sym.pop(aid, None)
+        self._ranges = saved
+        if looked_at:
+            self._clear()
 
     def _clear(self):
         self._smemo.clear()
