@@ -923,14 +923,12 @@ def _fold_binary(op, a, b, dtype):
 
 def binary(op: str, a, b) -> Expr:
     """Build an arithmetic node with reference typing; folds constants."""
-    a_lit, b_lit = _is_literal(a), _is_literal(b)
-    ea, eb = as_expr(a), as_expr(b)
-    if op in ("min", "max") and a_lit and not b_lit:
-        dt = eb.dtype if not (isinstance(a, float) and eb.dtype.is_int) else FLOAT32
-    elif op in ("min", "max") and b_lit and not a_lit:
-        dt = ea.dtype if not (isinstance(b, float) and ea.dtype.is_int) else FLOAT32
+    if isinstance(a, Expr) and isinstance(b, Expr) and a.dtype is b.dtype:
+        # two expressions of one type (most index arithmetic the passes build): no literal
+        # to type, nothing to promote or cast
+        ea, eb, dt = a, b, a.dtype
     else:
-        dt = promote(ea.dtype, eb.dtype)
+        ea, eb, dt = _typed_operands(op, a, b)
     if op == "div" and dt.is_int:
         raise TypeError(
             "`/` between two integer kernel values is ambiguous; use `//` (floor division), "
@@ -944,7 +942,8 @@ def binary(op: str, a, b) -> Expr:
         pass
     elif dt.is_bool:
         dt = INT32
-    ea, eb = cast_to(ea, dt), cast_to(eb, dt)
+    if ea.dtype is not dt or eb.dtype is not dt:
+        ea, eb = cast_to(ea, dt), cast_to(eb, dt)
     if isinstance(ea, Const) and isinstance(eb, Const):
         folded = _fold_binary(op, ea.value, eb.value, dt)
         if folded is not None:
@@ -969,6 +968,21 @@ def binary(op: str, a, b) -> Expr:
     elif op in ("floormod", "truncmod") and _is_one(eb) and dt.is_int:
         return const(0, dt)
     return Binary(op, ea, eb, dt)
+
+
+def _typed_operands(op: str, a, b) -> tuple:
+    """(a as an expression, b as one, their common type) by the reference's rules: a Python
+    literal next to an expression takes the expression's type (a float literal next to an
+    integer makes min / max float32)."""
+    a_lit, b_lit = _is_literal(a), _is_literal(b)
+    ea, eb = as_expr(a), as_expr(b)
+    if op in ("min", "max") and a_lit and not b_lit:
+        dt = eb.dtype if not (isinstance(a, float) and eb.dtype.is_int) else FLOAT32
+    elif op in ("min", "max") and b_lit and not a_lit:
+        dt = ea.dtype if not (isinstance(b, float) and ea.dtype.is_int) else FLOAT32
+    else:
+        dt = promote(ea.dtype, eb.dtype)
+    return ea, eb, dt
 
 
 def _is_zero(e) -> bool:
