@@ -923,10 +923,16 @@ def _fold_binary(op, a, b, dtype):
 
 def binary(op: str, a, b) -> Expr:
     """Build an arithmetic node with reference typing; folds constants."""
+    # the common cases of the index arithmetic passes build, typed directly: two expressions
+    # of one type, or an int32 expression and a Python int that int32 holds
     if isinstance(a, Expr) and isinstance(b, Expr) and a.dtype is b.dtype:
-        # two expressions of one type (most index arithmetic the passes build): no literal
-        # to type, nothing to promote or cast
         ea, eb, dt = a, b, a.dtype
+    elif type(b) is int and isinstance(a, Expr) and a.dtype is INT32 and \
+            _INT32_MIN <= b <= _INT32_MAX:
+        ea, eb, dt = a, Const(b, INT32), INT32
+    elif type(a) is int and isinstance(b, Expr) and b.dtype is INT32 and \
+            _INT32_MIN <= a <= _INT32_MAX:
+        ea, eb, dt = Const(a, INT32), b, INT32
     else:
         ea, eb, dt = _typed_operands(op, a, b)
     if op == "div" and dt.is_int:
@@ -968,6 +974,9 @@ def binary(op: str, a, b) -> Expr:
     elif op in ("floormod", "truncmod") and _is_one(eb) and dt.is_int:
         return const(0, dt)
     return Binary(op, ea, eb, dt)
+
+
+_INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 
 
 def _typed_operands(op: str, a, b) -> tuple:
