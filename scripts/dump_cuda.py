@@ -2,6 +2,7 @@
 build, for sm_90a, without a GPU and without compiling it; compare two dumps.
 
     python scripts/dump_cuda.py dump OUT_DIR [--arch sm_90a] [--only SUBSTR,...] [--skip-fuzz]
+                                             [--random-fuzz N]
     python scripts/dump_cuda.py diff BEFORE_DIR AFTER_DIR
 
 What is dumped:
@@ -18,7 +19,8 @@ What is dumped:
     `FUZZ_PER_FAMILY` seeds of every family, the fragments sample of
     tests/testing/test_fuzz_fragments.py, and the varied-config cases of
     tests/testing/test_fuzz_configs.py compiled with their drawn pass configs (a rejection is
-    dumped as its error message).
+    dumped as its error message); with `--random-fuzz N`, N more seeds from 900,000 (family
+    and pass configs drawn from the seed).
 
 A change to the compiler that is meant to leave the generated code alone (compile-time work,
 refactoring) must leave `diff` empty. Tests that fail in the dry run (a value read from a meta
@@ -139,6 +141,7 @@ def dump_tests(out: Path, arch: str, only) -> int:
 
 FUZZ_PER_FAMILY = 16
 FUZZ_ARCHS = ("sm_80", "sm_90a")
+RANDOM_FUZZ_START = 900_000  # `--random-fuzz N`: seeds no test uses
 FUZZ_DIR = re.compile(r"\S*/(fuzz_\w+\.py)")
 
 
@@ -152,8 +155,9 @@ def _test_module(relpath: str):
     return mod
 
 
-def fuzz_cases() -> list:
-    """(family or None, seed, pass configs) of every checked-in fuzz seed, without repeats."""
+def fuzz_cases(random: int = 0) -> list:
+    """(family or None, seed, pass configs) of every checked-in fuzz seed, without repeats,
+    and `random` more seeds from RANDOM_FUZZ_START, each with its own drawn pass configs."""
     from tilelang.testing import fuzz
 
     cuda = _test_module("tests/reliability/test_fuzz_cuda.py")
@@ -165,6 +169,8 @@ def fuzz_cases() -> list:
     cases += [(f, s, None) for f in fuzz.FAMILIES for s in range(FUZZ_PER_FAMILY)]
     cases += [("fragments", s, None) for s in frags.SAMPLE]
     cases += [(f, s, fuzz.pass_configs_for(s)) for f, s in configs.VARIED_CASES]
+    cases += [(None, s, fuzz.pass_configs_for(s))
+              for s in range(RANDOM_FUZZ_START, RANDOM_FUZZ_START + random)]
     seen, out = set(), []
     for c in cases:
         key = (c[0], c[1], repr(sorted((c[2] or {}).items())))
@@ -174,12 +180,12 @@ def fuzz_cases() -> list:
     return out
 
 
-def dump_fuzz(out: Path, only) -> int:
+def dump_fuzz(out: Path, only, random: int = 0) -> int:
     import tilelang
     from tilelang.testing import fuzz
 
     count = 0
-    for family, seed, configs in fuzz_cases():
+    for family, seed, configs in fuzz_cases(random):
         cid = f"{family or 'drawn'}-{seed}"
         if only and not any(o in f"fuzz/{cid}" for o in only):
             continue
@@ -233,6 +239,10 @@ def main(argv=None):
     d.add_argument("--only", default="", help="comma-separated substrings of example/test ids")
     d.add_argument("--skip-tests", action="store_true")
     d.add_argument("--skip-fuzz", action="store_true")
+    d.add_argument("--random-fuzz", type=int, default=0, metavar="N",
+                   help="also N generated programs no test uses (about 25 ms a program and "
+                        "architecture on the development VM): a wider net for a change "
+                        "meant to keep the code")
     c = sub.add_parser("diff")
     c.add_argument("before")
     c.add_argument("after")
@@ -244,7 +254,7 @@ def main(argv=None):
     n = dump_examples(out, args.arch, only)
     print(f"examples: {n} programs")
     if not args.skip_fuzz:
-        print(f"fuzz: {dump_fuzz(out, only)} programs")
+        print(f"fuzz: {dump_fuzz(out, only, args.random_fuzz)} programs")
     if not args.skip_tests:
         print(f"tests: {dump_tests(out, args.arch, only)} modules")
     return 0
