@@ -408,8 +408,8 @@ def main(argv=None):
           f"medians of {args.runs} processes; ms ({args.clock} clock); NVRTC precompiled "
           f"headers {args.pch}; garbage collected before timing: {args.gc == 'collect'}; "
           f"driver's device-code cache: {args.driver_cache}")
-    print(f"{'kernel':16s} {'import':>6s} {'drv':>4s} {'gc':>4s} | {'cold':>6s} {'trace':>5s} {'lower':>6s} "
-          f"{'nvrtc':>6s} {'rest':>5s} {'again':>6s} | {'front':>5s} {'NVVM':>5s} "
+    print(f"{'kernel':16s} {'import':>6s} {'drv':>4s} {'gc':>4s} | {'cold':>6s} {'trace':>5s} "
+          f"{'lower':>6s} {'nvrtc':>6s} {'rest':>5s} {'again':>6s} | {'front':>5s} {'NVVM':>5s} "
           f"{'ptxas':>5s} | {'warm':>5s} {'trace':>5s} {'load':>5s} {'next':>5s}")
     report = {}
     cpu = args.clock == "cpu"
@@ -471,8 +471,9 @@ def main(argv=None):
             cells.setdefault("gc", row["gc_ms"])
         nan = float("nan")
         c = lambda k: cells.get(k, nan)  # noqa: E731
-        print(f"{name:16s} {c('import_'):6.0f} {c('drv'):4.0f} {c('gc'):4.0f} | {c('cold'):6.0f} {c('trace'):5.0f} "
-              f"{c('lower'):6.0f} {c('nvrtc'):6.0f} {c('rest'):5.0f} {c('again'):6.0f} | "
+        print(f"{name:16s} {c('import_'):6.0f} {c('drv'):4.0f} {c('gc'):4.0f} | "
+              f"{c('cold'):6.0f} {c('trace'):5.0f} {c('lower'):6.0f} {c('nvrtc'):6.0f} "
+              f"{c('rest'):5.0f} {c('again'):6.0f} | "
               f"{c('front'):5.0f} {c('nvvm'):5.0f} {c('ptxas'):5.0f} | {c('warm'):5.1f} "
               f"{c('w_trace'):5.1f} {c('w_load'):5.1f} {c('w_next'):5.1f}"
               f"{'' if row.get('warm_program_hit', True) else ' *'}", flush=True)

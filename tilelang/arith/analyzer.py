@@ -121,10 +121,10 @@ class Analyzer:
         (every such question goes through its atom's entry in `_abound`, see `_install`).
         Anything else (a variable rebound or unbound inside) rebuilds everything."""
         ranges = self._ranges
-        if len(ranges) == len(saved) and all(ranges.get(v) is r for v, r in saved.items()):
+        kept = all(ranges.get(v) is r for v, r in saved.items())
+        if kept and len(ranges) == len(saved):
             return
-        if len(ranges) < len(saved) or self._gen != A.GENERATION[0] or \
-                any(ranges.get(v) is not r for v, r in saved.items()):
+        if not kept or self._gen != A.GENERATION[0]:
             self._ranges = saved
             self._rebuild()
             return
