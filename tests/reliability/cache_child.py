@@ -1,11 +1,11 @@
 """A child process of the cache tests: compiles named kernels with `tilelang.compile` for a CUDA
 architecture (no GPU needed) and prints one JSON line per kernel: cache hit, key, cubin digest.
 
-    python cache_child.py sm_90a [--perturb] gemm softmax ...
+    python cache_child.py sm_90a [--perturb] [--modules] gemm softmax ...
 
 `--perturb` first traces and compiles unrelated kernels, so any process-local counter or name
 that leaked into the generated code (and so into the cache key) would differ from a fresh
-process.
+process. `--modules` ends with a JSON line listing the tilelang modules the process imported.
 """
 
 import hashlib
@@ -89,6 +89,8 @@ def main(argv):
         perturb(arch)
     for name in names:
         print(json.dumps(compile_one(name, arch)), flush=True)
+    if "--modules" in argv:
+        print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith("tilelang"))}))
 
 
 if __name__ == "__main__":

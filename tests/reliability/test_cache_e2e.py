@@ -71,6 +71,25 @@ def test_second_process_loads_the_program_without_lowering(private_cache):
             (r["source"], r["sha"], r["key"])
 
 
+# what a process needs to trace a program and load it from the cache: the semantic check and
+# the size alignment run on every trace; the passes, the code generator and the compiler not
+WARM_TRANSFORMS = {"tilelang.transform", "tilelang.transform.align_sizes",
+                   "tilelang.transform.pass_config", "tilelang.transform.semantic_check",
+                   "tilelang.transform.simplify", "tilelang.transform.uninitialized_reads"}
+
+
+def test_a_program_loaded_from_the_cache_imports_no_pass_and_no_compiler(private_cache):
+    _child(private_cache, "sm_90a", "gemm")
+    *rows, imported = _child(private_cache, "sm_90a", "--modules", "gemm")
+    assert rows[0]["program_hit"]
+    modules = set(imported["modules"])
+    assert {m for m in modules if m.startswith("tilelang.transform")} <= WARM_TRANSFORMS
+    for absent in ("tilelang.engine.pipeline", "tilelang.codegen.module", "tilelang.codegen.cuda",
+                   "tilelang.runtime.compiler", "tilelang.runtime.pch",
+                   "tilelang.transform.analysis"):
+        assert absent not in modules, f"loading a cached program imported {absent}"
+
+
 def _pool_worker(args):
     cache_dir, barrier, arch = args
     os.environ["TILELANG_CACHE_DIR"] = cache_dir

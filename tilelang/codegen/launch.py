@@ -1,23 +1,44 @@
-"""What the host side needs of a rendered CUDA module: its source and how to launch each
-kernel. Kept apart from the code generator so that a program loaded from the disk cache
-(engine/program_cache.py) does not import it."""
+"""What the host side needs of a rendered CUDA module: its source, how to launch each kernel
+and the TMA descriptors it encodes per call. Kept apart from the code generator so that a
+program loaded from the disk cache (engine/program_cache.py) imports neither it nor the passes.
+
+Records (tilelang/record.py), not dataclasses: every process that loads a kernel from the
+cache imports these three.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..ir import nodes as ir
 from ..ir.visitor import collect
+from ..record import Record
 
 
-@dataclass
-class KernelLaunch:
-    name: str
-    grid: tuple  # 3 extents: ints or Exprs of the symbols (and of ir.DEVICE_SM_COUNT)
-    block: tuple  # 3 ints
-    smem_bytes: int
-    notes: list = field(default_factory=list)
-    cooperative: bool = False  # T.sync_grid: all blocks resident (cuLaunchCooperativeKernel)
+class TmaDescriptor(Record):
+    """A CUtensorMap kernel parameter the host encodes per call: over `buffer` (a parameter
+    or workspace, or a view of one), boxes of `box` elements (outermost first), `swizzle`
+    bytes (0, 32, 64, 128); `im2col` for the im2col mode (transform/warp_specialize/
+    tma_im2col.py): (lower (h, w), upper (h, w), channels, pixels, stride (h, w))."""
+
+    __slots__ = ("name", "buffer", "box", "swizzle", "param", "im2col")
+
+    def __init__(self, name: str, buffer: ir.Buffer, box: tuple, swizzle: int,
+                 param: ir.Var = None, im2col: tuple = None):
+        self.name, self.buffer, self.box, self.swizzle = name, buffer, box, swizzle
+        self.param, self.im2col = param, im2col
+
+
+class KernelLaunch(Record):
+    """One kernel of the module: `grid` holds 3 extents (ints or Exprs of the symbols and of
+    ir.DEVICE_SM_COUNT), `block` 3 ints; `cooperative` for T.sync_grid (all blocks resident,
+    cuLaunchCooperativeKernel)."""
+
+    __slots__ = ("name", "grid", "block", "smem_bytes", "notes", "cooperative")
+
+    def __init__(self, name: str, grid: tuple, block: tuple, smem_bytes: int,
+                 notes: list = None, cooperative: bool = False):
+        self.name, self.grid, self.block, self.smem_bytes = name, grid, block, smem_bytes
+        self.notes = [] if notes is None else notes
+        self.cooperative = cooperative
 
     @property
     def sized_at_launch(self) -> bool:
@@ -26,19 +47,24 @@ class KernelLaunch:
                    for g in self.grid if isinstance(g, ir.Expr))
 
 
-@dataclass
-class CudaModuleSource:
-    source: str
-    kernels: list
-    params: list  # C signature order: the PrimFunc's params, symbols, workspaces
-    symbols: list  # size Vars passed as int arguments
-    workspaces: list
-    arch: str
-    tma: list = field(default_factory=list)  # TmaDescriptor parameters, encoded per call
-    zeroed: tuple = ()  # indices of the workspaces allocated zero-filled (T.sync_grid's counter)
-    # (parameter index, bytes): the alignment the kernels' vector accesses need of a tensor
-    # parameter's data pointer (analysis/alignment.py), checked before every launch
-    aligned: tuple = ()
+class CudaModuleSource(Record):
+    """The module: `params` in C signature order (the PrimFunc's params, then the size
+    `symbols` passed as int arguments, then the global `workspaces`); `tma` the descriptors
+    encoded per call; `zeroed` the indices of the workspaces allocated zero-filled
+    (T.sync_grid's counter); `aligned` (parameter index, bytes): the alignment the kernels'
+    vector accesses need of a tensor parameter's data pointer (analysis/alignment.py),
+    checked before every launch."""
+
+    __slots__ = ("source", "kernels", "params", "symbols", "workspaces", "arch", "tma",
+                 "zeroed", "aligned")
+
+    def __init__(self, source: str, kernels: list, params: list, symbols: list,
+                 workspaces: list, arch: str, tma: list = None, zeroed: tuple = (),
+                 aligned: tuple = ()):
+        self.source, self.kernels, self.params = source, kernels, params
+        self.symbols, self.workspaces, self.arch = symbols, workspaces, arch
+        self.tma = [] if tma is None else tma
+        self.zeroed, self.aligned = zeroed, aligned
 
 
 def signature_params(func: ir.PrimFunc):

@@ -73,7 +73,7 @@ class CUDAAdapter:
     """Compiled kernels of one PrimFunc and the host code that launches them."""
 
     def __init__(self, func: ir.PrimFunc, target: Target, options: dict):
-        from ..runtime import CudaKernelFunction, compile_cuda
+        from ..runtime.launcher import CudaKernelFunction
         from . import program_cache
 
         t0 = time.perf_counter()
@@ -92,6 +92,8 @@ class CUDAAdapter:
             self.source = self.module.source
             self.lower_seconds = 0.0
         else:
+            from .. import runtime  # runtime.compile_cuda, the name tools replace (dump_cuda.py)
+
             verbose = options.get("verbose", False)
             with jit_phase("lower", verbose=verbose, kernel=func.name, target=str(target)):
                 self.module = lower_cuda(func, target, options)
@@ -102,9 +104,9 @@ class CUDAAdapter:
                 configs, PassConfigKey.TL_DISABLE_FAST_MATH)
             verbose_ptx = config_flag(configs, PassConfigKey.TL_ENABLE_PTXAS_VERBOSE_OUTPUT)
             with jit_phase("compile", verbose=verbose, kernel=func.name, target=str(target)):
-                self.compiled = compile_cuda(self.source, target.arch,
-                                             options.get("compile_flags", ()), name=func.name,
-                                             fast_math=fast, verbose=verbose_ptx or verbose)
+                self.compiled = runtime.compile_cuda(
+                    self.source, target.arch, options.get("compile_flags", ()), name=func.name,
+                    fast_math=fast, verbose=verbose_ptx or verbose)
             if not postproc:
                 program_cache.store(key, func, self.module, self.compiled)
         self.program_cache_hit = hit is not None
@@ -129,7 +131,6 @@ class CUDAAdapter:
         # the reference adapters' `kernels`: this adapter's own kernel handles by name
         self.kernels = {k.name: fn for k, fn in zip(self.module.kernels, self.functions)}
         self.sized_at_launch = any(k.sized_at_launch for k in self.module.kernels)
-        self.host_source = self._describe()
 
     # ---- calling --------------------------------------------------------------------------
     def run(self, full_args, symbols, device, stream=None):
@@ -223,7 +224,9 @@ class CUDAAdapter:
         vals = [fn.local_bytes() for fn in self.functions]
         return vals if len(vals) > 1 else vals[0]
 
-    def _describe(self) -> str:
+    @property
+    def host_source(self) -> str:
+        """The launches described (JITKernel.get_host_source); written when asked for."""
         lines = [f"# host side of {self.func.name} ({self.target.arch})"]
         for k in self.module.kernels:
             lines.append(f"# launch {k.name}<<<{list(k.grid)}, {list(k.block)}, "

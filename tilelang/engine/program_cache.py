@@ -225,7 +225,6 @@ def lookup(func: ir.PrimFunc, target, options: dict):
     if payload is None:
         return key, None
     from ..codegen.launch import CudaModuleSource, signature_params
-    from ..runtime.compiler import CompileResult
 
     params, symbols, workspaces = signature_params(func)
     try:
@@ -242,7 +241,7 @@ def lookup(func: ir.PrimFunc, target, options: dict):
         return key, None
     module = CudaModuleSource(entry["source"], entry["kernels"], params, symbols, workspaces,
                               entry["arch"], entry["tma"], entry["zeroed"], entry["aligned"])
-    compiled = CompileResult(hit["cubin"], hit["log"], entry["compiler"], True,
+    compiled = cache.CompileResult(hit["cubin"], hit["log"], entry["compiler"], True,
                              time.perf_counter() - t0, entry["arch"], tuple(entry["options"]),
                              entry["cubin_key"], entry["ident"])
     return key, (module, compiled)

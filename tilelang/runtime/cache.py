@@ -41,6 +41,7 @@ from typing import Optional
 
 from ..cache import files
 from ..env import env
+from ..record import Record
 
 MAGIC = b"TLCUBIN1\n"
 SHARDS = 256  # entries live in d/<first two hex digits of the key>/
@@ -113,6 +114,22 @@ def _warn_once(tag: str, msg: str):
 def _warn_damaged(path, reason):
     warnings.warn(f"tilelang: ignoring a damaged kernel cache entry ({reason}); the kernel is "
                   f"compiled again and the entry {path} rewritten", RuntimeWarning, stacklevel=3)
+
+
+class CompileResult(Record):
+    """What `compiler.compile_cuda` returns, and what engine/program_cache.py makes of an entry
+    (defined here so that loading a cached kernel does not import the compiler): `compiler` is
+    "nvrtc" or "nvcc", `key` the cubin entry's key."""
+
+    __slots__ = ("cubin", "log", "compiler", "cache_hit", "seconds", "arch", "options", "key",
+                 "compiler_version")
+
+    def __init__(self, cubin: bytes, log: str, compiler: str, cache_hit: bool, seconds: float,
+                 arch: str = "", options: tuple = (), key: str = "",
+                 compiler_version: str = ""):
+        self.cubin, self.log, self.compiler, self.cache_hit = cubin, log, compiler, cache_hit
+        self.seconds, self.arch, self.options, self.key = seconds, arch, options, key
+        self.compiler_version = compiler_version
 
 
 def entry_path(d: Path, key: str) -> Path:

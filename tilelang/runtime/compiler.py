@@ -21,10 +21,10 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 
 from ..errors import TileLangError
 from . import cache, toolkit
+from .cache import CompileResult
 
 
 class CudaCompileError(TileLangError, RuntimeError):
@@ -36,19 +36,6 @@ class CudaCompileError(TileLangError, RuntimeError):
         self.log = log
         self.source_path = source_path
         self.line = line
-
-
-@dataclass
-class CompileResult:
-    cubin: bytes
-    log: str
-    compiler: str  # "nvrtc" or "nvcc"
-    cache_hit: bool
-    seconds: float
-    arch: str = ""
-    options: tuple = ()
-    key: str = ""
-    compiler_version: str = field(default="", repr=False)
 
 
 _ARCH_RE = re.compile(r"^(?:sm_?|compute_)?(\d{2,3})([af]?)$")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import glob
 import os
 import shutil
 import sys
@@ -39,7 +38,7 @@ def _cuda_homes() -> list[str]:
     nvcc = shutil.which("nvcc")
     if nvcc:
         homes.append(str(Path(os.path.realpath(nvcc)).parent.parent))
-    homes += ["/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    homes += ["/usr/local/cuda"] + sorted(_listdir("/usr/local", "cuda-"), reverse=True)
     out = []
     for h in homes:
         if h not in out and os.path.isdir(h):
@@ -59,6 +58,16 @@ def _wheel_dirs(sub: str) -> list[str]:
             if os.path.isdir(d) and d not in out:
                 out.append(d)
     return out
+
+
+def _listdir(d: str, prefix: str) -> list[str]:
+    """The paths in directory `d` whose names start with `prefix` (a glob without `glob`,
+    whose pattern compiling is most of what finding the CUDA homes costs a cached kernel's
+    first load)."""
+    try:
+        return [os.path.join(d, n) for n in os.listdir(d) if n.startswith(prefix)]
+    except OSError:
+        return []
 
 
 def _has_cuda_headers(d: str) -> bool:
@@ -265,7 +274,7 @@ def _libnvrtc_candidates() -> list[str]:
             pass
     for d in _wheel_dirs("lib") + [os.path.join(h, sub) for h in _cuda_homes()
                                    for sub in ("lib64", "lib", "targets/x86_64-linux/lib")]:
-        out += sorted(glob.glob(os.path.join(d, "libnvrtc.so*")), reverse=True)
+        out += sorted(_listdir(d, "libnvrtc.so"), reverse=True)
     return [p for p in out if p and "builtins" not in os.path.basename(p)]
 
 

@@ -5,27 +5,14 @@ cp.async.bulk.tensor load per swizzle-width column block can do: the same elemen
 bytes, a static global shape with 16-byte row strides, the whole destination tile, boxes of at
 most 256 elements per dimension, whole swizzle atoms. It returns the plan (box, swizzle,
 bytes per load) or, for the note of the cp.async fallback, the constraint the copy breaks.
-`TmaDescriptor` is the CUtensorMap kernel parameter the host encodes per call.
+`TmaDescriptor` (codegen/launch.py) is the CUtensorMap kernel parameter the host encodes per
+call.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ...codegen.launch import TmaDescriptor
 from ...ir import nodes as ir
-
-
-@dataclass
-class TmaDescriptor:
-    """A CUtensorMap kernel parameter the host encodes per call."""
-
-    name: str
-    buffer: ir.Buffer
-    box: tuple  # outermost first, elements
-    swizzle: int  # bytes: 0, 32, 64, 128
-    param: ir.Var = None
-    # im2col mode (tma_im2col.py): (lower (h, w), upper (h, w), channels, pixels, stride (h, w))
-    im2col: tuple = None
 
 
 class TmaPlan:

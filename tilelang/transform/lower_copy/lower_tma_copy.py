@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import math
 
+from ...codegen.launch import TmaDescriptor
 from ...errors import located
 from ...ir import nodes as ir
-from ..analysis.tma_plan import TmaDescriptor, rows_16_byte_aligned
+from ..analysis.tma_plan import rows_16_byte_aligned
 
 MAX_BOX = 256
 MAX_LOADS = 64  # boxes per T.tma_copy; more is a located error (use fewer, larger tiles)

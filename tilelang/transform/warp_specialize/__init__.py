@@ -93,7 +93,8 @@ from ..analysis.loop_items import (Rebuffer, copy_lets_needed, copy_oob_value, f
 from .tile_nest import TileNest, levels_to, slot_and_phase
 from ..analysis.uniform import depends_on, let_values, uniform_guard
 from .tma_im2col import Im2colPlan, im2col_plan
-from ..analysis.tma_plan import TmaDescriptor, tma_plan
+from ...codegen.launch import TmaDescriptor
+from ..analysis.tma_plan import tma_plan
 from ..analysis.scopes import SHARED, is_global_to_shared
 
 VOID = ir.DType("void")
