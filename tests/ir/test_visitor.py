@@ -6,7 +6,7 @@ import tilelang.language as T
 from tilelang.ir import nodes as ir
 from tilelang.ir.dtype import DType
 from tilelang.ir.visitor import Mutator, Visitor, any_node, any_stmt, children, collect, \
-    free_vars, substitute
+    collect_stmts, free_vars, substitute
 
 
 def sample_func():
@@ -216,6 +216,23 @@ def test_any_stmt_finds_statements_without_entering_expressions():
     for kind in (ir.Gemm, ir.While, ir.Print, ir.Reduce, ir.Assert, ir.TmaCopy):
         assert any_stmt(f.body, lambda n: isinstance(n, kind)) == \
             any_node(f.body, lambda n: isinstance(n, kind))
+
+
+def test_collect_stmts_is_collect_restricted_to_statements_and_skips_expressions():
+    f = sample_func()
+    offered = []
+
+    def every_statement(n):
+        offered.append(n)
+        return True
+
+    found = collect_stmts(f.body, every_statement)
+    assert offered and all(isinstance(n, ir.Stmt) for n in offered)
+    # the same statements, in the same (pre-)order, as collect finds
+    assert found == [n for n in collect(f.body, lambda n: True) if isinstance(n, ir.Stmt)]
+    assert [type(n) for n in collect_stmts(f.body, lambda n: isinstance(n, (ir.Gemm, ir.While)))] \
+        == [ir.Gemm, ir.While]
+    assert collect_stmts(None, lambda n: True) == []
 
 
 def test_children_of_buffers_and_functions():

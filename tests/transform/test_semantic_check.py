@@ -127,3 +127,33 @@ def test_the_same_fragment_index_twice_is_fine():
                 F[i] = F[i] * F[i] + 1.0
             T.copy(F, A)
     tilelang.lower(f, target=SM80)
+
+
+def _serial_nest(branch_depth):
+    """S (32 elements) written at S[k] for k up to 63, with a branch `branch_depth` loops
+    below k's (0: none)."""
+    @T.prim_func
+    def f(A: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((32,), "float32")
+            for k in T.serial(64):
+                S[k] = A[k]
+                for i in T.serial(2):
+                    if branch_depth == 1:
+                        if A[i] > 0.0:
+                            A[i] = 1.0
+                    for j in T.serial(2):
+                        if branch_depth == 2:
+                            A[j] = T.if_then_else(A[j] > 0.0, 1.0, 0.0)
+                        else:
+                            A[j] = A[j] + 1.0
+    return f
+
+
+def test_bounds_are_checked_only_over_loops_every_iteration_of_which_runs():
+    """A loop whose body branches anywhere, however deep, may skip part of its body: the
+    accesses under it are not bounded by its range (an out-of-range S[k] is then not refused)."""
+    with pytest.raises(IndexError, match=r"S\[k\] reaches index 63.*k in \[0, 63\]"):
+        _serial_nest(0)
+    _serial_nest(1)
+    _serial_nest(2)

@@ -83,27 +83,37 @@ def _fp(obj, out, seen):
         out.append(f"@{ref[0]}")
         return
     seen[id(obj)] = (len(seen), obj)  # holds obj: ids stay unique during the walk
-    if cls is dict:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = _plan(cls)
+    kind, header, names = plan
+    if kind is _OBJECT:
+        out.append(header)
+        for name in names:
+            out.append(name)
+            _fp(getattr(obj, name, None), out, seen)
+        d = getattr(obj, "__dict__", None)
+        if d:
+            for name, value in sorted(d.items()):
+                out.append(name)
+                _fp(value, out, seen)
+    elif kind is _DICT:
         out.append(f"dict{len(obj)}")
         for k, v in obj.items():
             _fp(k, out, seen)
             _fp(v, out, seen)
-        return
-    if cls is set or cls is frozenset:
+    elif kind is _SET:
         items = []
         for x in obj:
             if x.__class__ not in _ATOMS and x.__class__ is not DType:
                 raise _Unkeyable("a set of objects")
             items.append(f"{x.__class__.__name__}:{x!r}")
         out.append(f"{cls.__name__}{len(items)}:" + "\x1e".join(sorted(items)))
-        return
-    if cls is types.MethodType:  # a bound method: its function and its object
+    elif kind is _METHOD:  # a bound method: its function and its object
         out.append("method")
         _fp(obj.__func__, out, seen)
         _fp(obj.__self__, out, seen)
-        return
-    if isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType,
-                        types.ModuleType)):
+    elif kind is _GLOBAL:  # a class, function or module, named
         module = getattr(obj, "__module__", None) or getattr(obj, "__name__", "")
         if str(module).split(".")[0] not in _TRUSTED_MODULES:
             raise _Unkeyable(f"{obj!r} from {module}")
@@ -114,40 +124,41 @@ def _fp(obj, out, seen):
             except ValueError:  # an empty cell
                 raise _Unkeyable(f"{obj!r} has an unbound closure variable") from None
             _fp((obj.__defaults__, obj.__kwdefaults__, cells), out, seen)
-        return
-    module = cls.__module__
-    if module.split(".")[0] not in _TRUSTED_MODULES:
-        raise _Unkeyable(f"an object of {module}.{cls.__qualname__}")
-    out.append(f"o:{module}.{cls.__qualname__}")
-    if module.startswith("numpy"):
+    elif kind is _NUMPY:
+        out.append(header)
         out.append(f"{obj.dtype}{obj.shape}{obj.tobytes()!r}" if hasattr(obj, "tobytes")
                    else repr(obj))
-        return
-    for name, value in _state(obj, cls):
-        out.append(name)
-        _fp(value, out, seen)
+    else:
+        raise _Unkeyable(header)
 
 
-_STATE_NAMES: dict = {}
+# How `_fp` writes an object of a class, decided once per class: (kind, header, field names).
+_OBJECT, _DICT, _SET, _METHOD, _GLOBAL, _NUMPY, _FOREIGN = range(7)
+_PLANS: dict = {}
 
 
-def _state(obj, cls):
-    """(name, value) of every attribute of `obj`: the slots of its classes, then its instance
-    dict sorted by name."""
-    names = _STATE_NAMES.get(cls)
-    if names is None:
-        found = []
-        for c in cls.__mro__:
-            slots = getattr(c, "__slots__", ())
-            for n in (slots,) if isinstance(slots, str) else slots:
-                if n not in ("__weakref__", "__dict__") and n not in found:
-                    found.append(n)
-        names = _STATE_NAMES[cls] = tuple(found)
-    out = [(n, getattr(obj, n, None)) for n in names]
-    d = getattr(obj, "__dict__", None)
-    if d:
-        out += sorted(d.items())
-    return out
+def _plan(cls):
+    if cls is dict:
+        return _DICT, "", ()
+    if cls is set or cls is frozenset:
+        return _SET, "", ()
+    if cls is types.MethodType:
+        return _METHOD, "", ()
+    if issubclass(cls, (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
+        return _GLOBAL, "", ()
+    module = cls.__module__
+    header = f"o:{module}.{cls.__qualname__}"
+    if module.split(".")[0] not in _TRUSTED_MODULES:
+        return _FOREIGN, f"an object of {module}.{cls.__qualname__}", ()
+    if module.startswith("numpy"):
+        return _NUMPY, header, ()
+    names = []  # the slots of its classes, then (per object) its instance dict sorted by name
+    for c in cls.__mro__:
+        slots = getattr(c, "__slots__", ())
+        for n in (slots,) if isinstance(slots, str) else slots:
+            if n not in ("__weakref__", "__dict__") and n not in names:
+                names.append(n)
+    return _OBJECT, header, tuple(names)
 
 
 def _bypass(options: dict) -> bool:

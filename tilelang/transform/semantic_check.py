@@ -36,7 +36,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..errors import located
 from ..ir import nodes as ir
-from ..ir.visitor import LocatedVisitor, any_node, collect
+from ..ir.visitor import LocatedVisitor, children, collect, collect_stmts
 
 
 def _err(loc, exc, msg):
@@ -240,12 +240,12 @@ def _static_extent(loop: ir.For):
     return None
 
 
-def _grow_fragments(rules: _FragmentRules, func: ir.PrimFunc):
+def _grow_fragments(rules: _FragmentRules, kernels):
     """Give each fragment the extents the loops indexing it need (see the module docstring).
     Buffers are shared by reference in the IR, so the new shape reaches every use; tile-op
     regions keep the extents they were written with."""
     annotated = set()
-    for k in collect(func.body, lambda n: isinstance(n, ir.Kernel)):
+    for k in kernels:
         annotated.update(v[0] for key, v in k.attrs if key == "layout")
     for buf, dims in rules.grow.items():
         if buf in rules.fixed_shape or buf in annotated:
@@ -265,16 +265,37 @@ def _branches(n) -> bool:
     return isinstance(n, _BRANCHING) or (isinstance(n, ir.Call) and n.op == "if_then_else")
 
 
+def _loops_that_branch(root) -> set:
+    """The ids of the For loops in `root` whose bodies branch (`_branches`), in one walk."""
+    found = set()
+    leaves = (int, float, str, bool, ir.DType, type(None))
+
+    def walk(node) -> bool:
+        if isinstance(node, leaves):
+            return False
+        branches = _branches(node)
+        for c in children(node):
+            inner = walk(c)  # every child: the loops further in are marked too
+            if inner and c is getattr(node, "body", None) and node.__class__ is ir.For:
+                found.add(id(node))
+            branches |= inner
+        return branches
+
+    walk(root)
+    return found
+
+
 class _StaticBounds(LocatedVisitor):
-    def __init__(self):
+    def __init__(self, body):
         self.ranges: dict = {}  # loop var -> (first, last) value, for loops every value runs
         self.analyzer = Analyzer()
+        self.branching = _loops_that_branch(body)
 
     def visit_For(self, s):
         self.visit(s.start)
         self.visit(s.extent)
         first, n = ir.int_value(s.start), ir.int_value(s.extent)
-        if first is not None and n is not None and n > 0 and not any_node(s.body, _branches):
+        if first is not None and n is not None and n > 0 and id(s) not in self.branching:
             self.ranges[s.var] = (first, first + (n - 1) * s.step)
         self.visit(s.body)
         self.ranges.pop(s.var, None)
@@ -325,10 +346,11 @@ class _StaticBounds(LocatedVisitor):
 
 def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
     _Scopes(func.params).visit(func.body)
-    gemms = collect(func.body, lambda n: isinstance(n, ir.Gemm))
-    rules = _FragmentRules(r.buffer for g in gemms for r in (g.A, g.B, g.C)
-                           if r.buffer.scope == "local.fragment")
+    gemms_and_kernels = collect_stmts(func.body, lambda n: isinstance(n, (ir.Gemm, ir.Kernel)))
+    rules = _FragmentRules(r.buffer for g in gemms_and_kernels if isinstance(g, ir.Gemm)
+                           for r in (g.A, g.B, g.C) if r.buffer.scope == "local.fragment")
     rules.visit(func.body)
-    _grow_fragments(rules, func)
-    _StaticBounds().visit(func.body)
+    if rules.grow:
+        _grow_fragments(rules, [k for k in gemms_and_kernels if isinstance(k, ir.Kernel)])
+    _StaticBounds(func.body).visit(func.body)
     return func
