@@ -32,6 +32,7 @@ import pickle
 import time
 import types
 
+from ..errors import SourceLoc
 from ..ir import nodes as ir
 from ..ir.dtype import DType
 
@@ -124,6 +125,11 @@ def _fp(obj, out, seen):
             except ValueError:  # an empty cell
                 raise _Unkeyable(f"{obj!r} has an unbound closure variable") from None
             _fp((obj.__defaults__, obj.__kwdefaults__, cells), out, seen)
+    elif kind is _LOCATION:  # the tracer's: by instruction, its columns found only for errors
+        site = obj.site
+        where = ("{}:{}".format(*obj.columns()) if site is None else
+                 f"{site[0].co_name}:{site[0].co_firstlineno}@{site[1]}")
+        out.append(f"loc:{obj.filename}:{obj.lineno}:{where}")
     elif kind is _NUMPY:
         out.append(header)
         out.append(f"{obj.dtype}{obj.shape}{obj.tobytes()!r}" if hasattr(obj, "tobytes")
@@ -133,7 +139,7 @@ def _fp(obj, out, seen):
 
 
 # How `_fp` writes an object of a class, decided once per class: (kind, header, field names).
-_OBJECT, _DICT, _SET, _METHOD, _GLOBAL, _NUMPY, _FOREIGN = range(7)
+_OBJECT, _DICT, _SET, _METHOD, _GLOBAL, _NUMPY, _LOCATION, _FOREIGN = range(8)
 _PLANS: dict = {}
 
 
@@ -144,6 +150,8 @@ def _plan(cls):
         return _SET, "", ()
     if cls is types.MethodType:
         return _METHOD, "", ()
+    if cls is SourceLoc:
+        return _LOCATION, "", ()
     if issubclass(cls, (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
         return _GLOBAL, "", ()
     module = cls.__module__

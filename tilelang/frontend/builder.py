@@ -9,7 +9,6 @@ nodes when their frame closes, so they cover the statements that follow them.
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 from typing import Optional
@@ -60,24 +59,9 @@ def loc_from_traceback(tb) -> Optional[SourceLoc]:
 
 
 def _code_loc(code, lineno: int, lasti: int) -> SourceLoc:
-    """The location of instruction `lasti` of `code` on `lineno`, with its columns when the
-    code object records them (Python >= 3.11) and the instruction lies on that line."""
-    col = end_col = None
-    if lasti >= 0:
-        positions = _positions(code)
-        if lasti // 2 < len(positions):
-            pos = positions[lasti // 2]
-            if pos[0] is not None and pos[0] == lineno:
-                col, end_col = pos[2], (pos[3] if pos[1] == lineno else None)
-    return SourceLoc(code.co_filename, lineno, col, end_col)
-
-
-@functools.lru_cache(maxsize=1024)
-def _positions(code) -> tuple:
-    """`code.co_positions()` as a tuple, once per code object: every traced statement asks
-    for its location, and the positions of a long kernel body run to thousands of entries."""
-    positions = getattr(code, "co_positions", None)
-    return tuple(positions()) if positions is not None else ()
+    """The location of instruction `lasti` of `code` on `lineno` (its columns found when an
+    error asks for them)."""
+    return SourceLoc.at(code, lineno, lasti)
 
 
 def error(exc_type, message, loc=None):
