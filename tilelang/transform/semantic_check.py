@@ -36,7 +36,7 @@ from __future__ import annotations
 from ..arith import Analyzer
 from ..errors import located
 from ..ir import nodes as ir
-from ..ir.visitor import LocatedVisitor, children, collect, collect_stmts
+from ..ir.visitor import LocatedVisitor, collect, collect_stmts
 
 
 def _err(loc, exc, msg):
@@ -258,52 +258,76 @@ def _grow_fragments(rules: _FragmentRules, kernels):
 
 _SCOPE_WORDS = {"local.fragment": "fragment", "shared.dyn": "shared buffer",
                 "shared": "shared buffer", "local": "local buffer", "local.var": "variable"}
-_BRANCHING = (ir.If, ir.While, ir.Break, ir.Continue, ir.Select, ir.Logical)
-
-
-def _branches(n) -> bool:
-    return isinstance(n, _BRANCHING) or (isinstance(n, ir.Call) and n.op == "if_then_else")
-
-
-def _loops_that_branch(root) -> set:
-    """The ids of the For loops in `root` whose bodies branch (`_branches`), in one walk."""
-    found = set()
-    leaves = (int, float, str, bool, ir.DType, type(None))
-
-    def walk(node) -> bool:
-        if isinstance(node, leaves):
-            return False
-        branches = _branches(node)
-        for c in children(node):
-            inner = walk(c)  # every child: the loops further in are marked too
-            if inner and c is getattr(node, "body", None) and node.__class__ is ir.For:
-                found.add(id(node))
-            branches |= inner
-        return branches
-
-    walk(root)
-    return found
-
-
 class _StaticBounds(LocatedVisitor):
-    def __init__(self, body):
-        self.ranges: dict = {}  # loop var -> (first, last) value, for loops every value runs
+    """One walk records every access to a buffer of static shape with the loops around it
+    and marks the loops whose bodies branch (an If, While, Break, Continue, Select, logical
+    operator or if_then_else anywhere inside: not every iteration runs all of the body);
+    `check` then bounds each access over the loops that remain."""
+
+    def __init__(self):
+        self.loops: list = []  # the enclosing loops: (For, var, (first, last) or None)
+        self.branching: set = set()  # ids of the loops whose bodies branch
+        self.accesses: list = []  # (buffer, indices, loc, the loops around it)
         self.analyzer = Analyzer()
-        self.branching = _loops_that_branch(body)
 
     def visit_For(self, s):
         self.visit(s.start)
         self.visit(s.extent)
         first, n = ir.int_value(s.start), ir.int_value(s.extent)
-        if first is not None and n is not None and n > 0 and id(s) not in self.branching:
-            self.ranges[s.var] = (first, first + (n - 1) * s.step)
+        span = (first, first + (n - 1) * s.step) if first is not None and n is not None and \
+            n > 0 else None
+        self.loops.append((s, s.var, span))
         self.visit(s.body)
-        self.ranges.pop(s.var, None)
+        self.loops.pop()
 
-    def _span(self, index):
+    def _branch(self, node):
+        self.branching.update(id(loop) for loop, _, _ in self.loops)
+        self.generic(node)
+
+    visit_If = visit_While = visit_Break = visit_Continue = _branch
+    visit_Select = visit_Logical = _branch
+
+    def visit_Call(self, e):
+        if e.op == "if_then_else":
+            self.branching.update(id(loop) for loop, _, _ in self.loops)
+        self.generic(e)
+
+    def visit_Load(self, e):
+        self._record(e.buffer, e.indices)
+        self.generic(e)
+
+    def visit_Store(self, s):
+        self._record(s.buffer, s.indices)
+        self.generic(s)
+
+    def _record(self, buf, indices):
+        if buf.scope != "global" and all(isinstance(n, int) for n in buf.shape):
+            self.accesses.append((buf, indices, self.loc, tuple(self.loops)))
+
+    def check(self):
+        """Raise at the first recorded access that leaves its buffer."""
+        for buf, indices, loc, loops in self.accesses:
+            ranges = {var: span for loop, var, span in loops
+                      if span is not None and id(loop) not in self.branching}
+            for d, (index, size) in enumerate(zip(indices, buf.shape)):
+                span = self._span(index, ranges)
+                if span is None or (span[0] >= 0 and span[1] < size):
+                    continue
+                bad = span[0] if span[0] < 0 else span[1]
+                used = {id(v) for v in collect(index, lambda n: isinstance(n, ir.Var))}
+                named = ", ".join(f"{v.name} in [{a}, {b}]" for v, (a, b) in ranges.items()
+                                  if id(v) in used)
+                shown = ", ".join(str(i) for i in indices)
+                _err(loc, IndexError,
+                     f"{buf.name}[{shown}] reaches index {bad} of dimension {d}, outside the "
+                     f"{size} elements of {_SCOPE_WORDS.get(buf.scope, buf.scope)} {buf.name} "
+                     f"{list(buf.shape)}"
+                     + (f" (with {named})" if named else ""))
+
+    def _span(self, index, ranges):
         """(lowest, highest) value of an affine index over the loops' ranges, else None."""
         used = collect(index, lambda n: isinstance(n, ir.Var))
-        if any(v not in self.ranges for v in used):
+        if any(v not in ranges for v in used):
             return None
         lo = hi = 0
         rest = index
@@ -312,36 +336,10 @@ class _StaticBounds(LocatedVisitor):
             if linear is None or not isinstance(linear[0], int):
                 return None
             coef, rest = linear
-            a, b = (coef * x for x in self.ranges[v])
+            a, b = (coef * x for x in ranges[v])
             lo, hi = lo + min(a, b), hi + max(a, b)
         const = ir.int_value(rest)
         return None if const is None else (lo + const, hi + const)
-
-    def _check(self, buf, indices):
-        if buf.scope == "global" or not all(isinstance(n, int) for n in buf.shape):
-            return
-        for d, (index, size) in enumerate(zip(indices, buf.shape)):
-            span = self._span(index)
-            if span is None or (span[0] >= 0 and span[1] < size):
-                continue
-            bad = span[0] if span[0] < 0 else span[1]
-            used = {id(v) for v in collect(index, lambda n: isinstance(n, ir.Var))}
-            loops = ", ".join(f"{v.name} in [{a}, {b}]" for v, (a, b) in self.ranges.items()
-                              if id(v) in used)
-            shown = ", ".join(str(i) for i in indices)
-            _err(self.loc, IndexError,
-                 f"{buf.name}[{shown}] reaches index {bad} of dimension {d}, outside the "
-                 f"{size} elements of {_SCOPE_WORDS.get(buf.scope, buf.scope)} {buf.name} "
-                 f"{list(buf.shape)}"
-                 + (f" (with {loops})" if loops else ""))
-
-    def visit_Load(self, e):
-        self._check(e.buffer, e.indices)
-        self.generic(e)
-
-    def visit_Store(self, s):
-        self._check(s.buffer, s.indices)
-        self.generic(s)
 
 
 def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
@@ -352,5 +350,7 @@ def check_semantics(func: ir.PrimFunc) -> ir.PrimFunc:
     rules.visit(func.body)
     if rules.grow:
         _grow_fragments(rules, [k for k in gemms_and_kernels if isinstance(k, ir.Kernel)])
-    _StaticBounds(func.body).visit(func.body)
+    bounds = _StaticBounds()
+    bounds.visit(func.body)
+    bounds.check()
     return func
