@@ -231,12 +231,14 @@ def child(name: str, mode: str, again: int, collect: bool = True) -> dict:
 
 
 def _init_driver():
-    """cuInit where a CUDA driver and a GPU are present (not timed: see `drv`)."""
-    from tilelang.runtime import driver
+    """cuInit where a CUDA driver and a GPU are present (not timed: see `drv`), straight
+    through ctypes: importing tilelang's runtime here would take its modules' imports out of
+    the timed compile, which a program pays there."""
+    import ctypes
 
     try:
-        driver.lib()
-    except Exception:
+        ctypes.CDLL("libcuda.so.1").cuInit(0)
+    except (OSError, AttributeError):
         pass  # no driver or no GPU: NVRTC does not start one either
 
 

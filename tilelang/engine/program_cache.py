@@ -10,7 +10,7 @@ Guarantees:
     from outside tilelang, whose edits the key could not see), no entry, a damaged entry, or
     a compiler or CUDA header file that changed since the entry was written;
   * the key changes with the traced program (`fingerprint`: every node, name, dtype, shape,
-    attribute and source location, and which objects are the same object), the target
+    attribute and source line, and which objects are the same object), the target
     architecture, the pass configs and compile flags, the compiler the user asked for
     (TILELANG_CUDA_COMPILER), the CUDA include directory, the package version, the
     TL_EXPERIMENT switches and a stamp of tilelang's own files (cache.package_stamp: an
@@ -125,11 +125,11 @@ def _fp(obj, out, seen):
             except ValueError:  # an empty cell
                 raise _Unkeyable(f"{obj!r} has an unbound closure variable") from None
             _fp((obj.__defaults__, obj.__kwdefaults__, cells), out, seen)
-    elif kind is _LOCATION:  # the tracer's: by instruction, its columns found only for errors
-        site = obj.site
-        where = ("{}:{}".format(*obj.columns()) if site is None else
-                 f"{site[0].co_name}:{site[0].co_firstlineno}@{site[1]}")
-        out.append(f"loc:{obj.filename}:{obj.lineno}:{where}")
+    elif kind is _LOCATION:
+        # file and line: columns only place an error's caret, and reading them costs the
+        # tracer's locations their laziness. (Not the instruction either: Python 3.12
+        # reports a call's as one of two offsets once the call is specialised.)
+        out.append(f"loc:{obj.filename}:{obj.lineno}")
     elif kind is _NUMPY:
         out.append(header)
         out.append(f"{obj.dtype}{obj.shape}{obj.tobytes()!r}" if hasattr(obj, "tobytes")
