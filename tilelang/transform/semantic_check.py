@@ -258,6 +258,8 @@ def _grow_fragments(rules: _FragmentRules, kernels):
 
 _SCOPE_WORDS = {"local.fragment": "fragment", "shared.dyn": "shared buffer",
                 "shared": "shared buffer", "local": "local buffer", "local.var": "variable"}
+
+
 class _StaticBounds(LocatedVisitor):
     """One walk records every access to a buffer of static shape with the loops around it
     and marks the loops whose bodies branch (an If, While, Break, Continue, Select, logical
