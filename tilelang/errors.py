@@ -23,7 +23,7 @@ class SourceLoc:
     `SourceLoc.at(code, lineno, lasti)` (the tracer's: a statement built by instruction
     `lasti` of `code`) finds the columns only when they are asked for. Reading a code
     object's positions costs about 0.15 us per instruction, 0.6 ms for a long kernel body in
-    every trace of it, and only an error shows them."""
+    each process's first trace of it, and only an error shows them."""
 
     __slots__ = ("filename", "lineno", "_columns", "_site")
 
@@ -47,7 +47,7 @@ class SourceLoc:
 
     def columns(self) -> tuple:
         """(col, end_col), either None where unknown."""
-        if self._columns is None:  # kept with the site: the fingerprint reads the site
+        if self._columns is None:
             object.__setattr__(self, "_columns", _columns_at(*self._site, self.lineno))
         return self._columns
 
