@@ -59,11 +59,6 @@ class SourceLoc:
     def end_col(self) -> Optional[int]:
         return self.columns()[1]
 
-    @property
-    def site(self):
-        """(code, lasti) of a location the tracer recorded, else None."""
-        return self._site
-
     def _fields(self):
         return (self.filename, self.lineno) + self.columns()
 
